@@ -137,12 +137,28 @@ def search_cmd(
 @app.command("demo")
 def demo_cmd(
     index: Annotated[Path, typer.Option("--index", "-i", help="Where to build the demo index.")] = Path("demo-index"),
+    k: Annotated[int, typer.Option("-k", min=1, help="Results per mode.")] = 3,
+    config: ConfigOpt = None,
 ) -> None:
-    """Index the bundled demo help centre and show what each search mode returns."""
-    from querywise.demo import run_demo
+    """Index the bundled demo help centre (Tessel) and compare the search modes on it."""
+    from querywise.demo import SAMPLE_SEARCHES, demo_file
+    from querywise.index import build_index
 
+    settings = _settings(config)
+    chunks = load_corpus(demo_file("helpcentre.jsonl"))
     with _progress() as progress:
-        run_demo(index, out, progress=progress)
+        ix = build_index(chunks, index, settings=settings, progress=progress)
+    err.print(f"[green]demo index[/] {index}: {len(ix)} chunks, embedder {ix.manifest.embedder}")
+    with ix:
+        for query, where in SAMPLE_SEARCHES:
+            condition = parse_where(where) or None
+            table = Table(title=f"{query}" + (f"  [dim]where {' and '.join(where)}[/]" if where else ""), title_justify="left")
+            for mode in ("bm25", "dense", "hybrid"):
+                table.add_column(mode)
+            columns = [ix.search(query, mode=mode, k=k, where=condition) for mode in ("bm25", "dense", "hybrid")]  # type: ignore[arg-type]
+            for rank in range(k):
+                table.add_row(*(f"{c[rank].id} [dim]{c[rank].score:.4f}[/]" if rank < len(c) else "" for c in columns))
+            out.print(table)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -117,10 +117,11 @@ def _payload_index_kinds(chunks: Sequence[Chunk], wanted: list[str] | None) -> d
 
 
 def _embedder(settings: Settings) -> Any:
-    from querywise.embed import load_embedder
+    from querywise.embed import DEFAULT_KIND, load_embedder
 
+    kind = settings.embedding.kind
     return load_embedder(
-        settings.embedding.kind,
+        DEFAULT_KIND if kind == "auto" else kind,  # type: ignore[arg-type]
         cache_dir=settings.cache_dir / "embeddings" if settings.embedding.cache else None,
         batch_size=settings.embedding.batch_size,
     )

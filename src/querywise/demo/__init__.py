@@ -1,0 +1,30 @@
+"""The bundled demo: Tessel, a fictional audio and wearables shop (see README.md here).
+
+Written for this project. Its files are package data, so the demo runs from an installed
+wheel as well as from a checkout.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["DEMO_DIR", "SAMPLE_SEARCHES", "demo_file"]
+
+DEMO_DIR = Path(__file__).parent
+
+# What `querywise demo` searches to show the three modes side by side, and one filter.
+SAMPLE_SEARCHES: list[tuple[str, list[str]]] = [
+    ("How long is the warranty on the Halden Solace 7 Pro?", []),
+    ("my earbuds got wet, am I covered?", []),
+    ("replacement ear cushions HC-3471", []),
+    ("how do I wipe my watch", []),
+    ("warranty", ["family=headphones", "markets=eu"]),
+]
+
+
+def demo_file(name: str) -> Path:
+    """Path of a bundled demo file, e.g. `demo_file("helpcentre.jsonl")`."""
+    path = DEMO_DIR / name
+    if not path.exists():
+        raise FileNotFoundError(f"no demo file {name!r} in {DEMO_DIR}")
+    return path

@@ -1,0 +1,68 @@
+"""Shared fixtures. The fake embedder is deterministic and goes through the same index code
+as the real one; tests that need real semantics use the packaged model (`real_embedder`)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from querywise.config import Settings
+from querywise.corpus import Chunk
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+class HashEmbedder:
+    """Bag-of-words vectors from hashed words: similar wording, similar vector."""
+
+    model_id = "hash-bow/test"
+    dim = 64
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def embed(self, texts: Sequence[str], *, on_progress: Callable[[int], None] | None = None) -> np.ndarray:
+        self.calls += 1
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in text.lower().split():
+                out[i, int(hashlib.md5(word.strip(".,?!").encode()).hexdigest(), 16) % self.dim] += 1.0
+            out[i] /= np.linalg.norm(out[i]) or 1.0
+        if on_progress:
+            on_progress(len(texts))
+        return out
+
+
+@pytest.fixture
+def hash_embedder() -> HashEmbedder:
+    return HashEmbedder()
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(cache_dir=tmp_path / "cache")
+
+
+SHOP = [
+    Chunk(id="x3-warranty", text="Vela X3 headphones carry an 18-month warranty against manufacturing defects.",
+          payload={"category": "headphones", "price": 179, "markets": ["eu", "us"]}),
+    Chunk(id="x3pro-warranty", text="Vela X3 Pro headphones carry a 30-month warranty, sweat and rain included.",
+          payload={"category": "headphones", "price": 249, "markets": ["eu", "us"]}),
+    Chunk(id="buds-battery", text="Pico Buds play for 7 hours per charge; the case adds 21 hours.",
+          payload={"category": "earbuds", "price": 99, "markets": ["us"]}),
+    Chunk(id="cushions", text="Replacement cushions for the Vela X3 are part QR-5126; the X3 Pro uses QR-5162.",
+          payload={"category": "accessory", "price": 25, "markets": ["eu"]}),
+    Chunk(id="shipping", text="Standard orders ship within 2 business days; express arrives the next day.",
+          payload={"category": "shipping", "price": 0, "markets": ["eu", "us"]}),
+    Chunk(id="returns", text="Opened earbuds can be returned within 10 days if the hygiene seal is intact.",
+          payload={"category": "policy", "price": 0, "markets": ["eu", "us"]}),
+]
+
+
+@pytest.fixture
+def shop() -> list[Chunk]:
+    return list(SHOP)

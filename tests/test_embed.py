@@ -1,0 +1,245 @@
+"""querywise.embed against the real packaged model (a few seconds to load, once per module)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from querywise.embed import (
+    EMBEDDER_KINDS,
+    CachedEmbedder,
+    Embedder,
+    OnnxEmbedder,
+    SentenceTransformerEmbedder,
+    load_embedder,
+)
+from querywise.embed._base import ProgressCallback, Vectors
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+# Our own shop's sentences, of deliberately different lengths.
+SENTENCES = [
+    "Are the Halcyon 300 headphones foldable?",
+    "Shipping",
+    "Orders placed before 3 pm ship the same working day; weekend orders leave on Monday.",
+    "The ear pads on my over-ear headphones are peeling after eight months, is that covered?",
+    "Can I change the delivery address after the parcel has left the warehouse?",
+    "Express shipping to Norway takes two to four days and costs extra because of customs checks "
+    "at the border, which the carrier handles for you.",
+    "noise cancelling",
+    "Returned headphones must include the charging cable, the carry case and the original box.",
+]
+
+pytestmark = pytest.mark.model
+
+
+def _env_with_src() -> dict[str, str]:
+    """The environment for a child Python that must import querywise, installed or not."""
+    paths = [str(SRC), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+@pytest.fixture(scope="module")
+def torch_embedder() -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder(batch_size=3)
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Shared by the module so the ONNX export (a few seconds) happens once."""
+    return tmp_path_factory.mktemp("querywise-cache")
+
+
+@pytest.fixture(scope="module")
+def onnx_embedder(cache_dir: Path) -> OnnxEmbedder:
+    return OnnxEmbedder.fp32(export_dir=cache_dir / "models", batch_size=3)
+
+
+@pytest.fixture(params=["torch", "onnx"])
+def embedder(
+    request: pytest.FixtureRequest,
+    torch_embedder: SentenceTransformerEmbedder,
+    onnx_embedder: OnnxEmbedder,
+) -> Embedder:
+    return torch_embedder if request.param == "torch" else onnx_embedder
+
+
+def test_rows_are_float32_unit_vectors(embedder: Embedder) -> None:
+    vectors = embedder.embed(SENTENCES)
+    assert isinstance(embedder, Embedder)
+    assert vectors.dtype == np.float32
+    assert vectors.shape == (len(SENTENCES), embedder.dim) == (len(SENTENCES), 384)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_empty_input_gives_an_empty_matrix(embedder: Embedder) -> None:
+    assert embedder.embed([]).shape == (0, 384)
+
+
+def test_a_text_gets_its_own_vector_whatever_batch_it_is_in(embedder: Embedder) -> None:
+    # batch_size=3 and mixed lengths: sorting by length moves texts across batches, so a row
+    # written back to the wrong position would show up as a different vector here.
+    together = embedder.embed(SENTENCES)
+    for row, text in enumerate(SENTENCES):
+        alone = embedder.embed([text])[0]
+        np.testing.assert_allclose(together[row], alone, atol=1e-5, err_msg=text)
+    reversed_order = embedder.embed(SENTENCES[::-1])
+    np.testing.assert_allclose(reversed_order[::-1], together, atol=1e-5)
+
+
+def test_progress_counts_every_text_once_per_batch(embedder: Embedder) -> None:
+    steps: list[int] = []
+    embedder.embed(SENTENCES, on_progress=steps.append)
+    assert sum(steps) == len(SENTENCES)
+    assert steps == [3, 3, 2]
+
+
+def test_onnx_agrees_with_torch(
+    torch_embedder: SentenceTransformerEmbedder, onnx_embedder: OnnxEmbedder
+) -> None:
+    # A text past the 256-token limit checks that both truncate at the same place.
+    texts = [*SENTENCES, " ".join(SENTENCES * 8)]
+    cosines = np.sum(torch_embedder.embed(texts) * onnx_embedder.embed(texts), axis=1)
+    assert cosines.min() >= 1 - 1e-4
+
+
+def test_onnx_export_is_written_once_and_reused(onnx_embedder: OnnxEmbedder, cache_dir: Path) -> None:
+    (exported,) = (cache_dir / "models").iterdir()  # no temporary file left beside it
+    written = exported.stat().st_mtime_ns
+    again = OnnxEmbedder.fp32(export_dir=cache_dir / "models", batch_size=3)
+    assert exported.stat().st_mtime_ns == written
+    np.testing.assert_array_equal(again.embed(SENTENCES), onnx_embedder.embed(SENTENCES))
+
+
+class Counting:
+    """Passes through to a real embedder and remembers which texts reached it."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dim = inner.dim
+        self.seen: list[str] = []
+
+    def embed(self, texts: Sequence[str], *, on_progress: ProgressCallback | None = None) -> Vectors:
+        self.seen.extend(texts)
+        return self.inner.embed(texts, on_progress=on_progress)
+
+
+def test_cache_embeds_only_misses_and_survives_reopening(
+    onnx_embedder: OnnxEmbedder, tmp_path: Path
+) -> None:
+    counting = Counting(onnx_embedder)
+    with CachedEmbedder(counting, tmp_path) as cache:
+        first = cache.embed(SENTENCES[:5])
+        assert counting.seen == SENTENCES[:5]
+
+        counting.seen.clear()
+        steps: list[int] = []
+        again = cache.embed([*SENTENCES, SENTENCES[6]], on_progress=steps.append)
+        assert counting.seen == SENTENCES[5:]  # the new texts once, the repeat not again
+        assert sum(steps) == len(SENTENCES) + 1  # hits and repeats count, so a bar completes
+        np.testing.assert_array_equal(again[:5], first)
+        np.testing.assert_array_equal(again[6], again[-1])
+
+    counting.seen.clear()
+    with CachedEmbedder(counting, tmp_path) as reopened:
+        np.testing.assert_array_equal(reopened.embed(SENTENCES), again[:-1])
+    assert counting.seen == []
+
+
+def test_cache_keeps_models_apart(
+    torch_embedder: SentenceTransformerEmbedder, onnx_embedder: OnnxEmbedder, tmp_path: Path
+) -> None:
+    with CachedEmbedder(onnx_embedder, tmp_path) as cache:
+        cache.embed(SENTENCES)
+    counting = Counting(torch_embedder)
+    with CachedEmbedder(counting, tmp_path) as cache:
+        cache.embed(SENTENCES)
+    assert counting.seen == SENTENCES
+
+
+def test_cache_key_is_the_exact_text(onnx_embedder: OnnxEmbedder, tmp_path: Path) -> None:
+    counting = Counting(onnx_embedder)
+    with CachedEmbedder(counting, tmp_path) as cache:
+        cache.embed(["Shipping"])
+        cache.embed(["shipping", "Shipping "])
+    assert counting.seen == ["Shipping", "shipping", "Shipping "]
+
+
+def test_cache_is_intact_after_the_writer_is_killed(tmp_path: Path) -> None:
+    # A writer that commits many small slices, killed without warning part-way through. The
+    # stand-in embedder is deterministic and instant, so only the cache's own code is timed.
+    writer = textwrap.dedent(
+        f"""
+        import hashlib, itertools, sys
+        from pathlib import Path
+        import numpy as np
+        from querywise.embed import CachedEmbedder
+
+        class Hashing:
+            model_id, dim = "hashing/test", 384
+            def embed(self, texts, *, on_progress=None):
+                rows = [np.frombuffer(hashlib.shake_256(t.encode()).digest(1536), np.float32)
+                        for t in texts]
+                return np.nan_to_num(np.stack(rows))
+
+        cache = CachedEmbedder(Hashing(), Path({str(tmp_path)!r}), commit_every=50)
+        for n in itertools.count():
+            cache.embed([f"text {{n}} {{i}}" for i in range(500)])
+            if n == 2:
+                print("ready", flush=True)
+        """
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", writer], env=_env_with_src(), stdout=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            assert process.stdout is not None and process.stdout.readline() == "ready\n"
+            time.sleep(0.2)
+        finally:
+            process.send_signal(signal.SIGKILL)
+    assert process.returncode == -signal.SIGKILL
+
+    with sqlite3.connect(tmp_path / "embeddings.sqlite3") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        lengths = {n for (n,) in db.execute("SELECT DISTINCT length(vector) FROM vectors")}
+        (rows,) = db.execute("SELECT count(*) FROM vectors").fetchone()
+    assert lengths == {384 * 4}
+    assert rows >= 1500
+
+
+def test_unknown_kind_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"unknown embedder kind 'bert'.*'torch', 'onnx'"):
+        load_embedder("bert", cache_dir=tmp_path)  # type: ignore[arg-type]
+    assert EMBEDDER_KINDS == ("torch", "onnx", "onnx-int8")
+
+
+def test_importing_the_package_loads_no_heavy_module() -> None:
+    code = (
+        "import sys, querywise.embed;"
+        "heavy = {'torch', 'sentence_transformers', 'onnxruntime', 'transformers'} & set(sys.modules);"
+        "sys.exit(sorted(heavy) or 0)"
+    )
+    subprocess.run([sys.executable, "-c", code], env=_env_with_src(), check=True)
+
+
+def test_load_embedder_caches_vectors_beside_the_export(
+    onnx_embedder: OnnxEmbedder, cache_dir: Path
+) -> None:
+    embedder = load_embedder("onnx", cache_dir=cache_dir, batch_size=4)
+    assert isinstance(embedder, CachedEmbedder)
+    assert embedder.model_id == onnx_embedder.model_id == "all-MiniLM-L6-v2/onnx-fp32"
+    np.testing.assert_array_equal(embedder.embed(SENTENCES[:2]), onnx_embedder.embed(SENTENCES[:2]))
+    embedder.close()
+    assert len(list((cache_dir / "models").iterdir())) == 1
+    assert (cache_dir / "embeddings.sqlite3").is_file()
