@@ -1,0 +1,38 @@
+"""Acceptance checks against ../shared (reference figures and public data sets).
+
+Skipped with one line when ../shared is absent. The product's own tests never read it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+REFERENCE = SHARED / "reference" / "helpcentre.json"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not SHARED.exists():
+        skip = pytest.mark.skip(reason=f"acceptance data not found at {SHARED}")
+        for item in items:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def reference() -> dict[str, Any]:
+    if not REFERENCE.exists():
+        pytest.skip(f"{REFERENCE} not found")
+    return json.loads(REFERENCE.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Any:
+    """The default embedding path, with the on-disk cache: what users get."""
+    from querywise.config import Settings
+    from querywise.index.store import _embedder
+
+    return _embedder(Settings())
