@@ -32,7 +32,7 @@ IndexOpt = Annotated[Path, typer.Option("--index", "-i", help="Index folder.")]
 
 
 def _fail(message: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     return typer.Exit(code=2)
 
 

@@ -1,0 +1,45 @@
+"""The Qdrant-server path, exercised with qdrant-client's local mode (a test double only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from querywise.conditions import parse_where
+from querywise.config import IndexSettings, Settings
+from querywise.corpus import Chunk
+from querywise.index import Index, build_index
+from querywise.index.server import connect
+
+
+@pytest.fixture
+def both(tmp_path: Path, shop: list[Chunk], hash_embedder, settings: Settings):  # type: ignore[no-untyped-def]
+    client = connect(":memory:")
+    server_settings = settings.model_copy(update={"index": IndexSettings(engine="server", collection="shop")})
+    server = build_index(shop, tmp_path / "server-ix", settings=server_settings, embedder=hash_embedder, client=client)
+    edge = build_index(shop, tmp_path / "edge-ix", settings=settings, embedder=hash_embedder)
+    yield edge, server, client
+    edge.close()
+
+
+@pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
+def test_server_and_embedded_engines_agree(both, mode: str) -> None:  # type: ignore[no-untyped-def]
+    edge, server, _ = both
+    for query, where in [("Vela X3 Pro warranty", None), ("warranty cushions", parse_where(["price<200", "markets=eu"]))]:
+        a = edge.search(query, mode=mode, k=6, where=where, exact=True)  # type: ignore[arg-type]
+        b = server.search(query, mode=mode, k=6, where=where, exact=True)  # type: ignore[arg-type]
+        # Equal scores may come back in either order; compare (score, id) pairs.
+        assert sorted((-round(h.score, 3), h.id) for h in a) == sorted((-round(h.score, 3), h.id) for h in b)
+
+
+def test_rebuild_moves_the_alias_and_drops_the_old_collection(tmp_path: Path, both, shop: list[Chunk], hash_embedder, settings: Settings) -> None:  # type: ignore[no-untyped-def]
+    _, server, client = both
+    old = {c.name for c in client.get_collections().collections}
+    s = settings.model_copy(update={"index": IndexSettings(engine="server", collection="shop")})
+    rebuilt = build_index(shop[:2], tmp_path / "server-ix", settings=s, embedder=hash_embedder, client=client)
+    assert len(rebuilt) == 2 and rebuilt.engine.count() == 2
+    now = {c.name for c in client.get_collections().collections}
+    assert len(now) == 1 and now.isdisjoint(old)
+    reopened = Index.open(tmp_path / "server-ix", settings=s, embedder=hash_embedder, client=client)
+    assert {h.id for h in reopened.search("warranty", mode="bm25", k=10)} <= {shop[0].id, shop[1].id}
