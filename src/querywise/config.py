@@ -5,12 +5,28 @@ demo and a first `querywise index` need no file at all."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["ConfigError", "load_settings", "ChunkingSettings", "EmbeddingSettings", "IndexSettings", "Settings", "default_cache_dir"]
+__all__ = [
+    "AccessSettings",
+    "ChunkingSettings",
+    "ConfigError",
+    "DeploymentSettings",
+    "EmbeddingSettings",
+    "FilterField",
+    "FilterSettings",
+    "IdentifierRule",
+    "IndexSettings",
+    "RouteSpec",
+    "RoutingSettings",
+    "Settings",
+    "default_cache_dir",
+    "load_settings",
+]
 
 
 def default_cache_dir() -> Path:
@@ -54,6 +70,71 @@ class IndexSettings(_Section):
     payload_indexes: list[str] | None = None
 
 
+class RouteSpec(_Section):
+    name: str = Field(min_length=1)
+    description: str = ""
+    examples: list[str] = Field(default_factory=list)
+    search: bool = False  # does this route run retrieval?
+
+
+class IdentifierRule(_Section):
+    """A message matching `pattern` (always case-insensitive) goes to `route`."""
+
+    pattern: str
+    route: str
+
+    @model_validator(mode="after")
+    def _compiles(self) -> IdentifierRule:
+        try:
+            re.compile(self.pattern, re.IGNORECASE)
+        except re.error as exc:
+            raise ValueError(f"pattern {self.pattern!r} does not compile: {exc}") from None
+        return self
+
+
+class RoutingSettings(_Section):
+    routes: list[RouteSpec] = Field(default_factory=list)
+    examples_file: Path | None = None  # JSONL {"text", "label"}, added to the inline examples
+    rules: list[IdentifierRule] = Field(default_factory=list)
+    classifier: Literal["centroid", "trained", "auto"] = "auto"
+    min_margin: float = Field(0.05, ge=0)
+    # Below this in-scope signal a message is out of scope. None: no such gate. Choose it on
+    # labelled data (`querywise router-eval --val`), never by guessing.
+    min_in_scope: float | None = None
+    default_route: str | None = None  # applied when the classifier is unsure and no LLM tier is set
+    out_of_scope_route: str | None = None
+    high_stakes: list[str] = Field(default_factory=list)  # fail closed (ask) on error
+
+
+class FilterField(_Section):
+    """One filterable field of the index payload, as the filter validator sees it."""
+
+    type: Literal["number", "integer", "enum", "keyword", "list"]
+    values: list[str] | None = None  # allowed values (enum); or taken from the catalog
+    catalog_field: str | None = None  # catalog key whose values are this field's enum
+    min: float | None = None
+    max: float | None = None
+    unit: str | None = None  # e.g. "usd": amounts in other units are converted
+    aliases: list[str] = Field(default_factory=list)  # words users say for it ("price", "cost")
+
+
+class FilterSettings(_Section):
+    fields: dict[str, FilterField] = Field(default_factory=dict)
+
+
+class AccessSettings(_Section):
+    """Session fields that become access constraints, AND-ed into every search."""
+
+    fields: dict[str, str] = Field(default_factory=dict)  # session key -> payload field
+    required: list[str] = Field(default_factory=list)  # session keys without which nothing is searched
+
+
+class DeploymentSettings(_Section):
+    name: str = "default"
+    catalog: Path | None = None  # JSONL of products/entities
+    plan_log: Path | None = None  # every plan is appended here next to its raw message
+
+
 class Settings(_Section):
     """Everything configurable, with embedded defaults."""
 
@@ -61,10 +142,40 @@ class Settings(_Section):
     embedding: EmbeddingSettings = EmbeddingSettings()
     chunking: ChunkingSettings = ChunkingSettings()
     index: IndexSettings = IndexSettings()
+    deployment: DeploymentSettings = DeploymentSettings()
+    routing: RoutingSettings = RoutingSettings()
+    filters: FilterSettings = FilterSettings()
+    access: AccessSettings = AccessSettings()
+
+    @model_validator(mode="after")
+    def _routes_exist(self) -> Settings:
+        names = {r.name for r in self.routing.routes}
+        if not names:
+            return self
+        referenced = [(f"routing.rules[{i}].route", r.route) for i, r in enumerate(self.routing.rules)]
+        referenced += [("routing.default_route", self.routing.default_route), ("routing.out_of_scope_route", self.routing.out_of_scope_route)]
+        referenced += [(f"routing.high_stakes[{i}]", r) for i, r in enumerate(self.routing.high_stakes)]
+        for where, name in referenced:
+            if name is not None and name not in names:
+                raise ValueError(f"{where}: unknown route {name!r} (routes: {', '.join(sorted(names))})")
+        return self
 
 
 class ConfigError(ValueError):
     """A settings file that cannot be read or does not validate; the message says where."""
+
+
+_PATH_KEYS = {("deployment", "catalog"), ("deployment", "plan_log"), ("routing", "examples_file")}
+
+
+def _resolve_paths(data: dict[str, object], base: Path) -> None:
+    """Paths in a config file are relative to that file, not to the working directory."""
+    for section, key in _PATH_KEYS:
+        table = data.get(section)
+        if isinstance(table, dict) and isinstance(table.get(key), str):
+            table[key] = str((base / table[key]).resolve())
+    if isinstance(data.get("cache_dir"), str):
+        data["cache_dir"] = str((base / str(data["cache_dir"])).expanduser().resolve())
 
 
 def load_settings(path: Path | str | None) -> Settings:
@@ -87,9 +198,12 @@ def load_settings(path: Path | str | None) -> Settings:
         raise ConfigError(f"{p}: no such file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: invalid TOML: {exc}") from None
-    known = set(Settings.model_fields)
+    unknown = sorted(set(data) - set(Settings.model_fields))
+    if unknown:
+        raise ConfigError(f"{p}: unknown section(s) {', '.join(unknown)}; known: {', '.join(Settings.model_fields)}")
+    _resolve_paths(data, p.parent)
     try:
-        return Settings.model_validate({k: v for k, v in data.items() if k in known})
+        return Settings.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"{p}: {problems}") from None

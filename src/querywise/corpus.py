@@ -7,9 +7,6 @@ the first malformed record with an error naming the file and line.
 from __future__ import annotations
 
 import csv
-import gzip
-import io
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from querywise.chunking import Chunker
+from querywise.files import InputError, open_text, read_jsonl
 
 __all__ = ["Chunk", "CorpusError", "load_corpus"]
 
@@ -37,24 +35,13 @@ class Chunk(BaseModel):
         return f"{self.title}\n{self.text}" if self.title else self.text
 
 
-class CorpusError(ValueError):
+class CorpusError(InputError):
     """Malformed corpus input; the message names the file and line."""
-
-    def __init__(self, path: Path | str, line: int | None, problem: str) -> None:
-        where = f"{path}:{line}" if line is not None else str(path)
-        super().__init__(f"{where}: {problem}")
-        self.path, self.line, self.problem = str(path), line, problem
 
 
 _RESERVED = {"id", "_id", "text", "title"}
 _INT = re.compile(r"-?\d+")
 _FLOAT = re.compile(r"-?\d+\.\d*|-?\.\d+")
-
-
-def _open_text(path: Path) -> io.TextIOBase:
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")  # type: ignore[return-value]
-    return open(path, encoding="utf-8")  # noqa: SIM115  (closed by the caller)
 
 
 def _record_to_chunk(rec: dict[str, Any], path: Path, line: int) -> Chunk:
@@ -74,23 +61,6 @@ def _record_to_chunk(rec: dict[str, Any], path: Path, line: int) -> Chunk:
     return Chunk(id=str(raw_id), text=text, title=title.strip(), payload=payload)
 
 
-def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with _open_text(path) as fh:
-        try:
-            for n, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise CorpusError(path, n, f"invalid JSON ({exc.msg} at column {exc.colno})") from None
-                if not isinstance(rec, dict):
-                    raise CorpusError(path, n, f"expected a JSON object, got {type(rec).__name__}")
-                yield n, rec
-        except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
-            raise CorpusError(path, None, f"cannot read: {exc}") from None
-
-
 def _csv_value(raw: str) -> Any:
     # CSV has no types; numbers must be numbers for range filters to work.
     if _INT.fullmatch(raw):
@@ -101,7 +71,7 @@ def _csv_value(raw: str) -> Any:
 
 
 def _read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with _open_text(path) as fh:
+    with open_text(path) as fh:
         reader = csv.DictReader(fh)
         header = reader.fieldnames or []
         if not ({"id", "_id"} & set(header)) or "text" not in header:
@@ -156,7 +126,7 @@ def load_corpus(source: Path | str, *, chunker: Chunker | None = None) -> list[C
     else:
         name = path.name.lower().removesuffix(".gz")
         if name.endswith((".jsonl", ".json", ".ndjson")):
-            rows = _read_jsonl(path)
+            rows = read_jsonl(path, error=CorpusError)
         elif name.endswith(".csv"):
             rows = _read_csv(path)
         else:

@@ -1,0 +1,124 @@
+"""The query plan: the one contract between understanding and retrieval.
+
+Every message becomes a `QueryPlan`: where it goes, what the retriever searches for, which hard
+constraints apply, whether to answer, assume, ask or cover, and a trace of every move. A plan
+serialises to one JSON line and reads back unchanged, so "what did the retriever actually search
+for?" is answerable for every request.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from querywise.conditions import Where
+
+__all__ = [
+    "PLAN_VERSION",
+    "Action",
+    "Answer",
+    "Ask",
+    "Assume",
+    "Cover",
+    "PlanQuery",
+    "QueryKind",
+    "QueryPlan",
+    "TraceStep",
+    "plan_json_schema",
+]
+
+PLAN_VERSION = 1
+
+QueryKind = Literal["original", "standalone", "spelling", "multi", "hyde", "step_back", "query2doc"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PlanQuery(_Model):
+    """One text the retriever searches; results of all queries are fused with weighted RRF."""
+
+    text: str = Field(min_length=1)
+    kind: QueryKind
+    weight: float = Field(1.0, gt=0)
+    # None: the plan's search mode. HyDE searches dense only, query2doc BM25 only.
+    mode: Literal["dense", "bm25", "hybrid"] | None = None
+
+
+class Answer(_Model):
+    type: Literal["answer"] = "answer"
+
+
+class Assume(_Model):
+    """Answer under a stated assumption, e.g. "Assuming you mean the Solace 7 Pro"."""
+
+    type: Literal["assume"] = "assume"
+    text: str
+
+
+class Ask(_Model):
+    """Ask one question, answerable in a word; options come from the catalog."""
+
+    type: Literal["ask"] = "ask"
+    question: str
+    options: list[str] = Field(default_factory=list)
+
+
+class Cover(_Model):
+    """Answer every reading side by side (few, short readings only)."""
+
+    type: Literal["cover"] = "cover"
+    readings: list[str] = Field(min_length=2)
+
+
+Action = Annotated[Answer | Assume | Ask | Cover, Field(discriminator="type")]
+
+Status = Literal["ran", "skipped", "fallback", "failed"]
+
+
+class TraceStep(_Model):
+    """What one move did: whether it ran, why, what it changed, and what it cost."""
+
+    move: str
+    status: Status
+    reason: str
+    changed: str | None = None  # a human-readable description of the change, None if none
+    latency_ms: float = 0.0
+    llm_calls: int = 0
+    cost_usd: float = 0.0
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class QueryPlan(_Model):
+    """What happens to one message. See `../shared/DESIGN.md` for the rules it keeps."""
+
+    version: int = PLAN_VERSION
+    message: str
+    route: str
+    queries: list[PlanQuery] = Field(default_factory=list)
+    filters: Where = Where()
+    access: Where = Where()  # from the authenticated session only; AND-ed into every search
+    action: Action = Answer()
+    trace: list[TraceStep] = Field(default_factory=list)
+
+    def to_json_line(self) -> str:
+        """The plan as one line of JSON (no newline inside)."""
+        return self.model_dump_json()
+
+    @classmethod
+    def from_json_line(cls, line: str) -> QueryPlan:
+        return cls.model_validate_json(line)
+
+    def step(self, move: str) -> TraceStep | None:
+        """The trace entry of `move`, if it is there."""
+        return next((s for s in self.trace if s.move == move), None)
+
+
+def plan_json_schema() -> dict[str, Any]:
+    """The JSON schema of `QueryPlan` (also committed as `schemas/query_plan.schema.json`)."""
+    schema = QueryPlan.model_json_schema()
+    schema["$id"] = f"https://querywise.dev/schemas/query_plan.v{PLAN_VERSION}.json"
+    return json.loads(json.dumps(schema))

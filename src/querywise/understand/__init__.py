@@ -1,0 +1,1 @@
+"""Understanding moves, one module each; `pipeline.py` composes them into a plan."""

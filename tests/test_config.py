@@ -1,0 +1,82 @@
+from pathlib import Path
+
+import pytest
+
+from querywise.config import ConfigError, load_settings
+
+GOOD = """
+[deployment]
+name = "shop"
+catalog = "data/catalog.jsonl"
+plan_log = "logs/plans.jsonl"
+
+[routing]
+default_route = "kb_search"
+high_stakes = ["account"]
+
+[[routing.routes]]
+name = "kb_search"
+search = true
+examples = ["how do I pair my headphones"]
+
+[[routing.routes]]
+name = "account"
+examples = ["where is my order"]
+
+[[routing.rules]]
+pattern = '\\b[A-Z]{2}-\\d{4}\\b'
+route = "kb_search"
+
+[filters.fields.price_usd]
+type = "number"
+min = 0
+unit = "usd"
+aliases = ["price"]
+
+[access]
+fields = { market = "markets" }
+required = ["market"]
+"""
+
+
+def test_a_deployment_file_loads_with_paths_relative_to_it(tmp_path: Path) -> None:
+    (tmp_path / "conf").mkdir()
+    cfg = tmp_path / "conf" / "q.toml"
+    cfg.write_text(GOOD, encoding="utf-8")
+    s = load_settings(cfg)
+    assert s.deployment.catalog == (tmp_path / "conf" / "data" / "catalog.jsonl").resolve()
+    assert s.deployment.plan_log == (tmp_path / "conf" / "logs" / "plans.jsonl").resolve()
+    assert [r.name for r in s.routing.routes] == ["kb_search", "account"]
+    assert s.filters.fields["price_usd"].unit == "usd" and s.access.fields == {"market": "markets"}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (('route = "kb_search"\n\n[filters', 'route = "nowhere"\n\n[filters'), "unknown route 'nowhere'"),
+        (("[access]", "[acess]"), "unknown section(s) acess"),
+        (("type = \"number\"", "type = \"money\""), "filters.fields.price_usd.type"),
+        (("\\b[A-Z]{2}", "([A-Z]{2}"), "does not compile"),
+        (('high_stakes = ["account"]', 'high_stakes = ["acount"]'), "routing.high_stakes[0]"),
+    ],
+)
+def test_bad_files_say_what_and_where(tmp_path: Path, change: tuple[str, str], message: str) -> None:
+    cfg = tmp_path / "q.toml"
+    assert change[0] in GOOD
+    cfg.write_text(GOOD.replace(*change), encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_settings(cfg)
+    assert str(info.value).startswith(str(cfg)) and message in str(info.value)
+
+
+def test_invalid_toml_and_missing_file(tmp_path: Path) -> None:
+    (tmp_path / "bad.toml").write_text("[routing\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="invalid TOML"):
+        load_settings(tmp_path / "bad.toml")
+    with pytest.raises(ConfigError, match="no such file"):
+        load_settings(tmp_path / "none.toml")
+
+
+def test_no_file_means_embedded_defaults() -> None:
+    s = load_settings(None)
+    assert s.index.rrf_k == 60 and s.routing.routes == []
