@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["AnyOf", "Condition", "Match", "Range", "Where", "WhereSyntaxError", "parse_where"]
+__all__ = ["AnyOf", "Condition", "describe", "Match", "Range", "Where", "WhereSyntaxError", "parse_where"]
 
 Scalar = str | int | bool
 
@@ -111,3 +111,17 @@ def parse_where(exprs: list[str]) -> Where:
                 raise WhereSyntaxError(f"{expr!r}: {op} needs a number, got {raw!r}") from None
             conditions.append(Range(field=field, **{_OPS[op]: number}))
     return Where(conditions=tuple(conditions))
+
+
+def describe(condition: Match | AnyOf | Range) -> str:
+    """A condition as people read it.
+
+    >>> describe(Range(field="price", gte=10, lt=200))
+    'price >= 10 and price < 200'
+    """
+    if isinstance(condition, Match):
+        return f"{condition.field} = {condition.value}"
+    if isinstance(condition, AnyOf):
+        return f"{condition.field} in ({', '.join(map(str, condition.values))})"
+    ops = [(">", condition.gt), (">=", condition.gte), ("<", condition.lt), ("<=", condition.lte)]
+    return " and ".join(f"{condition.field} {op} {v:g}" for op, v in ops if v is not None)

@@ -99,7 +99,8 @@ class QueryPlan(_Model):
     message: str
     route: str
     queries: list[PlanQuery] = Field(default_factory=list)
-    filters: Where = Where()
+    filters: Where = Where()  # stated by the user: never relaxed
+    inferred_filters: Where = Where()  # derived, not stated: relaxed first when results are empty
     access: Where = Where()  # from the authenticated session only; AND-ed into every search
     action: Action = Answer()
     trace: list[TraceStep] = Field(default_factory=list)

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from querywise.conditions import parse_where
+from querywise.config import Settings
+from querywise.corpus import Chunk
+from querywise.execute import execute
+from querywise.index import Index, build_index, rrf
+from querywise.plan import PlanQuery, QueryPlan
+
+
+@pytest.fixture
+def index(tmp_path: Path, shop: list[Chunk], hash_embedder, settings: Settings) -> Index:  # type: ignore[no-untyped-def]
+    ix = build_index(shop, tmp_path / "ix", settings=settings, embedder=hash_embedder)
+    yield ix
+    ix.close()
+
+
+def _plan(*queries: tuple[str, str, float], **kw) -> QueryPlan:  # type: ignore[no-untyped-def]
+    return QueryPlan(message=queries[0][0], route="kb_search", queries=[PlanQuery(text=t, kind=k, weight=w) for t, k, w in queries], **kw)  # type: ignore[arg-type]
+
+
+def test_one_query_keeps_its_own_scores(index: Index) -> None:
+    result = execute(_plan(("Vela X3 warranty", "original", 1.0)), index, k=3, mode="bm25")
+    assert [(h.id, h.score) for h in result.hits] == [(h.id, h.score) for h in index.search("Vela X3 warranty", mode="bm25", k=3)]
+    assert result.plan.trace[-1].move == "execute"
+
+
+def test_several_queries_fuse_with_weighted_rrf_on_ids(index: Index) -> None:
+    plan = _plan(("warenty for the X3", "original", 1.0), ("warranty for the X3", "spelling", 0.5))
+    result = execute(plan, index, k=4, mode="bm25", depth=10)
+    lists = [r.ids for r in result.per_query]
+    assert lists[0] != lists[1]  # the misspelt original finds less
+    expected = rrf(lists, k=60, weights=[1.0, 0.5])[:4]
+    assert [(h.id, pytest.approx(s)) for h, (_, s) in zip(result.hits, expected)] == [(cid, pytest.approx(s)) for cid, s in expected]
+    assert [h.rank for h in result.hits] == list(range(1, len(expected) + 1))
+
+
+def test_access_is_always_applied(index: Index) -> None:
+    plan = _plan(("warranty earbuds cushions shipping", "original", 1.0), access=parse_where(["markets=us"]))
+    ids = {h.id for h in execute(plan, index, k=10, mode="dense").hits}
+    assert ids and "cushions" not in ids  # the EU-only chunk is invisible to a US session
+
+
+def test_inferred_filters_are_relaxed_and_said(index: Index) -> None:
+    plan = _plan(("warranty", "original", 1.0), filters=parse_where(["price>100"]), inferred_filters=parse_where(["category=earbuds"]))
+    result = execute(plan, index, k=5, mode="bm25")
+    assert {h.id for h in result.hits} == {"x3-warranty", "x3pro-warranty"}
+    assert result.relaxed == ["category = earbuds"] and "relaxed inferred" in (result.plan.trace[-1].changed or "")
+
+
+def test_stated_filters_are_never_relaxed_and_the_culprit_is_named(index: Index) -> None:
+    plan = _plan(("warranty", "original", 1.0), filters=parse_where(["price<50", "category=headphones"]), access=parse_where(["markets=eu"]))
+    result = execute(plan, index, k=5, mode="dense")
+    assert result.hits == [] and result.relaxed == []
+    # Each alone matches something, so it is their combination that leaves nothing.
+    assert result.empty_because == ["the combination price < 50 and category = headphones"]
+    lone = execute(_plan(("warranty", "original", 1.0), filters=parse_where(["price>5000"])), index, k=5, mode="bm25")
+    assert lone.empty_because == ["price > 5000"]
+
+
+def test_a_plan_without_queries_searches_nothing(index: Index) -> None:
+    result = execute(QueryPlan(message="where is my order", route="account"), index)
+    assert result.hits == [] and result.per_query == []
