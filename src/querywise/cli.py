@@ -18,6 +18,8 @@ from querywise.chunking import Chunker
 from querywise.conditions import WhereSyntaxError, parse_where
 from querywise.config import ConfigError, Settings, load_settings
 from querywise.corpus import CorpusError, load_corpus
+from querywise.files import InputError
+from querywise.plan import QueryPlan
 
 app = typer.Typer(
     help="querywise: understand each message before retrieval, and diagnose why retrieval fails.",
@@ -132,6 +134,117 @@ def search_cmd(
     out.print(table)
     if not hits:
         err.print("no results" + (" (the filter may exclude everything)" if condition else ""))
+
+
+def _session(pairs: list[str] | None) -> dict[str, str]:
+    session: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise _fail(f"--session expects KEY=VALUE, got {pair!r}")
+        session[key.strip()] = value.strip()
+    return session
+
+
+def _render_plan(plan: QueryPlan) -> None:
+    out.print(f"[bold]route[/] {plan.route}    [bold]action[/] {plan.action.type}", highlight=False)
+    for q in plan.queries:
+        out.print(f"  [cyan]{q.kind}[/] (weight {q.weight:g}{', ' + q.mode if q.mode else ''}): {q.text}", highlight=False)
+    if plan.filters:
+        out.print(f"  [bold]filters[/] {plan.filters.model_dump()['conditions']}", highlight=False)
+    if plan.access:
+        out.print(f"  [bold]access[/] {plan.access.model_dump()['conditions']}", highlight=False)
+    table = Table(title="trace", title_justify="left")
+    for col in ("move", "status", "ms", "reason / change"):
+        table.add_column(col)
+    for step in plan.trace:
+        note = step.reason + (f" → {step.changed}" if step.changed else "")
+        table.add_row(step.move, step.status, f"{step.latency_ms:.1f}", note)
+    out.print(table)
+
+
+@app.command("plan")
+def plan_cmd(
+    message: Annotated[str, typer.Argument(help="The user's message.")],
+    config: Annotated[Path, typer.Option("--config", "-c", help="Deployment TOML file.", exists=True, dir_okay=False)],
+    history: Annotated[list[str] | None, typer.Option("--history", help="An earlier user turn, oldest first; repeat.")] = None,
+    session: Annotated[list[str] | None, typer.Option("--session", help="KEY=VALUE from the authenticated session; repeat.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as one JSON line.")] = False,
+) -> None:
+    """Show the query plan for MESSAGE: route, queries, filters, access, action and trace."""
+    from querywise.planlog import append_plan
+    from querywise.understand.access import AccessError
+    from querywise.understand.pipeline import Understander
+
+    settings = _settings(config)
+    sess = _session(session)
+    try:
+        plan = Understander(settings).plan(message, history=history or [], session=sess)
+    except (AccessError, InputError) as exc:
+        raise _fail(str(exc)) from None
+    if settings.deployment.plan_log is not None:
+        append_plan(settings.deployment.plan_log, plan, history=history or [], session=sess)
+    if as_json:
+        sys.stdout.write(plan.to_json_line() + "\n")
+    else:
+        _render_plan(plan)
+
+
+@app.command("router-eval")
+def router_eval_cmd(
+    train: Annotated[Path, typer.Option("--train", help="JSONL {text, label}; label oos = out of scope.", exists=True, dir_okay=False)],
+    test: Annotated[Path, typer.Option("--test", help="JSONL {text, label} to report on.", exists=True, dir_okay=False)],
+    val: Annotated[Path | None, typer.Option("--val", help="JSONL {text, label}: thresholds are chosen here only.", exists=True, dir_okay=False)] = None,
+    classifier: Annotated[str, typer.Option(help="centroid, trained or auto.")] = "auto",
+    min_margin: Annotated[float | None, typer.Option("--min-margin", help="Fix the margin gate instead of choosing it on --val.")] = None,
+    max_deferred: Annotated[float, typer.Option("--max-deferred", help="Largest share deferred to the unsure tier.")] = 0.10,
+    oos_label: Annotated[str, typer.Option("--oos-label", help="The label that marks out-of-scope messages.")] = "oos",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
+    html: Annotated[Path | None, typer.Option("--html", help="Also write a confusion-matrix HTML report here.")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Fit a router on --train, choose thresholds on --val, report on --test."""
+    from querywise.evaluation.router import evaluate_router, load_labelled
+    from querywise.index.store import _embedder
+
+    if classifier not in ("centroid", "trained", "auto"):
+        raise _fail(f"--classifier must be centroid, trained or auto, not {classifier!r}")
+    try:
+        rows = {name: load_labelled(str(p)) if p else None for name, p in (("train", train), ("test", test), ("val", val))}
+    except InputError as exc:
+        raise _fail(str(exc)) from None
+    report = evaluate_router(
+        rows["train"] or [], rows["test"] or [], val=rows["val"], embedder=_embedder(_settings(config)),
+        classifier=classifier, min_margin=min_margin, max_deferred=max_deferred, oos_label=oos_label,  # type: ignore[arg-type]
+    )
+    if html is not None:
+        from querywise.evaluation.html import router_report_html
+
+        html.write_text(router_report_html(report), encoding="utf-8")
+    if as_json:
+        data = report.model_dump(exclude={"labels", "matrix"})
+        sys.stdout.write(json.dumps(data) + "\n")
+        return
+    out.print(
+        f"[bold]{report.classifier}[/] (min_margin {report.min_margin:.4f}, min_in_scope "
+        + (f"{report.min_in_scope:.4f}" if report.min_in_scope is not None else "off") + f") on {report.n} test messages",
+        highlight=False,
+    )
+    table = Table()
+    for col in ("in-scope acc", "answered acc", "deferred", "OOS recall", "OOS precision"):
+        table.add_column(col, justify="right")
+    table.add_row(*(f"{v:.1%}" for v in (report.in_scope_accuracy, report.answered_accuracy, report.deferred_share, report.oos_recall, report.oos_precision)))
+    out.print(table)
+    if report.confusions:
+        out.print("most confused (gold → predicted): " + "; ".join(f"{c.gold} → {c.predicted} ×{c.count}" for c in report.confusions[:5]), highlight=False)
+
+
+@app.command("plan-schema")
+def plan_schema_cmd() -> None:
+    """Print the JSON schema of the query plan."""
+    from querywise.plan import plan_json_schema
+
+    sys.stdout.write(json.dumps(plan_json_schema(), indent=2) + "\n")
 
 
 @app.command("demo")

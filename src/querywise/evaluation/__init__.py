@@ -1,0 +1,1 @@
+"""Measuring whether each move earns its keep: routing, rewrites, retrieval."""
