@@ -108,8 +108,8 @@ class Router:
         in_scope = float(self.classifier.in_scope(row)[0])
         labels = list(self.classifier.labels)
         d = decide(scores, in_scope, labels, self.thresholds)
-        all_scores = {lab: round(float(s), 4) for lab, s in zip(labels, scores, strict=True)}
-        common = {"scores": all_scores, "margin": round(d.margin, 4), "in_scope": round(in_scope, 4)}
+        all_scores = {lab: float(s) for lab, s in zip(labels, scores, strict=True)}
+        common = {"scores": all_scores, "margin": d.margin, "in_scope": in_scope}
         if d.kind == "oos":
             target = self.settings.out_of_scope_route or fallback or d.top
             reason = f"in-scope signal {in_scope:.3f} < {self.thresholds.min_in_scope:.3f}"
@@ -133,9 +133,9 @@ class Router:
             latency_ms=round((time.perf_counter() - started) * 1000, 3),
             details={
                 "source": decision.source,
-                "scores": decision.scores,
-                "margin": decision.margin,
-                "in_scope": decision.in_scope,
+                "scores": {k: round(v, 4) for k, v in decision.scores.items()},
+                "margin": None if decision.margin is None else round(decision.margin, 4),
+                "in_scope": None if decision.in_scope is None else round(decision.in_scope, 4),
                 "rule": decision.rule,
                 "deferred": decision.deferred,
             },
