@@ -254,11 +254,11 @@ def demo_cmd(
     config: ConfigOpt = None,
 ) -> None:
     """Index the bundled demo help centre (Tessel) and compare the search modes on it."""
-    from querywise.demo import SAMPLE_SEARCHES, demo_file
+    from querywise.demo import SAMPLE_SEARCHES, demo_corpus
     from querywise.index import build_index
 
     settings = _settings(config)
-    chunks = load_corpus(demo_file("helpcentre.jsonl"))
+    chunks = demo_corpus()
     with _progress() as progress:
         ix = build_index(chunks, index, settings=settings, progress=progress)
     err.print(f"[green]demo index[/] {index}: {len(ix)} chunks, embedder {ix.manifest.embedder}")

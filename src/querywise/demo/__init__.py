@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["DEMO_DIR", "SAMPLE_SEARCHES", "demo_file"]
+from querywise.corpus import Chunk, load_corpus
+
+__all__ = ["DEMO_DIR", "SAMPLE_SEARCHES", "demo_corpus", "demo_file"]
 
 DEMO_DIR = Path(__file__).parent
 
@@ -28,3 +30,24 @@ def demo_file(name: str) -> Path:
     if not path.exists():
         raise FileNotFoundError(f"no demo file {name!r} in {DEMO_DIR}")
     return path
+
+
+def demo_corpus() -> list[Chunk]:
+    """The help-centre chunks plus one product page per catalog entry.
+
+    Product pages carry the catalog fields (category, brand, price_usd, released, markets), so
+    a filter such as "headphones under $200" finds products, as a shop's search would, while
+    help articles answer the how-to and policy questions.
+    """
+    from querywise.catalog import Catalog
+
+    pages = [
+        Chunk(
+            id=f"product:{e.id}",
+            text=f"{e.name}. {e.description}",
+            title=e.name,
+            payload={**e.fields, "part_numbers": list(e.part_numbers), "family": "product"},
+        )
+        for e in Catalog.load(demo_file("catalog.jsonl")).entities
+    ]
+    return load_corpus(demo_file("helpcentre.jsonl")) + pages
