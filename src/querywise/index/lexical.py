@@ -4,32 +4,70 @@ Document weight of term t: tf / (tf + k1 * (1 - b + b * dl / avgdl)); the engine
 modifier multiplies ln(1 + (N - df + 0.5) / (df + 0.5)) at query time. Together that is the
 Lucene BM25 score (bm25s `method="lucene"`) up to the constant factor (k1 + 1), so lexical
 search, filters and fusion all run inside Qdrant, embedded or as a cluster.
+
+The lexicon also keeps what the spelling move needs to correct towards this index only: raw
+word counts, counts of adjacent word pairs (bigrams, for context) and the corpus spelling of
+identifiers ("XK-4471" for "xk-4471").
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from querywise.text import analyze, words
+from querywise.text import analyze, normalize, words
 
-__all__ = ["Lexicon", "SparseVec"]
+__all__ = ["MAX_BIGRAMS", "RUN_BREAK", "Lexicon", "SparseVec", "word_runs"]
 
 SparseVec = tuple[list[int], list[float]]
+
+# Above this many distinct bigrams, those seen once are dropped (then the rarest, if needed):
+# bounds lexicon.json on large corpora; small corpora keep every pair, since there one
+# occurrence is all the context evidence there is.
+MAX_BIGRAMS = 200_000
+
+# Pairs are counted within a run of words: sentence punctuation, brackets, quotes and line
+# breaks end a run ("3.2" and "e.g" do not: a dot ends a run only before a space).
+RUN_BREAK = re.compile(r"[.!?;:,]+(?=\s|$)|[\n()\[\]{}\"\u201c\u201d]")
+# The plain word tokens of `words` (its compounds are split into their parts here).
+_RUN_TOKEN = re.compile(r"\w\w+|\d")
+# Upper-case codes as written ("XK-4471", "X2", "IPX4"); those with a digit keep their corpus
+# spelling, so that a near-miss identifier can be offered as the corpus writes it.
+_CODE = re.compile(r"\b[A-Z][A-Z0-9]*(?:[-.][A-Z0-9]+)*\b")
+
+
+def word_runs(text: str) -> list[list[str]]:
+    """The normalised words of `text` in reading order, split where punctuation breaks them.
+
+    >>> word_runs("To pair Aero X2, hold XK-4471 for 5 s.")
+    [['to', 'pair', 'aero', 'x2'], ['hold', 'xk', '4471', 'for', '5']]
+    """
+    # normalize() folds accents character by character; ASCII text only needs lower-casing.
+    norm = text.lower() if text.isascii() else normalize(text)
+    runs = (_RUN_TOKEN.findall(part) for part in RUN_BREAK.split(norm))
+    return [run for run in runs if run]
 
 
 @dataclass
 class Lexicon:
-    """Term ids, document frequencies and raw word counts of one index."""
+    """Term ids, document frequencies and raw word counts of one index.
+
+    `bigram_counts` counts adjacent words ("pair aero") within a run (see `word_runs`);
+    `surface` maps an identifier-like word to its most frequent corpus spelling when that is
+    not lower case ("xk-4471" -> "XK-4471").
+    """
 
     terms: dict[str, int] = field(default_factory=dict)
     df: list[int] = field(default_factory=list)
     word_counts: Counter[str] = field(default_factory=Counter)
     n_docs: int = 0
     total_len: int = 0
+    bigram_counts: Counter[str] = field(default_factory=Counter)
+    surface: dict[str, str] = field(default_factory=dict)
 
     @property
     def avgdl(self) -> float:
@@ -40,10 +78,16 @@ class Lexicon:
         """Analyse every text once; return the lexicon and each text's terms."""
         lex = cls()
         analysed: list[list[str]] = []
+        spellings: dict[str, Counter[str]] = {}
         for text in texts:
             terms = analyze(text)
             analysed.append(terms)
             lex.word_counts.update(words(text))
+            for run in word_runs(text):
+                lex.bigram_counts.update(map(" ".join, zip(run, run[1:])))
+            for code in _CODE.findall(text):
+                if any(ch.isdigit() for ch in code):
+                    spellings.setdefault(code.lower(), Counter())[code] += 1
             lex.n_docs += 1
             lex.total_len += len(terms)
             for term in set(terms):
@@ -51,6 +95,8 @@ class Lexicon:
                 if tid == len(lex.df):
                     lex.df.append(0)
                 lex.df[tid] += 1
+        lex.bigram_counts = _bounded(lex.bigram_counts, MAX_BIGRAMS)
+        lex.surface = {key: seen.most_common(1)[0][0] for key, seen in spellings.items()}
         return lex, analysed
 
     def document_vector(self, terms: list[str], *, k1: float, b: float) -> SparseVec:
@@ -72,6 +118,8 @@ class Lexicon:
             "words": dict(self.word_counts.most_common()),
             "n_docs": self.n_docs,
             "total_len": self.total_len,
+            "bigrams": dict(self.bigram_counts.most_common()),
+            "surface": self.surface,
         }
         path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
 
@@ -84,4 +132,15 @@ class Lexicon:
             word_counts=Counter(data["words"]),
             n_docs=data["n_docs"],
             total_len=data["total_len"],
+            # Lexicons saved before bigrams and spellings were kept load without them.
+            bigram_counts=Counter(data.get("bigrams", {})),
+            surface=data.get("surface", {}),
         )
+
+
+def _bounded(counts: Counter[str], limit: int) -> Counter[str]:
+    """`counts` itself when within `limit`; else without singletons, then the `limit` most common."""
+    if len(counts) <= limit:
+        return counts
+    kept = Counter({k: n for k, n in counts.items() if n > 1})
+    return kept if len(kept) <= limit else Counter(dict(kept.most_common(limit)))

@@ -1,0 +1,69 @@
+"""The lexicon's spelling data: adjacent-pair counts, identifier spellings, and their files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from querywise.index import lexical
+from querywise.index.lexical import Lexicon, word_runs
+
+TEXTS = [
+    "To pair the Halden Solace 7, hold the button. Then pair it again.",
+    "Replacement cushions for the Solace 7 are part HC-3471; the Solace 7 Pro uses HC-3417.",
+]
+
+
+def test_word_runs_split_at_punctuation_but_not_inside_numbers() -> None:
+    assert word_runs("Firmware 3.2 (for Solace 7) fixes drop-outs. Update it.") == [
+        ["firmware", "3", "2"], ["for", "solace", "7"], ["fixes", "drop", "outs"], ["update", "it"],
+    ]
+
+
+def test_bigrams_count_adjacent_words_within_runs() -> None:
+    lex, _ = Lexicon.build(TEXTS)
+    assert lex.bigram_counts["to pair"] == 1
+    assert lex.bigram_counts["pair the"] == 1
+    assert lex.bigram_counts["then pair"] == 1
+    assert lex.bigram_counts["solace 7"] == 3
+    assert lex.bigram_counts["part hc"] == 1  # identifiers count by their parts, as `words` splits them
+    assert "button then" not in lex.bigram_counts  # a full stop ends a run
+    assert "3471 the" not in lex.bigram_counts  # so does a semicolon
+
+
+def test_surface_keeps_the_corpus_spelling_of_codes() -> None:
+    lex, _ = Lexicon.build(TEXTS + ["the hc-3471 fits too"])
+    assert lex.surface == {"hc-3471": "HC-3471", "hc-3417": "HC-3417"}
+    assert lex.word_counts["hc-3471"] == 2  # counted once per mention whatever the case
+
+
+def test_bigrams_are_bounded_on_large_corpora(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = ["alpha beta"] * 3 + ["gamma delta"] * 2 + [f"w{i} x{i}" for i in range(10)]
+    monkeypatch.setattr(lexical, "MAX_BIGRAMS", 50)
+    assert len(Lexicon.build(texts)[0].bigram_counts) == 12  # under the bound: every pair kept
+    monkeypatch.setattr(lexical, "MAX_BIGRAMS", 5)
+    assert Lexicon.build(texts)[0].bigram_counts == {"alpha beta": 3, "gamma delta": 2}  # singletons dropped
+    monkeypatch.setattr(lexical, "MAX_BIGRAMS", 1)
+    assert Lexicon.build(texts)[0].bigram_counts == {"alpha beta": 3}  # then the rarest
+
+
+def test_save_and_load_keep_bigrams_and_spellings(tmp_path: Path) -> None:
+    lex, _ = Lexicon.build(TEXTS)
+    lex.save(tmp_path / "lexicon.json")
+    back = Lexicon.load(tmp_path / "lexicon.json")
+    assert back.bigram_counts == lex.bigram_counts
+    assert back.surface == lex.surface
+    assert back.word_counts == lex.word_counts and back.terms == lex.terms
+
+
+def test_load_reads_lexicons_saved_before_bigrams(tmp_path: Path) -> None:
+    lex, _ = Lexicon.build(TEXTS)
+    lex.save(tmp_path / "lexicon.json")
+    data = json.loads((tmp_path / "lexicon.json").read_text())
+    del data["bigrams"], data["surface"]
+    (tmp_path / "lexicon.json").write_text(json.dumps(data))
+    old = Lexicon.load(tmp_path / "lexicon.json")
+    assert old.bigram_counts == {} and old.surface == {}
+    assert old.word_counts == lex.word_counts and old.df == lex.df and old.n_docs == 2
