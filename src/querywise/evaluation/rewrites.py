@@ -1,0 +1,219 @@
+"""Rewrite evaluation: does the follow-up gate flag the messages people rewrote, and does the
+guard accept the rewrites people wrote?
+
+A row is `{"history": [...], "message", "standalone"}` where `standalone` is a person's
+standalone rewrite of `message` (equal to it when the message already stands alone). A rewrite
+*differs* when it is not the message once runs of whitespace are collapsed: a rewrite that only
+tidies spaces is not a rewrite.
+
+- `gate_recall`: of the rows a person rewrote, the share the gate flags.
+- `gate_precision`: of the rows the gate flags, the share a person rewrote.
+- `guard_false_alarm_rate`: of the rows a person rewrote, the share whose rewrite the guard
+  rejects (message -> human standalone, with the row's history). Every rejection of a person's
+  rewrite is a false alarm by construction; the examples show what the guard objected to.
+
+With a `rewriter` (message, history -> standalone), the text the pipeline would search is
+compared with the person's: the rewriter's output where the gate flags, the message elsewhere.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from querywise.catalog import Catalog
+from querywise.files import InputError, read_jsonl
+from querywise.text import normalize
+from querywise.understand.followup import check_follow_up
+from querywise.understand.guard import DEFAULT_IDENTIFIER_PATTERNS, check_rewrite
+
+__all__ = [
+    "GateExample",
+    "GuardExample",
+    "RewriteReport",
+    "RewriteRow",
+    "differs",
+    "evaluate_rewrites",
+    "load_rewrite_rows",
+    "token_f1",
+]
+
+Rewriter = Callable[[str, Sequence[str]], str]
+MAX_EXAMPLES = 10
+
+
+class RewriteRow(BaseModel):
+    """One message, the user turns before it (oldest first), and a person's standalone rewrite."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    history: tuple[str, ...] = ()
+    message: str
+    standalone: str
+
+
+class GateExample(BaseModel):
+    """A row the gate got wrong, with what it said."""
+
+    message: str
+    previous: str | None  # the last turn of the history, for reading the example
+    standalone: str
+    reason: str
+    cues: list[str]
+
+
+class GuardExample(BaseModel):
+    """A person's rewrite that the guard rejected, and the terms it objected to."""
+
+    message: str
+    standalone: str
+    lost: list[str]
+    invented: list[str]
+
+
+class RewriteReport(BaseModel):
+    """Gate and guard figures on a rewrite file; `.model_dump()` is the JSON form.
+
+    Rates are `None` when their denominator is zero (no rewritten rows, nothing flagged).
+    """
+
+    n: int
+    n_rewritten: int  # rows whose human rewrite differs from the message
+    n_flagged: int  # rows the gate flags
+    n_flagged_rewritten: int  # both
+    gate_recall: float | None
+    gate_precision: float | None
+    guard_rejected: int  # human rewrites (of the rewritten rows) the guard rejects
+    guard_false_alarm_rate: float | None
+    exact_match: float | None = None  # only with a rewriter; case and punctuation ignored
+    token_f1: float | None = None  # only with a rewriter
+    missed: list[GateExample] = Field(default_factory=list)
+    false_flags: list[GateExample] = Field(default_factory=list)
+    guard_false_alarms: list[GuardExample] = Field(default_factory=list)
+
+
+def load_rewrite_rows(path: Path | str) -> list[RewriteRow]:
+    """Rows of a rewrite JSONL file; errors name the file and line."""
+    rows = []
+    for line, rec in read_jsonl(path):
+        history, message, standalone = rec.get("history", []), rec.get("message"), rec.get("standalone")
+        if not isinstance(message, str) or not message.strip():
+            raise InputError(path, line, "missing 'message' (a non-empty string)")
+        if not isinstance(standalone, str) or not standalone.strip():
+            raise InputError(path, line, "missing 'standalone' (a non-empty string)")
+        if not isinstance(history, list) or not all(isinstance(h, str) for h in history):
+            raise InputError(path, line, "'history' must be a list of strings (earlier user turns, oldest first)")
+        rows.append(RewriteRow(history=tuple(history), message=message, standalone=standalone))
+    if not rows:
+        raise InputError(path, None, "no rows")
+    return rows
+
+
+def differs(message: str, standalone: str) -> bool:
+    """A person rewrote the message: the texts differ beyond whitespace.
+
+    >>> differs("And the Pro? ", "And  the Pro?"), differs("And the Pro?", "Warranty of the Solace 7 Pro?")
+    (False, True)
+    """
+    return " ".join(message.split()) != " ".join(standalone.split())
+
+
+def _tokens(text: str) -> list[str]:
+    return re.findall(r"\w+", normalize(text))
+
+
+def token_f1(predicted: str, gold: str) -> float:
+    """Harmonic mean of token precision and recall (bag of lower-cased words).
+
+    >>> round(token_f1("warranty of the Solace 7", "the Solace 7 warranty length"), 3)
+    0.8
+    """
+    p, g = _tokens(predicted), _tokens(gold)
+    if not p or not g:
+        return float(p == g)
+    common = sum(min(p.count(t), g.count(t)) for t in set(p) & set(g))
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(p), common / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
+def evaluate_rewrites(
+    rows: Sequence[RewriteRow],
+    *,
+    catalog: Catalog | None = None,
+    rewriter: Rewriter | None = None,
+    identifier_patterns: Sequence[str] = DEFAULT_IDENTIFIER_PATTERNS,
+    topic_continuity: bool = False,
+) -> RewriteReport:
+    """Score the follow-up gate and the rewrite guard against people's rewrites.
+
+    >>> rows = [RewriteRow(history=("Warranty on the Solace 7?",), message="And the Pro?",
+    ...                    standalone="Warranty on the Solace 7 Pro?")]
+    >>> evaluate_rewrites(rows).gate_recall
+    1.0
+    """
+    flagged_rewritten = flagged = rewritten = rejected = 0
+    missed: list[GateExample] = []
+    false_flags: list[GateExample] = []
+    alarms: list[GuardExample] = []
+    exact: list[float] = []
+    f1: list[float] = []
+    for row in rows:
+        gate = check_follow_up(row.message, row.history, catalog=catalog, topic_continuity=topic_continuity)
+        person = differs(row.message, row.standalone)
+        rewritten += person
+        flagged += gate.needs_context
+        flagged_rewritten += person and gate.needs_context
+        if person != gate.needs_context:
+            example = GateExample(
+                message=row.message,
+                previous=row.history[-1] if row.history else None,
+                standalone=row.standalone,
+                reason=gate.reason,
+                cues=list(gate.cues),
+            )
+            bucket = missed if person else false_flags
+            if len(bucket) < MAX_EXAMPLES:
+                bucket.append(example)
+        if person:
+            guard = check_rewrite(
+                row.message, row.standalone, row.history, catalog=catalog, identifier_patterns=identifier_patterns
+            )
+            if not guard.ok:
+                rejected += 1
+                if len(alarms) < MAX_EXAMPLES:
+                    alarms.append(
+                        GuardExample(
+                            message=row.message,
+                            standalone=row.standalone,
+                            lost=list(guard.lost),
+                            invented=list(guard.invented),
+                        )
+                    )
+        if rewriter is not None:
+            searched = rewriter(row.message, row.history) if gate.needs_context else row.message
+            exact.append(float(" ".join(_tokens(searched)) == " ".join(_tokens(row.standalone))))
+            f1.append(token_f1(searched, row.standalone))
+    return RewriteReport(
+        n=len(rows),
+        n_rewritten=rewritten,
+        n_flagged=flagged,
+        n_flagged_rewritten=flagged_rewritten,
+        gate_recall=_ratio(flagged_rewritten, rewritten),
+        gate_precision=_ratio(flagged_rewritten, flagged),
+        guard_rejected=rejected,
+        guard_false_alarm_rate=_ratio(rejected, rewritten),
+        exact_match=sum(exact) / len(exact) if exact else None,
+        token_f1=sum(f1) / len(f1) if f1 else None,
+        missed=missed,
+        false_flags=false_flags,
+        guard_false_alarms=alarms,
+    )

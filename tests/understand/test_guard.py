@@ -1,0 +1,164 @@
+"""The rewrite guard: nothing lost, nothing invented, longest name first."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from querywise.catalog import Catalog, Entity
+from querywise.understand.guard import GuardResult, check_rewrite, terms
+
+DEMO = Path(__file__).resolve().parents[2] / "src" / "querywise" / "demo"
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    return Catalog.load(DEMO / "catalog.jsonl")
+
+
+def _texts(text: str, **kw: object) -> list[str]:
+    return [t.text for t in terms(text, **kw)]  # type: ignore[arg-type]
+
+
+def test_identifiers_any_case_reported_upper_with_hyphen() -> None:
+    assert _texts("is hc3471 or Hc-3417 in stock?") == ["HC-3471", "HC-3417"]
+
+
+def test_identifier_survives_a_change_of_case_and_hyphen() -> None:
+    assert check_rewrite("is hc3471 in stock", "Is HC-3471 in stock?", []).ok
+
+
+def test_lost_identifier() -> None:
+    result = check_rewrite(
+        "Is HC-3471 in stock?", "Are Solace 7 Pro ear cushions in stock?", ["Cushions for the Solace 7 Pro?"]
+    )
+    assert result == GuardResult(ok=False, lost=("HC-3471",), invented=())
+    assert result.reason == "lost 'HC-3471'"
+
+
+def test_configurable_identifier_patterns() -> None:
+    # Order numbers as identifiers: an 8-digit run.
+    patterns = (r"\b\d{8}\b",)
+    assert _texts("where is order 40128833?", identifier_patterns=patterns) == ["40128833"]
+    result = check_rewrite("where is order 40128833?", "where is my order?", [], identifier_patterns=patterns)
+    assert result.lost == ("40128833",)
+
+
+def test_numbers_keep_units_as_written_and_compare_by_value() -> None:
+    assert _texts("a 12-month warranty for under $200, 22mm strap") == ["12-month", "200", "22mm"]
+    assert check_rewrite("is the 12-month warranty transferable?", "Is the 12 months warranty transferable?", []).ok
+    assert check_rewrite("is the 12-month warranty transferable?", "Is the warranty transferable?", []).lost == (
+        "12-month",
+    )
+
+
+def test_invented_number() -> None:
+    result = check_rewrite("how long is the warranty?", "How long is the 30-month warranty?", ["Solace 7 Pro?"])
+    assert result.invented == ("30-month",)
+
+
+def test_number_from_the_history_is_not_invented() -> None:
+    result = check_rewrite(
+        "can I still change the address?",
+        "Can I still change the address on order 40128833?",
+        ["My order 40128833 hasn't arrived"],
+    )
+    assert result.ok
+
+
+def test_digits_inside_an_identifier_are_not_a_separate_number() -> None:
+    assert [t.kind for t in terms("Is HC-3417 in stock?")] == ["identifier"]
+
+
+def test_catalog_names_are_reported_as_written(catalog: Catalog) -> None:
+    assert _texts("does the s7 pro fold?", catalog=catalog) == ["s7 pro"]
+
+
+def test_longer_name_in_the_rewrite_is_invented(catalog: Catalog) -> None:
+    result = check_rewrite(
+        "does it cover water damage?",
+        "Does the Solace 7 Pro warranty cover water damage?",
+        ["What's the warranty on the Solace 7?"],
+        catalog=catalog,
+    )
+    assert result == GuardResult(ok=False, lost=(), invented=("Solace 7 Pro",))
+
+
+def test_shorter_name_in_the_rewrite_loses_the_longer(catalog: Catalog) -> None:
+    result = check_rewrite("does the Solace 7 Pro fold?", "Does the Solace 7 fold?", [], catalog=catalog)
+    assert result.lost == ("Solace 7 Pro",)
+    assert result.invented == ("Solace 7",)
+
+
+def test_any_name_of_the_same_product_keeps_it(catalog: Catalog) -> None:
+    assert check_rewrite("does the S7 Pro fold?", "Does the Halden Solace 7 Pro fold?", [], catalog=catalog).ok
+
+
+def test_shared_alias_may_be_resolved_only_from_the_history(catalog: Catalog) -> None:
+    # "S7" names both the Solace 7 and the Solace 7 Pro: the rewrite may pick one only if it was said.
+    message, rewrite = "how long does the S7 battery last?", "How long does the Solace 7 Pro battery last?"
+    assert check_rewrite(message, rewrite, ["I bought the Solace 7 Pro"], catalog=catalog).ok
+    assert check_rewrite(message, rewrite, [], catalog=catalog).invented == ("Solace 7 Pro",)
+    # The other way round, going from one product to the alias of two, loses the product.
+    assert check_rewrite(rewrite, message, [], catalog=catalog).lost == ("Solace 7 Pro",)
+
+
+def test_a_name_completed_by_the_users_words_is_not_invented(catalog: Catalog) -> None:
+    history = ["How long is the warranty on the Halden Solace 7?"]
+    rewrite = "How long is the warranty on the Halden Solace 7 Pro?"
+    assert check_rewrite("And the Pro?", rewrite, history, catalog=catalog).ok
+    assert check_rewrite("And the Pro?", rewrite, history).ok
+    # Nobody said "Lite".
+    assert check_rewrite("And the Pro?", "How long is the warranty on the Solace 7 Lite?", history).invented == (
+        "Solace 7 Lite",
+    )
+
+
+def test_product_named_by_its_part_number_in_the_history(catalog: Catalog) -> None:
+    result = check_rewrite(
+        "do they fit the Solace 7 Lite?",
+        "Do the Solace 7 Ear Cushions fit the Solace 7 Lite?",
+        ["Is HC-3417 in stock?"],
+        catalog=catalog,
+    )
+    assert result.ok
+
+
+def test_without_catalog_capitalised_names_count() -> None:
+    assert _texts("Does Steadfast Protection cover the Solace 7 Pro in Washington D.C.?") == [
+        "Steadfast Protection",
+        "Solace 7 Pro",
+        "Washington D.C.",
+    ]
+    # Sentence-initial function words and a lone capital word are not names.
+    assert _texts("What is Steadfast? Can I add it?") == []
+
+
+def test_without_catalog_longest_first_still_holds() -> None:
+    history = ["Is the Knoll Mini speaker loud?"]
+    assert check_rewrite("How long does it play?", "How long does the Knoll Mini speaker play?", history).ok
+    result = check_rewrite("How long does it play?", "How long does the Knoll Mini 2 speaker play?", history)
+    assert result.invented == ("Knoll Mini 2",)
+
+
+def test_plural_and_possessive_are_not_losses() -> None:
+    assert check_rewrite("How tall is a Great Dane?", "How tall are Great Danes?", []).ok
+    assert check_rewrite("Who founded Red Bull?", "Who founded Red Bull's company?", []).ok
+
+
+@pytest.mark.parametrize("with_catalog", [True, False])
+def test_every_demo_human_rewrite_passes(catalog: Catalog, with_catalog: bool) -> None:
+    for line in (DEMO / "rewrites.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        result = check_rewrite(
+            row["message"], row["standalone"], row["history"], catalog=catalog if with_catalog else None
+        )
+        assert result.ok, (row["standalone"], result.reason)
+
+
+def test_catalog_built_in_code_reports_the_surface_form() -> None:
+    cat = Catalog([Entity("v3", "Vela X3"), Entity("v3p", "Vela X3 Pro")])
+    result = check_rewrite("is it foldable?", "Is the vela x3 pro foldable?", ["Vela X3 sizes"], catalog=cat)
+    assert result == GuardResult(ok=False, lost=(), invented=("vela x3 pro",))
