@@ -65,3 +65,37 @@ def test_bad_config_is_reported_with_its_field(tmp_path: Path, index_dir: Path) 
     cfg.write_text("[index]\nrrf_k = -1\n", encoding="utf-8")
     result = runner.invoke(cli.app, ["search", "x", "--index", str(index_dir), "--config", str(cfg)])
     assert result.exit_code == 2 and "index.rrf_k" in result.stderr
+
+
+def test_ask_plans_and_searches_the_demo(tmp_path: Path) -> None:
+    """`ask` on the demo shop: a typo'd follow-up is made standalone, corrected and searched."""
+    from querywise.config import load_settings
+    from querywise.demo import demo_corpus, demo_file
+
+    settings = load_settings(demo_file("querywise.toml")).model_copy(update={"cache_dir": tmp_path / "cache"})
+    build_index(demo_corpus(), tmp_path / "demo", settings=settings).close()
+    result = runner.invoke(
+        cli.app,
+        ["ask", "how do i do a firmwear update on it", "--config", str(demo_file("querywise.toml")), "--index", str(tmp_path / "demo"),
+         "--history", "How long is the warranty on the Halden Solace 7 Pro?", "--session", "market=eu", "--json"],
+    )
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    kinds = [q["kind"] for q in out["plan"]["queries"]]
+    assert kinds == ["standalone", "spelling"]
+    assert "firmware" in out["plan"]["queries"][1]["text"]
+    assert out["plan"]["access"]["conditions"] == [{"kind": "match", "field": "markets", "value": "eu"}]
+    # The concatenation carries the earlier question too, so its chunk competes; the answer is near the top.
+    assert any("firmware" in h["id"] for h in out["hits"][:3])
+
+
+def test_rewrite_eval_json(tmp_path: Path) -> None:
+    f = tmp_path / "r.jsonl"
+    f.write_text(
+        '{"history": ["Warranty on the Vela X3?"], "message": "And the Pro?", "standalone": "Warranty on the Vela X3 Pro?"}\n'
+        '{"history": ["Warranty on the Vela X3?"], "message": "How do I pair headphones?", "standalone": "How do I pair headphones?"}\n',
+        encoding="utf-8",
+    )
+    result = runner.invoke(cli.app, ["rewrite-eval", str(f), "--json"])
+    report = json.loads(result.stdout)
+    assert (report["n"], report["gate_recall"], report["gate_precision"], report["guard_false_alarm_rate"]) == (2, 1.0, 1.0, 0.0)

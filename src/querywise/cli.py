@@ -296,6 +296,43 @@ def router_eval_cmd(
         out.print("most confused (gold → predicted): " + "; ".join(f"{c.gold} → {c.predicted} ×{c.count}" for c in report.confusions[:5]), highlight=False)
 
 
+@app.command("rewrite-eval")
+def rewrite_eval_cmd(
+    file: Annotated[Path, typer.Argument(help='JSONL {"history": [...], "message", "standalone"} with human rewrites.', exists=True, dir_okay=False)],
+    config: ConfigOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
+) -> None:
+    """How well the follow-up gate and the rewrite guard agree with people's standalone rewrites."""
+    from querywise.catalog import Catalog
+    from querywise.evaluation.rewrites import evaluate_rewrites, load_rewrite_rows
+
+    settings = _settings(config)
+    try:
+        rows = load_rewrite_rows(file)
+        catalog = Catalog.load(settings.deployment.catalog) if settings.deployment.catalog else None
+    except InputError as exc:
+        raise _fail(str(exc)) from None
+    report = evaluate_rewrites(rows, catalog=catalog)
+    if as_json:
+        sys.stdout.write(report.model_dump_json() + "\n")
+        return
+
+    def pct(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.1%}"
+
+    out.print(
+        f"{report.n} rows, {report.n_rewritten} rewritten by people: gate recall {pct(report.gate_recall)}, "
+        f"precision {pct(report.gate_precision)}; guard false alarms {pct(report.guard_false_alarm_rate)}",
+        highlight=False,
+    )
+    for ex in report.missed[:5]:
+        out.print(f"  [yellow]missed[/] {ex.model_dump()}", highlight=False)
+    for ex in report.false_flags[:5]:
+        out.print(f"  [yellow]flagged needlessly[/] {ex.model_dump()}", highlight=False)
+    for g in report.guard_false_alarms[:5]:
+        out.print(f"  [red]guard rejected a human rewrite[/] {g.model_dump()}", highlight=False)
+
+
 @app.command("plan-schema")
 def plan_schema_cmd() -> None:
     """Print the JSON schema of the query plan."""
