@@ -62,7 +62,7 @@ class IndexSettings(_Section):
     b: float = Field(0.75, ge=0, le=1)
     # HNSW: see bench/results for the recall@10 against exact search these settings keep.
     hnsw_m: int = Field(16, ge=4)
-    hnsw_ef_construct: int = Field(100, ge=8)
+    hnsw_ef_construct: int = Field(64, ge=8)
     hnsw_ef: int = Field(128, ge=8)
     rrf_k: int = Field(60, ge=1)  # ranks counted from 1, as in Cormack et al.
     depth: int = Field(100, ge=1)  # how deep each list goes into hybrid fusion
