@@ -36,3 +36,15 @@ def embedder() -> Any:
     from querywise.index.store import _embedder
 
     return _embedder(Settings())
+
+
+@pytest.fixture(scope="session")
+def reference_index(reference: dict[str, Any], embedder: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The 15 reference chunks in a real index (default embedder, embedded engine)."""
+    from querywise.corpus import Chunk
+    from querywise.index import build_index
+
+    chunks = [Chunk(id=k, text=v) for k, v in reference["chunks"].items()]
+    ix = build_index(chunks, tmp_path_factory.mktemp("ref") / "ix", embedder=embedder)
+    yield ix
+    ix.close()

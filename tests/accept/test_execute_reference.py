@@ -14,12 +14,9 @@ from querywise.plan import PlanQuery, QueryPlan
 from querywise.understand.followup import check_follow_up, concat_standalone
 
 
-@pytest.fixture(scope="module")
-def index(reference: dict[str, Any], embedder: Any, tmp_path_factory: pytest.TempPathFactory) -> Index:
-    chunks = [Chunk(id=k, text=v) for k, v in reference["chunks"].items()]
-    ix = build_index(chunks, tmp_path_factory.mktemp("ref") / "ix", embedder=embedder)
-    yield ix
-    ix.close()
+@pytest.fixture
+def index(reference_index: Index) -> Index:
+    return reference_index
 
 
 def test_prev_plus_follow_up_ranks_through_execute(index: Index, reference: dict[str, Any]) -> None:

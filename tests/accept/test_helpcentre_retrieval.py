@@ -16,12 +16,9 @@ from querywise.corpus import Chunk
 from querywise.index import Index, build_index, rrf
 
 
-@pytest.fixture(scope="module")
-def index(reference: dict[str, Any], embedder: Any, tmp_path_factory: pytest.TempPathFactory) -> Index:
-    chunks = [Chunk(id=k, text=v) for k, v in reference["chunks"].items()]
-    ix = build_index(chunks, tmp_path_factory.mktemp("ref") / "ix", embedder=embedder)
-    yield ix
-    ix.close()
+@pytest.fixture
+def index(reference_index: Index) -> Index:
+    return reference_index
 
 
 def _rank(index: Index, query: str, gold: str, mode: str = "dense") -> int | None:
