@@ -21,3 +21,11 @@ def test_normalize_folds_ligatures_and_accents() -> None:
 
 def test_single_digits_survive_as_words() -> None:
     assert "5" in words("hold for 5 seconds")
+
+
+def test_stop_words_are_the_ones_bm25s_measured_with() -> None:
+    from bm25s.stopwords import STOPWORDS_EN as BM25S_EN
+
+    from querywise.text import STOPWORDS_EN
+
+    assert STOPWORDS_EN == frozenset(BM25S_EN)

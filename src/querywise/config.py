@@ -64,6 +64,9 @@ class IndexSettings(_Section):
     hnsw_m: int = Field(16, ge=4)
     hnsw_ef_construct: int = Field(64, ge=8)
     hnsw_ef: int = Field(128, ge=8)
+    # A filter that keeps few points makes the graph search work harder for the same recall
+    # (bench: 400k chunks, 5% kept: recall@10 0.945 at ef 128, 0.973 at ef 256).
+    hnsw_ef_filtered: int = Field(256, ge=8)
     rrf_k: int = Field(60, ge=1)  # ranks counted from 1, as in Cormack et al.
     depth: int = Field(100, ge=1)  # how deep each list goes into hybrid fusion
     # Payload fields to index for fast filtering; None = every short scalar field.

@@ -10,7 +10,7 @@ import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
 
-__all__ = ["IDENTIFIER_COMPOUND", "analyze", "normalize", "words"]
+__all__ = ["IDENTIFIER_COMPOUND", "STOPWORDS_EN", "analyze", "normalize", "words"]
 
 # Words of two or more characters (as Lucene/bm25s do) plus single digits, which matter
 # in product names ("X2", "5 seconds") more than they cost.
@@ -38,12 +38,12 @@ def words(text: str) -> list[str]:
     return _WORD.findall(norm) + IDENTIFIER_COMPOUND.findall(norm)
 
 
-@lru_cache(maxsize=1)
-def _stopwords() -> frozenset[str]:
-    # bm25s ships the English list that its SciFact numbers were measured with.
-    from bm25s.stopwords import STOPWORDS_EN
-
-    return frozenset(STOPWORDS_EN)
+# Lucene's classic English stop set, the list bm25s uses for its SciFact numbers (a test keeps
+# the two equal). Inlined: importing bm25s for it pulls scipy and numba, ~1 s at first use.
+STOPWORDS_EN = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their then "
+    "there these they this to was will with".split()
+)
 
 
 @lru_cache(maxsize=1)
@@ -63,7 +63,7 @@ def analyze(text: str, *, stopwords: bool = True, stem: bool = True) -> list[str
     """
     tokens: Iterable[str] = words(text)
     if stopwords:
-        stop = _stopwords()
+        stop = STOPWORDS_EN
         tokens = [t for t in tokens if t not in stop]
     tokens = list(tokens)
     if not stem:

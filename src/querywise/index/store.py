@@ -299,7 +299,8 @@ class Index:
         hits = self.engine.query(
             EngineQuery(
                 mode=mode, limit=k, dense=dense, sparse=sparse, where=where,
-                depth=max(s.depth, k), rrf_k=s.rrf_k, hnsw_ef=max(s.hnsw_ef, k), exact=exact,
+                depth=max(s.depth, k), rrf_k=s.rrf_k, exact=exact,
+                hnsw_ef=max(s.hnsw_ef_filtered if where else s.hnsw_ef, k),
             )
         )
         return [_hit(h, rank) for rank, h in enumerate(hits, start=1)]

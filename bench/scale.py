@@ -1,0 +1,463 @@
+"""Scale benchmark: build time, search latency, HNSW recall@10, disk and memory at 10k-400k chunks.
+
+Chunks and vectors come from bench/synth.py (real sentences, vectors = mean of real sentence
+embeddings; see there). Each index is built through the library's normal path
+(`querywise.index.build_index`) with an embedder that looks the precomputed vectors up by text,
+so build time is the library's own work (lexicon, sparse vectors, upserts, Qdrant's HNSW build)
+without model inference. Query-embedding time is measured once with the real model and
+reported separately.
+
+Each build runs in its own child process and each search phase in another (a fresh process
+that opens the index, as a server would), so peak RSS (getrusage) is per phase.
+
+    python -m bench.scale --sizes 10000                       # quick
+    python -m bench.scale --sizes 10000,100000,400000 --tune-size 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench import RESULTS, ROOT, WORK, dir_size_mib, log, peak_rss_mib, percentiles, write_json
+
+K = 10
+MODES = ("dense", "bm25", "hybrid")
+LIB_DEFAULT = (16, 100, 128)  # IndexSettings defaults at the time of writing: m, ef_construct, ef
+# (m, ef_construct) builds tried at the tuning size; each is searched with every ef below
+TUNE_BUILDS = ["16:100", "16:100:0", "16:64", "16:32", "8:64"]  # m:ef_construct[:payload_m experiment]
+TUNE_EFS = [32, 64, 128, 256]
+RECALL_MIN, RECALL_MIN_FILTERED = 0.98, 0.95
+
+
+def _settings(m: int, efc: int, ef: int) -> Any:
+    from querywise.config import IndexSettings, Settings
+
+    return Settings(index=IndexSettings(hnsw_m=m, hnsw_ef_construct=efc, hnsw_ef=ef))
+
+
+def index_path(n: int, m: int, efc: int, payload_m: int | None = None) -> Path:
+    pm = "" if payload_m is None else f"-pm{payload_m}"
+    return WORK / "indexes" / f"synth-{n}-m{m}-efc{efc}{pm}"
+
+
+def _vm_status(field: str) -> float | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return round(int(line.split()[1]) / 1024.0, 1)
+    except OSError:
+        pass
+    return None
+
+
+def _reset_peak_rss() -> bool:
+    """Reset the kernel's RSS high-water mark (Linux clear_refs 5) so a phase's peak can be read."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+# --------------------------------------------------------------------------- child: build
+
+
+def _force_payload_m(payload_m: int) -> None:
+    """Experiment only: make the library's HnswIndexConfig(...) calls pass payload_m (not a library option)."""
+    import qdrant_edge as qe
+
+    orig = qe.HnswIndexConfig
+
+    def patched(*args: Any, **kwargs: Any) -> Any:
+        return orig(*args, **{**kwargs, "payload_m": payload_m})
+
+    qe.HnswIndexConfig = patched
+
+
+def do_build(n: int, m: int, efc: int, out: Path, payload_m: int | None = None) -> None:
+    from querywise.index import build_index
+
+    from bench.synth import describe, synth_chunks, synth_embedder
+
+    t = time.perf_counter()
+    chunks, vecs = synth_chunks(n)
+    emb = synth_embedder(chunks, vecs)
+    synth_s = time.perf_counter() - t
+    rss_data = _vm_status("VmRSS")
+    reset = _reset_peak_rss()
+    if payload_m is not None:
+        _force_payload_m(payload_m)
+    path = index_path(n, m, efc, payload_m)
+    shutil.rmtree(path, ignore_errors=True)
+    load0 = os.getloadavg()[0]
+    phases: dict[str, float] = {}
+
+    cpu: dict[str, float] = {}
+
+    def progress(phase: str, total: int | None):  # noqa: ANN202
+        phases.setdefault(phase, time.perf_counter())
+        cpu.setdefault(phase, time.process_time())
+        return lambda k: None
+
+    settings = _settings(m, efc, LIB_DEFAULT[2])
+    log(f"build n={n} m={m} ef_construct={efc}")
+    t0, c0 = time.perf_counter(), time.process_time()
+    index = build_index(chunks, path, settings=settings, embedder=emb, progress=progress)
+    t_end, c_end = time.perf_counter(), time.process_time()
+    index.close()
+    hnsw0 = phases.get("building HNSW graph", t_end)
+    idx0 = phases.get("indexing", hnsw0)
+    res = {
+        "n": n, "m": m, "ef_construct": efc, "payload_m": payload_m,
+        "build_s": round(t_end - t0, 2),
+        "load_avg_1min_start_end": [round(load0, 2), round(os.getloadavg()[0], 2)],
+        "phases_s": {
+            # vector lookup (no model) + Lexicon.build (analysis of every text) + engine/payload-index creation
+            "lexicon_and_setup": round(idx0 - t0, 2),
+            # sparse BM25 doc vectors + chunks.jsonl + upserts into the engine (Python side)
+            "upsert": round(hnsw0 - idx0, 2),
+            # EdgeShard.optimize() (the HNSW graph build) + flush, lexicon/manifest write, reopen
+            "hnsw_optimize_and_finalize": round(t_end - hnsw0, 2),
+        },
+        # CPU seconds (user + system, all threads of the process): robust to other load on the machine
+        "cpu_s": {
+            "total": round(c_end - c0, 2),
+            "lexicon_and_setup": round(cpu.get("indexing", c_end) - c0, 2),
+            "upsert": round(cpu.get("building HNSW graph", c_end) - cpu.get("indexing", c_end), 2),
+            "hnsw_optimize_and_finalize": round(c_end - cpu.get("building HNSW graph", c_end), 2),
+        },
+        "disk_mib": dir_size_mib(path),
+        "disk_apparent_mib": dir_size_mib(path, apparent=True),
+        "rss_after_data_mib": rss_data,
+        "peak_rss_build_mib": _vm_status("VmHWM") if reset else None,
+        "peak_rss_process_mib": peak_rss_mib(),  # incl. synthesising the chunks and their vectors
+        "synth_s": round(synth_s, 2),
+        "payload_indexes": index.manifest.payload_indexes,
+        "describe": describe(),
+    }
+    out.write_text(json.dumps(res))
+    log(f"built n={n} in {res['build_s']}s {res['phases_s']} disk={res['disk_mib']}MiB")
+
+
+# --------------------------------------------------------------------------- child: search
+
+
+def _count(index: Any, where: Any) -> int:
+    """Points matching `where` (engine internals: the library has no count-with-filter API)."""
+    import qdrant_edge as qe
+
+    from querywise.index.engine import _edge_filter
+
+    return int(index.engine._shard.count(qe.CountRequest(exact=True, filter=_edge_filter(where))))
+
+
+def _recall(approx: list[list[str]], exact: list[list[str]]) -> float:
+    vals = [len(set(a) & set(e)) / len(e) for a, e in zip(approx, exact, strict=True) if e]
+    return round(float(np.mean(vals)), 4) if vals else float("nan")
+
+
+def do_search(n: int, m: int, efc: int, efs: list[int], main_ef: int, latency: bool, out: Path,
+              payload_m: int | None = None, acorn_efs: list[int] | None = None) -> None:
+    from querywise.conditions import parse_where
+    from querywise.index import Index
+
+    from bench.synth import FILTER, query_vectors
+
+    texts, qv, _ = query_vectors()
+    dense = [v.tolist() for v in qv]
+    rss0 = peak_rss_mib()
+    t = time.perf_counter()
+    load0 = os.getloadavg()[0]
+    index = Index.open(index_path(n, m, efc, payload_m), settings=_settings(m, efc, main_ef))
+    open_s = time.perf_counter() - t
+    sparse = [index.lexicon.query_vector(q) for q in texts]  # first pass loads stop words and stemmer
+    t = time.perf_counter()
+    sparse = [index.lexicon.query_vector(q) for q in texts]
+    sparse_s = (time.perf_counter() - t) / len(texts)
+    where = parse_where(FILTER)
+    n_match = _count(index, where)
+
+    def ids(hits: list[Any]) -> list[str]:
+        return [h.id for h in hits]
+
+    def run(mode: str, i: int, w: Any, exact: bool = False) -> list[Any]:
+        return index.query(mode=mode, k=K, dense=dense[i], sparse=sparse[i], where=w, exact=exact)
+
+    nq = len(texts)
+    for i in range(min(20, nq)):  # warm-up: page cache, lazy structures
+        for mode in MODES:
+            run(mode, i, None)
+            run(mode, i, where)
+    res: dict[str, Any] = {
+        "n": n, "m": m, "ef_construct": efc, "payload_m": payload_m, "n_queries": nq, "open_s": round(open_s, 3),
+        "filter": FILTER, "filter_matches": int(n_match), "filter_selectivity": round(n_match / n, 4),
+        "query_analysis_ms": round(sparse_s * 1000, 3),
+    }
+    exact: dict[str, list[list[str]]] = {}
+    exact_lat: dict[str, list[float]] = {}
+    for label, w in (("none", None), ("filter", where)):
+        lat, got = [], []
+        for i in range(nq):
+            t = time.perf_counter()
+            got.append(ids(run("dense", i, w, exact=True)))
+            lat.append(time.perf_counter() - t)
+        exact[label], exact_lat[label] = got, lat
+    res["exact_dense_latency"] = {k: percentiles(v) for k, v in exact_lat.items()}
+    sweep = []
+    for ef in efs:
+        index.settings = _settings(m, efc, ef)
+        row: dict[str, Any] = {"ef": ef}
+        for label, w in (("none", None), ("filter", where)):
+            lat, got = [], []
+            for i in range(nq):
+                t = time.perf_counter()
+                got.append(ids(run("dense", i, w)))
+                lat.append(time.perf_counter() - t)
+            row[f"recall@10_{label}"] = _recall(got, exact[label])
+            row[f"dense_{label}"] = percentiles(lat)
+        sweep.append(row)
+        log(f"n={n} m={m} efc={efc} ef={ef}: recall {row['recall@10_none']} / filtered {row['recall@10_filter']}"
+            f"  p50 {row['dense_none']['p50_ms']}ms / {row['dense_filter']['p50_ms']}ms")
+    res["ef_sweep"] = sweep
+    if latency:
+        index.settings = _settings(m, efc, main_ef)
+        res["ef"] = main_ef
+        lat_table: dict[str, Any] = {}
+        for mode in MODES:
+            for label, w in (("none", None), ("filter", where)):
+                lat = []
+                for i in range(nq):
+                    t = time.perf_counter()
+                    run(mode, i, w)
+                    lat.append(time.perf_counter() - t)
+                lat_table[f"{mode}_{label}"] = percentiles(lat)
+        # the same queries straight to the engine without payload: what fetching payload (text) costs
+        from querywise.index.engine import EngineQuery
+
+        s_ = index.settings.index
+        for mode in MODES:
+            lat = []
+            for i in range(nq):
+                q = EngineQuery(mode=mode, limit=K, dense=dense[i], sparse=sparse[i], depth=s_.depth, rrf_k=s_.rrf_k,
+                                hnsw_ef=max(s_.hnsw_ef, K), with_payload=False)
+                t = time.perf_counter()
+                index.engine.query(q)
+                lat.append(time.perf_counter() - t)
+            lat_table[f"{mode}_none_engine_no_payload"] = percentiles(lat)
+        res["latency"] = lat_table
+        res["latency_note"] = (
+            "index.query(k=10) with precomputed query vectors, payload (text) returned; BM25 query analysis "
+            "(query_analysis_ms) and query embedding (query_embedding in scale.json) come on top"
+        )
+    if acorn_efs:  # experiment: Qdrant's ACORN filtered search (not a library option)
+        import qdrant_edge as qe
+
+        orig = qe.SearchParams
+        qe.SearchParams = lambda *args, **kw: orig(*args, **{**kw, "acorn": qe.AcornSearchParams(enable=True)})
+        rows = []
+        for ef in acorn_efs:
+            index.settings = _settings(m, efc, ef)
+            lat, got = [], []
+            for i in range(nq):
+                t = time.perf_counter()
+                got.append(ids(run("dense", i, where)))
+                lat.append(time.perf_counter() - t)
+            rows.append({"ef": ef, "recall@10_filter": _recall(got, exact["filter"]), "dense_filter": percentiles(lat)})
+            log(f"n={n} ACORN ef={ef}: filtered recall {rows[-1]['recall@10_filter']} p50 {rows[-1]['dense_filter']['p50_ms']}ms")
+        qe.SearchParams = orig
+        res["acorn_sweep"] = rows
+    res["peak_rss_search_mib"] = peak_rss_mib()
+    res["load_avg_1min_start_end"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
+    res["rss_before_open_mib"] = rss0
+    index.close()
+    out.write_text(json.dumps(res))
+
+
+# --------------------------------------------------------------------------- parent
+
+
+def _child(args: list[str], out: Path) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "bench.scale", *args, "--out", str(out)]
+    log("$ " + " ".join(cmd[1:]))
+    subprocess.run(cmd, check=True, cwd=ROOT)
+    return json.loads(out.read_text())
+
+
+def query_embedding_timing() -> dict[str, Any]:
+    """Embed the 200 queries one at a time with the real model (what a search pays once per query)."""
+    from bench.synth import query_texts, real_embedder
+
+    texts = query_texts()
+    t = time.perf_counter()
+    emb = real_embedder()
+    load_s = time.perf_counter() - t
+    for q in texts[:5]:
+        emb.embed([q])
+    lat = []
+    for q in texts:
+        t = time.perf_counter()
+        emb.embed([q])
+        lat.append(time.perf_counter() - t)
+    return {"model_id": emb.model_id, "model_load_s": round(load_s, 2), "single_query": percentiles(lat)}
+
+
+def pick(tune: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Cheapest (build time) (m, ef_construct), then smallest ef, meeting both recall thresholds."""
+    ok = []
+    for b in tune:
+        if b.get("payload_m") is not None:  # not settable through the library: experiment only
+            continue
+        for row in b["search"]["ef_sweep"]:
+            if row["recall@10_none"] >= RECALL_MIN and row["recall@10_filter"] >= RECALL_MIN_FILTERED:
+                ok.append((b["build"]["build_s"], row["ef"], b["m"], b["ef_construct"], row))
+                break
+    if not ok:
+        return None
+    ok.sort(key=lambda x: (x[0], x[1]))
+    s, ef, m, efc, row = ok[0]
+    return {"m": m, "ef_construct": efc, "ef": ef, "build_s": s, "recall": row}
+
+
+def followup(a: argparse.Namespace, command: str) -> None:
+    """A deeper look at one size (e.g. a wider ef sweep and ACORN where filtered recall fell short)."""
+    started = time.time()
+    n = a.followup
+    m, efc, ef = map(int, (a.hnsw or ":".join(map(str, LIB_DEFAULT))).split(":"))
+    tmp = WORK / "scale-tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    b = _child(["--build", str(n), "--m", str(m), "--efc", str(efc)], tmp / f"fu-b-{n}.json")
+    args = ["--search", str(n), "--m", str(m), "--efc", str(efc), "--efs", a.efs, "--ef", str(ef), "--latency"]
+    if a.acorn_efs:
+        args += ["--acorn-efs", a.acorn_efs]
+    srch = _child(args, tmp / f"fu-s-{n}.json")
+    if not a.keep_indexes:
+        shutil.rmtree(index_path(n, m, efc), ignore_errors=True)
+    path = RESULTS / a.results_name
+    data = json.loads(path.read_text()) if path.exists() else {}
+    machine = data.pop("machine", None)
+    from bench import machine_info
+
+    info = machine_info()
+    info["command"] = command
+    data.setdefault("followups", []).append({"n": n, "m": m, "ef_construct": efc, "ef": ef, "machine": info,
+                                             "build": b, "search": srch, "wall_s": round(time.time() - started, 1)})
+    path.write_text(json.dumps({"machine": machine or info, **data}, indent=2, ensure_ascii=False) + "\n")
+    log(f"appended a follow-up at n={n} to {path}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="10000,100000,400000", help="comma-separated chunk counts")
+    ap.add_argument("--tune-size", type=int, default=100_000, help="size of the HNSW tuning sweep (0: skip)")
+    ap.add_argument("--tune-builds", default=",".join(TUNE_BUILDS),
+                    help="m:ef_construct[:payload_m],... (payload_m forces HnswIndexConfig.payload_m: experiment only)")
+    ap.add_argument("--efs", default=",".join(map(str, TUNE_EFS)), help="search ef values swept at the tuning size")
+    ap.add_argument("--hnsw", default=None, help="m:ef_construct:ef for the size runs (default: the tuning pick, "
+                    "else the library default)")
+    ap.add_argument("--followup", type=int, default=0,
+                    help="one more build+search at this size with --hnsw, --efs and --acorn-efs; appended to "
+                    "'followups' in the existing results file")
+    ap.add_argument("--keep-indexes", action="store_true", help="keep index folders in bench/work/indexes")
+    ap.add_argument("--command", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--results-name", default="scale.json", help="file name in bench/results/")
+    # child modes
+    ap.add_argument("--build", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--search", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--m", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--efc", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--ef", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--latency", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--payload-m", type=int, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--acorn-efs", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.build:
+        return do_build(a.build, a.m, a.efc, a.out, a.payload_m)
+    if a.search:
+        return do_search(a.search, a.m, a.efc, [int(x) for x in a.efs.split(",")], a.ef, a.latency, a.out, a.payload_m,
+                         [int(x) for x in a.acorn_efs.split(",") if x])
+
+    command = a.command or "python -m bench.scale " + " ".join(sys.argv[1:])
+    if a.followup:
+        return followup(a, command)
+    started = time.time()
+    tmp = WORK / "scale-tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    from bench.synth import describe, query_vectors, sentence_vectors
+
+    sentence_vectors()
+    query_vectors()
+    result: dict[str, Any] = {"synthetic_corpus": describe(), "k": K,
+                              "recall_thresholds": {"unfiltered": RECALL_MIN, "filtered": RECALL_MIN_FILTERED}}
+    out_name = a.results_name
+
+    def save() -> None:
+        result["wall_s"] = round(time.time() - started, 1)
+        write_json(out_name, result, command)
+
+    result["query_embedding"] = query_embedding_timing()
+    log(f"query embedding: {result['query_embedding']}")
+
+    chosen = None
+    if a.tune_size:
+        tune = []
+        for spec in a.tune_builds.split(","):
+            parts = [int(x) for x in spec.split(":")]
+            m, efc = parts[:2]
+            pm = parts[2] if len(parts) > 2 else None
+            extra = ["--payload-m", str(pm)] if pm is not None else []
+            b = _child(["--build", str(a.tune_size), "--m", str(m), "--efc", str(efc), *extra],
+                       tmp / f"b-{m}-{efc}-{pm}.json")
+            s = _child(["--search", str(a.tune_size), "--m", str(m), "--efc", str(efc), "--efs", a.efs,
+                        "--ef", str(LIB_DEFAULT[2]), *extra], tmp / f"s-{m}-{efc}-{pm}.json")
+            tune.append({"m": m, "ef_construct": efc, "payload_m": pm, "build": b, "search": s})
+            result["hnsw_tuning"] = {"n": a.tune_size, "runs": tune}
+            save()
+        chosen = pick(tune)
+        for r in tune:  # keep only the picked build: the size run at the tuning size reuses it
+            if not a.keep_indexes and not (chosen and r["payload_m"] is None and
+                                           (r["m"], r["ef_construct"]) == (chosen["m"], chosen["ef_construct"])):
+                shutil.rmtree(index_path(a.tune_size, r["m"], r["ef_construct"], r["payload_m"]), ignore_errors=True)
+        result["hnsw_tuning"]["pick"] = chosen
+        save()
+        log(f"HNSW pick: {chosen}")
+    if a.hnsw:
+        m, efc, ef = map(int, a.hnsw.split(":"))
+    elif chosen:
+        m, efc, ef = chosen["m"], chosen["ef_construct"], chosen["ef"]
+    else:
+        m, efc, ef = LIB_DEFAULT
+    result["hnsw_used"] = {"m": m, "ef_construct": efc, "ef": ef}
+    result["sizes"] = []
+    for n in [int(x) for x in a.sizes.split(",") if x]:
+        reuse = [r for r in result.get("hnsw_tuning", {}).get("runs", []) if r["payload_m"] is None and
+                 (r["build"]["n"], r["m"], r["ef_construct"]) == (n, m, efc) and index_path(n, m, efc).exists()]
+        if reuse:
+            b = {**reuse[0]["build"], "reused_from": "hnsw_tuning"}
+            log(f"n={n}: reusing the tuning build of m={m} ef_construct={efc}")
+        else:
+            b = _child(["--build", str(n), "--m", str(m), "--efc", str(efc)], tmp / f"size-b-{n}.json")
+        efs = sorted({ef, *(e for e in (ef // 2, ef * 2) if e >= K)})
+        s = _child(["--search", str(n), "--m", str(m), "--efc", str(efc), "--efs", ",".join(map(str, efs)),
+                    "--ef", str(ef), "--latency"], tmp / f"size-s-{n}.json")
+        result["sizes"].append({"n": n, "build": b, "search": s})
+        if not a.keep_indexes and n != 100_000:  # bm25_engines reuses the 100k index
+            shutil.rmtree(index_path(n, m, efc), ignore_errors=True)
+        save()
+    save()
+    log(f"wrote {RESULTS / out_name}")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "2")
+    main()
