@@ -262,7 +262,7 @@ def router_eval_cmd(
 ) -> None:
     """Fit a router on --train, choose thresholds on --val, report on --test."""
     from querywise.evaluation.router import evaluate_router, load_labelled
-    from querywise.index.store import _embedder
+    from querywise.index.store import embedder_for
 
     if classifier not in ("centroid", "trained", "auto"):
         raise _fail(f"--classifier must be centroid, trained or auto, not {classifier!r}")
@@ -271,7 +271,7 @@ def router_eval_cmd(
     except InputError as exc:
         raise _fail(str(exc)) from None
     report = evaluate_router(
-        rows["train"] or [], rows["test"] or [], val=rows["val"], embedder=_embedder(_settings(config)),
+        rows["train"] or [], rows["test"] or [], val=rows["val"], embedder=embedder_for(_settings(config)),
         classifier=classifier, min_margin=min_margin, max_deferred=max_deferred, oos_label=oos_label,  # type: ignore[arg-type]
     )
     if html is not None:

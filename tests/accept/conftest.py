@@ -33,9 +33,9 @@ def reference() -> dict[str, Any]:
 def embedder() -> Any:
     """The default embedding path, with the on-disk cache: what users get."""
     from querywise.config import Settings
-    from querywise.index.store import _embedder
+    from querywise.index.store import embedder_for
 
-    return _embedder(Settings())
+    return embedder_for(Settings())
 
 
 @pytest.fixture(scope="session")

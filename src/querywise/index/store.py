@@ -31,7 +31,7 @@ from querywise.corpus import Chunk
 from querywise.index.engine import EdgeEngine, Engine, EngineHit, EnginePoint, EngineQuery, Mode
 from querywise.index.lexical import Lexicon
 
-__all__ = ["FORMAT_VERSION", "Hit", "Index", "IndexError_", "Manifest", "Progress", "build_index"]
+__all__ = ["FORMAT_VERSION", "Hit", "embedder_for", "Index", "IndexError_", "Manifest", "Progress", "build_index"]
 
 FORMAT_VERSION = 1
 _BATCH = 512
@@ -116,7 +116,8 @@ def _payload_index_kinds(chunks: Sequence[Chunk], wanted: list[str] | None) -> d
     return kinds
 
 
-def _embedder(settings: Settings) -> Any:
+def embedder_for(settings: Settings) -> Any:
+    """The embedder the settings ask for, with the on-disk cache unless it is turned off."""
     from querywise.embed import DEFAULT_KIND, load_embedder
 
     kind = settings.embedding.kind
@@ -164,7 +165,7 @@ def build_index(
         build_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
         tmp = root / "builds" / f".tmp-{build_id}"
         tmp.mkdir()
-        embedder = embedder or _embedder(settings)
+        embedder = embedder or embedder_for(settings)
         texts = [c.search_text for c in chunks]
 
         vectors = np.asarray(embedder.embed(texts, on_progress=progress("embedding", len(texts))), dtype=np.float32)
@@ -278,7 +279,7 @@ class Index:
     def embedder(self) -> Any:
         """The query embedder, loaded on first use (BM25-only searches never load a model)."""
         if self._embedder is None:
-            self._embedder = _embedder(self.settings)
+            self._embedder = embedder_for(self.settings)
         return self._embedder
 
     def embed_query(self, text: str) -> np.ndarray:

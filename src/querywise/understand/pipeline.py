@@ -50,9 +50,9 @@ class Understander:
     def __init__(self, settings: Settings, *, embedder: Any = None, lexicon: Any = None) -> None:
         self.settings = settings
         if embedder is None:
-            from querywise.index.store import _embedder
+            from querywise.index.store import embedder_for
 
-            embedder = _embedder(settings)
+            embedder = embedder_for(settings)
         self.embedder = embedder
         self.router = Router(settings.routing, load_examples(settings.routing), embedder)
         self._search_routes = {r.name for r in settings.routing.routes if r.search}
