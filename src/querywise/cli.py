@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from querywise.chunking import Chunker
-from querywise.conditions import WhereSyntaxError, parse_where
+from querywise.conditions import WhereSyntaxError, describe, parse_where
 from querywise.config import ConfigError, Settings, load_settings
 from querywise.corpus import CorpusError, load_corpus
 from querywise.files import InputError
@@ -153,10 +153,11 @@ def _render_plan(plan: QueryPlan) -> None:
     out.print(f"[bold]route[/] {plan.route}    [bold]action[/] {plan.action.type}", highlight=False)
     for q in plan.queries:
         out.print(f"  [cyan]{q.kind}[/] (weight {q.weight:g}{', ' + q.mode if q.mode else ''}): {q.text}", highlight=False)
-    if plan.filters:
-        out.print(f"  [bold]filters[/] {plan.filters.model_dump()['conditions']}", highlight=False)
-    if plan.access:
-        out.print(f"  [bold]access[/] {plan.access.model_dump()['conditions']}", highlight=False)
+    for label, where in (("filters", plan.filters), ("inferred filters", plan.inferred_filters), ("access", plan.access)):
+        if where:
+            out.print(f"  [bold]{label}[/] " + " and ".join(describe(c) for c in where.conditions), highlight=False)
+    if plan.action.type != "answer":
+        out.print(f"  [bold]{plan.action.type}[/] {plan.action.model_dump(exclude={'type'})}", highlight=False)
     table = Table(title="trace", title_justify="left")
     for col in ("move", "status", "ms", "reason / change"):
         table.add_column(col)

@@ -4,18 +4,14 @@ fuse with weighted RRF on chunk ids, and say why when nothing comes back."""
 from __future__ import annotations
 
 import time
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from querywise.conditions import Where, describe
 from querywise.index import Hit, Index, rrf
+from querywise.index.engine import Mode
 from querywise.plan import PlanQuery, QueryPlan, TraceStep
 
 __all__ = ["PlanResult", "QueryResult", "execute"]
-
-Mode = Literal["dense", "bm25", "hybrid"]
-
 
 class QueryResult(BaseModel):
     model_config = ConfigDict(frozen=True)
