@@ -178,7 +178,8 @@ def main() -> None:
             "onnxruntime": onnxruntime.__version__,
             "sentence_transformers": sentence_transformers.__version__,
             "numpy": np.__version__,
-            # Other work on the machine skews every number: the 1-minute load before and after.
+            # Other work on the machine skews every number: the 1-minute load before and after
+            # (after includes this run's own threads, about 2).
             "load_average_1m": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
         },
         "batch_size": args.batch_size,
