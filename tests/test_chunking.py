@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from querywise.chunking import Chunker
@@ -47,5 +49,5 @@ def test_ids_are_stable_per_document() -> None:
 def test_bad_settings_fail_early() -> None:
     with pytest.raises(ValueError):
         Chunker(max_chars=10)
-    with pytest.raises(Exception):
+    with pytest.raises(re.error):
         Chunker(identifier_pattern="([")

@@ -10,7 +10,7 @@ import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
 
-__all__ = ["IDENTIFIER_COMPOUND", "STOPWORDS_EN", "analyze", "normalize", "words"]
+__all__ = ["IDENTIFIER_COMPOUND", "STOPWORDS_EN", "analyze", "normalize", "terms_of", "words"]
 
 # Words of two or more characters (as Lucene/bm25s do) plus single digits, which matter
 # in product names ("X2", "5 seconds") more than they cost.
@@ -61,10 +61,13 @@ def analyze(text: str, *, stopwords: bool = True, stem: bool = True) -> list[str
     >>> analyze("Replacement cushions, part XK-4471")
     ['replac', 'cushion', 'part', 'xk', '4471', 'xk-4471']
     """
-    tokens: Iterable[str] = words(text)
+    return terms_of(words(text), stopwords=stopwords, stem=stem)
+
+
+def terms_of(tokens: Iterable[str], *, stopwords: bool = True, stem: bool = True) -> list[str]:
+    """`analyze` on tokens already produced by `words` (so an index build tokenises once)."""
     if stopwords:
-        stop = STOPWORDS_EN
-        tokens = [t for t in tokens if t not in stop]
+        tokens = [t for t in tokens if t not in STOPWORDS_EN]
     tokens = list(tokens)
     if not stem:
         return tokens

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from querywise.corpus import Chunk
 from querywise.execute import execute
-from querywise.index import Index, build_index
+from querywise.index import Index
 from querywise.plan import PlanQuery, QueryPlan
 from querywise.understand.followup import check_follow_up, concat_standalone
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from querywise.text import analyze, normalize, words
+from querywise.text import analyze, normalize, terms_of, words
 
 __all__ = ["MAX_BIGRAMS", "RUN_BREAK", "Lexicon", "SparseVec", "word_runs"]
 
@@ -46,9 +46,7 @@ def word_runs(text: str) -> list[list[str]]:
     >>> word_runs("To pair Aero X2, hold XK-4471 for 5 s.")
     [['to', 'pair', 'aero', 'x2'], ['hold', 'xk', '4471', 'for', '5']]
     """
-    # normalize() folds accents character by character; ASCII text only needs lower-casing.
-    norm = text.lower() if text.isascii() else normalize(text)
-    runs = (_RUN_TOKEN.findall(part) for part in RUN_BREAK.split(norm))
+    runs = (_RUN_TOKEN.findall(part) for part in RUN_BREAK.split(normalize(text)))
     return [run for run in runs if run]
 
 
@@ -80,9 +78,10 @@ class Lexicon:
         analysed: list[list[str]] = []
         spellings: dict[str, Counter[str]] = {}
         for text in texts:
-            terms = analyze(text)
+            tokens = words(text)
+            terms = terms_of(tokens)
             analysed.append(terms)
-            lex.word_counts.update(words(text))
+            lex.word_counts.update(tokens)
             for run in word_runs(text):
                 lex.bigram_counts.update(map(" ".join, zip(run, run[1:])))
             for code in _CODE.findall(text):

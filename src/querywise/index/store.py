@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import shutil
 import time
@@ -81,9 +80,6 @@ class Hit(BaseModel):
     text: str = ""
     title: str = ""
     payload: dict[str, Any] = {}
-
-
-_RESERVED_PAYLOAD = ("id", "text", "title")
 
 
 def _payload_index_kinds(chunks: Sequence[Chunk], wanted: list[str] | None) -> dict[str, str]:

@@ -20,8 +20,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from querywise.catalog import Catalog
+from querywise.conditions import Where
 from querywise.config import Settings
-from querywise.plan import Action, Answer, Ask, PlanQuery, QueryPlan, TraceStep
+from querywise.plan import Action, Answer, Ask, PlanQuery, QueryKind, QueryPlan, TraceStep
 from querywise.understand.access import access_from_session
 from querywise.understand.ambiguity import disambiguate
 from querywise.understand.filters import extract_filters
@@ -95,7 +96,7 @@ class Understander:
 
     # --- one method per move: call the move, record what it did ---------------------------
 
-    def _follow_up(self, message: str, history: Sequence[str], trace: list[TraceStep]) -> tuple[str, Any]:
+    def _follow_up(self, message: str, history: Sequence[str], trace: list[TraceStep]) -> tuple[str, QueryKind]:
         started = time.perf_counter()
         gate = check_follow_up(message, history, catalog=self.catalog)
         if not gate.needs_context:
@@ -116,9 +117,7 @@ class Understander:
         )  # fmt: skip
         return standalone, "standalone"
 
-    def _filters(self, text: str, queries: list[PlanQuery], today: dt.date, trace: list[TraceStep]) -> tuple[Any, Any, list[PlanQuery]]:
-        from querywise.conditions import Where
-
+    def _filters(self, text: str, queries: list[PlanQuery], today: dt.date, trace: list[TraceStep]) -> tuple[Where, Where, list[PlanQuery]]:
         started = time.perf_counter()
         if not self.settings.filters.fields:
             trace.append(TraceStep(move="filters", status="skipped", reason="no filter schema configured"))
