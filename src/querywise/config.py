@@ -23,7 +23,9 @@ __all__ = [
     "IndexSettings",
     "RouteSpec",
     "RoutingSettings",
+    "Move",
     "Settings",
+    "UnderstandingSettings",
     "default_cache_dir",
     "load_settings",
 ]
@@ -132,6 +134,16 @@ class AccessSettings(_Section):
     required: list[str] = Field(default_factory=list)  # session keys without which nothing is searched
 
 
+Move = Literal["follow_up", "filters", "spelling", "ambiguity"]
+
+
+class UnderstandingSettings(_Section):
+    """Which moves run. A move that is off still leaves a trace step saying so, which is what
+    an ablation compares."""
+
+    moves: list[Move] = Field(default_factory=lambda: ["follow_up", "filters", "spelling", "ambiguity"])
+
+
 class DeploymentSettings(_Section):
     name: str = "default"
     catalog: Path | None = None  # JSONL of products/entities
@@ -149,6 +161,7 @@ class Settings(_Section):
     routing: RoutingSettings = RoutingSettings()
     filters: FilterSettings = FilterSettings()
     access: AccessSettings = AccessSettings()
+    understanding: UnderstandingSettings = UnderstandingSettings()
 
     @model_validator(mode="after")
     def _routes_exist(self) -> Settings:

@@ -75,3 +75,13 @@ def test_plan_cli_prints_one_json_line_and_logs_it(tmp_path: Path, demo_settings
     assert plan["route"] == "exact_lookup" and plan["access"]["conditions"][0]["value"] == "eu"
     logged = json.loads((tmp_path / "plans.jsonl").read_text().splitlines()[0])
     assert logged["message"] == "is hc-3417 in stock?" and logged["plan"] == plan
+
+
+def test_a_move_turned_off_passes_its_input_through_and_says_so(demo_settings: Settings) -> None:
+    message, history = "and the pro?", ["how long is the warranty on the aero x2?"]
+    on = Understander(demo_settings).plan(message, history=history)
+    assert on.queries[0].kind == "standalone"
+    off_settings = demo_settings.model_copy(update={"understanding": demo_settings.understanding.model_copy(update={"moves": ["filters", "spelling", "ambiguity"]})})
+    off = Understander(off_settings).plan(message, history=history)
+    assert [(q.text, q.kind) for q in off.queries][:1] == [(message, "original")]
+    assert off.step("follow_up").reason == "turned off in [understanding] moves"  # type: ignore[union-attr]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from querywise.catalog import Catalog
 from querywise.conditions import Where
@@ -33,9 +33,17 @@ from querywise.understand.spelling import SpellChecker
 
 __all__ = ["Understander"]
 
+T = TypeVar("T")
+
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
+
+
+def _off(move: str, trace: list[TraceStep], unchanged: T) -> T:
+    """Record that a move is turned off in the settings, and pass its input through."""
+    trace.append(TraceStep(move=move, status="skipped", reason="turned off in [understanding] moves"))
+    return unchanged
 
 
 class Understander:
@@ -73,8 +81,9 @@ class Understander:
         searched as typed, and every change says why in the trace."""
         trace: list[TraceStep] = []
         access = access_from_session(session or {}, self.settings.access)
+        on = set(self.settings.understanding.moves)
 
-        text, kind = self._follow_up(message, history, trace)
+        text, kind = self._follow_up(message, history, trace) if "follow_up" in on else _off("follow_up", trace, (message, "original"))
 
         started = time.perf_counter()
         decision = self.router.route(text)  # rules first: no embedding when a rule fires
@@ -85,10 +94,13 @@ class Understander:
             return QueryPlan(message=message, route=route, access=access, trace=trace)
 
         queries = [PlanQuery(text=text, kind=kind)]
-        filters, inferred, queries = self._filters(text, queries, today or dt.date.today(), trace)
+        if "filters" in on:
+            filters, inferred, queries = self._filters(text, queries, today or dt.date.today(), trace)
+        else:
+            filters, inferred = _off("filters", trace, (Where(), Where()))
         action: Action = Answer()
-        queries, action = self._spelling(queries, action, trace)
-        action = self._ambiguity(text, history, route, action, trace)
+        queries, action = self._spelling(queries, action, trace) if "spelling" in on else _off("spelling", trace, (queries, action))
+        action = self._ambiguity(text, history, route, action, trace) if "ambiguity" in on else _off("ambiguity", trace, action)
         return QueryPlan(
             message=message, route=route, queries=queries, filters=filters, inferred_filters=inferred,
             access=access, action=action, trace=trace,

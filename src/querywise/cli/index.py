@@ -1,0 +1,86 @@
+"""`querywise index` and `querywise search`: build an index, query it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from querywise.chunking import Chunker
+from querywise.cli._app import ConfigOpt, IndexOpt, app, err, fail, out, progress, settings_from
+from querywise.conditions import WhereSyntaxError, parse_where
+from querywise.corpus import CorpusError, load_corpus
+
+
+@app.command("index")
+def index_cmd(
+    source: Annotated[Path, typer.Argument(help="A .jsonl[.gz] or .csv[.gz] file, or a folder of .txt/.md files.")],
+    index: IndexOpt,
+    config: ConfigOpt = None,
+) -> None:
+    """Build (or atomically rebuild) an index of SOURCE in the folder --index."""
+    from querywise.index import IndexError_, build_index
+
+    settings = settings_from(config)
+    c = settings.chunking
+    try:
+        chunks = load_corpus(source, chunker=Chunker(max_chars=c.max_chars, overlap=c.overlap, identifier_pattern=c.identifier_pattern))
+    except CorpusError as exc:
+        raise fail(str(exc)) from None
+    err.print(f"read {len(chunks):,} chunks from {source}")
+    try:
+        with progress() as report:
+            ix = build_index(chunks, index, settings=settings, progress=report)
+    except IndexError_ as exc:
+        raise fail(str(exc)) from None
+    m = ix.manifest
+    err.print(
+        f"[green]indexed[/] {m.n_chunks:,} chunks into {index} in {m.build_seconds:.1f} s "
+        f"(embedder {m.embedder}; filterable fields: {', '.join(sorted(m.payload_indexes))})"
+    )
+    ix.close()
+
+
+@app.command("search")
+def search_cmd(
+    query: Annotated[str, typer.Argument(help="What to search for.")],
+    index: IndexOpt,
+    mode: Annotated[str, typer.Option(help="dense, bm25 or hybrid.")] = "hybrid",
+    k: Annotated[int, typer.Option("-k", min=1, help="How many results.")] = 10,
+    where: Annotated[list[str] | None, typer.Option("--where", "-w", help="field=value, field=a,b, field<n, <=, >, >=; repeat to AND.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array of {id, score, rank} only.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Search the index; filters run inside the engine."""
+    from querywise.index import Index, IndexError_
+
+    if mode not in ("dense", "bm25", "hybrid"):
+        raise fail(f"--mode must be dense, bm25 or hybrid, not {mode!r}")
+    try:
+        condition = parse_where(where or [])
+    except WhereSyntaxError as exc:
+        raise fail(str(exc)) from None
+    try:
+        ix = Index.open(index, settings=settings_from(config))
+    except IndexError_ as exc:
+        raise fail(str(exc)) from None
+    with ix:
+        hits = ix.search(query, mode=mode, k=k, where=condition or None)  # type: ignore[arg-type]
+    if as_json:
+        sys.stdout.write(json.dumps([{"id": h.id, "score": round(h.score, 6), "rank": h.rank} for h in hits]) + "\n")
+        return
+    table = Table(title=f"{mode} · {query}", title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("id", style="cyan", no_wrap=True)
+    table.add_column("score", justify="right")
+    table.add_column("text")
+    for h in hits:
+        table.add_row(str(h.rank), h.id, f"{h.score:.4f}", (h.title + " · " if h.title else "") + h.text[:160])
+    out.print(table)
+    if not hits:
+        err.print("no results" + (" (the filter may exclude everything)" if condition else ""))
+

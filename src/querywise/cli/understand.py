@@ -1,0 +1,169 @@
+"""`querywise plan`, `ask`, `plan-schema` and `demo`: the online path, one message at a time."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+
+from querywise.cli._app import DeploymentOpt, HistoryOpt, IndexOpt, SessionOpt, app, err, fail, out, progress, session_from, settings_from
+from querywise.conditions import describe, parse_where
+from querywise.files import InputError
+from querywise.plan import QueryPlan
+
+if TYPE_CHECKING:
+    from querywise.execute import PlanResult
+
+
+def render_plan(plan: QueryPlan) -> None:
+    out.print(f"[bold]route[/] {plan.route}    [bold]action[/] {plan.action.type}", highlight=False)
+    for q in plan.queries:
+        out.print(f"  [cyan]{q.kind}[/] (weight {q.weight:g}{', ' + q.mode if q.mode else ''}): {q.text}", highlight=False)
+    for label, where in (("filters", plan.filters), ("inferred filters", plan.inferred_filters), ("access", plan.access)):
+        if where:
+            out.print(f"  [bold]{label}[/] " + " and ".join(describe(c) for c in where.conditions), highlight=False)
+    if plan.action.type != "answer":
+        out.print(f"  [bold]{plan.action.type}[/] {plan.action.model_dump(exclude={'type'})}", highlight=False)
+    table = Table(title="trace", title_justify="left")
+    for col in ("move", "status", "ms", "reason / change"):
+        table.add_column(col)
+    for step in plan.trace:
+        note = step.reason + (f" → {step.changed}" if step.changed else "")
+        table.add_row(step.move, step.status, f"{step.latency_ms:.1f}", note)
+    out.print(table)
+
+
+@app.command("plan")
+def plan_cmd(
+    message: Annotated[str, typer.Argument(help="The user's message.")],
+    config: DeploymentOpt,
+    history: HistoryOpt = None,
+    session: SessionOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as one JSON line.")] = False,
+) -> None:
+    """Show the query plan for MESSAGE: route, queries, filters, access, action and trace."""
+    from querywise.planlog import append_plan
+    from querywise.understand.access import AccessError
+    from querywise.understand.pipeline import Understander
+
+    settings = settings_from(config)
+    sess = session_from(session)
+    try:
+        plan = Understander(settings).plan(message, history=history or [], session=sess)
+    except (AccessError, InputError) as exc:
+        raise fail(str(exc)) from None
+    if settings.deployment.plan_log is not None:
+        append_plan(settings.deployment.plan_log, plan, history=history or [], session=sess)
+    if as_json:
+        sys.stdout.write(plan.to_json_line() + "\n")
+    else:
+        render_plan(plan)
+
+
+def render_result(result: PlanResult, k: int) -> None:
+    render_plan(result.plan)
+    if result.relaxed:
+        out.print(f"[yellow]relaxed inferred filter(s):[/] {', '.join(result.relaxed)}", highlight=False)
+    if result.empty_because:
+        out.print(f"[red]no results because of:[/] {', '.join(result.empty_because)}", highlight=False)
+    for h in result.hits[:k]:
+        out.print(f"  {h.rank}. [cyan]{h.id}[/] [dim]{h.score:.4f}[/] {h.text[:110]}", highlight=False)
+
+
+@app.command("ask")
+def ask_cmd(
+    message: Annotated[str, typer.Argument(help="The user's message.")],
+    config: DeploymentOpt,
+    index: IndexOpt,
+    history: HistoryOpt = None,
+    session: SessionOpt = None,
+    k: Annotated[int, typer.Option("-k", min=1, help="How many results.")] = 5,
+    mode: Annotated[str, typer.Option(help="dense, bm25 or hybrid.")] = "hybrid",
+    as_json: Annotated[bool, typer.Option("--json", help="Print {plan, hits} as one JSON object.")] = False,
+) -> None:
+    """Plan MESSAGE and run the plan against the index: the plan, then the top results."""
+    import datetime as dt
+
+    from querywise.execute import execute
+    from querywise.index import Index, IndexError_
+    from querywise.planlog import append_plan
+    from querywise.understand.access import AccessError
+    from querywise.understand.pipeline import Understander
+
+    if mode not in ("dense", "bm25", "hybrid"):
+        raise fail(f"--mode must be dense, bm25 or hybrid, not {mode!r}")
+    settings = settings_from(config)
+    sess = session_from(session)
+    try:
+        ix = Index.open(index, settings=settings)
+    except IndexError_ as exc:
+        raise fail(str(exc)) from None
+    with ix:
+        try:
+            understander = Understander(settings, embedder=ix.embedder, lexicon=ix.lexicon)
+            plan = understander.plan(message, history=history or [], session=sess, today=dt.date.today())
+        except (AccessError, InputError) as exc:
+            raise fail(str(exc)) from None
+        result = execute(plan, ix, k=k, mode=mode)  # type: ignore[arg-type]
+    if settings.deployment.plan_log is not None:
+        append_plan(settings.deployment.plan_log, result.plan, history=history or [], session=sess)
+    if as_json:
+        payload = {"plan": json.loads(result.plan.to_json_line()), "hits": [{"id": h.id, "score": h.score, "rank": h.rank} for h in result.hits]}
+        sys.stdout.write(json.dumps(payload) + "\n")
+        return
+    render_result(result, k)
+
+
+@app.command("plan-schema")
+def plan_schema_cmd() -> None:
+    """Print the JSON schema of the query plan."""
+    from querywise.plan import plan_json_schema
+
+    sys.stdout.write(json.dumps(plan_json_schema(), indent=2) + "\n")
+
+
+@app.command("demo")
+def demo_cmd(
+    index: Annotated[Path, typer.Option("--index", "-i", help="Where to build the demo index.")] = Path("demo-index"),
+    k: Annotated[int, typer.Option("-k", min=1, help="Results per mode.")] = 3,
+    market: Annotated[str, typer.Option(help="The demo session's market (an access constraint).")] = "eu",
+) -> None:
+    """Index the bundled demo shop (Tessel), compare the search modes, then walk the scripted
+    conversation through the query plan: follow-ups, typos, identifiers, filters, ambiguity,
+    account and out-of-scope messages."""
+    import datetime as dt
+
+    from querywise.config import load_settings
+    from querywise.demo import SAMPLE_SEARCHES, demo_conversation, demo_corpus, demo_file
+    from querywise.execute import execute
+    from querywise.index import build_index
+    from querywise.understand.pipeline import Understander
+
+    settings = load_settings(demo_file("querywise.toml"))
+    with progress() as report:
+        ix = build_index(demo_corpus(), index, settings=settings, progress=report)
+    err.print(f"[green]demo index[/] {index}: {len(ix)} chunks, embedder {ix.manifest.embedder}")
+    with ix:
+        for query, where in SAMPLE_SEARCHES[:2]:
+            condition = parse_where(where) or None
+            table = Table(title=f"{query}" + (f"  [dim]where {' and '.join(where)}[/]" if where else ""), title_justify="left")
+            for mode in ("bm25", "dense", "hybrid"):
+                table.add_column(mode)
+            columns = [ix.search(query, mode=mode, k=k, where=condition) for mode in ("bm25", "dense", "hybrid")]  # type: ignore[arg-type]
+            for rank in range(k):
+                table.add_row(*(f"{c[rank].id} [dim]{c[rank].score:.4f}[/]" if rank < len(c) else "" for c in columns))
+            out.print(table)
+        understander = Understander(settings, embedder=ix.embedder, lexicon=ix.lexicon)
+        history: list[str] = []
+        for turn in demo_conversation():
+            out.rule(f"turn {turn['turn']} · {turn['demonstrates']}")
+            out.print(f"[bold]user:[/] {turn['message']}", highlight=False)
+            plan = understander.plan(turn["message"], history=history, session={"market": market}, today=dt.date.today())
+            render_result(execute(plan, ix, k=k), k)
+            history.append(turn["message"])
+
+
