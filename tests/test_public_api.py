@@ -12,6 +12,7 @@ def test_exported_members() -> None:
         "AnyOf", "Chunk", "Chunker", "ChunkingSettings", "ConfigError", "CorpusError", "EmbeddingSettings",
         "Hit", "Index", "IndexError_", "IndexSettings", "Manifest", "Match", "Range", "Settings", "Where",
         "WhereSyntaxError", "build_index", "load_corpus", "load_settings", "parse_where", "rrf",
+        "TriageReport", "load_failures", "triage_cases",
     }
     for name in querywise.__all__:
         assert getattr(querywise, name) is not None

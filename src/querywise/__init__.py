@@ -13,6 +13,7 @@ from querywise.conditions import AnyOf, Match, Range, Where, WhereSyntaxError, p
 from querywise.config import ChunkingSettings, ConfigError, EmbeddingSettings, IndexSettings, Settings, load_settings
 from querywise.corpus import Chunk, CorpusError, load_corpus
 from querywise.index import Hit, Index, IndexError_, Manifest, build_index, rrf
+from querywise.triage import TriageReport, load_failures, triage_cases
 
 __version__ = "0.1.0"
 
@@ -32,11 +33,14 @@ __all__ = [
     "Match",
     "Range",
     "Settings",
+    "TriageReport",
     "Where",
     "WhereSyntaxError",
     "build_index",
     "load_corpus",
+    "load_failures",
     "load_settings",
     "parse_where",
     "rrf",
+    "triage_cases",
 ]
