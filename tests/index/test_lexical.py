@@ -67,3 +67,11 @@ def test_load_reads_lexicons_saved_before_bigrams(tmp_path: Path) -> None:
     old = Lexicon.load(tmp_path / "lexicon.json")
     assert old.bigram_counts == {} and old.surface == {}
     assert old.word_counts == lex.word_counts and old.df == lex.df and old.n_docs == 2
+
+
+def test_document_length_counts_words_not_identifier_aids() -> None:
+    # "HC-3471" is indexed as hc, 3471 and hc-3471; "7" as a lone digit: matching aids, not length.
+    assert lexical.doc_length(["solac", "7", "hc", "3471", "hc-3471", "cushion"]) == 4
+    plain, _ = Lexicon.build(["warranty covers cushions", "warranty covers cushions for model 7 part HC-3471"])
+    lex_words, _ = Lexicon.build(["warranty covers cushions", "warranty covers cushions model part hc 3471"])
+    assert plain.total_len == lex_words.total_len == 3 + 7

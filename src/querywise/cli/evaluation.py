@@ -1,4 +1,4 @@
-"""`querywise router-eval` and `rewrite-eval`: the moves checked against labelled data."""
+"""`querywise router-eval`, `rewrite-eval`, `eval` and `compare`: the moves checked against labelled data."""
 
 from __future__ import annotations
 
@@ -10,7 +10,17 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from querywise.cli._app import ConfigOpt, app, fail, out, settings_from
+from querywise.cli._app import (
+    ConfigOpt,
+    IndexOpt,
+    app,
+    err,
+    fail,
+    out,
+    progress,
+    settings_from,
+)
+from querywise.evaluation.metrics import DEFAULT_METRICS
 from querywise.files import InputError
 
 
@@ -100,3 +110,111 @@ def rewrite_eval_cmd(
         out.print(f"  [red]guard rejected a human rewrite[/] {g.model_dump()}", highlight=False)
 
 
+
+
+@app.command("eval")
+def eval_cmd(
+    cases: Annotated[Path, typer.Argument(help="A JSONL case file, or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/).", exists=True)],
+    index: IndexOpt,
+    config: ConfigOpt = None,
+    mode: Annotated[str, typer.Option(help="dense, bm25 or hybrid.")] = "hybrid",
+    metrics: Annotated[str, typer.Option("--metrics", help="Comma-separated, e.g. ndcg@10,recall@100,mrr@10,hit_rate@5.")] = ",".join(DEFAULT_METRICS),
+    ablate: Annotated[list[str] | None, typer.Option("--ablate", help="A move or mode to ablate against pass-through; repeat; 'all' for every one.")] = None,
+    split: Annotated[str, typer.Option(help="BEIR qrels split (qrels/SPLIT.tsv).")] = "test",
+    no_access_probe: Annotated[bool, typer.Option("--no-access-probe", help="Skip the adversarial access set.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the run as JSON (save it for `querywise compare`).")] = False,
+    html: Annotated[Path | None, typer.Option("--html", help="Also write a standalone HTML report here.")] = None,
+) -> None:
+    """Run labelled cases through understanding and retrieval: metrics per slice, components, ablation."""
+    from querywise.catalog import Catalog
+    from querywise.evaluation.cases import load_beir, load_cases
+    from querywise.evaluation.metrics import MetricError, parse_metrics
+    from querywise.evaluation.report import evaluate, render_terminal, report_json
+    from querywise.index import Index, IndexError_
+
+    settings = settings_from(config)
+    if mode not in ("dense", "bm25", "hybrid"):
+        raise fail(f"--mode must be dense, bm25 or hybrid, not {mode!r}")
+    try:
+        wanted = parse_metrics([metrics])
+    except MetricError as exc:
+        raise fail(str(exc)) from None
+    if not wanted:
+        raise fail("--metrics names no metric")
+    try:
+        if cases.is_dir():
+            _, loaded = load_beir(cases, split=split)
+        else:
+            catalog = Catalog.load(settings.deployment.catalog) if settings.deployment.catalog else None
+            loaded = load_cases(cases, catalog=catalog)
+        ix = Index.open(index, settings=settings)
+    except (InputError, IndexError_) as exc:
+        raise fail(str(exc)) from None
+    requested = None if ablate is None else [a for a in ablate if a != "all"]
+    try:
+        from querywise.evaluation.ablation import plan_ablation
+
+        if requested is not None:
+            plan_ablation(settings, requested or ["all"])  # unknown names fail before anything runs
+        with ix, progress() as phase:
+            report = evaluate(
+                loaded, ix, settings, wanted, mode=mode, ablate=requested,  # type: ignore[arg-type]
+                probe_access=not no_access_probe, source=str(cases), on_phase=phase,
+            )  # fmt: skip
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    if html is not None:
+        from querywise.evaluation.eval_html import eval_report_html
+
+        html.write_text(eval_report_html(report), encoding="utf-8")
+        err.print(f"wrote {html}", highlight=False)
+    if as_json:
+        sys.stdout.write(json.dumps(report_json(report)) + "\n")
+        return
+    render_terminal(report, out)
+
+
+@app.command("compare")
+def compare_cmd(
+    run_a: Annotated[Path, typer.Argument(help="The reference run (`querywise eval --json` output).")],
+    run_b: Annotated[Path, typer.Argument(help="The candidate run.")],
+    metrics: Annotated[str | None, typer.Option("--metrics", help="Comma-separated metrics to gate on (default: every metric of A).")] = None,
+    min_cases: Annotated[int, typer.Option("--min-cases", help="Slices with fewer paired cases are shown but do not gate.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+) -> None:
+    """Exit 1 when RUN_B is significantly worse than RUN_A on any slice (paired bootstrap, fixed seed)."""
+    from querywise.evaluation.compare import compare_runs, load_run
+
+    try:
+        a, b = load_run(run_a), load_run(run_b)
+    except InputError as exc:
+        raise fail(str(exc)) from None
+    wanted = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
+    report = compare_runs(a, b, metrics=wanted, min_cases=min_cases)
+    if report.n_paired == 0:
+        raise fail(f"{run_a} and {run_b} share no case id: nothing to compare")
+    if as_json:
+        data = report.model_dump()
+        data["regressed"] = report.regressed
+        sys.stdout.write(json.dumps(data) + "\n")
+    else:
+        table = Table(title=f"B − A over {report.n_paired} paired cases (seed {report.seed})")
+        for col in ("slice", "metric", "n", "A", "B", "Δ", "95% interval", "p"):
+            table.add_column(col, justify="left" if col in ("slice", "metric") else "right")
+        for r in report.rows:
+            d = r.diff
+            colour = "red" if d.direction < 0 else "green" if d.direction > 0 else "dim"
+            table.add_row(r.slice, r.metric, str(d.n) + ("" if r.gates else "*"), f"{d.a:.3f}", f"{d.b:.3f}",
+                          f"[{colour}]{d.delta:+.3f}[/]", f"({d.low:+.3f}, {d.high:+.3f})", f"{d.p_value:.3f}")  # fmt: skip
+        out.print(table)
+        if report.only_in_a or report.only_in_b:
+            out.print(f"[yellow]{report.only_in_a} case(s) only in A, {report.only_in_b} only in B: left out[/]")
+        if any(not r.gates for r in report.rows):
+            out.print(f"[dim]* fewer than {min_cases} cases: shown, not gating[/]")
+        verdict = (
+            "[bold red]regression[/]: " + "; ".join(f"{r.slice} {r.metric} {r.diff.delta:+.3f}" for r in report.regressions)
+            if report.regressed else "[green]no significant regression[/]"
+        )  # fmt: skip
+        out.print(verdict, highlight=False)
+    if report.regressed:
+        raise typer.Exit(code=1)

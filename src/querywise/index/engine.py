@@ -80,6 +80,18 @@ def _edge_filter(where: Where | None):  # type: ignore[no-untyped-def]
     return qe.Filter(must=must)
 
 
+def fused_limit(q: EngineQuery) -> int:
+    """Every fused candidate comes back, so that ties are broken by `break_ties`, not by the
+    engine, which orders equal RRF scores arbitrarily from one call to the next."""
+    return max(q.limit, 2 * q.depth)
+
+
+def break_ties(hits: list[EngineHit], limit: int) -> list[EngineHit]:
+    """Equal fused scores (rank r in one list, rank r in the other) go to the earlier-indexed
+    point: the same query on the same index always ranks the same."""
+    return sorted(hits, key=lambda h: (-h.score, h.id))[:limit]
+
+
 class EdgeEngine:
     """Qdrant's embedded engine on a folder: a named dense vector and a BM25 sparse vector."""
 
@@ -156,7 +168,7 @@ class EdgeEngine:
 
         if q.mode == "hybrid":
             request = qe.QueryRequest(
-                limit=q.limit,
+                limit=fused_limit(q),
                 prefetches=[qe.Prefetch(limit=q.depth, query=dense(), params=params, filter=flt)]
                 # A query with no indexed term has no BM25 list; fusion then ranks the dense one.
                 + ([qe.Prefetch(limit=q.depth, query=sparse(), filter=flt)] if q.sparse and q.sparse[0] else []),
@@ -174,7 +186,8 @@ class EdgeEngine:
                 params=params if q.mode == "dense" else None,
                 with_payload=q.with_payload,
             )
-        return [EngineHit(int(p.id), float(p.score), dict(p.payload or {})) for p in self._shard.query(request)]
+        hits = [EngineHit(int(p.id), float(p.score), dict(p.payload or {})) for p in self._shard.query(request)]
+        return break_ties(hits, q.limit) if q.mode == "hybrid" else hits
 
     def count(self) -> int:
         return int(self._shard.info().points_count)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from querywise.conditions import AnyOf, Match, Range, Where
-from querywise.index.engine import DENSE, SPARSE, EngineHit, EnginePoint, EngineQuery
+from querywise.index.engine import DENSE, SPARSE, EngineHit, EnginePoint, EngineQuery, break_ties, fused_limit
 
 __all__ = ["ServerEngine", "connect"]
 
@@ -127,8 +127,9 @@ class ServerEngine:
                 prefetch.append(m.Prefetch(query=sparse, using=SPARSE, limit=q.depth, filter=flt))
             res = self.client.query_points(
                 self.collection, prefetch=prefetch, query=m.RrfQuery(rrf=m.Rrf(k=q.rrf_k + 1)),
-                limit=q.limit, with_payload=q.with_payload,
+                limit=fused_limit(q), with_payload=q.with_payload,
             )
+            return break_ties([EngineHit(int(p.id), float(p.score), dict(p.payload or {})) for p in res.points], q.limit)
         elif q.mode == "bm25":
             if sparse is None:
                 return []

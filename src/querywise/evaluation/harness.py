@@ -1,0 +1,204 @@
+"""Running labelled cases through the real pipeline: understand, then execute, then score.
+
+One `Arm` is one configuration: which moves are on and which search mode runs. `run_arm`
+plans every case with `Understander` (the moves from the arm, everything else from the
+settings), executes the plan on the index, and keeps per case what a report and a regression
+gate need: the metric scores, the top ids, what was searched, the route and action, latency,
+LLM calls and cost. Aggregation (`summarise`) is a pure function of those case records.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from querywise.conditions import AnyOf, Match, Range, Where
+from querywise.config import RoutingSettings, Settings, UnderstandingSettings
+from querywise.evaluation.cases import Case
+from querywise.evaluation.metrics import Metric, score
+from querywise.execute import execute
+from querywise.index import Index
+from querywise.index.engine import Mode
+from querywise.plan import QueryPlan
+from querywise.understand.access import AccessError
+from querywise.understand.pipeline import Understander
+
+__all__ = ["Arm", "ArmResult", "CaseRun", "run_arm", "searchable", "summarise", "where_as_dict"]
+
+ALL = "all"  # the slice every case belongs to
+KEEP_IDS = 10  # top ids kept per case in the run record (scores are computed on the full depth)
+
+
+class Arm(BaseModel):
+    """One configuration of an evaluation: moves on, search mode."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    mode: Mode = "hybrid"
+    moves: tuple[str, ...] = ()
+
+
+class CaseRun(BaseModel):
+    """What happened to one case under one arm."""
+
+    id: str
+    slices: list[str]
+    scores: dict[str, float | None] = Field(default_factory=dict)  # metric label -> score (None: no relevant id)
+    top: list[str] = Field(default_factory=list)
+    searched: list[str] = Field(default_factory=list)  # query texts, in plan order
+    route: str = ""
+    route_status: str = ""  # ran | fallback (the router's gate deferred)
+    action: str = "answer"
+    untouched: bool = True  # the message itself was searched, not a replacement
+    follow_up: str = "skipped"  # status of the follow-up move
+    filters: dict[str, Any] = Field(default_factory=dict)  # stated and inferred, per field
+    n_hits: int = 0
+    understand_ms: float = 0.0
+    execute_ms: float = 0.0
+    llm_calls: int = 0
+    cost_usd: float = 0.0
+    error: str | None = None
+
+
+class ArmResult(BaseModel):
+    """An arm's cases and their aggregates."""
+
+    arm: Arm
+    metrics: list[str]
+    n: int
+    overall: dict[str, float]
+    slices: dict[str, dict[str, float]]
+    slice_sizes: dict[str, int]
+    zero_result_rate: float
+    latency_ms: dict[str, float]  # p50 / p95 of understand + execute per case
+    llm_calls_per_1000: float | None  # None: no LLM move ran
+    cost_per_1000_usd: float | None
+    cases: list[CaseRun]
+
+
+def searchable(settings: Settings) -> Settings:
+    """`settings`, with a default route when no routes are configured, so that a plain index
+    (a BEIR corpus, a folder of docs) is searched for every message instead of refusing to route."""
+    routing = settings.routing
+    if routing.routes or routing.default_route is not None:
+        return settings
+    return settings.model_copy(update={"routing": RoutingSettings(**{**routing.model_dump(), "default_route": "search"})})
+
+
+def where_as_dict(where: Where) -> dict[str, Any]:
+    """Conditions per field, in the case-file shape: a value, a list (any of), or {op: number}."""
+    out: dict[str, Any] = {}
+    for c in where.conditions:
+        if isinstance(c, Match):
+            out[c.field] = c.value
+        elif isinstance(c, AnyOf):
+            out[c.field] = sorted(c.values, key=str)
+        elif isinstance(c, Range):
+            out[c.field] = {op: v for op in ("gt", "gte", "lt", "lte") if (v := getattr(c, op)) is not None}
+    return out
+
+
+def _record(case: Case, plan: QueryPlan, top: list[str], metrics: Sequence[Metric], n_hits: int, t_plan: float, t_exec: float) -> CaseRun:
+    route_step, follow = plan.step("route"), plan.step("follow_up")
+    return CaseRun(
+        id=case.id,
+        slices=case.slices,
+        scores={m.label: score(m, top, case.relevant) for m in metrics},
+        top=top[:KEEP_IDS],
+        searched=[q.text for q in plan.queries],
+        route=plan.route,
+        route_status=route_step.status if route_step else "",
+        action=plan.action.type,
+        untouched=not plan.queries or plan.queries[0].text == case.message,
+        follow_up=follow.status if follow else "skipped",
+        filters=where_as_dict(plan.filters & plan.inferred_filters),
+        n_hits=n_hits,
+        understand_ms=round(t_plan * 1000, 3),
+        execute_ms=round(t_exec * 1000, 3),
+        llm_calls=sum(s.llm_calls for s in plan.trace),
+        cost_usd=sum(s.cost_usd for s in plan.trace),
+    )
+
+
+def run_arm(
+    cases: Sequence[Case],
+    index: Index,
+    settings: Settings,
+    arm: Arm,
+    metrics: Sequence[Metric],
+    *,
+    understander: Understander | None = None,
+    on_case: Callable[[int], None] | None = None,
+) -> ArmResult:
+    """Plan, execute and score every case under `arm`.
+
+    The search goes as deep as the largest metric cut-off (at least 10), so recall@100 sees
+    100 results. Pass `understander` to reuse one built for these exact settings.
+    """
+    arm_settings = searchable(settings).model_copy(
+        update={"understanding": UnderstandingSettings(moves=list(arm.moves))}  # type: ignore[arg-type]
+    )
+    u = understander or Understander(arm_settings, embedder=index.embedder, lexicon=index.lexicon)
+    depth = max([10, *(m.k or 10 for m in metrics)])
+    runs: list[CaseRun] = []
+    for case in cases:
+        started = time.perf_counter()
+        try:
+            plan = u.plan(case.message, history=case.history, session=case.session)
+        except AccessError as exc:  # the session lacks a required field: nothing may be searched
+            runs.append(CaseRun(id=case.id, slices=case.slices, scores={m.label: score(m, [], case.relevant) for m in metrics}, error=str(exc)))
+            if on_case:
+                on_case(1)
+            continue
+        planned = time.perf_counter()
+        result = execute(plan, index, k=depth, mode=arm.mode, depth=max(50, depth))
+        done = time.perf_counter()
+        top = [h.id for h in result.hits]
+        runs.append(_record(case, plan, top, metrics, len(result.hits), planned - started, done - planned))
+        if on_case:
+            on_case(1)
+    return summarise(arm, [m.label for m in metrics], runs)
+
+
+def _means(runs: Sequence[CaseRun], labels: Sequence[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for label in labels:
+        vals = [r.scores.get(label) for r in runs]
+        got = [v for v in vals if v is not None]
+        if got:
+            out[label] = float(np.mean(got))
+    out["zero_result_rate"] = _zero_rate(runs)
+    return out
+
+
+def _zero_rate(runs: Sequence[CaseRun]) -> float:
+    """Share of the messages that were searched (a route that does not search is not a miss) with no hit."""
+    searched = [r for r in runs if r.searched]
+    return float(np.mean([r.n_hits == 0 for r in searched])) if searched else 0.0
+
+
+def summarise(arm: Arm, labels: Sequence[str], runs: Sequence[CaseRun]) -> ArmResult:
+    """Aggregates of case records: means per slice (a case scores only where it has a relevant
+    id), zero-result rate, latency percentiles, LLM calls and cost per 1,000 messages."""
+    slice_names = sorted({s for r in runs for s in r.slices})
+    by_slice = {s: [r for r in runs if s in r.slices] for s in slice_names}
+    lat = np.array([r.understand_ms + r.execute_ms for r in runs if r.error is None] or [0.0])
+    calls = sum(r.llm_calls for r in runs)
+    n = len(runs)
+    return ArmResult(
+        arm=arm,
+        metrics=list(labels),
+        n=n,
+        overall=_means(runs, labels),
+        slices={s: _means(rs, labels) for s, rs in by_slice.items()},
+        slice_sizes={s: len(rs) for s, rs in by_slice.items()},
+        zero_result_rate=_zero_rate(runs),
+        latency_ms={"p50": round(float(np.percentile(lat, 50)), 3), "p95": round(float(np.percentile(lat, 95)), 3)},
+        llm_calls_per_1000=round(calls / n * 1000, 3) if calls and n else None,
+        cost_per_1000_usd=round(sum(r.cost_usd for r in runs) / n * 1000, 6) if calls and n else None,
+        cases=list(runs),
+    )

@@ -1,0 +1,148 @@
+"""The harness, the ablation and the component scores on the test shop (hash embedder, real index)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from querywise.config import (
+    AccessSettings,
+    RouteSpec,
+    RoutingSettings,
+    Settings,
+    UnderstandingSettings,
+)
+from querywise.corpus import Chunk
+from querywise.evaluation.ablation import compare_arms, mixed_effects, plan_ablation
+from querywise.evaluation.cases import Case
+from querywise.evaluation.components import access_probe, component_scores, satisfies
+from querywise.evaluation.harness import Arm, CaseRun, run_arm, summarise
+from querywise.evaluation.metrics import parse_metrics
+from querywise.evaluation.report import evaluate, report_json
+from querywise.index import Index, build_index
+
+METRICS = parse_metrics(["recall@1,ndcg@10,mrr"])
+
+
+@pytest.fixture
+def index(tmp_path: Path, shop: list[Chunk], hash_embedder, settings: Settings) -> Iterator[Index]:  # type: ignore[no-untyped-def]
+    ix = build_index(shop, tmp_path / "ix", settings=settings, embedder=hash_embedder)
+    yield ix
+    ix.close()
+
+
+def _case(cid: str, message: str, relevant: list[str], slices: list[str], history: list[str] | None = None) -> Case:
+    return Case(id=cid, message=message, history=history or [], relevant=dict.fromkeys(relevant, 1), slices=slices)
+
+
+CASES = [
+    _case("warranty", "Vela X3 Pro warranty", ["x3pro-warranty"], ["standalone", "prose"]),
+    _case("battery", "how long do Pico Buds play per charge", ["buds-battery"], ["standalone", "prose"]),
+    _case("cushions", "QR-5126 cushions", ["cushions"], ["standalone", "identifier"]),
+    _case("follow", "how fast is it", ["shipping"], ["follow_up", "prose"], ["express shipping next day"]),
+    _case("nothing", "zzzz qqqq", ["returns"], ["standalone", "prose"]),
+]
+
+
+def test_run_arm_scores_each_case_and_each_slice(index: Index, settings: Settings) -> None:
+    result = run_arm(CASES, index, settings, Arm(name="bm25", mode="bm25"), METRICS)
+    by_id = {c.id: c for c in result.cases}
+    assert by_id["warranty"].scores["recall@1"] == 1.0 and by_id["warranty"].top[0] == "x3pro-warranty"
+    assert by_id["nothing"].n_hits == 0 and by_id["nothing"].scores["ndcg@10"] == 0.0
+    assert result.zero_result_rate == pytest.approx(2 / 5)  # "how fast is it" has no word of the shop either
+    assert result.slice_sizes == {"follow_up": 1, "identifier": 1, "prose": 4, "standalone": 4}
+    # a slice mean is the mean of its cases
+    prose = [by_id[i].scores["mrr"] for i in ("warranty", "battery", "follow", "nothing")]
+    assert result.slices["prose"]["mrr"] == pytest.approx(sum(prose) / 4)  # type: ignore[arg-type]
+    assert result.latency_ms["p95"] >= result.latency_ms["p50"] > 0
+    assert result.llm_calls_per_1000 is None  # no LLM move ran: not 0, unknown
+
+
+def test_the_follow_up_move_searches_the_history_only_when_on(index: Index, settings: Settings) -> None:
+    off = run_arm(CASES, index, settings, Arm(name="off", mode="bm25"), METRICS)
+    on = run_arm(CASES, index, settings, Arm(name="on", mode="bm25", moves=("follow_up",)), METRICS)
+    f_off, f_on = (next(c for c in r.cases if c.id == "follow") for r in (off, on))
+    assert f_off.searched == ["how fast is it"] and f_off.untouched
+    assert f_on.follow_up == "ran" and f_on.searched == ["express shipping next day how fast is it"] and not f_on.untouched
+    assert f_on.scores["recall@1"] == 1.0 > f_off.scores["recall@1"]  # type: ignore[operator]
+    w_on = next(c for c in on.cases if c.id == "warranty")
+    assert w_on.untouched and w_on.follow_up == "skipped"  # pass-through for a standalone message
+
+
+def test_ablation_compares_each_arm_with_the_baseline(index: Index, settings: Settings) -> None:
+    plan = plan_ablation(settings, ["follow_up", "dense", "hyde", "multi_query"], mode="bm25")
+    assert [a.name for a in plan.arms] == ["baseline", "+follow_up", "dense"]
+    assert set(plan.skipped) == {"hyde", "multi_query"}  # LLM moves not turned on: a note, never faked
+    base = run_arm(CASES, index, settings, plan.arms[0], METRICS)
+    fu = run_arm(CASES, index, settings, plan.arms[1], METRICS)
+    deltas = {(d.slice, d.metric): d.diff for d in compare_arms(base, fu)}
+    assert deltas[("follow_up", "recall@1")].delta == 1.0 and deltas[("follow_up", "recall@1")].n == 1
+    assert deltas[("standalone", "recall@1")].delta == 0.0
+    with pytest.raises(ValueError, match="unknown ablation 'telepathy'"):
+        plan_ablation(settings, ["telepathy"])
+
+
+def test_a_move_that_helps_one_slice_and_hurts_another_is_flagged() -> None:
+    arm = Arm(name="a")
+    runs_a, runs_b = [], []
+    for i in range(40):  # slice s1 gains 0.5 on every case, s2 loses 0.5
+        s = "s1" if i % 2 else "s2"
+        runs_a.append(CaseRun(id=str(i), slices=[s], scores={"mrr": 0.5}))
+        runs_b.append(CaseRun(id=str(i), slices=[s], scores={"mrr": 1.0 if s == "s1" else 0.0}))
+    base, other = summarise(arm, ["mrr"], runs_a), summarise(Arm(name="+x"), ["mrr"], runs_b)
+    deltas = compare_arms(base, other)
+    assert next(d for d in deltas if d.slice == "all").diff.direction == 0
+    assert mixed_effects(deltas) == ["+x helps s1 (+0.500) but hurts s2 (-0.500) on mrr"]
+
+
+def test_components_from_labelled_cases(index: Index, settings: Settings) -> None:
+    cases = [
+        Case(id="1", message="Vela X3 warranty", relevant={"x3-warranty": 1}, slices=["standalone"], route="kb", action="answer", filters={}),
+        Case(id="2", message="QR-5126", relevant={"cushions": 1}, slices=["standalone"], route="lookup", action="ask", filters={"category": "accessory"}),
+    ]
+    runs = [
+        CaseRun(id="1", slices=["standalone"], route="kb", route_status="ran", action="answer", untouched=True),
+        CaseRun(id="2", slices=["standalone"], route="kb", route_status="fallback", action="answer", untouched=False,
+                filters={"category": "Accessory", "price": {"lt": 30.0}}),
+    ]  # fmt: skip
+    routed = settings.model_copy(update={"routing": RoutingSettings(routes=[RouteSpec(name="kb"), RouteSpec(name="lookup")])})
+    assert component_scores(cases, runs, settings).fallback_rate is None  # no routes: the default is no fallback
+    c = component_scores(cases, runs, routed)
+    assert c.router is not None and c.router.accuracy == 0.5 and c.router.per_route["lookup"].recall == 0.0
+    assert c.router.matrix[c.router.rows.index("lookup")][c.router.labels.index("kb")] == 1
+    assert c.fallback_rate == 0.5 and c.standalone_untouched == 0.5 and c.clarification_rate == 0.0
+    assert c.ambiguity is not None and c.ambiguity.missed_when_should == 1.0 and c.ambiguity.asked_when_should_not == 0.0
+    assert c.filters is not None and c.filters.exact_match == 0.5
+    assert c.filters.per_field["category"].exact == 1.0  # compared as data: case-folded
+    assert c.filters.per_field["price"].exact == 0.0 and c.filters.per_field["price"].n == 1
+
+
+def test_adversarial_access_set_finds_no_violation(index: Index, settings: Settings) -> None:
+    secured = settings.model_copy(update={"access": AccessSettings(fields={"market": "markets"})})
+    probe = access_probe(CASES, index, secured, max_cases=3)
+    assert probe.n_probes == 2 * 3 * 5  # two market values in the shop, three cases, five attacks
+    assert probe.n_hits_checked > 0 and probe.violations == 0 and probe.examples == []
+    assert access_probe(CASES, index, settings).note.startswith("no [access] fields")
+
+
+def test_satisfies_is_an_independent_check() -> None:
+    from querywise.conditions import parse_where
+
+    where = parse_where(["markets=eu", "price<200"])
+    assert satisfies({"markets": ["eu", "us"], "price": 179}, where)
+    assert not satisfies({"markets": ["us"], "price": 179}, where)
+    assert not satisfies({"markets": ["eu"]}, where)  # a missing field does not meet a range
+
+
+def test_evaluate_and_its_json(index: Index, settings: Settings) -> None:
+    s = settings.model_copy(update={"understanding": UnderstandingSettings(moves=["follow_up", "spelling"])})
+    report = evaluate(CASES, index, s, METRICS, mode="bm25", ablate=["follow_up"], probe_access=False)
+    data = report_json(report)
+    assert data["n"] == 5 and set(data["overall"]) == {"recall@1", "ndcg@10", "mrr", "zero_result_rate"}
+    assert set(data["slices"]["prose"]) == set(data["overall"])
+    assert [c["id"] for c in data["cases"]] == [c.id for c in CASES] and "scores" in data["cases"][0]
+    assert list(data["ablation"]["arms"]) == ["baseline", "+follow_up"]
+    fu = next(d for d in data["ablation"]["deltas"] if d["arm"] == "+follow_up" and d["slice"] == "follow_up" and d["metric"] == "recall@1")
+    assert fu["delta"] == 1.0 and {"low", "high", "p_value", "significant"} <= set(fu)
