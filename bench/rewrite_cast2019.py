@@ -11,9 +11,9 @@ Also computed here, on the same rows:
 - baseline "every turn after the first": flags whenever there is history;
 - baseline "pronoun or short": a third-person pronoun or demonstrative, or at most N words
   (N = 3..6; N = 4 is the headline);
-- the gate with `topic_continuity=True`, and what that option costs on the project's own demo
-  rewrites (src/querywise/demo/rewrites.jsonl, with its catalog), where users change subject
-  without naming anything;
+- the gate's strong cues alone (a cue in the message's words), and what the weak cue (topic
+  continuity) costs on the project's own demo rewrites (src/querywise/demo/rewrites.jsonl, with
+  its catalog), where users change subject without naming anything;
 - which cue fired on the rows the gate flags, right and wrong;
 - out-of-sample false flags: CLINC150's in-scope test messages, written as single turns;
 - a guard sanity check: each message paired with the human rewrite of another topic's turn
@@ -90,12 +90,12 @@ def pronoun_or_short(max_words: int) -> Gate:
     return gate
 
 
-def cue_table(rows: Sequence[RewriteRow], *, topic_continuity: bool) -> dict[str, dict[str, int]]:
+def cue_table(rows: Sequence[RewriteRow]) -> dict[str, dict[str, int]]:
     """Per cue family: rows it fired on that a person rewrote (right) and did not (wrong)."""
     right: Counter[str] = Counter()
     wrong: Counter[str] = Counter()
     for row in rows:
-        verdict = check_follow_up(row.message, row.history, topic_continuity=topic_continuity)
+        verdict = check_follow_up(row.message, row.history)
         for family in {c.split(":")[0] for c in verdict.cues}:
             (right if differs(row.message, row.standalone) else wrong)[family] += 1
     return {
@@ -122,16 +122,27 @@ def clinc_standalone(data: Path) -> dict[str, Any] | None:
     path = data / "clinc150" / "data_full.json"
     if not path.is_file():
         return None
-    messages = [text for text, _label in json.loads(path.read_text(encoding="utf-8"))["test"]]
+    test = json.loads(path.read_text(encoding="utf-8"))["test"]
+    messages = [text for text, _label in test]
     cues: Counter[str] = Counter()
-    flagged = 0
+    flagged = weak = 0
     for text in messages:
         verdict = check_follow_up(text, ["Hello."])
         flagged += verdict.needs_context
+        weak += verdict.strength == "weak"
         cues.update({c.split(":")[0] for c in verdict.cues})
+    # The same messages after a message of another intent (the one before it in the file):
+    # a change of subject, so every flag is false again; weak ones only add a query.
+    after_other = [check_follow_up(text, [prev]) for (prev, a), (text, b) in zip(test, test[1:], strict=False) if a != b]
     return {
         "messages": len(messages),
         "flagged": flagged,
+        "flagged_weak": weak,
+        "after_another_intent": {
+            "messages": len(after_other),
+            "flagged": sum(v.needs_context for v in after_other),
+            "flagged_weak": sum(v.strength == "weak" for v in after_other),
+        },
         "flag_rate": round(flagged / len(messages), 3),
         "cues": dict(cues.most_common()),
     }
@@ -141,15 +152,12 @@ def demo_cost() -> dict[str, Any]:
     demo = ROOT / "src" / "querywise" / "demo"
     rows = load_rewrite_rows(demo / "rewrites.jsonl")
     catalog = Catalog.load(demo / "catalog.jsonl")
-    out = {}
-    for name, continuity in (("default", False), ("topic_continuity", True)):
-        report = evaluate_rewrites(rows, catalog=catalog, topic_continuity=continuity)
-        out[name] = {
-            "gate_recall": report.gate_recall,
-            "gate_precision": report.gate_precision,
-            "false_flags": [e.message for e in report.false_flags],
-        }
-    return out
+    report = evaluate_rewrites(rows, catalog=catalog)
+    return {
+        "gate_recall": report.gate_recall,
+        "gate_precision": report.gate_precision,
+        "false_flags": [[e.message, e.strength] for e in report.false_flags],
+    }
 
 
 def summary(report: RewriteReport, rows: Sequence[RewriteRow], ids: Sequence[str]) -> dict[str, Any]:
@@ -172,17 +180,21 @@ def clinc_lines(clinc: dict[str, Any] | None) -> list[str]:
     top = ", ".join(f"{k} {v}" for k, v in list(clinc["cues"].items())[:4])
     return [
         f"Out of sample: on CLINC150's {clinc['messages']} in-scope test messages (single turns, given a greeting "
-        f"as history) the default gate flags {clinc['flagged']} ({clinc['flag_rate']:.1%}); most common cues: {top}. "
+        f"as history) the gate flags {clinc['flagged']} ({clinc['flag_rate']:.1%}; {clinc['flagged_weak']} of them weakly); most common cues: {top}. "
         "Some lean on the speaker's situation (a demonstrative for what the user is looking at); the "
         'definite-description cue is the loosest (it reads a household\'s "the oven" as a bridging '
-        "reference). A false flag sends the message to the rewriter; with the deterministic fallback "
-        "(`concat_standalone`) it is searched with the previous turn in front of it.",
+        "reference). "
+        f"After a message of another intent ({clinc['after_another_intent']['messages']} pairs: a change of subject) "
+        f"it flags {clinc['after_another_intent']['flagged']}, {clinc['after_another_intent']['flagged_weak']} of them weakly. "
+        "A false strong flag sends the message to the rewriter; with the deterministic fallback "
+        "(`concat_standalone`) it is searched with the previous turn in front of it. A weak flag keeps the message "
+        "as typed and adds that form next to it.",
         "",
     ]
 
 
 def markdown(result: dict[str, Any]) -> str:
-    d, c = result["gate_default"], result["gate_topic_continuity"]
+    d, c = result["gate"], result["gate_strong_only"]
     lines = [
         "# Follow-up gate and rewrite guard on TREC CAsT 2019 (manual rewrites)",
         "",
@@ -194,8 +206,8 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         "| gate | recall | precision | flagged |",
         "|---|---|---|---|",
-        f"| querywise gate (default) | {d['gate_recall']:.3f} | {d['gate_precision']:.3f} | {d['n_flagged']} |",
-        f"| querywise gate, `topic_continuity=True` | {c['gate_recall']:.3f} | {c['gate_precision']:.3f} | {c['n_flagged']} |",
+        f"| **querywise gate** (strong cues + topic continuity as a weak cue) | {d['gate_recall']:.3f} | {d['gate_precision']:.3f} | {d['n_flagged']} |",
+        f"| querywise gate, strong cues only | {c['recall']:.3f} | {c['precision']:.3f} | {c['flagged']} |",
     ]
     for name, b in result["baselines"].items():
         lines.append(f"| baseline: {name} | {b['recall']:.3f} | {b['precision']:.3f} | {b['flagged']} |")
@@ -206,10 +218,10 @@ def markdown(result: dict[str, Any]) -> str:
         f"(false-alarm rate {d['guard_false_alarm_rate']:.3f}). Sanity check: of {g['checked']} messages paired "
         f"with another topic's rewrite (and a term on either side), {g['rejected']} rejected.",
         "",
-        "`topic_continuity` on the project's demo rewrites: "
-        f"default precision {result['demo_cost']['default']['gate_precision']:.3f}, "
-        f"with the option {result['demo_cost']['topic_continuity']['gate_precision']:.3f} "
-        f"(false flags: {', '.join(repr(m) for m in result['demo_cost']['topic_continuity']['false_flags'])}).",
+        f"Weak flags here: {d['n_flagged_weak']}, of which {d['n_flagged_weak_rewritten']} a person rewrote. "
+        "On the project's demo rewrites (with its catalog): "
+        f"recall {result['demo_cost']['gate_recall']:.3f}, precision {result['demo_cost']['gate_precision']:.3f} "
+        f"(false flags: {', '.join(f'{m!r} ({s})' for m, s in result['demo_cost']['false_flags'])}).",
         "",
         *clinc_lines(result["clinc150_single_turn"]),
         f"Gate and guard on all {result['rows']} rows took {result['seconds_gate_and_guard_all_rows']:.2f} s "
@@ -221,11 +233,12 @@ def markdown(result: dict[str, Any]) -> str:
         "`src/querywise/understand/followup.py`), but they were written while reading this data's "
         "errors; expect lower recall on conversations nobody has read. No other data here has human "
         "rewrites to check that on.",
-        "- The default gate misses what has no surface cue: a turn that silently continues the topic "
+        "- Strong cues alone miss what has no surface cue: a turn that silently continues the topic "
         '("Tell me about X." where the person added the topic) reads like one that starts a new '
-        "topic. `topic_continuity` treats a turn that names nothing and repeats no word of the "
-        "conversation as a continuation; it crosses the recall target here but flags help-centre "
-        "users who change subject without naming anything, so it is off by default.",
+        "topic. Topic continuity treats a turn that names nothing and repeats no word of the "
+        "conversation as a continuation. It also flags help-centre users who change subject without "
+        "naming anything, so it is a weak cue: the plan searches the standalone form next to the message "
+        "as typed, never instead of it, and the message stays what routing and the other moves read.",
         '- Baseline "pronoun or short": a third-person pronoun or demonstrative '
         f"({' '.join(sorted(PRONOUNS))}), or at most N words. The task brief quotes 0.68 at 0.88 for "
         "its own version of this rule; the sweep above brackets it.",
@@ -245,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     started = time.perf_counter()
     default = evaluate_rewrites(rows)
     seconds = time.perf_counter() - started
-    continuity = evaluate_rewrites(rows, topic_continuity=True)
+    strong_only = score(rows, lambda m, h: check_follow_up(m, h).strength == "strong")
 
     baselines = {"every turn after the first": score(rows, lambda _m, h: bool(h))}
     for n in (3, 4, 5, 6):
@@ -253,10 +266,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     result = {
         "rows": len(rows),
         "topics": sum(1 for r in rows if not r.history),
-        "gate_default": summary(default, rows, ids),
-        "gate_topic_continuity": summary(continuity, rows, ids),
+        "gate": summary(default, rows, ids),
+        "gate_strong_only": strong_only,
         "baselines": baselines,
-        "cues_default": cue_table(rows, topic_continuity=False),
+        "cues": cue_table(rows),
         "guard": guard_swap_check(rows),
         "demo_cost": demo_cost(),
         "clinc150_single_turn": clinc_standalone(args.data),

@@ -93,9 +93,27 @@ def test_rewrite_eval_json(tmp_path: Path) -> None:
     f = tmp_path / "r.jsonl"
     f.write_text(
         '{"history": ["Warranty on the Vela X3?"], "message": "And the Pro?", "standalone": "Warranty on the Vela X3 Pro?"}\n'
-        '{"history": ["Warranty on the Vela X3?"], "message": "How do I pair headphones?", "standalone": "How do I pair headphones?"}\n',
+        '{"history": ["Warranty on the Vela X3?"], "message": "How do I pair a Vela X3 with a laptop?", "standalone": "How do I pair a Vela X3 with a laptop?"}\n',
         encoding="utf-8",
     )
     result = runner.invoke(cli.app, ["rewrite-eval", str(f), "--json"])
     report = json.loads(result.stdout)
     assert (report["n"], report["gate_recall"], report["gate_precision"], report["guard_false_alarm_rate"]) == (2, 1.0, 1.0, 0.0)
+
+
+def test_router_train_writes_an_encoder_folder(tmp_path: Path) -> None:
+    rows = [("where is my parcel", "orders"), ("track my delivery", "orders"), ("has it shipped", "orders"),
+            ("refund please", "refunds"), ("I want my money back", "refunds"), ("return for a refund", "refunds")]  # fmt: skip
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps({"text": t, "label": lab}) + "\n" for t, lab in rows), encoding="utf-8")
+    result = runner.invoke(cli.app, ["router-train", "--train", str(train), "--out", str(tmp_path / "enc"), "--batch-size", "2"])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((tmp_path / "enc" / "querywise-encoder.json").read_text())
+    assert (manifest["n_examples"], manifest["n_routes"]) == (6, 2)
+
+
+def test_router_train_names_the_bad_line(tmp_path: Path) -> None:
+    train = tmp_path / "train.jsonl"
+    train.write_text('{"text": "hi", "label": "greet"}\n{"text": "", "label": "greet"}\n', encoding="utf-8")
+    result = runner.invoke(cli.app, ["router-train", "--train", str(train), "--out", str(tmp_path / "enc")])
+    assert result.exit_code == 2 and "train.jsonl:2" in result.output

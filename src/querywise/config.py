@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -21,9 +21,12 @@ __all__ = [
     "FilterSettings",
     "IdentifierRule",
     "IndexSettings",
+    "LLMMove",
+    "LLMSettings",
+    "Move",
+    "Price",
     "RouteSpec",
     "RoutingSettings",
-    "Move",
     "Settings",
     "UnderstandingSettings",
     "default_cache_dir",
@@ -134,14 +137,73 @@ class AccessSettings(_Section):
     required: list[str] = Field(default_factory=list)  # session keys without which nothing is searched
 
 
-Move = Literal["follow_up", "filters", "spelling", "ambiguity"]
+# LLM moves (off by default; each needs an `[llm]` provider): the three plan moves share one
+# structured call per message; the enrichments are one call each, searched next to the original.
+LLMMove = Literal["llm_rewrite", "llm_route", "llm_filters", "multi_query", "hyde", "query2doc", "step_back"]
+DeterministicMove = Literal["follow_up", "filters", "spelling", "ambiguity"]
+Move = Literal[DeterministicMove, LLMMove]  # flattens: get_args(Move) lists every move
+LLM_MOVES: tuple[str, ...] = get_args(LLMMove)
 
 
 class UnderstandingSettings(_Section):
     """Which moves run. A move that is off still leaves a trace step saying so, which is what
-    an ablation compares."""
+    an ablation compares (LLM moves leave none while no `[llm]` provider is configured)."""
 
     moves: list[Move] = Field(default_factory=lambda: ["follow_up", "filters", "spelling", "ambiguity"])
+
+
+class Price(_Section):
+    """USD per million tokens, input and output."""
+
+    usd_per_m_in: float = Field(ge=0)
+    usd_per_m_out: float = Field(ge=0)
+
+
+class LLMSettings(_Section):
+    """The LLM tier. API keys are never in the file: only the NAME of the environment variable.
+
+    Failure policy per route: "open" searches the deterministic plan (the raw message unless a
+    deterministic move changed it), "closed" asks. Routes in `routing.high_stakes` are closed
+    unless `fail_policy` says otherwise.
+    """
+
+    provider: Literal["none", "anthropic", "openai", "scripted", "llamacpp"] = "none"
+    model: str | None = None
+    base_url: str | None = None  # OpenAI-compatible servers: Ollama, vLLM, llama.cpp server, LM Studio
+    api_key_env: str | None = None  # default ANTHROPIC_API_KEY / OPENAI_API_KEY
+    timeout_s: float = Field(2.0, gt=0)
+    timeouts: dict[str, float] = Field(default_factory=dict)  # route -> seconds
+    fail_policy: dict[str, Literal["open", "closed"]] = Field(default_factory=dict)  # route -> policy
+    fail_closed_question: str = "Sorry, I could not work that out. Could you ask again with the product name?"
+    max_retries: int = Field(1, ge=0)
+    max_tokens: int = Field(400, ge=16)
+    anthropic_output: Literal["json_schema", "tool"] = "json_schema"  # "tool": a forced tool call
+    prices: dict[str, Price] = Field(default_factory=dict)  # model -> price
+    default_price: Price | None = None  # for a model not in `prices`
+    ttft_s: float = Field(0.4, ge=0)  # latency model of `querywise cost`
+    tokens_per_s: float = Field(120.0, gt=0)
+    fallback_warn_rate: float = Field(0.05, ge=0, le=1)
+    n_variants: int = Field(3, ge=1, le=10)  # multi-query
+    cache_size: int = Field(10_000, ge=0)  # single-turn results kept; 0 = no cache
+    overlap: bool = True  # start retrieval for the raw message while the LLM runs
+    scripted_file: Path | None = None  # provider = "scripted": JSONL of recorded responses
+    gguf_path: Path | None = None  # provider = "llamacpp": a user-supplied GGUF model file
+
+    @model_validator(mode="after")
+    def _provider_needs(self) -> LLMSettings:
+        if self.provider == "scripted" and self.scripted_file is None:
+            raise ValueError("provider 'scripted' needs scripted_file")
+        if self.provider == "llamacpp" and self.gguf_path is None:
+            raise ValueError("provider 'llamacpp' needs gguf_path")
+        if self.provider in ("anthropic", "openai") and not self.model:
+            raise ValueError(f"provider {self.provider!r} needs model")
+        return self
+
+    def timeout_for(self, route: str | None) -> float:
+        return self.timeouts.get(route or "", self.timeout_s)
+
+    def price_for(self, model: str | None) -> Price | None:
+        return self.prices.get(model or "", self.default_price)
 
 
 class DeploymentSettings(_Section):
@@ -162,6 +224,12 @@ class Settings(_Section):
     filters: FilterSettings = FilterSettings()
     access: AccessSettings = AccessSettings()
     understanding: UnderstandingSettings = UnderstandingSettings()
+    llm: LLMSettings = LLMSettings()
+
+    def fails_closed(self, route: str | None) -> bool:
+        """Whether an LLM failure on `route` asks (closed) rather than searching (open)."""
+        policy = self.llm.fail_policy.get(route or "")
+        return policy == "closed" if policy is not None else route in self.routing.high_stakes
 
     @model_validator(mode="after")
     def _routes_exist(self) -> Settings:
@@ -171,6 +239,7 @@ class Settings(_Section):
         referenced = [(f"routing.rules[{i}].route", r.route) for i, r in enumerate(self.routing.rules)]
         referenced += [("routing.default_route", self.routing.default_route), ("routing.out_of_scope_route", self.routing.out_of_scope_route)]
         referenced += [(f"routing.high_stakes[{i}]", r) for i, r in enumerate(self.routing.high_stakes)]
+        referenced += [(f"llm.timeouts.{r}", r) for r in self.llm.timeouts] + [(f"llm.fail_policy.{r}", r) for r in self.llm.fail_policy]
         for where, name in referenced:
             if name is not None and name not in names:
                 raise ValueError(f"{where}: unknown route {name!r} (routes: {', '.join(sorted(names))})")
@@ -181,7 +250,7 @@ class ConfigError(ValueError):
     """A settings file that cannot be read or does not validate; the message says where."""
 
 
-_PATH_KEYS = {("deployment", "catalog"), ("deployment", "plan_log"), ("routing", "examples_file")}
+_PATH_KEYS = {("deployment", "catalog"), ("deployment", "plan_log"), ("routing", "examples_file"), ("llm", "scripted_file"), ("llm", "gguf_path")}
 
 
 def _resolve_paths(data: dict[str, object], base: Path) -> None:

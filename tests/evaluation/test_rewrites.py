@@ -31,22 +31,30 @@ TINY = [
         "message": "does it cover water damage?",
         "standalone": "Does the Solace 7 Lite warranty cover water damage?",
     },
-    # 3. not rewritten, not flagged                         -> true negative
+    # 3. not rewritten, not flagged (names a place)         -> true negative
+    {"history": H, "message": "Do you ship to Norway?", "standalone": "Do you ship to Norway?"},
+    # 4. rewritten, not flagged (no cue, repeats "warranty") -> missed
     {
         "history": H,
-        "message": "What is the return window for opened earbuds?",
-        "standalone": "What is the return window for opened earbuds?",
-    },
-    # 4. rewritten, not flagged (silent continuation)       -> missed
-    {
-        "history": H,
-        "message": "Tell me about breathing exercises.",
-        "standalone": "Tell me about breathing exercises for asthma.",
+        "message": "Does warranty cover batteries?",
+        "standalone": "Does the Halden Solace 7 warranty cover batteries?",
     },
     # 5. not rewritten, flagged                             -> false flag
     {"history": H, "message": "What about a PO box?", "standalone": "What about a PO box?"},
     # 6. first turn, only whitespace changed: not a rewrite -> true negative
     {"history": [], "message": "Do gift cards  expire?", "standalone": "Do gift cards expire? "},
+    # 7. rewritten, weakly flagged (names nothing, repeats nothing: topic continuity) -> true positive
+    {
+        "history": H,
+        "message": "Tell me about breathing exercises.",
+        "standalone": "Tell me about breathing exercises for asthma.",
+    },
+    # 8. not rewritten, weakly flagged (a change of subject that names nothing) -> false flag
+    {
+        "history": H,
+        "message": "What is the return window for opened earbuds?",
+        "standalone": "What is the return window for opened earbuds?",
+    },
 ]
 
 
@@ -63,22 +71,24 @@ def tiny(tmp_path: Path) -> list[RewriteRow]:
 
 def test_hand_computed_gate_and_guard_figures(tiny: list[RewriteRow]) -> None:
     report = evaluate_rewrites(tiny)
-    assert (report.n, report.n_rewritten, report.n_flagged, report.n_flagged_rewritten) == (6, 3, 3, 2)
-    assert report.gate_recall == pytest.approx(2 / 3)  # rows 1, 2 of 1, 2, 4
-    assert report.gate_precision == pytest.approx(2 / 3)  # rows 1, 2 of 1, 2, 5
+    assert (report.n, report.n_rewritten, report.n_flagged, report.n_flagged_rewritten) == (8, 4, 5, 3)
+    assert report.gate_recall == pytest.approx(3 / 4)  # rows 1, 2, 7 of 1, 2, 4, 7
+    assert report.gate_precision == pytest.approx(3 / 5)  # rows 1, 2, 7 of 1, 2, 5, 7, 8
+    assert (report.n_flagged_weak, report.n_flagged_weak_rewritten) == (2, 1)  # rows 7, 8; row 7
     assert report.guard_rejected == 1
-    assert report.guard_false_alarm_rate == pytest.approx(1 / 3)  # row 2 of the rewritten 1, 2, 4
+    assert report.guard_false_alarm_rate == pytest.approx(1 / 4)  # row 2 of the rewritten 1, 2, 4, 7
     assert report.exact_match is None and report.token_f1 is None
 
 
 def test_examples_say_why(tiny: list[RewriteRow]) -> None:
     report = evaluate_rewrites(tiny)
     [missed] = report.missed
-    assert missed.message == "Tell me about breathing exercises."
+    assert missed.message == "Does warranty cover batteries?"
     assert missed.previous == H[0]
     assert missed.cues == [] and "searched as typed" in missed.reason
-    [false_flag] = report.false_flags
-    assert false_flag.message == "What about a PO box?" and false_flag.cues == ["opener:what about"]
+    strong, weak = report.false_flags
+    assert (strong.message, strong.cues, strong.strength) == ("What about a PO box?", ["opener:what about"], "strong")
+    assert (weak.message, weak.cues, weak.strength) == (TINY[7]["message"], ["continuity"], "weak")
     [alarm] = report.guard_false_alarms
     assert alarm.message == "does it cover water damage?"
     assert alarm.lost == [] and alarm.invented == ["Solace 7 Lite"]
@@ -87,7 +97,7 @@ def test_examples_say_why(tiny: list[RewriteRow]) -> None:
 def test_json_has_the_cli_keys(tiny: list[RewriteRow]) -> None:
     data = json.loads(json.dumps(evaluate_rewrites(tiny).model_dump()))
     assert {"n", "gate_recall", "gate_precision", "guard_false_alarm_rate"} <= set(data)
-    assert data["n"] == 6
+    assert data["n"] == 8
 
 
 def test_examples_are_capped_at_ten() -> None:
@@ -113,11 +123,11 @@ def test_rewriter_scores_what_the_pipeline_would_search(tiny: list[RewriteRow]) 
         return gold[message]
 
     report = evaluate_rewrites(tiny, rewriter=rewriter)
-    # Called only where the gate flags (rows 1, 2, 5); elsewhere the message is searched.
-    assert calls == ["And the Pro?", "does it cover water damage?", "What about a PO box?"]
-    # Row 4 is searched as typed: 5 of its 7 gold tokens, all 5 of its own -> F1 = 10/12.
-    assert report.exact_match == pytest.approx(5 / 6)
-    assert report.token_f1 == pytest.approx((5 + 10 / 12) / 6)
+    # Called only where the gate flags (rows 1, 2, 5, 7, 8); elsewhere the message is searched.
+    assert calls == [TINY[i]["message"] for i in (0, 1, 4, 6, 7)]
+    # Row 4 is searched as typed: 4 of its 8 gold tokens, all 4 of its own -> F1 = 2/3.
+    assert report.exact_match == pytest.approx(7 / 8)
+    assert report.token_f1 == pytest.approx((7 + 2 / 3) / 8)
 
 
 def test_token_f1_by_hand() -> None:
@@ -130,21 +140,19 @@ def test_differs_ignores_only_whitespace() -> None:
     assert differs("And the Pro?", "And the Pro.")
 
 
-def test_demo_rewrites_score_perfectly_with_the_catalog() -> None:
+def test_demo_rewrites_with_the_catalog_every_strong_flag_is_right() -> None:
     rows = load_rewrite_rows(DEMO / "rewrites.jsonl")
     report = evaluate_rewrites(rows, catalog=Catalog.load(DEMO / "catalog.jsonl"))
     assert (report.n, report.n_rewritten) == (25, 18)
-    assert report.gate_recall == 1.0 and report.gate_precision == 1.0
+    assert report.gate_recall == 1.0
     assert report.guard_false_alarm_rate == 0.0
-
-
-def test_topic_continuity_reaches_the_gate() -> None:
-    rows = load_rewrite_rows(DEMO / "rewrites.jsonl")
-    report = evaluate_rewrites(rows, catalog=Catalog.load(DEMO / "catalog.jsonl"), topic_continuity=True)
-    assert {e.message for e in report.false_flags} == {
-        "What is the return window for opened earbuds?",
-        "tell me a joke",
+    # The only false flags are weak ones (a change of subject that names nothing), on which the
+    # plan searches the message as typed and adds the standalone form next to it.
+    assert {(e.message, e.strength) for e in report.false_flags} == {
+        ("What is the return window for opened earbuds?", "weak"),
+        ("tell me a joke", "weak"),
     }
+    assert report.n_flagged_weak == 2 + report.n_flagged_weak_rewritten
 
 
 @pytest.mark.parametrize(

@@ -162,3 +162,10 @@ def test_catalog_built_in_code_reports_the_surface_form() -> None:
     cat = Catalog([Entity("v3", "Vela X3"), Entity("v3p", "Vela X3 Pro")])
     result = check_rewrite("is it foldable?", "Is the vela x3 pro foldable?", ["Vela X3 sizes"], catalog=cat)
     assert result == GuardResult(ok=False, lost=(), invented=("vela x3 pro",))
+
+
+def test_names_do_not_run_across_sentences() -> None:
+    """The deterministic standalone form joins two turns; no name spans the join."""
+    assert check_rewrite("How can I request?", "Yes. How can I request?", ["Yes"]).ok
+    assert check_rewrite("Yes, I do.", "I live in NY. Yes, I do.", ["I live in NY."]).ok
+    assert check_rewrite("Yes.", "My husband is a Veteran. Yes.", ["My husband is a Veteran."]).ok

@@ -85,3 +85,14 @@ def test_a_move_turned_off_passes_its_input_through_and_says_so(demo_settings: S
     off = Understander(off_settings).plan(message, history=history)
     assert [(q.text, q.kind) for q in off.queries][:1] == [(message, "original")]
     assert off.step("follow_up").reason == "turned off in [understanding] moves"  # type: ignore[union-attr]
+
+
+def test_a_weak_follow_up_searches_the_message_as_typed_and_the_standalone_form_beside_it(understander: Understander) -> None:
+    history = ["Can I swim with the Corra Tide 4?"]
+    plan = understander.plan("Describe strap cleaning.", history=history)  # names nothing, repeats nothing
+    assert [(q.text, q.kind) for q in plan.queries][:2] == [
+        ("Describe strap cleaning.", "original"),
+        ("Can I swim with the Corra Tide 4? Describe strap cleaning.", "standalone"),
+    ]
+    step = plan.step("follow_up")
+    assert step is not None and step.details["strength"] == "weak" and "next to the message" in (step.changed or "")

@@ -71,6 +71,11 @@ def test_low_in_scope_signal_goes_out_of_scope() -> None:
     assert (d.route, d.source) == ("out_of_scope", "out_of_scope")
 
 
+def test_a_plain_index_without_routes_searches_every_message() -> None:
+    d = Router(RoutingSettings(), [], AxisEmbedder()).route("hello")
+    assert (d.route, d.source) == ("search", "default")
+
+
 def test_no_examples_and_no_default_cannot_route() -> None:
     routing = RoutingSettings(routes=[RouteSpec(name="kb_search")])
     with pytest.raises(ValueError, match="cannot route"):

@@ -13,6 +13,7 @@ from rich.table import Table
 from querywise.cli._app import DeploymentOpt, HistoryOpt, IndexOpt, SessionOpt, app, err, fail, out, progress, session_from, settings_from
 from querywise.conditions import describe, parse_where
 from querywise.files import InputError
+from querywise.llm.provider import LLMError
 from querywise.plan import QueryPlan
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def plan_cmd(
     sess = session_from(session)
     try:
         plan = Understander(settings).plan(message, history=history or [], session=sess)
-    except (AccessError, InputError) as exc:
+    except (AccessError, InputError, LLMError) as exc:
         raise fail(str(exc)) from None
     if settings.deployment.plan_log is not None:
         append_plan(settings.deployment.plan_log, plan, history=history or [], session=sess)
@@ -106,7 +107,7 @@ def ask_cmd(
         try:
             understander = Understander(settings, embedder=ix.embedder, lexicon=ix.lexicon)
             plan = understander.plan(message, history=history or [], session=sess, today=dt.date.today())
-        except (AccessError, InputError) as exc:
+        except (AccessError, InputError, LLMError) as exc:
             raise fail(str(exc)) from None
         result = execute(plan, ix, k=k, mode=mode)  # type: ignore[arg-type]
     if settings.deployment.plan_log is not None:

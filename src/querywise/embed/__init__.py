@@ -14,6 +14,7 @@ from ._cache import CachedEmbedder
 from ._factory import DEFAULT_KIND, EMBEDDER_KINDS, EmbedderKind, load_embedder
 from ._onnx import OnnxEmbedder, export_fp32_onnx
 from ._torch import SentenceTransformerEmbedder
+from .finetune import EncoderManifest, fine_tune_encoder, read_manifest
 
 __all__ = [
     "DEFAULT_KIND",
@@ -21,11 +22,14 @@ __all__ = [
     "CachedEmbedder",
     "Embedder",
     "EmbedderKind",
+    "EncoderManifest",
     "OnnxEmbedder",
     "ProgressCallback",
     "SentenceTransformerEmbedder",
     "Vectors",
     "export_fp32_onnx",
+    "fine_tune_encoder",
     "load_embedder",
     "model_dir",
+    "read_manifest",
 ]

@@ -20,20 +20,33 @@ DEFAULT_KIND: Final[EmbedderKind] = "onnx"
 
 
 def load_embedder(
-    kind: EmbedderKind = DEFAULT_KIND, *, cache_dir: Path | None, batch_size: int = 64
+    kind: EmbedderKind = DEFAULT_KIND,
+    *,
+    cache_dir: Path | None,
+    batch_size: int = 64,
+    model_folder: Path | None = None,
 ) -> Embedder:
     """Build the embedder named ``kind``.
 
     With ``cache_dir``, vectors are cached there (see :class:`CachedEmbedder`) and the ONNX
     export is kept under ``cache_dir / "models"``; with None nothing is written to disk and
-    "onnx" re-exports the model in memory (a few seconds) on each call.
+    "onnx" re-exports the model in memory (a few seconds) on each call. ``model_folder`` is an
+    encoder fine-tuned by `querywise.embed.finetune` (served by torch, whatever ``kind`` says);
+    its vectors are cached under its own model id.
 
     >>> embedder = load_embedder("onnx", cache_dir=Path(".cache/querywise"))
     """
     from ._cache import CachedEmbedder
 
     inner: Embedder
-    if kind == "torch":
+    if model_folder is not None:
+        from ._torch import SentenceTransformerEmbedder
+        from .finetune import read_manifest
+
+        manifest = read_manifest(model_folder)  # fails fast on a folder that is not one
+        inner = SentenceTransformerEmbedder(batch_size=batch_size, model_folder=model_folder)
+        inner.model_id = manifest.model_id
+    elif kind == "torch":
         from ._torch import SentenceTransformerEmbedder
 
         inner = SentenceTransformerEmbedder(batch_size=batch_size)

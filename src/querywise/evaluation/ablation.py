@@ -3,8 +3,8 @@
 The baseline is pass-through (no move) in the settings' search mode. Each move that the
 settings turn on gets an arm "+move" (baseline plus that move alone); "all" runs every
 configured move together; "dense" and "bm25" (or "hybrid") run the baseline in another mode.
-A move the settings do not turn on, or that this version does not have (the LLM moves
-multi-query, HyDE and step-back need an LLM configured), is skipped with a note, never faked.
+A move the settings do not turn on, or that cannot act under them (an LLM move without an
+[llm] provider, filters without a schema), is skipped with a note, never faked.
 
 Every arm is compared with the baseline per slice and per metric: B - A over the same cases,
 with a paired bootstrap interval and a permutation p-value (`stats.paired_difference`, fixed
@@ -19,7 +19,7 @@ from typing import get_args
 import numpy as np
 from pydantic import BaseModel, Field
 
-from querywise.config import Move, Settings
+from querywise.config import LLM_MOVES, Move, Settings
 from querywise.evaluation.cases import Case
 from querywise.evaluation.harness import ALL, Arm, ArmResult, run_arm
 from querywise.evaluation.metrics import Metric
@@ -27,12 +27,9 @@ from querywise.evaluation.stats import N_RESAMPLES, SEED, PairedDiff, paired_dif
 from querywise.index import Index
 from querywise.index.engine import Mode
 
-__all__ = ["LLM_MOVES", "MODES", "AblationPlan", "AblationReport", "SliceDelta", "compare_arms", "mixed_effects", "plan_ablation", "run_ablation"]
+__all__ = ["MODES", "AblationPlan", "AblationReport", "SliceDelta", "compare_arms", "mixed_effects", "plan_ablation", "run_ablation"]
 
 MODES: tuple[Mode, ...] = ("hybrid", "dense", "bm25")
-# The LLM moves of the design: named here so that asking for one this version lacks is a note,
-# not an error. Those it has are ablated like any move when [understanding] moves turns them on.
-LLM_MOVES = ("multi_query", "hyde", "step_back")
 
 
 class AblationPlan(BaseModel):
@@ -69,12 +66,13 @@ def plan_ablation(settings: Settings, requested: Sequence[str] = (), *, mode: Mo
     """
     known = list(get_args(Move))
     configured = [m for m in settings.understanding.moves if m in known]
-    wanted = list(dict.fromkeys(requested or [ALL, *known, *LLM_MOVES, *MODES]))
+    wanted = list(dict.fromkeys(requested or [ALL, *known, *MODES]))
     arms = [Arm(name="baseline", mode=mode, moves=())]
     # Moves that cannot change anything under these settings: an arm would only repeat the baseline.
     inert = {
         **({"filters": "no filter schema configured ([filters] fields)"} if not settings.filters.fields else {}),
         **({"ambiguity": "no catalog configured ([deployment] catalog)"} if settings.deployment.catalog is None else {}),
+        **({m: "needs an [llm] provider" for m in LLM_MOVES} if settings.llm.provider == "none" else {}),
     }
     skipped: dict[str, str] = {}
     for name in wanted:
@@ -90,8 +88,6 @@ def plan_ablation(settings: Settings, requested: Sequence[str] = (), *, mode: Mo
                 skipped[name] = inert[name]
             else:
                 arms.append(Arm(name=f"+{name}", mode=mode, moves=(name,)))
-        elif name in LLM_MOVES:
-            skipped[name] = "this version has no such move"
         else:
             raise ValueError(f"unknown ablation {name!r}: use a move ({', '.join(known)}), a mode ({', '.join(MODES)}) or all")
     active = [m for m in configured if m not in inert]

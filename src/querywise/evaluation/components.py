@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from querywise.conditions import AnyOf, Match, Range, Where
 from querywise.config import Settings
 from querywise.evaluation.cases import Case
-from querywise.evaluation.harness import CaseRun, searchable
+from querywise.evaluation.harness import CaseRun
 from querywise.evaluation.router import RouteMetrics, score_decisions
 from querywise.execute import execute
 from querywise.index import Index
@@ -218,7 +218,6 @@ def access_probe(
     fields = settings.access.fields
     if not fields:
         return AccessProbe(note="no [access] fields configured: nothing to probe")
-    settings = searchable(settings)
     u = understander or Understander(settings, embedder=index.embedder, lexicon=index.lexicon)
     probe = AccessProbe()
     for key, payload_field in fields.items():

@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from querywise.conditions import AnyOf, Match, Range, Where
-from querywise.config import RoutingSettings, Settings, UnderstandingSettings
+from querywise.config import Settings, UnderstandingSettings
 from querywise.evaluation.cases import Case
 from querywise.evaluation.metrics import Metric, score
 from querywise.execute import execute
@@ -27,7 +27,7 @@ from querywise.plan import QueryPlan
 from querywise.understand.access import AccessError
 from querywise.understand.pipeline import Understander
 
-__all__ = ["Arm", "ArmResult", "CaseRun", "run_arm", "searchable", "summarise", "where_as_dict"]
+__all__ = ["Arm", "ArmResult", "CaseRun", "run_arm", "summarise", "where_as_dict"]
 
 ALL = "all"  # the slice every case belongs to
 KEEP_IDS = 10  # top ids kept per case in the run record (scores are computed on the full depth)
@@ -80,15 +80,6 @@ class ArmResult(BaseModel):
     cases: list[CaseRun]
 
 
-def searchable(settings: Settings) -> Settings:
-    """`settings`, with a default route when no routes are configured, so that a plain index
-    (a BEIR corpus, a folder of docs) is searched for every message instead of refusing to route."""
-    routing = settings.routing
-    if routing.routes or routing.default_route is not None:
-        return settings
-    return settings.model_copy(update={"routing": RoutingSettings(**{**routing.model_dump(), "default_route": "search"})})
-
-
 def where_as_dict(where: Where) -> dict[str, Any]:
     """Conditions per field, in the case-file shape: a value, a list (any of), or {op: number}."""
     out: dict[str, Any] = {}
@@ -139,7 +130,7 @@ def run_arm(
     The search goes as deep as the largest metric cut-off (at least 10), so recall@100 sees
     100 results. Pass `understander` to reuse one built for these exact settings.
     """
-    arm_settings = searchable(settings).model_copy(
+    arm_settings = settings.model_copy(
         update={"understanding": UnderstandingSettings(moves=list(arm.moves))}  # type: ignore[arg-type]
     )
     u = understander or Understander(arm_settings, embedder=index.embedder, lexicon=index.lexicon)

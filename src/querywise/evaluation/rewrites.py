@@ -63,6 +63,7 @@ class GateExample(BaseModel):
     standalone: str
     reason: str
     cues: list[str]
+    strength: str | None = None  # "weak": flagged by topic continuity alone
 
 
 class GuardExample(BaseModel):
@@ -84,6 +85,8 @@ class RewriteReport(BaseModel):
     n_rewritten: int  # rows whose human rewrite differs from the message
     n_flagged: int  # rows the gate flags
     n_flagged_rewritten: int  # both
+    n_flagged_weak: int = 0  # flagged by topic continuity alone (searched next to the message)
+    n_flagged_weak_rewritten: int = 0
     gate_recall: float | None
     gate_precision: float | None
     guard_rejected: int  # human rewrites (of the rewritten rows) the guard rejects
@@ -151,7 +154,6 @@ def evaluate_rewrites(
     catalog: Catalog | None = None,
     rewriter: Rewriter | None = None,
     identifier_patterns: Sequence[str] = DEFAULT_IDENTIFIER_PATTERNS,
-    topic_continuity: bool = False,
 ) -> RewriteReport:
     """Score the follow-up gate and the rewrite guard against people's rewrites.
 
@@ -160,18 +162,20 @@ def evaluate_rewrites(
     >>> evaluate_rewrites(rows).gate_recall
     1.0
     """
-    flagged_rewritten = flagged = rewritten = rejected = 0
+    flagged_rewritten = flagged = rewritten = rejected = weak = weak_rewritten = 0
     missed: list[GateExample] = []
     false_flags: list[GateExample] = []
     alarms: list[GuardExample] = []
     exact: list[float] = []
     f1: list[float] = []
     for row in rows:
-        gate = check_follow_up(row.message, row.history, catalog=catalog, topic_continuity=topic_continuity)
+        gate = check_follow_up(row.message, row.history, catalog=catalog)
         person = differs(row.message, row.standalone)
         rewritten += person
         flagged += gate.needs_context
         flagged_rewritten += person and gate.needs_context
+        weak += gate.strength == "weak"
+        weak_rewritten += person and gate.strength == "weak"
         if person != gate.needs_context:
             example = GateExample(
                 message=row.message,
@@ -179,6 +183,7 @@ def evaluate_rewrites(
                 standalone=row.standalone,
                 reason=gate.reason,
                 cues=list(gate.cues),
+                strength=gate.strength,
             )
             bucket = missed if person else false_flags
             if len(bucket) < MAX_EXAMPLES:
@@ -207,6 +212,8 @@ def evaluate_rewrites(
         n_rewritten=rewritten,
         n_flagged=flagged,
         n_flagged_rewritten=flagged_rewritten,
+        n_flagged_weak=weak,
+        n_flagged_weak_rewritten=weak_rewritten,
         gate_recall=_ratio(flagged_rewritten, rewritten),
         gate_precision=_ratio(flagged_rewritten, flagged),
         guard_rejected=rejected,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from querywise.catalog import Catalog
 from querywise.text import analyze  # the shared stemmer, so "language" meets "languages"
@@ -43,6 +44,10 @@ class FollowUp:
     needs_context: bool
     reason: str
     cues: tuple[str, ...] = ()
+    # "strong": a cue in the words (a pronoun with no antecedent, "and the Pro?") -- the message
+    # alone cannot be searched. "weak": only topic continuity -- the message may well stand on
+    # its own, so the standalone form is searched next to it, never instead of it.
+    strength: Literal["strong", "weak"] | None = None
 
 
 # --- closed classes of English ----------------------------------------------------------------
@@ -509,12 +514,16 @@ def _asks_definition(text: str) -> bool:
     return False
 
 
+# A conversation of greetings and thanks has no topic to continue (stemmed, as `analyze` gives them).
+_PLEASANTRIES = frozenset(analyze("hi hello hey thanks thank cheers ok okay great good morning afternoon evening bye goodbye please welcome", stopwords=False))
+
+
 def _continues_topic(m: _Message, history: Sequence[str]) -> Iterator[Cue]:
     """Topic continuity: a conversation keeps its topic until a message introduces a new one, and
     new topics come with something to name them. A message that names nothing (no product, no
     proper name, no number), repeats no content word of the conversation and asks for no
-    definition is taken to continue the topic. Opt-in: in a help centre, where users change
-    subject without names ("what is the return window for opened earbuds?"), it misfires."""
+    definition is taken to continue the topic. A weak cue: in a help centre users also change
+    subject without names ("what is the return window for opened earbuds?")."""
 
     def stems(text: str) -> set[str]:
         return set(analyze(" ".join(t.low for t in _Message(text, ()).toks if t.content), stopwords=False))
@@ -524,7 +533,8 @@ def _continues_topic(m: _Message, history: Sequence[str]) -> Iterator[Cue]:
     if any(t.low in _PERSONAL and m.antecedent_before(i) for i, t in enumerate(m.toks)):
         return  # its pronouns resolve inside it: it carries its own topic
     own = stems(" ".join(t.text for t in m.toks))
-    if own and not own & set().union(*(stems(turn) for turn in history)):
+    topic = set().union(*(stems(turn) for turn in history)) - _PLEASANTRIES
+    if own and topic and not own & topic:
         yield "continuity", "names nothing and repeats no word of the conversation: taken to continue its topic"
 
 
@@ -533,12 +543,13 @@ def check_follow_up(
     history: Sequence[str],
     *,
     catalog: Catalog | None = None,
-    topic_continuity: bool = False,
 ) -> FollowUp:
     """Whether `message` needs the earlier turns to be understood, and the words that say so.
 
-    `topic_continuity` also flags messages that name nothing and repeat nothing of the
-    conversation (see `_continues_topic`); off by default, because pass-through is.
+    A cue in the message's own words is "strong". Failing that, a message that names nothing
+    and repeats nothing of the conversation is taken to continue its topic (see
+    `_continues_topic`): a "weak" verdict, on which the plan searches the standalone form next
+    to the message as typed.
 
     >>> check_follow_up("does it cover water damage?", ["Is the Solace 7 warranty 18 months?"]).reason
     "pronoun 'it' with no antecedent in the message"
@@ -553,19 +564,28 @@ def check_follow_up(
     for detect in _DETECTORS:
         for key, why in detect(m):
             cues.setdefault(key, why)
-    if not cues and topic_continuity:
+    strength: Literal["strong", "weak"] = "strong"
+    if not cues:
         cues.update(_continues_topic(m, history))
+        strength = "weak"
     if not cues:
         return FollowUp(False, "no reference outside the message: searched as typed")
-    return FollowUp(True, "; ".join(cues.values()), tuple(cues))
+    return FollowUp(True, "; ".join(cues.values()), tuple(cues), strength)
 
 
 def concat_standalone(message: str, history: Sequence[str]) -> str:
     """The previous user turn, a space, then the message: the deterministic standalone form.
+    A turn without closing punctuation gets a full stop, so that no name seems to run across
+    the join ("Yes" + "How can I ..." is not a "Yes How").
 
     >>> concat_standalone("And the Pro?", ["Warranty on the Solace 7?"])
     'Warranty on the Solace 7? And the Pro?'
+    >>> concat_standalone("How can I request?", ["Yes"])
+    'Yes. How can I request?'
     """
     if not history:
         return message
-    return f"{history[-1].strip()} {message.strip()}"
+    previous = history[-1].strip()
+    if previous and previous[-1] not in ".?!;:":
+        previous += "."
+    return f"{previous} {message.strip()}"

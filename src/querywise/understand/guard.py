@@ -76,7 +76,7 @@ _SENTENCE_WORDS = frozenset(
     "what which who whom whose when where why how is are was were be do does did can could will would "
     "should shall may might must has have had the a an this that these those and but or if so in on at "
     "for to of with from by about tell describe explain compare show give list find i my our your please "
-    "any some there it its they their".split()
+    "any some there it its they their yes no not ok okay sure thanks thank hi hello hey we he she you".split()
 )
 _WORD = re.compile(r"[^\W_]+(?:[.'\u2019][^\W_]+)*\.?|[^\w\s]|_")
 _NUMBER = re.compile(r"(?<![\w.])([A-Za-z]*\d+(?:[.,:/]\d+)*)((?:%|[A-Za-z]+)?(?:-[A-Za-z]+)?)(?![\w])")
@@ -139,7 +139,9 @@ def _capitalised_names(text: str, claimed: list[tuple[int, int]]) -> list[Term]:
     runs: list[list[_Word]] = []
     for w in words:
         joined = runs and runs[-1] and re.fullmatch(r"[ \t-]?", text[runs[-1][-1].end : w.start]) is not None
-        if w.name_like and joined and runs[-1][-1].name_like:
+        # A name does not run across a sentence end ("... in NY. Yes, I do."): a word that
+        # starts a sentence starts a new run.
+        if w.name_like and joined and runs[-1][-1].name_like and not w.initial:
             runs[-1].append(w)
         else:
             runs.append([w])

@@ -8,8 +8,19 @@ Order, and why:
 4. filters  - hard constraints move out of the text into validated filters (self-query);
 5. spelling - a corrected query is searched next to the original, never instead of it;
               a near-miss identifier yields candidates to offer, never a silent choice;
-6. ambiguity - a mention with several readings whose answers differ: ask, assume or cover.
+6. ambiguity - a mention with several readings whose answers differ: ask, assume or cover;
+7. enrichments (LLM, off by default) - multi-query variants, HyDE, query2doc, step-back:
+              searched next to the original, fused with RRF, never instead of it.
 Every move adds a trace step saying whether it ran and why.
+
+The LLM tier (`[llm]` + LLM moves in `[understanding] moves`) pays only when it helps. Gating:
+no LLM for an identifier lookup (a routing rule fired), for a route away from search, for a
+first turn without references, or for what a deterministic move already resolved. What is
+left goes out in ONE structured call (`llm.plan_call`: standalone rewrite, unsure route,
+filters), whose answer passes the rewrite guard and the filter validator before it is used;
+a failed or rejected call falls back by route: fail-open keeps the deterministic plan,
+fail-closed (high-stakes routes) asks. Retrieval for the raw message can run while the LLM
+works: see `querywise.llm.overlap.plan_and_execute`.
 """
 
 from __future__ import annotations
@@ -17,12 +28,21 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from querywise.catalog import Catalog
 from querywise.conditions import Where
-from querywise.config import Settings
-from querywise.plan import Action, Answer, Ask, PlanQuery, QueryKind, QueryPlan, TraceStep
+from querywise.config import LLM_MOVES, Settings
+from querywise.plan import (
+    Action,
+    Answer,
+    Ask,
+    PlanQuery,
+    QueryKind,
+    QueryPlan,
+    TraceStep,
+)
 from querywise.understand.access import access_from_session
 from querywise.understand.ambiguity import disambiguate
 from querywise.understand.filters import extract_filters
@@ -34,10 +54,19 @@ from querywise.understand.spelling import SpellChecker
 __all__ = ["Understander"]
 
 T = TypeVar("T")
+_ENRICHMENTS = ("multi_query", "hyde", "query2doc", "step_back")
 
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
+
+
+@dataclass(frozen=True)
+class _LLMPlan:
+    """What the plan call left for later moves."""
+
+    used: bool = False  # an LLM call was attempted (or served from the cache)
+    filters: Any = None  # querywise.llm.plan_call.PlanOutcome, when filters were asked for
 
 
 def _off(move: str, trace: list[TraceStep], unchanged: T) -> T:
@@ -56,18 +85,29 @@ class Understander:
     'exact_lookup'
     """
 
-    def __init__(self, settings: Settings, *, embedder: Any = None, lexicon: Any = None) -> None:
+    def __init__(self, settings: Settings, *, embedder: Any = None, lexicon: Any = None, provider: Any = None) -> None:
+        """`provider` overrides the `[llm]` provider of the settings (tests, demos, benchmarks)."""
         self.settings = settings
         if embedder is None:
             from querywise.index.store import embedder_for
 
             embedder = embedder_for(settings)
         self.embedder = embedder
-        self.router = Router(settings.routing, load_examples(settings.routing), embedder)
+        self.router = Router(settings.routing, load_examples(settings.routing), embedder,
+                             llm_tier="llm_route" in settings.understanding.moves and (provider is not None or settings.llm.provider != "none"))  # fmt: skip
         self._search_routes = {r.name for r in settings.routing.routes if r.search}
         catalog_path = settings.deployment.catalog
         self.catalog = Catalog.load(catalog_path) if catalog_path is not None else None
         self.speller = SpellChecker.from_lexicon(lexicon) if lexicon is not None else None
+        self.tier: Any = None  # querywise.llm.tier.LLMTier when an LLM is configured
+        if provider is None and settings.llm.provider != "none":
+            from querywise.llm.factory import provider_from
+
+            provider = provider_from(settings.llm)
+        if provider is not None:
+            from querywise.llm.tier import LLMTier
+
+            self.tier = LLMTier(settings, provider)
 
     def plan(
         self,
@@ -83,51 +123,231 @@ class Understander:
         access = access_from_session(session or {}, self.settings.access)
         on = set(self.settings.understanding.moves)
 
-        text, kind = self._follow_up(message, history, trace) if "follow_up" in on else _off("follow_up", trace, (message, "original"))
+        needs_context, beside = False, list[PlanQuery]()
+        if "follow_up" in on:
+            text, kind, needs_context, beside = self._follow_up(message, history, trace)
+        else:
+            text, kind = _off("follow_up", trace, (message, "original"))
+            if "llm_rewrite" in on:  # the LLM rewrite still goes only where the gate sees a reference
+                needs_context = check_follow_up(message, history, catalog=self.catalog).needs_context
 
         started = time.perf_counter()
         decision = self.router.route(text)  # rules first: no embedding when a rule fires
         trace.append(self.router.trace(decision, started))
         route = decision.route
+        action: Action = Answer()
+        llm = _LLMPlan()
+        if self.tier is not None or on & set(LLM_MOVES):
+            text, kind, route, action, llm = self._llm_plan(message, history, text, kind, decision, needs_context, on, trace)
         if self._search_routes and route not in self._search_routes:
             trace.append(TraceStep(move="retrieve", status="skipped", reason=f"route {route} does not search"))
-            return QueryPlan(message=message, route=route, access=access, trace=trace)
+            if self.tier is not None:
+                self.tier.budget.record_request(used_llm=llm.used)
+            return QueryPlan(message=message, route=route, access=access, action=action, trace=trace)
 
         queries = [PlanQuery(text=text, kind=kind)]
         if "filters" in on:
             filters, inferred, queries = self._filters(text, queries, today or dt.date.today(), trace)
         else:
             filters, inferred = _off("filters", trace, (Where(), Where()))
-        action: Action = Answer()
+        if "llm_filters" in on:
+            filters, queries = self._llm_filters(llm, filters & inferred, filters, queries, trace)
+        if kind == "original":  # an LLM rewrite supersedes the weak follow-up's enrichment
+            queries += beside
         queries, action = self._spelling(queries, action, trace) if "spelling" in on else _off("spelling", trace, (queries, action))
         action = self._ambiguity(text, history, route, action, trace) if "ambiguity" in on else _off("ambiguity", trace, action)
+        if self.tier is None:
+            trace += [TraceStep(move=m, status="skipped", reason="no [llm] provider configured") for m in _ENRICHMENTS if m in on]
+        else:
+            queries = self._enrich(queries, route, decision.source == "rule", on, trace)
+            self.tier.budget.record_request(used_llm=llm.used or any(s.llm_calls or s.details.get("cache") == "hit" for s in trace))
         return QueryPlan(
             message=message, route=route, queries=queries, filters=filters, inferred_filters=inferred,
             access=access, action=action, trace=trace,
         )  # fmt: skip
 
+    # --- the LLM tier: gate, one call, checks, fallback by route ----------------------------
+
+    def _llm_plan(
+        self, message: str, history: Sequence[str], text: str, kind: QueryKind, decision: Any, needs_context: bool,
+        on: set[str], trace: list[TraceStep],
+    ) -> tuple[str, QueryKind, str, Action, _LLMPlan]:  # fmt: skip
+        from querywise.llm.plan_call import PlanNeeds, plan_call
+
+        route = decision.route
+        wanted = on & {"llm_rewrite", "llm_route", "llm_filters"}
+        if not wanted:
+            return text, kind, route, Answer(), _LLMPlan()
+        if self.tier is None:
+            trace.append(TraceStep(move="llm_plan", status="skipped", reason="no [llm] provider configured"))
+            return text, kind, route, Answer(), _LLMPlan()
+        searches = not self._search_routes or route in self._search_routes
+        if decision.source == "rule":
+            gate = f"identifier lookup (rule sent it to {route}): no LLM"
+            needs = PlanNeeds()
+        else:
+            needs = PlanNeeds(
+                rewrite="llm_rewrite" in on and needs_context,
+                route="llm_route" in on and decision.deferred,
+                # With deterministic filters on, the LLM's filters only ride along on a call
+                # made anyway (and are used only if the rules found none).
+                filters="llm_filters" in on and bool(self.settings.filters.fields) and (searches or decision.deferred),
+            )
+            if not decision.deferred and not searches:
+                needs, gate = PlanNeeds(), f"route {route} does not search: no LLM"
+            elif needs.filters and "filters" in on and not (needs.rewrite or needs.route):
+                needs = PlanNeeds(rewrite=False, route=False, filters=False)  # filters alone ride along, never call
+            if needs:
+                gate = "needs " + needs.describe()
+            elif decision.source != "rule" and (decision.deferred or searches):
+                why = ["first turn without references" if not history else "no reference to resolve" if "llm_rewrite" in on else "rewrite left to the rules"]
+                why.append("route certain" if not decision.deferred else "route left to the classifier")
+                if "llm_filters" in on:
+                    why.append("filters left to the rules" if "filters" in on else "no filter schema")
+                gate = ", ".join(why) + ": no LLM"
+        if not needs:
+            trace.append(TraceStep(move="llm_plan", status="skipped", reason=gate))
+            return text, kind, route, Answer(), _LLMPlan()
+        s = self.settings
+        cache_text = f"{needs.describe()}\n{message}"
+        called, step = self.tier.run(
+            "llm_plan",
+            lambda timeout: plan_call(
+                self.tier.provider, message, history, needs=needs, routes=s.routing.routes, filter_settings=s.filters,
+                catalog=self.catalog, access=s.access, timeout_s=timeout, max_tokens=s.llm.max_tokens,
+            ),
+            route=route, text=cache_text, history=history, why=gate,
+        )  # fmt: skip
+        trace.append(step)
+        if called is None:  # failed or rejected: the deterministic path, or ask on a fail-closed route
+            if self.tier.policy(route) == "closed":
+                step.changed = "asked instead of guessing (fail-closed)"
+                return text, kind, route, Ask(question=s.llm.fail_closed_question), _LLMPlan(used=True)
+            step.changed = f"kept the deterministic plan: searching {text!r} (fail-open)"
+            return text, kind, route, Answer(), _LLMPlan(used=True)
+        out = called.value
+        changes: list[str] = []
+        action: Action = Answer()
+        if out.standalone is not None and out.standalone != text:
+            text, kind = out.standalone, "standalone"
+            changes.append(f"searched {out.standalone!r} instead of {message!r}")
+            started = time.perf_counter()
+            again = self.router.route(text)  # the classifier sees the whole question now
+            trace.append(self.router.trace(again, started).model_copy(update={"move": "route_standalone"}))
+            if not again.deferred or out.route is None:
+                route = again.route
+        if out.ask is not None:
+            action = out.ask
+            changes.append(f"ask {out.ask.question!r}")
+        elif out.assume is not None:
+            action = out.assume
+            changes.append(f"assume {out.assume.text!r}")
+        if out.route is not None and needs.route and (kind != "standalone" or route != out.route):
+            changes.append(f"route = {out.route} (LLM tier: the classifier was unsure)")
+            route = out.route
+        step.changed = "; ".join(changes) or None
+        step.details["guard"] = out.guard or None
+        return text, kind, route, action, _LLMPlan(used=True, filters=out if needs.filters else None)
+
+    def _llm_filters(self, llm: _LLMPlan, rules_found: Where, filters: Where, queries: list[PlanQuery], trace: list[TraceStep]) -> tuple[Where, list[PlanQuery]]:
+        out = llm.filters
+        if out is None:
+            reason = "no LLM filter answer (gated or failed; see llm_plan)" if self.tier is not None else "no [llm] provider configured"
+            trace.append(TraceStep(move="llm_filters", status="skipped", reason=reason))
+            return filters, queries
+        dropped = [f"{d.field}={d.value!r}: {d.reason}" for d in out.dropped]
+        if rules_found:
+            trace.append(TraceStep(move="llm_filters", status="skipped", reason="the deterministic filters already resolved the constraints", details={"dropped": dropped}))
+            return filters, queries
+        if not out.filters:
+            trace.append(TraceStep(move="llm_filters", status="skipped", reason="the LLM proposed no valid constraint", details={"dropped": dropped}))
+            return filters, queries
+        from querywise.conditions import describe
+
+        if out.semantic_query:
+            queries = [PlanQuery(text=out.semantic_query, kind="semantic"), *queries[1:]]
+        trace.append(
+            TraceStep(
+                move="llm_filters", status="ran", reason="constraints read by the LLM, checked by the filter validator",
+                changed=", ".join(describe(c) for c in out.filters.conditions) + (f"; searching {out.semantic_query!r}" if out.semantic_query else ""),
+                details={"stated": [describe(c) for c in out.filters.conditions], "dropped": dropped},
+            )
+        )  # fmt: skip
+        return filters & out.filters, queries
+
+    def _enrich(self, queries: list[PlanQuery], route: str, rule: bool, on: set[str], trace: list[TraceStep]) -> list[PlanQuery]:
+        """Multi-query, HyDE, query2doc, step-back: each one call, each searched next to the original."""
+        from querywise.llm import moves
+
+        base = queries[0].text
+        s, tier = self.settings, self.tier
+        for move in _ENRICHMENTS:
+            if move not in on:
+                continue
+            if rule:
+                trace.append(TraceStep(move=move, status="skipped", reason=f"identifier lookup (rule sent it to {route}): no LLM"))
+                continue
+            fn: Any = {
+                "multi_query": lambda t: moves.multi_query(tier.provider, base, n=s.llm.n_variants, catalog=self.catalog, timeout_s=t),
+                "hyde": lambda t: moves.hyde(tier.provider, base, timeout_s=t),
+                "query2doc": lambda t: moves.query2doc(tier.provider, base, timeout_s=t),
+                "step_back": lambda t: moves.step_back(tier.provider, base, catalog=self.catalog, timeout_s=t),
+            }[move]
+            called, step = tier.run(move, fn, route=route, text=base, why=f"{move} enrichment of {base!r}")
+            trace.append(step)
+            if called is None:
+                step.changed = "searched without it (enrichments always fail open)"
+                continue
+            if move == "multi_query":
+                added = [PlanQuery(text=v, kind="multi") for v in called.value]
+            elif move == "hyde":
+                added = [PlanQuery(text=called.value, kind="hyde", mode="dense")]
+            elif move == "query2doc":
+                added = [PlanQuery(text=f"{base} {called.value}", kind="query2doc", mode="bm25")]
+            else:
+                added = [PlanQuery(text=called.value, kind="step_back")]
+            queries = [*queries, *added]
+            step.changed = "also searching " + "; ".join(repr(q.text) for q in added)
+        return queries
+
+    def close(self) -> None:
+        """Close the LLM provider's connections, if any."""
+        if self.tier is not None:
+            self.tier.close()
+
     # --- one method per move: call the move, record what it did ---------------------------
 
-    def _follow_up(self, message: str, history: Sequence[str], trace: list[TraceStep]) -> tuple[str, QueryKind]:
+    def _follow_up(self, message: str, history: Sequence[str], trace: list[TraceStep]) -> tuple[str, QueryKind, bool, list[PlanQuery]]:
+        """The text later moves read, its kind, whether it needs the conversation, and queries
+        to search next to it. A strong verdict replaces the message by its standalone form; a
+        weak one (topic continuity only) keeps the message and searches that form next to it."""
         started = time.perf_counter()
         gate = check_follow_up(message, history, catalog=self.catalog)
         if not gate.needs_context:
             trace.append(TraceStep(move="follow_up", status="skipped", reason=gate.reason, latency_ms=_ms(started)))
-            return message, "original"
+            return message, "original", False, []
         standalone = concat_standalone(message, history)
         guard = check_rewrite(message, standalone, history, catalog=self.catalog)
-        if not guard.ok:  # cannot happen for the concatenation, but a rewriter's output may fail
+        if not guard.ok:  # a name the guard reads across the join; search the message as typed
             trace.append(TraceStep(move="follow_up", status="failed", reason=f"{gate.reason}; rewrite rejected: {guard.reason}", latency_ms=_ms(started)))
-            return message, "original"
+            return message, "original", True, []
+        how = "deterministic standalone form: previous user turn + message (no LLM rewriter configured)"
+        details = {"cues": list(gate.cues), "strength": gate.strength, "guard": guard.reason}
+        if gate.strength == "weak":
+            trace.append(
+                TraceStep(
+                    move="follow_up", status="ran", reason=f"{gate.reason} (a weak cue); {how}",
+                    changed=f"also searching {standalone!r} next to the message", latency_ms=_ms(started), details=details,
+                )
+            )  # fmt: skip
+            return message, "original", True, [PlanQuery(text=standalone, kind="standalone")]
         trace.append(
             TraceStep(
-                move="follow_up", status="ran",
-                reason=f"{gate.reason}; deterministic standalone form: previous user turn + message (no LLM rewriter configured)",
-                changed=f"searched {standalone!r} instead of {message!r}", latency_ms=_ms(started),
-                details={"cues": list(gate.cues), "guard": guard.reason},
+                move="follow_up", status="ran", reason=f"{gate.reason}; {how}",
+                changed=f"searched {standalone!r} instead of {message!r}", latency_ms=_ms(started), details=details,
             )
         )  # fmt: skip
-        return standalone, "standalone"
+        return standalone, "standalone", True, []
 
     def _filters(self, text: str, queries: list[PlanQuery], today: dt.date, trace: list[TraceStep]) -> tuple[Where, Where, list[PlanQuery]]:
         started = time.perf_counter()

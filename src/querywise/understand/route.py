@@ -19,11 +19,16 @@ import numpy as np
 from querywise.config import RoutingSettings
 from querywise.files import InputError, read_jsonl
 from querywise.plan import TraceStep
-from querywise.understand.classify import CentroidClassifier, Thresholds, TrainedClassifier, decide
+from querywise.understand.classify import (
+    CentroidClassifier,
+    Thresholds,
+    TrainedClassifier,
+    decide,
+)
 
 __all__ = ["RouteDecision", "Router", "load_examples"]
 
-Source = Literal["rule", "classifier", "unsure", "out_of_scope"]
+Source = Literal["rule", "classifier", "unsure", "out_of_scope", "default"]
 # Below this many examples per route a trained model overfits; centroids are the better bet.
 MIN_EXAMPLES_FOR_TRAINED = 20
 
@@ -61,6 +66,9 @@ def load_examples(routing: RoutingSettings) -> list[tuple[str, str]]:
     return pairs
 
 
+SEARCH_ROUTE = "search"  # the route of a deployment that configures none
+
+
 class Router:
     """Decides where a message goes. Fit once from labelled examples; `route()` is cheap.
 
@@ -69,8 +77,10 @@ class Router:
     'exact_lookup'
     """
 
-    def __init__(self, routing: RoutingSettings, examples: Sequence[tuple[str, str]], embedder: Any) -> None:
-        self.settings, self.embedder = routing, embedder
+    def __init__(self, routing: RoutingSettings, examples: Sequence[tuple[str, str]], embedder: Any, *, llm_tier: bool = False) -> None:
+        """`llm_tier`: an LLM decides unsure messages (the pipeline calls it); only the wording
+        of the reason changes here."""
+        self.settings, self.embedder, self.llm_tier = routing, embedder, llm_tier
         self._rules = [(re.compile(r.pattern, re.IGNORECASE), r) for r in routing.rules]
         texts, labels = [t for t, _ in examples], [lab for _, lab in examples]
         self.classifier: CentroidClassifier | TrainedClassifier | None = None
@@ -98,9 +108,11 @@ class Router:
                 return RouteDecision(rule.route, "rule", f"identifier rule matched {m.group(0)!r}", rule=rule.pattern)
         fallback = self.settings.default_route
         if self.classifier is None:
-            if fallback is None:
-                raise ValueError("no routing examples and no default_route: cannot route")
-            return RouteDecision(fallback, "unsure", "no routing examples configured; default route applied")
+            if fallback is not None:
+                return RouteDecision(fallback, "unsure", "no routing examples configured; default route applied")
+            if not self.settings.routes:  # a plain index: nothing to choose between, so search
+                return RouteDecision(SEARCH_ROUTE, "default", "no routes configured: every message is searched")
+            raise ValueError("routes without examples and no default_route: cannot route")
         if vector is None:
             vector = np.asarray(self.embedder.embed([message])[0], dtype=np.float32)
         row = vector.reshape(1, -1)
@@ -116,9 +128,11 @@ class Router:
             return RouteDecision(target, "out_of_scope", reason, **common)  # type: ignore[arg-type]
         if d.kind == "unsure":
             target = fallback or d.top
+            then = "sent to the LLM tier" if self.llm_tier else "no LLM tier configured"
             reason = (
                 f"margin {d.margin:.3f} < {self.thresholds.min_margin:.3f} between {d.top} and {d.second}: unsure; "
-                f"no LLM tier configured, {'default route' if fallback else 'top route'} {target} applied"
+                f"{then}, {'default route' if fallback else 'top route'} {target} applied"
+                + (" until it answers" if self.llm_tier else "")
             )
             return RouteDecision(target, "unsure", reason, **common)  # type: ignore[arg-type]
         return RouteDecision(d.top, "classifier", f"{d.top} by margin {d.margin:.3f}", **common)  # type: ignore[arg-type]

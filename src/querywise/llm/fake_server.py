@@ -1,0 +1,212 @@
+"""A fake LLM provider: a stdlib HTTP server on 127.0.0.1 that speaks the Anthropic Messages API
+(`POST /v1/messages`) and the OpenAI chat-completions API (`POST /v1/chat/completions`).
+
+It plays recorded responses and injects faults, so tests and benchmarks drive the REAL SDK
+clients (`anthropic.Anthropic(base_url=server.url)`, `openai.OpenAI(base_url=server.url + "/v1")`)
+through their real retry, timeout and parsing code. A reply can wait like a real model: time to
+first token plus output tokens at a decoding rate.
+
+    >>> with FakeLLMServer() as server:                       # doctest: +SKIP
+    ...     server.respond_with(Reply(output={"standalone": None}))
+    ...     OpenAIProvider(model="m", base_url=server.url + "/v1").complete(request)
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+__all__ = ["FAULTS", "FakeLLMServer", "Fault", "Reply"]
+
+Fault = Literal["timeout", "429", "500", "malformed_json", "refusal", "max_tokens"]
+FAULTS: tuple[Fault, ...] = ("timeout", "429", "500", "malformed_json", "refusal", "max_tokens")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One response: a JSON object to return, or a fault. Content faults (extra fields, wrong
+    enum, invented product, smuggled access filter) are just outputs with that content."""
+
+    output: dict[str, Any] | None = None
+    fault: Fault | None = None
+    input_tokens: int = 600
+    output_tokens: int = 80
+
+
+@dataclass
+class _State:
+    queue: deque[Reply] = field(default_factory=deque)
+    default: Reply | Callable[[str, dict[str, Any]], Reply] = field(default_factory=lambda: Reply(output={}))
+    requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    ttft_s: float = 0.0
+    tokens_per_s: float | None = None
+    hang_s: float = 5.0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (BrokenPipeError, ConnectionResetError)):  # a client that timed out and left
+            return
+        super().handle_error(request, client_address)
+
+
+class FakeLLMServer:
+    """Start with `with FakeLLMServer() as server:` (or `start()`/`stop()`); `server.url` is the base."""
+
+    def __init__(self, *, ttft_s: float = 0.0, tokens_per_s: float | None = None, hang_s: float = 5.0) -> None:
+        self.state = _State(ttft_s=ttft_s, tokens_per_s=tokens_per_s, hang_s=hang_s)
+        self._httpd = _Server(("127.0.0.1", 0), _handler(self.state))
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def requests(self) -> list[tuple[str, dict[str, Any]]]:
+        """(api, body) of every request received: api is "anthropic" or "openai"."""
+        return self.state.requests
+
+    def play(self, *replies: Reply) -> None:
+        """Queue replies for the next requests (then the default applies)."""
+        with self.state.lock:
+            self.state.queue.extend(replies)
+
+    def respond_with(self, reply: Reply | Callable[[str, dict[str, Any]], Reply]) -> None:
+        """The reply to every request once the queue is empty (a callable gets (api, body))."""
+        with self.state.lock:
+            self.state.queue.clear()
+            self.state.default = reply
+
+    def start(self) -> FakeLLMServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeLLMServer:  # noqa: PYI034 - final in practice
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _wait_precisely(seconds: float) -> None:
+    """Sleep, then spin the last few ms: a thread waking from a long sleep on an idle virtual
+    machine can be 10-30 ms late, which would be the fake's timing error, not the client's."""
+    deadline = time.perf_counter() + seconds
+    if seconds > 0.02:
+        time.sleep(seconds - 0.02)
+    while time.perf_counter() < deadline:
+        time.sleep(0)
+
+
+def _anthropic_body(body: dict[str, Any], reply: Reply, text: str, stop: str) -> dict[str, Any]:
+    tool = body.get("tool_choice", {}).get("name") if isinstance(body.get("tool_choice"), dict) else None
+    if tool and stop == "end_turn" and reply.output is not None:
+        content: list[dict[str, Any]] = [{"type": "tool_use", "id": "toolu_fake", "name": tool, "input": reply.output}]
+        stop = "tool_use"
+    else:
+        content = [{"type": "text", "text": text}]
+    return {
+        "id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model", "fake"), "content": content,
+        "stop_reason": stop, "stop_sequence": None,
+        "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
+    }  # fmt: skip
+
+
+def _openai_body(body: dict[str, Any], reply: Reply, text: str | None, finish: str, refusal: str | None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body.get("model", "fake"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": refusal}, "finish_reason": finish, "logprobs": None}],
+        "usage": {"prompt_tokens": reply.input_tokens, "completion_tokens": reply.output_tokens, "total_tokens": reply.input_tokens + reply.output_tokens},
+    }  # fmt: skip
+
+
+def _handler(state: _State) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            super().setup()
+            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(payload).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                # Headers and body in one write: two small writes meet Nagle's algorithm and the
+                # client's delayed ACK, which adds ~40 ms to every reply on loopback.
+                self._headers_buffer.append(b"\r\n")  # type: ignore[attr-defined]
+                self.wfile.write(b"".join(self._headers_buffer) + data)  # type: ignore[attr-defined]
+                self._headers_buffer = []
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
+                pass
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            api = "anthropic" if self.path.endswith("/messages") else "openai" if self.path.endswith("/chat/completions") else ""
+            if not api:
+                self._send(404, {"error": {"type": "not_found", "message": self.path}})
+                return
+            with state.lock:
+                state.requests.append((api, body))
+                default = state.default
+                reply = state.queue.popleft() if state.queue else (default(api, body) if callable(default) else default)
+            self._reply(api, body, reply)
+
+        def _reply(self, api: str, body: dict[str, Any], reply: Reply) -> None:
+            if reply.fault == "timeout":
+                time.sleep(state.hang_s)
+            if reply.fault in ("429", "500"):
+                status = int(reply.fault)
+                kind = "rate_limit_error" if status == 429 else "api_error"
+                err = {"type": "error", "error": {"type": kind, "message": f"fake {status}"}}
+                self._send(status, err, {"retry-after-ms": "1", "x-should-retry": "true"})
+                return
+            wait = state.ttft_s + (reply.output_tokens / state.tokens_per_s if state.tokens_per_s else 0.0)
+            if wait > 0:
+                _wait_precisely(wait)
+            text = json.dumps(reply.output if reply.output is not None else {})
+            if reply.fault == "malformed_json":
+                text = text[: max(1, len(text) // 2)] + " <- cut"
+            if api == "anthropic":
+                stop = {"refusal": "refusal", "max_tokens": "max_tokens"}.get(reply.fault or "", "end_turn")
+                if reply.fault == "refusal":
+                    text = "I can't help with that."
+                elif reply.fault == "max_tokens":
+                    text = text[: max(1, len(text) // 2)]
+                self._send(200, _anthropic_body(body, reply, text, stop))
+            else:
+                finish = "length" if reply.fault == "max_tokens" else "stop"
+                refusal = "I can't help with that." if reply.fault == "refusal" else None
+                content = None if refusal else (text[: max(1, len(text) // 2)] if reply.fault == "max_tokens" else text)
+                self._send(200, _openai_body(body, reply, content, finish, refusal))
+
+    return Handler

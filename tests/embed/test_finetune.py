@@ -1,0 +1,67 @@
+"""Fine-tuning the router's encoder on labelled examples (real model, a tiny training set)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from querywise.embed import fine_tune_encoder, load_embedder, read_manifest
+
+# Our own shop's routing examples: three routes whose wording overlaps on purpose.
+EXAMPLES = [
+    ("where is my parcel", "order_status"), ("has my order shipped yet", "order_status"),
+    ("track my delivery", "order_status"), ("when will my package arrive", "order_status"),
+    ("I want my money back", "refund"), ("how do I get a refund", "refund"),
+    ("refund for a broken speaker", "refund"), ("can I return this for my money", "refund"),
+    ("change the address on my account", "account"), ("reset my password", "account"),
+    ("update my email address", "account"), ("delete my account", "account"),
+    ("what is the meaning of life", "oos"), ("tell me a joke", "oos"),
+]  # fmt: skip
+
+
+def _separation(vectors: np.ndarray, labels: list[str]) -> float:
+    """Mean cosine within routes minus mean cosine across routes."""
+    sims = vectors @ vectors.T
+    same = np.equal.outer(labels, labels) & ~np.eye(len(labels), dtype=bool)
+    other = ~np.equal.outer(labels, labels)
+    return float(sims[same].mean() - sims[other].mean())
+
+
+@pytest.fixture(scope="module")
+def encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("encoder")
+    fine_tune_encoder(EXAMPLES, out, epochs=3, batch_size=4, learning_rate=5e-5, seed=1)
+    return out
+
+
+@pytest.mark.model
+def test_fine_tuning_pulls_each_routes_examples_together(encoder: Path) -> None:
+    texts = [t for t, lab in EXAMPLES if lab != "oos"]
+    labels = [lab for _, lab in EXAMPLES if lab != "oos"]
+    base = load_embedder("torch", cache_dir=None).embed(texts)
+    tuned = load_embedder("torch", cache_dir=None, model_folder=encoder).embed(texts)
+    assert np.allclose(np.linalg.norm(tuned, axis=1), 1.0, atol=1e-5)
+    assert _separation(tuned, labels) > _separation(base, labels) + 0.05
+
+
+@pytest.mark.model
+def test_the_manifest_records_the_training_and_keys_the_cache(encoder: Path, tmp_path: Path) -> None:
+    manifest = read_manifest(encoder)
+    assert (manifest.n_examples, manifest.n_routes, manifest.epochs, manifest.seed) == (12, 3, 3, 1)  # oos left out
+    tuned = load_embedder("torch", cache_dir=tmp_path, model_folder=encoder)
+    base = load_embedder("torch", cache_dir=tmp_path)
+    # Same cache folder, different ids: the router's vectors never stand in for the index's.
+    assert tuned.model_id == manifest.model_id != base.model_id
+    assert not np.allclose(tuned.embed(["where is my parcel"]), base.embed(["where is my parcel"]))
+
+
+def test_a_folder_that_is_not_an_encoder_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="router-train"):
+        load_embedder("torch", cache_dir=None, model_folder=tmp_path)
+
+
+def test_too_few_examples_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="at least 2 routes"):
+        fine_tune_encoder([("a", "x"), ("b", "x")], tmp_path)

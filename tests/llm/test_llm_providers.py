@@ -1,0 +1,136 @@
+"""The real `anthropic` and `openai` SDK clients against the fake server: what goes out, what
+comes back, and how every fault becomes an `LLMError` with the reason the budget counts."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from querywise.config import LLMSettings
+from querywise.files import InputError
+from querywise.llm.factory import provider_from
+from querywise.llm.fake_server import FakeLLMServer, Reply
+from querywise.llm.provider import LLMError, Message, StructuredRequest, normalise
+from querywise.llm.schemas import RewriteOutput
+from querywise.llm.scripted import ScriptedProvider
+
+SCHEMA = RewriteOutput.json_schema()
+REQUEST = StructuredRequest(
+    name="rewrite", instructions="Rewrite it.", messages=(Message("user", "does it fold?"),), schema=SCHEMA, key="does it fold?", timeout_s=0.5, max_tokens=123
+)
+KINDS = ["anthropic", "openai"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_structured_call_sends_the_schema_and_reads_object_usage_and_stop(kind: str, fake: FakeLLMServer, make_provider: Callable[..., Any]) -> None:
+    fake.play(Reply(output={"standalone": "Does the Aero X2 fold?", "clarifying_question": None, "options": None}, input_tokens=612, output_tokens=41))
+    result = make_provider(kind).complete(REQUEST)
+    assert result.parsed["standalone"] == "Does the Aero X2 fold?"
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (612, 41)
+    assert result.latency_s > 0
+    (api, body), = fake.requests
+    assert api == kind and body["max_tokens"] == 123
+    if kind == "anthropic":
+        assert result.stop_reason == "end_turn"
+        assert body["output_config"] == {"format": {"type": "json_schema", "schema": SCHEMA}}
+        assert body["system"] == "Rewrite it." and body["messages"] == [{"role": "user", "content": "does it fold?"}]
+    else:
+        assert result.stop_reason == "stop"
+        assert body["response_format"] == {"type": "json_schema", "json_schema": {"name": "rewrite", "schema": SCHEMA, "strict": True}}
+        assert body["messages"][0] == {"role": "system", "content": "Rewrite it."}
+
+
+def test_anthropic_tool_mode_forces_a_tool_call_with_the_schema(fake: FakeLLMServer, make_provider: Callable[..., Any]) -> None:
+    fake.play(Reply(output={"standalone": None, "clarifying_question": "Which one?", "options": ["A", "B"]}))
+    result = make_provider("anthropic", output="tool").complete(REQUEST)
+    assert result.parsed["options"] == ["A", "B"] and result.stop_reason == "tool_use"
+    body = fake.requests[0][1]
+    assert body["tools"][0]["input_schema"] == SCHEMA and body["tool_choice"]["type"] == "tool"
+    assert "output_config" not in body
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [("timeout", "timeout"), ("429", "rate_limited"), ("500", "server_error"), ("malformed_json", "malformed_json"),
+     ("refusal", "refusal"), ("max_tokens", "max_tokens")],
+)  # fmt: skip
+def test_every_fault_is_an_llm_error_with_its_reason(kind: str, fault: str, reason: str, fake: FakeLLMServer, make_provider: Callable[..., Any]) -> None:
+    fake.respond_with(Reply(output={"standalone": "x"}, fault=fault))  # type: ignore[arg-type]
+    provider = make_provider(kind, max_retries=1)
+    started = time.perf_counter()
+    with pytest.raises(LLMError) as info:
+        provider.complete(REQUEST)
+    assert info.value.reason == reason
+    if fault in ("429", "500", "timeout"):  # retried once by the SDK, then given up
+        assert len(fake.requests) == 2
+    if fault == "timeout":  # two attempts of 0.5 s, not the server's 1 s hang each
+        assert time.perf_counter() - started < 1.9
+    fake.respond_with(Reply(output={}))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_429_then_success_is_retried_by_the_sdk(kind: str, fake: FakeLLMServer, make_provider: Callable[..., Any]) -> None:
+    fake.play(Reply(fault="429"), Reply(output={"standalone": "ok"}))
+    assert make_provider(kind, max_retries=1).complete(REQUEST).parsed == {"standalone": "ok"}
+    assert len(fake.requests) == 2
+
+
+def test_keys_come_from_the_environment_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MY_ANTHROPIC_KEY", raising=False)
+    with pytest.raises(LLMError, match="MY_ANTHROPIC_KEY is not set") as info:
+        provider_from(LLMSettings(provider="anthropic", model="m", api_key_env="MY_ANTHROPIC_KEY"))
+    assert info.value.reason == "unavailable"
+    monkeypatch.setenv("MY_ANTHROPIC_KEY", "sk-from-env")
+    p = provider_from(LLMSettings(provider="anthropic", model="m", api_key_env="MY_ANTHROPIC_KEY"))
+    assert p is not None and p.client.api_key == "sk-from-env"  # type: ignore[attr-defined]
+    p.close()
+    # An OpenAI-compatible local server (Ollama, vLLM...) needs no key.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    local = provider_from(LLMSettings(provider="openai", model="qwen2.5:3b", base_url="http://127.0.0.1:11434/v1"))
+    assert local is not None and str(local.client.base_url).startswith("http://127.0.0.1:11434/v1")  # type: ignore[attr-defined]
+    local.close()
+    assert provider_from(LLMSettings()) is None
+
+
+def test_llamacpp_without_the_extra_says_how_to_install(tmp_path: Path) -> None:
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        with pytest.raises(LLMError, match=r'pip install "querywise\[llamacpp\]"'):
+            provider_from(LLMSettings(provider="llamacpp", gguf_path=tmp_path / "model.gguf"))
+    else:  # pragma: no cover - only where the extra is installed
+        pytest.skip("llama-cpp-python is installed")
+
+
+def test_scripted_provider_keys_on_task_and_normalised_input(tmp_path: Path) -> None:
+    path = tmp_path / "responses.jsonl"
+    path.write_text(
+        '{"task": "rewrite", "input": "Does  IT fold?", "output": {"standalone": null}, "usage": {"input_tokens": 5, "output_tokens": 2}}\n'
+        '{"task": "hyde", "input": "does it fold?", "error": "refusal"}\n',
+        encoding="utf-8",
+    )
+    p = ScriptedProvider.load(path)
+    r = p.complete(REQUEST)
+    assert r.parsed == {"standalone": None} and r.usage.output_tokens == 2
+    with pytest.raises(LLMError) as info:
+        p.complete(StructuredRequest("hyde", "", (), {}, key="does it fold?"))
+    assert info.value.reason == "refusal"
+    with pytest.raises(LLMError) as info:
+        p.complete(StructuredRequest("rewrite", "", (), {}, key="does it swim?"))
+    assert info.value.reason == "not_scripted"
+    assert normalise(" A\tB ") == "a b"
+
+
+def test_scripted_file_errors_name_the_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"task": "plan", "input": "x", "output": {}}\n{"task": "plan", "input": "y", "output": "not an object"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"bad\.jsonl.*2"):
+        ScriptedProvider.load(path)
+    path.write_text('{"task": "plan", "input": "x", "error": "gremlins"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match="unknown error 'gremlins'"):
+        ScriptedProvider.load(path)
