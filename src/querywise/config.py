@@ -105,6 +105,8 @@ class RoutingSettings(_Section):
     examples_file: Path | None = None  # JSONL {"text", "label"}, added to the inline examples
     rules: list[IdentifierRule] = Field(default_factory=list)
     classifier: Literal["centroid", "trained", "auto"] = "auto"
+    # An encoder fine-tuned on the examples (`querywise router-train`); None = the index's embedder.
+    encoder: Path | None = None
     min_margin: float = Field(0.05, ge=0)
     # Below this in-scope signal a message is out of scope. None: no such gate. Choose it on
     # labelled data (`querywise router-eval --val`), never by guessing.

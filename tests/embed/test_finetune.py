@@ -65,3 +65,22 @@ def test_a_folder_that_is_not_an_encoder_is_a_clear_error(tmp_path: Path) -> Non
 def test_too_few_examples_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at least 2 routes"):
         fine_tune_encoder([("a", "x"), ("b", "x")], tmp_path)
+
+
+@pytest.mark.model
+def test_a_deployment_routes_with_its_fine_tuned_encoder(encoder: Path, tmp_path: Path) -> None:
+    from querywise.config import RouteSpec, RoutingSettings, Settings
+    from querywise.understand.pipeline import Understander
+
+    routes = {}
+    for text, label in EXAMPLES:
+        if label != "oos":
+            routes.setdefault(label, []).append(text)
+    settings = Settings(
+        cache_dir=tmp_path,
+        routing=RoutingSettings(routes=[RouteSpec(name=n, examples=ex, search=True) for n, ex in routes.items()], encoder=encoder),
+    )
+    understander = Understander(settings)
+    assert understander.router.embedder.model_id == read_manifest(encoder).model_id
+    assert understander.embedder.model_id != understander.router.embedder.model_id  # retrieval keeps the packaged model
+    assert understander.plan("has my parcel shipped?").route == "order_status"

@@ -35,6 +35,7 @@ def router_eval_cmd(
     oos_label: Annotated[str, typer.Option("--oos-label", help="The label that marks out-of-scope messages.")] = "oos",
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
     html: Annotated[Path | None, typer.Option("--html", help="Also write a confusion-matrix HTML report here.")] = None,
+    encoder: Annotated[Path | None, typer.Option("--encoder", help="A fine-tuned encoder folder (querywise router-train); default: the config's routing.encoder, else the packaged model.", exists=True, file_okay=False)] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Fit a router on --train, choose thresholds on --val, report on --test."""
@@ -43,12 +44,13 @@ def router_eval_cmd(
 
     if classifier not in ("centroid", "trained", "auto"):
         raise fail(f"--classifier must be centroid, trained or auto, not {classifier!r}")
+    settings = settings_from(config)
     try:
         rows = {name: load_labelled(str(p)) if p else None for name, p in (("train", train), ("test", test), ("val", val))}
     except InputError as exc:
         raise fail(str(exc)) from None
     report = evaluate_router(
-        rows["train"] or [], rows["test"] or [], val=rows["val"], embedder=embedder_for(settings_from(config)),
+        rows["train"] or [], rows["test"] or [], val=rows["val"], embedder=embedder_for(settings, model_folder=encoder or settings.routing.encoder),
         classifier=classifier, min_margin=min_margin, max_deferred=max_deferred, oos_label=oos_label,  # type: ignore[arg-type]
     )
     if html is not None:

@@ -92,7 +92,7 @@ def fine_tune_encoder(
     import torch
     from torch.nn import functional as F
 
-    from ._torch import load_sentence_transformer
+    from ._torch import load_sentence_transformer, quiet_transformers
 
     if epochs < 1 or batch_size < 2:
         raise ValueError(f"need epochs >= 1 and batch_size >= 2, got {epochs} and {batch_size}")
@@ -132,7 +132,8 @@ def fine_tune_encoder(
     model.eval()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    model.save(str(out))
+    with quiet_transformers():
+        model.save(str(out))
     manifest = EncoderManifest(
         base_model=MODEL_NAME, examples_sha256=digest, n_examples=sum(len(v) for v in by_route.values()),
         n_routes=len(by_route), epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, seed=seed,

@@ -112,8 +112,9 @@ def _payload_index_kinds(chunks: Sequence[Chunk], wanted: list[str] | None) -> d
     return kinds
 
 
-def embedder_for(settings: Settings) -> Any:
-    """The embedder the settings ask for, with the on-disk cache unless it is turned off."""
+def embedder_for(settings: Settings, *, model_folder: Path | None = None) -> Any:
+    """The embedder the settings ask for, with the on-disk cache unless it is turned off;
+    `model_folder` is a fine-tuned encoder (the router's `routing.encoder`)."""
     from querywise.embed import DEFAULT_KIND, load_embedder
 
     kind = settings.embedding.kind
@@ -121,6 +122,7 @@ def embedder_for(settings: Settings) -> Any:
         DEFAULT_KIND if kind == "auto" else kind,  # type: ignore[arg-type]
         cache_dir=settings.cache_dir / "embeddings" if settings.embedding.cache else None,
         batch_size=settings.embedding.batch_size,
+        model_folder=model_folder,
     )
 
 

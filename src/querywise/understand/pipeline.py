@@ -93,7 +93,12 @@ class Understander:
 
             embedder = embedder_for(settings)
         self.embedder = embedder
-        self.router = Router(settings.routing, load_examples(settings.routing), embedder,
+        router_embedder = embedder
+        if settings.routing.encoder is not None:  # a fine-tuned encoder routes; the index's embedder searches
+            from querywise.index.store import embedder_for
+
+            router_embedder = embedder_for(settings, model_folder=settings.routing.encoder)
+        self.router = Router(settings.routing, load_examples(settings.routing), router_embedder,
                              llm_tier="llm_route" in settings.understanding.moves and (provider is not None or settings.llm.provider != "none"))  # fmt: skip
         self._search_routes = {r.name for r in settings.routing.routes if r.search}
         catalog_path = settings.deployment.catalog
