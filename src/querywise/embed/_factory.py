@@ -31,8 +31,8 @@ def load_embedder(
     With ``cache_dir``, vectors are cached there (see :class:`CachedEmbedder`) and the ONNX
     export is kept under ``cache_dir / "models"``; with None nothing is written to disk and
     "onnx" re-exports the model in memory (a few seconds) on each call. ``model_folder`` is an
-    encoder fine-tuned by `querywise.embed.finetune` (served by torch, whatever ``kind`` says);
-    its vectors are cached under its own model id.
+    encoder fine-tuned by `querywise.embed.finetune`, served by torch for "torch" and by its own
+    ONNX export otherwise (there is no int8 file of it); its vectors are cached under its own id.
 
     >>> embedder = load_embedder("onnx", cache_dir=Path(".cache/querywise"))
     """
@@ -43,9 +43,15 @@ def load_embedder(
         from ._torch import SentenceTransformerEmbedder
         from .finetune import read_manifest
 
-        manifest = read_manifest(model_folder)  # fails fast on a folder that is not one
-        inner = SentenceTransformerEmbedder(batch_size=batch_size, model_folder=model_folder)
-        inner.model_id = manifest.model_id
+        model_id = read_manifest(model_folder).model_id  # fails fast on a folder that is not one
+        if kind == "torch":
+            inner = SentenceTransformerEmbedder(batch_size=batch_size, model_folder=model_folder)
+            inner.model_id = f"{model_id}/torch-fp32"
+        else:
+            from ._onnx import OnnxEmbedder
+
+            export_dir = cache_dir / "models" if cache_dir is not None else None
+            inner = OnnxEmbedder.fp32(export_dir=export_dir, batch_size=batch_size, model_folder=model_folder, model_id=f"{model_id}/onnx-fp32")
     elif kind == "torch":
         from ._torch import SentenceTransformerEmbedder
 

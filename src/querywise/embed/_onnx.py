@@ -93,13 +93,20 @@ class OnnxEmbedder:
 
     @classmethod
     def fp32(
-        cls, *, export_dir: Path | None, batch_size: int = 64, threads: int | None = None
+        cls,
+        *,
+        export_dir: Path | None,
+        batch_size: int = 64,
+        threads: int | None = None,
+        model_folder: Path | None = None,
+        model_id: str = FP32_MODEL_ID,
     ) -> OnnxEmbedder:
-        """The packaged fp32 weights exported to ONNX; the export is kept in ``export_dir``
-        (or redone in memory on every call when it is None)."""
+        """The packaged fp32 weights (or those of ``model_folder``, a fine-tuned copy of the
+        packaged model: same tokenizer and limits) exported to ONNX; the export is kept in
+        ``export_dir`` (or redone in memory on every call when it is None)."""
         return cls(
-            export_fp32_onnx(export_dir),
-            model_id=FP32_MODEL_ID,
+            export_fp32_onnx(export_dir, model_folder),
+            model_id=model_id,
             batch_size=batch_size,
             threads=threads,
         )
@@ -158,14 +165,14 @@ def mean_pool_normalise(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.in
     return unit
 
 
-def export_fp32_onnx(export_dir: Path | None) -> Path | bytes:
+def export_fp32_onnx(export_dir: Path | None, model_folder: Path | None = None) -> Path | bytes:
     """Export the packaged safetensors to ONNX (fp32, dynamic batch and length), offline.
 
     With ``export_dir`` the file is written once, atomically, under a name keyed by the weights'
     sha256 and the export recipe, and later calls return its path without loading torch. Each
     new export is checked against sentence-transformers before it is kept.
     """
-    folder = model_dir()
+    folder = model_folder or model_dir()
     if export_dir is not None:
         target = export_dir / f"{MODEL_NAME}-fp32-{_weights_key(folder)}.onnx"
         if target.is_file():

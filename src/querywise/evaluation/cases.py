@@ -82,6 +82,8 @@ def derive_slices(
     if not set(tags) & set(TURN_SLICES):
         gate = check_follow_up(message, history, catalog=catalog)
         tags.append("follow_up" if gate.needs_context else "standalone")
+        if gate.strength == "weak":  # topic continuity only: the move adds a query, replaces none
+            tags.append("weak_cue")
     if not set(tags) & set(FORM_SLICES):
         tags.append("identifier" if _IDENTIFIER.search(message) else "prose")
     return tags
