@@ -137,7 +137,7 @@ def test_generate_probe_keeps_to_the_passage_vocabulary() -> None:
     with pytest.raises(LLMError, match="battery") as info:
         moves.generate_probe(scripted("probe", passage, {"question": "What is the battery life of Pulse Buds?"}), passage)
     assert info.value.reason == "guard_rejected"
-    assert moves.outside_vocabulary("What is the battery life?", passage) == ["battery", "life"]
+    assert moves.vocabulary_violations("What is the battery life?", passage) == ["battery", "life"]
 
 
 def _plan(output: dict[str, Any], needs: PlanNeeds, message: str = "Does it cover water damage?", history: tuple[str, ...] = ("What's the warranty on the Aero X2?",)) -> Any:

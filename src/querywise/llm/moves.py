@@ -39,7 +39,7 @@ from querywise.llm.schemas import (
     filters_schema,
 )
 from querywise.plan import Ask
-from querywise.text import STOPWORDS_EN, terms_of, words
+from querywise.triage.probes import vocabulary_violations  # the probe's vocabulary rule, one definition
 from querywise.understand.filters import Dropped, validate_filters
 from querywise.understand.guard import check_rewrite
 
@@ -256,24 +256,6 @@ def extract_filters_llm(
     return Called(ExtractedFilters(semantic, where, tuple(dropped)), result, version, tuple(f"{d.field}={d.value!r}: {d.reason}" for d in dropped))
 
 
-# Words any question may use without taking them from the passage.
-_QUESTION_WORDS = frozenset(
-    ["what", "which", "how", "why", "when", "where", "who", "whom", "whose", "does", "do", "did", "can", "could", "would", "should", "shall", "may", "might", "must", "is", "are", "was", "were", "am", "been", "being", "have", "has", "had", "about", "i", "me", "my", "we", "our", "you", "your", "there", "any", "much", "many", "some", "than", "from"]
-)
-
-
-def outside_vocabulary(question: str, passage: str) -> list[str]:
-    """Content words of `question` whose stem does not occur in `passage` (the probe's rule)."""
-    have = set(terms_of(words(passage), stopwords=False))
-    out: list[str] = []
-    for w in words(question):
-        if w in STOPWORDS_EN or w in _QUESTION_WORDS or "-" in w or "." in w:
-            continue
-        if terms_of([w], stopwords=False)[0] not in have and w not in out:
-            out.append(w)
-    return out
-
-
 def generate_probe(provider: Provider, passage: str, *, timeout_s: float = 5.0) -> str:
     """A question the passage answers, in the passage's own vocabulary (checked here: a question
     that uses a content word the passage lacks raises `LLMError("guard_rejected")`).
@@ -286,6 +268,6 @@ def generate_probe(provider: Provider, passage: str, *, timeout_s: float = 5.0) 
     q = out.question.strip()
     if not q:
         raise _violation(result, "empty question")
-    if outside := outside_vocabulary(q, passage):
+    if outside := vocabulary_violations(q, passage):
         raise _rejected(result, f"probe {q!r} uses words not in the passage: {outside}")
     return q
