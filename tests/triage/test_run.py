@@ -143,3 +143,20 @@ def test_cli_malformed_input_names_the_line(index_dir: Path, tmp_path: Path) -> 
     assert "failures.jsonl:2:" in " ".join(result.output.split()) and "no gold" in result.output  # type: ignore[attr-defined]
     result = _cli(index_dir, tmp_path, [FAILURES[0]], "--eval-total", "400")
     assert result.exit_code == 2 and "go together" in result.output  # type: ignore[attr-defined]
+
+
+def test_cli_lets_a_configured_llm_write_the_generated_probe(
+    index_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, broken: BrokenEmbedder
+) -> None:
+    monkeypatch.setattr("querywise.index.store.embedder_for", lambda settings: broken)
+    faq = "FAQ 2: gift cards never expire."
+    script = tmp_path / "script.jsonl"
+    script.write_text(json.dumps({"task": "probe", "input": faq, "output": {"question": "Do gift cards expire?"}}) + "\n", encoding="utf-8")
+    config = tmp_path / "q.toml"
+    config.write_text(f'[llm]\nprovider = "scripted"\nscripted_file = "{script}"\n', encoding="utf-8")
+    result = _cli(index_dir, tmp_path, [FAILURES[5], FAILURES[4]], "--json", "--config", str(config))
+    assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
+    evidence = {c["id"]: c["evidence"] for c in json.loads(result.stdout)["cases"]}  # type: ignore[attr-defined]
+    assert (evidence["generation"]["generated_by"], evidence["generation"]["generated_probe"]) == ("llm", "Do gift cards expire?")
+    # No recorded answer for the other passage: the deterministic question, and the reason kept.
+    assert evidence["neighbour"]["generated_by"] == "deterministic" and evidence["neighbour"]["probe_error"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -20,7 +21,26 @@ from querywise.cli._app import (
     progress,
     settings_from,
 )
+from querywise.config import Settings
 from querywise.files import InputError
+
+
+def _llm_probe_writer(settings: Settings) -> Callable[[str], str] | None:
+    """With an `[llm]` provider configured, the LLM writes the generated probe (its vocabulary
+    checked in code; a failure falls back to the deterministic question, kept as evidence)."""
+    if settings.llm.provider == "none":
+        return None
+    from querywise.llm.factory import provider_from
+    from querywise.llm.moves import generate_probe
+    from querywise.llm.provider import LLMError
+
+    try:
+        provider = provider_from(settings.llm)
+    except LLMError as exc:
+        raise fail(str(exc)) from None
+    if provider is None:
+        return None
+    return lambda passage: generate_probe(provider, passage, timeout_s=settings.llm.timeout_s)
 
 
 @app.command("triage")
@@ -71,13 +91,14 @@ def triage_cmd(
         ix = Index.open(index, settings=settings)
     except IndexError_ as exc:
         raise fail(str(exc)) from None
+    write_probe = _llm_probe_writer(settings)
     started = time.perf_counter()
     with ix:
         if as_json:
-            cases = triage_cases(picked, ix, sources=docs, labels=human, k=k, mode=mode)  # type: ignore[arg-type]
+            cases = triage_cases(picked, ix, sources=docs, labels=human, k=k, mode=mode, write_probe=write_probe)  # type: ignore[arg-type]
         else:
             with progress() as phase:
-                cases = triage_cases(picked, ix, sources=docs, labels=human, k=k, mode=mode, progress=phase)  # type: ignore[arg-type]
+                cases = triage_cases(picked, ix, sources=docs, labels=human, k=k, mode=mode, progress=phase, write_probe=write_probe)  # type: ignore[arg-type]
     report = build_report(cases, population, k=k, mode=mode, seed=seed if sample else None, fpc=fpc)
     report = report.model_copy(update={"seconds": round(time.perf_counter() - started, 3)})
     if html is not None:
