@@ -307,7 +307,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="10k chunks, no HNSW sweep, 10k BM25 speed run")
     ap.add_argument("--readme", action="store_true", help="only re-render README.md")
-    ap.add_argument("--skip", default="", help="comma-separated: scale,bm25,embed,latency,rewrite,router,triage,evaluation,llm_latency")
+    ap.add_argument("--skip", default="", help="comma-separated: scale,bm25,embed,latency,rewrite,router,triage,evaluation,weak_followups,llm_latency")
     a = ap.parse_args()
     if a.readme:
         log(f"wrote {render_readme()}")
@@ -336,7 +336,7 @@ def main() -> None:
         run_module("bench.rewrite_cast2019", [])
     if "router" not in skip and not a.quick:  # about 12 minutes: the full run only
         run_module("bench.router_clinc150", [])
-    for name in ("triage", "evaluation", "llm_latency"):  # each writes bench/results/<name>*.json
+    for name in ("triage", "evaluation", "weak_followups", "llm_latency"):  # each writes bench/results/<name>*.json
         if name not in skip:
             run_module(f"bench.{name}", ["--quick"] if a.quick else [])
     log(f"wrote {render_readme()} ({time.time() - t0:.0f}s)")
