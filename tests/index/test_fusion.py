@@ -23,3 +23,11 @@ def test_rrf_fuses_on_ids_not_text() -> None:
 def test_rrf_weights_must_match() -> None:
     with pytest.raises(ValueError):
         rrf([["a"]], weights=[1.0, 2.0])
+
+
+def test_equal_fused_scores_rank_by_point_id_whatever_order_the_engine_returns() -> None:
+    from querywise.index.engine import EngineHit, break_ties
+
+    hits = [EngineHit(7, 0.03, {}), EngineHit(3, 0.05, {}), EngineHit(9, 0.05, {}), EngineHit(1, 0.03, {})]
+    for order in (hits, hits[::-1]):
+        assert [h.id for h in break_ties(list(order), 3)] == [3, 9, 1]

@@ -80,10 +80,16 @@ def _edge_filter(where: Where | None):  # type: ignore[no-untyped-def]
     return qe.Filter(must=must)
 
 
+TIE_MARGIN = 10
+
+
 def fused_limit(q: EngineQuery) -> int:
-    """Every fused candidate comes back, so that ties are broken by `break_ties`, not by the
-    engine, which orders equal RRF scores arbitrarily from one call to the next."""
-    return max(q.limit, 2 * q.depth)
+    """A few fused candidates past `limit`, so that `break_ties` sees every point tied with the
+    last one kept: the engine orders equal RRF scores arbitrarily from one call to the next.
+    With two lists a tie is one point at ranks (a, b) and another at (b, a), or one point only in
+    each list at the same rank: groups of two, well inside the margin. (Fetching the whole fused
+    list instead cost 4 ms a search on SciFact.)"""
+    return q.limit + TIE_MARGIN
 
 
 def break_ties(hits: list[EngineHit], limit: int) -> list[EngineHit]:
