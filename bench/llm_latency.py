@@ -131,6 +131,17 @@ def _markdown(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _added(plain: Any, u: Any, history: list[str], message: str, session: dict[str, str]) -> tuple[Any, float, float]:
+    """The plan with the LLM tier, its seconds, and the seconds it adds over the plan without."""
+    t = time.perf_counter()
+    plain.plan(message, history=history, session=session)
+    base = time.perf_counter() - t
+    t = time.perf_counter()
+    plan = u.plan(message, history=history, session=session)
+    took = time.perf_counter() - t
+    return plan, took, took - base
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="OpenAI client only, 2 chains")
@@ -182,16 +193,11 @@ def main() -> None:
             _warm_up(u.tier.provider)
             added, added_llm, plan_s = [], [], []
             for h, m, _ in messages:
-                t = time.perf_counter()
-                plain.plan(m, history=h, session=session)
-                base = time.perf_counter() - t
-                t = time.perf_counter()
-                p = u.plan(m, history=h, session=session)
-                took = time.perf_counter() - t
-                added.append(took - base)
+                p, took, extra = _added(plain, u, h, m, session)
+                added.append(extra)
                 plan_s.append(took)
                 if any(s.llm_calls for s in p.trace):
-                    added_llm.append(took - base)
+                    added_llm.append(extra)
             share = len(added_llm) / len(messages)
             gated_model = cost_model(price=Price(usd_per_m_in=1.0, usd_per_m_out=5.0), ttft_s=TTFT_S, tokens_per_s=TOKENS_PER_S, one_call=ONE_CALL, gated_share=share)
             p95_model = one_s if share > 0.05 else 0.0
@@ -236,14 +242,9 @@ def main() -> None:
         firsts = [(h, m) for h, m, s in messages if s is None and searched(h, m)][:n_chain]
         chain_added = []
         for h, m in firsts:
-            t = time.perf_counter()
-            plain.plan(m, history=h, session=session)
-            base = time.perf_counter() - t
-            t = time.perf_counter()
-            p = chain_u.plan(m, history=h, session=session)
-            took = time.perf_counter() - t
+            p, _, extra = _added(plain, chain_u, h, m, session)
             assert sum(s.llm_calls for s in p.trace) == 3, [(s.move, s.status, s.reason) for s in p.trace]
-            chain_added.append(took - base)
+            chain_added.append(extra)
         chain_u.close()
         results["chain_added_mean"] = _within(float(np.mean(chain_added)), chain_s)
         results["chain_n_messages"] = len(chain_added)
