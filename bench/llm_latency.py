@@ -21,8 +21,11 @@ Writes bench/results/llm_latency.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import multiprocessing as mp
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -131,6 +134,32 @@ def _markdown(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _fake_provider_process(server_class: Any, reply: Any) -> Iterator[str]:
+    """Run the fake provider in a forked process and yield its URL once (close the generator
+    to stop it). In this process its threads would share the GIL with the client: on an idle
+    VM the reply then reached the client 70-110 ms after the simulated wait (5-13 ms from a
+    separate process), which is the fake's error, not the client's."""
+    ctx = mp.get_context("fork")  # the reply is a closure: it is inherited, not pickled
+    urls: Any = ctx.Queue()
+    stop = ctx.Event()
+
+    def serve() -> None:
+        with server_class(ttft_s=TTFT_S, tokens_per_s=TOKENS_PER_S) as fake:
+            fake.respond_with(reply)
+            urls.put(fake.url)
+            stop.wait()
+
+    process = ctx.Process(target=serve, daemon=True)
+    process.start()
+    try:
+        yield urls.get(timeout=30)
+    finally:
+        stop.set()
+        process.join(timeout=5)
+        if process.is_alive():
+            process.terminate()
+
+
 def _added(plain: Any, u: Any, history: list[str], message: str, session: dict[str, str]) -> tuple[Any, float, float]:
     """The plan with the LLM tier, its seconds, and the seconds it adds over the plan without."""
     t = time.perf_counter()
@@ -163,10 +192,14 @@ def main() -> None:
     from querywise.llm.overlap import plan_and_execute
     from querywise.understand.pipeline import Understander
 
+    messages = _messages(n)
+    standalones = {m: s for _, m, s in messages if s is not None}
+    # Forked before any model or thread pool exists in this process.
+    server = _fake_provider_process(FakeLLMServer, _responder(standalones))
+    url = next(server)
     base_settings = load_settings(demo_file("querywise.toml"))
     embedder = embedder_for(base_settings)
     index = build_index(demo_corpus(), WORK / "llm-latency-demo-index", settings=base_settings, embedder=embedder)
-    messages = _messages(n)
     session = {"market": "eu"}
     plain = Understander(base_settings, embedder=embedder, lexicon=index.lexicon)
     for h, m, _ in messages:  # warm the embedding cache and lazy imports
@@ -184,12 +217,10 @@ def main() -> None:
     chain_s = 3 * call_latency_s(CHAIN_CALL[1], ttft_s=TTFT_S, tokens_per_s=TOKENS_PER_S)
     results: dict[str, Any] = {"assumptions": {"ttft_s": TTFT_S, "tokens_per_s": TOKENS_PER_S, "one_call_tokens": ONE_CALL, "chain_call_tokens": CHAIN_CALL},
                                "cost_model": json.loads(model.model_dump_json()), "clients": {}}  # fmt: skip
-    standalones = {m: s for _, m, s in messages if s is not None}
-    with FakeLLMServer(ttft_s=TTFT_S, tokens_per_s=TOKENS_PER_S) as server:
-        server.respond_with(_responder(standalones))
+    with contextlib.closing(server):
         for kind in ("openai",) if args.quick else ("openai", "anthropic"):
             log(f"llm_latency: {kind} client, {n} messages")
-            u = Understander(with_moves(["llm_rewrite", "llm_route"]), embedder=embedder, lexicon=index.lexicon, provider=_provider(kind, server.url))
+            u = Understander(with_moves(["llm_rewrite", "llm_route"]), embedder=embedder, lexicon=index.lexicon, provider=_provider(kind, url))
             _warm_up(u.tier.provider)
             added, added_llm, plan_s = [], [], []
             for h, m, _ in messages:
@@ -205,7 +236,7 @@ def main() -> None:
             # Overlap: the same messages, plan+execute in sequence against plan_and_execute
             # (no cache, so every gated message really waits for the LLM).
             u.close()
-            u = Understander(with_moves(["llm_rewrite", "llm_route"], cache_size=0), embedder=embedder, lexicon=index.lexicon, provider=_provider(kind, server.url))
+            u = Understander(with_moves(["llm_rewrite", "llm_route"], cache_size=0), embedder=embedder, lexicon=index.lexicon, provider=_provider(kind, url))
             _warm_up(u.tier.provider)
             seq, ovl, reused = [], [], 0
             for h, m, _ in messages:
@@ -233,7 +264,7 @@ def main() -> None:
                             "mean_saved_ms": round((float(np.mean(seq)) - float(np.mean(ovl))) * 1000, 3)},
             }
         log(f"llm_latency: chain of 3 calls, {n_chain} messages")
-        chain_u = Understander(with_moves(["multi_query", "hyde", "step_back"]), embedder=embedder, lexicon=index.lexicon, provider=_provider("openai", server.url))
+        chain_u = Understander(with_moves(["multi_query", "hyde", "step_back"]), embedder=embedder, lexicon=index.lexicon, provider=_provider("openai", url))
         _warm_up(chain_u.tier.provider)
         def searched(h: list[str], m: str) -> bool:  # the enrichments run on search routes, not on rule lookups
             p = plain.plan(m, history=h, session=session)
