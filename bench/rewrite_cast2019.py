@@ -37,7 +37,7 @@ from bench import DATA, RESULTS, ROOT, write_json
 from querywise.catalog import Catalog
 from querywise.evaluation.rewrites import RewriteReport, RewriteRow, differs, evaluate_rewrites, load_rewrite_rows
 from querywise.understand.followup import check_follow_up
-from querywise.understand.guard import check_rewrite, terms
+from querywise.checks.guard import check_rewrite, terms
 
 COMMAND = ".venv/bin/python -m bench.rewrite_cast2019"
 PRONOUNS = frozenset(

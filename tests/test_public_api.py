@@ -10,7 +10,7 @@ def test_exported_members() -> None:
     assert querywise.__all__ == sorted(querywise.__all__)
     assert set(querywise.__all__) == {
         "AnyOf", "Chunk", "Chunker", "ChunkingSettings", "ConfigError", "CorpusError", "EmbeddingSettings",
-        "Hit", "Index", "IndexError_", "IndexSettings", "Manifest", "Match", "Range", "Settings", "Where",
+        "Hit", "Index", "IndexStoreError", "IndexSettings", "Manifest", "Match", "Range", "Settings", "Where",
         "WhereSyntaxError", "build_index", "load_corpus", "load_settings", "parse_where", "rrf",
         "TriageReport", "load_failures", "triage_cases",
     }

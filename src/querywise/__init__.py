@@ -12,7 +12,7 @@ from querywise.chunking import Chunker
 from querywise.conditions import AnyOf, Match, Range, Where, WhereSyntaxError, parse_where
 from querywise.config import ChunkingSettings, ConfigError, EmbeddingSettings, IndexSettings, Settings, load_settings
 from querywise.corpus import Chunk, CorpusError, load_corpus
-from querywise.index import Hit, Index, IndexError_, Manifest, build_index, rrf
+from querywise.index import Hit, Index, IndexStoreError, Manifest, build_index, rrf
 from querywise.triage import TriageReport, load_failures, triage_cases
 
 __version__ = "0.1.0"
@@ -27,7 +27,7 @@ __all__ = [
     "EmbeddingSettings",
     "Hit",
     "Index",
-    "IndexError_",
+    "IndexStoreError",
     "IndexSettings",
     "Manifest",
     "Match",

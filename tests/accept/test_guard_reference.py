@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from querywise.catalog import Catalog, Entity
-from querywise.understand.guard import check_rewrite
+from querywise.checks.guard import check_rewrite
 
 if not (Path(__file__).resolve().parents[2].parent / "shared").exists():
     pytest.skip("acceptance data (../shared) not found", allow_module_level=True)

@@ -10,7 +10,7 @@ import pytest
 from querywise.conditions import parse_where
 from querywise.config import Settings
 from querywise.corpus import Chunk
-from querywise.index import Index, IndexError_, build_index, rrf
+from querywise.index import Index, IndexStoreError, build_index, rrf
 from querywise.index.lexical import doc_length
 from querywise.text import analyze
 
@@ -130,13 +130,13 @@ def test_a_rebuild_replaces_and_cleans_up(tmp_path: Path, index: Index, shop: li
 def test_refuses_to_write_into_a_foreign_folder(tmp_path: Path, shop: list[Chunk], hash_embedder, settings: Settings) -> None:  # type: ignore[no-untyped-def]
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "keep.txt").write_text("mine")
-    with pytest.raises(IndexError_, match="not a querywise index"):
+    with pytest.raises(IndexStoreError, match="not a querywise index"):
         build_index(shop, tmp_path / "docs", settings=settings, embedder=hash_embedder)
     assert (tmp_path / "docs" / "keep.txt").read_text() == "mine"
 
 
 def test_opening_a_non_index_says_how_to_make_one(tmp_path: Path) -> None:
-    with pytest.raises(IndexError_, match="querywise index"):
+    with pytest.raises(IndexStoreError, match="querywise index"):
         Index.open(tmp_path)
 
 
@@ -145,7 +145,7 @@ def test_an_index_refuses_a_different_embedding_model(tmp_path: Path, index: Ind
         model_id, dim = "other-model/x", 64
 
     index.close()
-    with pytest.raises(IndexError_, match="embedded with"):
+    with pytest.raises(IndexStoreError, match="embedded with"):
         Index.open(tmp_path / "ix", settings=settings, embedder=Other())
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from querywise.checks.vocabulary import vocabulary_violations
 from querywise.triage.probes import (
     deterministic_probe,
     generated_probe,
     key_sentence,
     literal_probe,
-    vocabulary_violations,
 )
 
 PASSAGE = ("Pairing mode starts after the power key is held for five seconds. "

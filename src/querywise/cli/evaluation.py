@@ -132,7 +132,7 @@ def eval_cmd(
     from querywise.evaluation.cases import load_beir, load_cases
     from querywise.evaluation.metrics import MetricError, parse_metrics
     from querywise.evaluation.report import evaluate, render_terminal, report_json
-    from querywise.index import Index, IndexError_
+    from querywise.index import Index, IndexStoreError
 
     settings = settings_from(config)
     if mode not in ("dense", "bm25", "hybrid"):
@@ -150,7 +150,7 @@ def eval_cmd(
             catalog = Catalog.load(settings.deployment.catalog) if settings.deployment.catalog else None
             loaded = load_cases(cases, catalog=catalog)
         ix = Index.open(index, settings=settings)
-    except (InputError, IndexError_) as exc:
+    except (InputError, IndexStoreError) as exc:
         raise fail(str(exc)) from None
     requested = None if ablate is None else [a for a in ablate if a != "all"]
     try:

@@ -23,7 +23,7 @@ def index_cmd(
     config: ConfigOpt = None,
 ) -> None:
     """Build (or atomically rebuild) an index of SOURCE in the folder --index."""
-    from querywise.index import IndexError_, build_index
+    from querywise.index import IndexStoreError, build_index
 
     settings = settings_from(config)
     c = settings.chunking
@@ -35,7 +35,7 @@ def index_cmd(
     try:
         with progress() as report:
             ix = build_index(chunks, index, settings=settings, progress=report)
-    except IndexError_ as exc:
+    except IndexStoreError as exc:
         raise fail(str(exc)) from None
     m = ix.manifest
     err.print(
@@ -56,7 +56,7 @@ def search_cmd(
     config: ConfigOpt = None,
 ) -> None:
     """Search the index; filters run inside the engine."""
-    from querywise.index import Index, IndexError_
+    from querywise.index import Index, IndexStoreError
 
     if mode not in ("dense", "bm25", "hybrid"):
         raise fail(f"--mode must be dense, bm25 or hybrid, not {mode!r}")
@@ -66,7 +66,7 @@ def search_cmd(
         raise fail(str(exc)) from None
     try:
         ix = Index.open(index, settings=settings_from(config))
-    except IndexError_ as exc:
+    except IndexStoreError as exc:
         raise fail(str(exc)) from None
     with ix:
         hits = ix.search(query, mode=mode, k=k, where=condition or None)  # type: ignore[arg-type]

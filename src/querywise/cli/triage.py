@@ -62,7 +62,7 @@ def triage_cmd(
 ) -> None:
     """For each failure, find the gold passage, ask the index whether it can retrieve itself, and
     sort the failure into the place where it is repaired."""
-    from querywise.index.store import Index, IndexError_
+    from querywise.index.store import Index, IndexStoreError
     from querywise.triage import (
         build_report,
         load_failures,
@@ -89,7 +89,7 @@ def triage_cmd(
     picked = sample_failures(data.failures, sample, seed)
     try:
         ix = Index.open(index, settings=settings)
-    except IndexError_ as exc:
+    except IndexStoreError as exc:
         raise fail(str(exc)) from None
     write_probe = _llm_probe_writer(settings)
     started = time.perf_counter()

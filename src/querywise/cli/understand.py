@@ -90,7 +90,7 @@ def ask_cmd(
     import datetime as dt
 
     from querywise.execute import execute
-    from querywise.index import Index, IndexError_
+    from querywise.index import Index, IndexStoreError
     from querywise.planlog import append_plan
     from querywise.understand.access import AccessError
     from querywise.understand.pipeline import Understander
@@ -101,7 +101,7 @@ def ask_cmd(
     sess = session_from(session)
     try:
         ix = Index.open(index, settings=settings)
-    except IndexError_ as exc:
+    except IndexStoreError as exc:
         raise fail(str(exc)) from None
     with ix:
         try:

@@ -28,7 +28,7 @@ from querywise.catalog import Catalog
 from querywise.files import InputError, read_jsonl
 from querywise.text import normalize
 from querywise.understand.followup import check_follow_up
-from querywise.understand.guard import DEFAULT_IDENTIFIER_PATTERNS, check_rewrite
+from querywise.checks.guard import DEFAULT_IDENTIFIER_PATTERNS, check_rewrite
 
 __all__ = [
     "GateExample",

@@ -30,13 +30,13 @@ from querywise.corpus import Chunk
 from querywise.index.engine import EdgeEngine, Engine, EngineHit, EnginePoint, EngineQuery, Mode
 from querywise.index.lexical import Lexicon
 
-__all__ = ["FORMAT_VERSION", "Hit", "embedder_for", "Index", "IndexError_", "Manifest", "Progress", "build_index"]
+__all__ = ["FORMAT_VERSION", "Hit", "embedder_for", "Index", "IndexStoreError", "Manifest", "Progress", "build_index"]
 
 FORMAT_VERSION = 1
 _BATCH = 512
 
 
-class IndexError_(RuntimeError):  # noqa: N801  (IndexError is a builtin)
+class IndexStoreError(RuntimeError):
     """The index folder is missing, foreign, or was built for something else."""
 
 
@@ -132,7 +132,7 @@ def _build_lock(root: Path) -> Iterator[None]:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise IndexError_(f"{root}: another build is running") from None
+            raise IndexStoreError(f"{root}: another build is running") from None
         yield
 
 
@@ -152,9 +152,9 @@ def build_index(
     settings = settings or Settings()
     root = Path(path)
     if root.exists() and any(root.iterdir()) and not (root / "CURRENT").exists():
-        raise IndexError_(f"{root} exists and is not a querywise index; refusing to write into it")
+        raise IndexStoreError(f"{root} exists and is not a querywise index; refusing to write into it")
     if not chunks:
-        raise IndexError_("nothing to index")
+        raise IndexStoreError("nothing to index")
     (root / "builds").mkdir(parents=True, exist_ok=True)
     started = time.time()
     with _build_lock(root):
@@ -251,16 +251,16 @@ class Index:
         root = Path(path)
         current = root / "CURRENT"
         if not current.exists():
-            raise IndexError_(f"{root} is not a querywise index (no CURRENT file); build one with `querywise index`")
+            raise IndexStoreError(f"{root} is not a querywise index (no CURRENT file); build one with `querywise index`")
         build = root / "builds" / current.read_text().strip()
         try:
             manifest = Manifest.model_validate_json((build / "manifest.json").read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise IndexError_(f"{build}: manifest missing; rebuild the index") from None
+            raise IndexStoreError(f"{build}: manifest missing; rebuild the index") from None
         if manifest.format_version != FORMAT_VERSION:
-            raise IndexError_(f"{root}: index format {manifest.format_version}, this querywise reads {FORMAT_VERSION}; rebuild it")
+            raise IndexStoreError(f"{root}: index format {manifest.format_version}, this querywise reads {FORMAT_VERSION}; rebuild it")
         if embedder is not None and embedder.model_id.split("/")[0] != manifest.embedder.split("/")[0]:
-            raise IndexError_(f"{root} was embedded with {manifest.embedder}, not {embedder.model_id}")
+            raise IndexStoreError(f"{root} was embedded with {manifest.embedder}, not {embedder.model_id}")
         engine: Engine
         if manifest.engine == "edge":
             engine = EdgeEngine.open(build / "shard")

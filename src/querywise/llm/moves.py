@@ -39,9 +39,9 @@ from querywise.llm.schemas import (
     filters_schema,
 )
 from querywise.plan import Ask
-from querywise.triage.probes import vocabulary_violations  # the probe's vocabulary rule, one definition
+from querywise.checks.vocabulary import vocabulary_violations
 from querywise.understand.filters import Dropped, validate_filters
-from querywise.understand.guard import check_rewrite
+from querywise.checks.guard import check_rewrite
 
 __all__ = [
     "Called",

@@ -21,7 +21,7 @@ from querywise.llm.provider import LLMError, Provider
 from querywise.llm.schemas import PlanOutput, clean_filters, filters_schema
 from querywise.plan import Ask, Assume
 from querywise.understand.filters import Dropped, validate_filters
-from querywise.understand.guard import check_rewrite
+from querywise.checks.guard import check_rewrite
 
 __all__ = ["PlanNeeds", "PlanOutcome", "plan_call"]
 

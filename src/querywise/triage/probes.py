@@ -17,20 +17,15 @@ from collections.abc import Callable, Mapping
 
 from pydantic import BaseModel
 
-from querywise.text import STOPWORDS_EN, analyze, terms_of, words
+from querywise.checks.vocabulary import vocabulary_violations
+from querywise.text import STOPWORDS_EN, analyze
 
-__all__ = ["GeneratedProbe", "WriteProbe", "deterministic_probe", "generated_probe", "key_sentence", "literal_probe", "vocabulary_violations"]
+__all__ = ["GeneratedProbe", "WriteProbe", "deterministic_probe", "generated_probe", "key_sentence", "literal_probe"]
 
 LITERAL_TOKENS = 40
 WriteProbe = Callable[[str], str]
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-# The words any question may use without borrowing them from the passage.
-_QUESTION_WORDS = frozenset(
-    ["what", "which", "how", "why", "when", "where", "who", "whom", "whose", "does", "do", "did", "can", "could", "would", "should", "shall", "may", "might", "must", "is", "are", "was", "were", "am", "been", "being", "have", "has", "had", "about", "i", "me", "my", "we", "our", "you", "your", "there", "any", "much", "many", "some", "than", "from"]
-)
-
-
 def literal_probe(text: str, n_tokens: int = LITERAL_TOKENS) -> str:
     """The first `n_tokens` whitespace tokens of `text`, verbatim."""
     return " ".join(text.split()[:n_tokens])
@@ -47,18 +42,6 @@ def deterministic_probe(text: str, idf: Callable[[str], float], *, max_words: in
     sentence = key_sentence(text, idf)
     content = [w for w in re.findall(r"[^\W_][\w'\-]*", sentence) if w.lower() not in STOPWORDS_EN]
     return "What about " + " ".join(content[:max_words]) + "?"
-
-
-def vocabulary_violations(question: str, passage: str) -> list[str]:
-    """Content words of `question` whose stem is not in `passage` (question words allowed)."""
-    have = set(terms_of(words(passage), stopwords=False))
-    out: list[str] = []
-    for w in words(question):
-        if w in STOPWORDS_EN or w in _QUESTION_WORDS or "-" in w or "." in w:
-            continue
-        if terms_of([w], stopwords=False)[0] not in have and w not in out:
-            out.append(w)
-    return out
 
 
 class GeneratedProbe(BaseModel):

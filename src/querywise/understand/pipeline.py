@@ -47,7 +47,7 @@ from querywise.understand.access import access_from_session
 from querywise.understand.ambiguity import disambiguate
 from querywise.understand.filters import extract_filters
 from querywise.understand.followup import check_follow_up, concat_standalone
-from querywise.understand.guard import check_rewrite
+from querywise.checks.guard import check_rewrite
 from querywise.understand.route import Router, load_examples
 from querywise.understand.spelling import SpellChecker
 

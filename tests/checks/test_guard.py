@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from querywise.catalog import Catalog, Entity
-from querywise.understand.guard import GuardResult, check_rewrite, terms
+from querywise.checks.guard import GuardResult, check_rewrite, terms
 
 DEMO = Path(__file__).resolve().parents[2] / "src" / "querywise" / "demo"
 
