@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: run test accept bench setup clean
+.PHONY: run test test-quick lint accept bench setup clean
 
 setup: $(STAMP)
 
@@ -23,8 +23,18 @@ $(STAMP): pyproject.toml requirements.lock
 run: $(STAMP)
 	$(BIN)/querywise demo --index demo-index
 
-test: $(STAMP)
+test: lint
 	$(BIN)/python -m pytest
+
+# The unit tests without the ones that load the embedding model (marked `model`): seconds, not minutes.
+test-quick: $(STAMP)
+	$(BIN)/python -m pytest -m "not model"
+
+# Lint, types and the layer contract (pyproject.toml: [tool.ruff], [tool.mypy], [tool.importlinter]).
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 accept: $(STAMP)
 	@if [ -d ../shared ]; then \

@@ -110,7 +110,7 @@ def machine_info() -> dict[str, Any]:
         "sentence-transformers", "torch", "onnxruntime", "numpy", "pydantic", "ranx",
     ]
     return {
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "command": " ".join([Path(sys.executable).name, *sys.argv]) if sys.argv else "",
         "argv": sys.argv,
         "cwd": os.getcwd(),

@@ -192,10 +192,9 @@ def overlap_at_10(a: dict[str, list[str]], b: dict[str, list[str]]) -> float:
 
 
 def scifact_library_index(docs: list[tuple[str, str, str]]) -> tuple[Any, dict[str, Any]]:
+    from bench.synth import LookupEmbedder, embed_cached
     from querywise.corpus import Chunk
     from querywise.index import build_index
-
-    from bench.synth import LookupEmbedder, embed_cached
 
     chunks = [Chunk(id=i, title=t, text=x) for i, t, x in docs]
     texts = [c.search_text for c in chunks]
@@ -217,9 +216,8 @@ def main() -> None:
     a = ap.parse_args()
     command = a.command or "python -m bench.bm25_engines " + " ".join(sys.argv[1:])
     started = time.time()
-    from querywise.index.fusion import rrf
-
     from bench.synth import embed_cached
+    from querywise.index.fusion import rrf
 
     docs, queries, qrels = load_scifact()
     ids = [d[0] for d in docs]
@@ -292,10 +290,9 @@ def main() -> None:
 
 def synth_speed(n: int) -> dict[str, Any]:
     """BM25 build and query speed of each way over n synthetic chunks (200 real queries)."""
-    from querywise.index import Index, build_index
-
     from bench.scale import LIB_DEFAULT, index_path
     from bench.synth import query_texts, synth_chunks, synth_embedder
+    from querywise.index import Index, build_index
 
     chunks, vecs = synth_chunks(n)
     ids = [c.id for c in chunks]

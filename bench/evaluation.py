@@ -5,7 +5,7 @@
                                          # + SciFact (300 test queries): bm25 / dense / hybrid
 
 Everything runs through the product: `load_doc2dial` / `load_beir`, `build_index`, then
-`Understander` + `execute` per case (`querywise.evaluation`). No LLM. Indexes are built under
+`QueryWise.ask` per case (`querywise.evaluation`). No LLM. Indexes are built under
 bench/work/; the embedding cache (~/.cache/querywise) makes reruns fast. Writes
 bench/results/evaluation[-quick].json and bench/results/evaluation.html (the HTML report of the
 doc2dial run, screenshotted for docs/eval-report.png).
@@ -60,6 +60,7 @@ def doc2dial(n_cases: int | None, settings: Any, *, html: Path | None) -> dict[s
     from querywise.evaluation.harness import Arm, run_arm
     from querywise.evaluation.metrics import parse_metrics
     from querywise.evaluation.report import EvalReport
+    from querywise.service import QueryWise
 
     c = settings.chunking
     chunker = Chunker(max_chars=c.max_chars, overlap=c.overlap, identifier_pattern=c.identifier_pattern)
@@ -70,11 +71,12 @@ def doc2dial(n_cases: int | None, settings: Any, *, html: Path | None) -> dict[s
     ix = _build(chunks, "eval-doc2dial", settings)
     metrics = parse_metrics(D2D_METRICS)
     t = time.perf_counter()
-    main = run_arm(cases, ix, settings, Arm(name="configured", moves=tuple(settings.understanding.moves)), metrics)
+    qw = QueryWise(settings, ix)
+    main = run_arm(cases, qw, Arm(name="configured", moves=tuple(settings.understanding.moves)), metrics)
     warm_s = time.perf_counter() - t  # first pass: embeds what the cache lacks
     plan = plan_ablation(settings, ["all", "follow_up", "spelling", "filters", "ambiguity", "dense", "bm25"])
     t = time.perf_counter()
-    ablation = run_ablation(cases, ix, settings, plan, metrics)
+    ablation = run_ablation(cases, qw, plan, metrics)
     ablation_s = time.perf_counter() - t
     log(f"doc2dial ablation: {len(cases)} cases x {len(plan.arms)} arms in {ablation_s:.1f}s (first pass {warm_s:.1f}s)")
     for r in ablation.arms:
@@ -88,6 +90,7 @@ def doc2dial(n_cases: int | None, settings: Any, *, html: Path | None) -> dict[s
         html.write_text(eval_report_html(report, title="querywise evaluation: doc2dial"), encoding="utf-8")
         log(f"wrote {html}")
     fu = {(d.slice, d.metric): _delta(d) for d in ablation.deltas if d.arm == "+follow_up"}
+    qw.close()
     ix.close()
     return {
         "n_cases": len(cases),
@@ -115,16 +118,19 @@ def scifact(settings: Any) -> dict[str, Any]:
     from querywise.evaluation.cases import load_beir
     from querywise.evaluation.harness import Arm, run_arm
     from querywise.evaluation.metrics import parse_metrics
+    from querywise.service import QueryWise
 
     chunks, cases = load_beir(DATA / "scifact", split="test")
     log(f"SciFact: {len(chunks)} docs, {len(cases)} test queries")
     ix = _build(chunks, "eval-scifact", settings)
     metrics = parse_metrics(SCIFACT_METRICS)
     out: dict[str, Any] = {"n_docs": len(chunks), "n_queries": len(cases), "anchors_ndcg@10": SCIFACT_ANCHORS}
+    qw = QueryWise(settings, ix)
     for mode in ("bm25", "dense", "hybrid"):
-        r = run_arm(cases, ix, settings, Arm(name=mode, mode=mode), metrics)
+        r = run_arm(cases, qw, Arm(name=mode, mode=mode), metrics)
         out[mode] = {k: round(v, 4) for k, v in r.overall.items()} | {"latency_ms": r.latency_ms}
         log(f"SciFact {mode}: {out[mode]}")
+    qw.close()
     ix.close()
     out["bm25s_lucene_reference"] = _bm25s_reference(chunks, cases)
     return out

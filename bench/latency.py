@@ -43,18 +43,18 @@ def main() -> None:
     from querywise.demo import demo_corpus, demo_file
     from querywise.embed import DEFAULT_KIND, load_embedder
     from querywise.index import build_index
-    from querywise.understand.pipeline import Understander
+    from querywise.service import QueryWise
 
     settings = load_settings(demo_file("querywise.toml"))
     cached = load_embedder(DEFAULT_KIND, cache_dir=settings.cache_dir / "embeddings")
     uncached = load_embedder(DEFAULT_KIND, cache_dir=None)
     index = build_index(demo_corpus(), WORK / "latency-demo-index", settings=settings, embedder=cached)
-    understander = Understander(settings, embedder=uncached, lexicon=index.lexicon)
-    router = understander.router
+    qw = QueryWise(settings, index, embedder=uncached)
+    router = qw.understander.router
     messages = _messages(args.n)
     vectors = np.asarray(cached.embed(messages), dtype=np.float32)
     for m in messages[:20]:  # warm up lazy imports and caches
-        understander.plan(m)
+        qw.plan(m)
 
     decision, with_embedding, plan = [], [], []
     today = dt.date(2026, 11, 29)
@@ -67,8 +67,9 @@ def main() -> None:
         with_embedding.append(time.perf_counter() - t)
         history = [messages[i - 1]] if i % 2 else []
         t = time.perf_counter()
-        understander.plan(m, history=history, session={"market": "eu"}, today=today)
+        qw.plan(m, history=history, session={"market": "eu"}, today=today)
         plan.append(time.perf_counter() - t)
+    qw.close()
     index.close()
     result = {
         "n_messages": len(messages),

@@ -13,7 +13,7 @@ Compared with `querywise.llm.cost.cost_model`:
 - gated: mean and p95 added latency over all messages, at the measured share that called it;
 - a chain of three calls (500 / 40 each: multi-query, HyDE, step-back): mean added latency.
 
-Also: the overlap (`plan_and_execute`) against planning then executing, on the same messages.
+Also: the overlap (`QueryWise.ask`) against planning then executing, on the same messages.
 Each client makes one warm-up call first (SDK imports, first connection: a per-process cost).
 Writes bench/results/llm_latency.json.
 """
@@ -184,13 +184,11 @@ def main() -> None:
         load_settings,
     )
     from querywise.demo import demo_corpus, demo_file
-    from querywise.execute import execute
+    from querywise.embed import embedder_for
     from querywise.index import build_index
-    from querywise.index.store import embedder_for
     from querywise.llm.cost import call_latency_s, cost_model
     from querywise.llm.fake_server import FakeLLMServer
-    from querywise.llm.overlap import plan_and_execute
-    from querywise.understand.pipeline import Understander
+    from querywise.service import QueryWise
 
     messages = _messages(n)
     standalones = {m: s for _, m, s in messages if s is not None}
@@ -201,7 +199,7 @@ def main() -> None:
     embedder = embedder_for(base_settings)
     index = build_index(demo_corpus(), WORK / "llm-latency-demo-index", settings=base_settings, embedder=embedder)
     session = {"market": "eu"}
-    plain = Understander(base_settings, embedder=embedder, lexicon=index.lexicon)
+    plain = QueryWise(base_settings, index, embedder=embedder)
     for h, m, _ in messages:  # warm the embedding cache and lazy imports
         plain.plan(m, history=h, session=session)
 
@@ -220,8 +218,9 @@ def main() -> None:
     with contextlib.closing(server):
         for kind in ("openai",) if args.quick else ("openai", "anthropic"):
             log(f"llm_latency: {kind} client, {n} messages")
-            u = Understander(with_moves(["llm_rewrite", "llm_route"]), embedder=embedder, lexicon=index.lexicon, provider=_provider(kind, url))
-            _warm_up(u.tier.provider)
+            provider = _provider(kind, url)
+            u = QueryWise(with_moves(["llm_rewrite", "llm_route"]), index, embedder=embedder, provider=provider)
+            _warm_up(provider)
             added, added_llm, plan_s = [], [], []
             for h, m, _ in messages:
                 p, took, extra = _added(plain, u, h, m, session)
@@ -232,23 +231,23 @@ def main() -> None:
             share = len(added_llm) / len(messages)
             gated_model = cost_model(price=Price(usd_per_m_in=1.0, usd_per_m_out=5.0), ttft_s=TTFT_S, tokens_per_s=TOKENS_PER_S, one_call=ONE_CALL, gated_share=share)
             p95_model = one_s if share > 0.05 else 0.0
-            report = u.tier.budget.report()
-            # Overlap: the same messages, plan+execute in sequence against plan_and_execute
-            # (no cache, so every gated message really waits for the LLM).
+            report = u.understander.tier.budget.report()  # type: ignore[union-attr]
+            # Overlap: the same messages, plan then execute in sequence against `ask` with the
+            # overlap (no cache, so every gated message really waits for the LLM).
             u.close()
-            u = Understander(with_moves(["llm_rewrite", "llm_route"], cache_size=0), embedder=embedder, lexicon=index.lexicon, provider=_provider(kind, url))
-            _warm_up(u.tier.provider)
+            u = QueryWise(with_moves(["llm_rewrite", "llm_route"], cache_size=0), index, embedder=embedder, provider=provider)
             seq, ovl, reused = [], [], 0
             for h, m, _ in messages:
                 t = time.perf_counter()
-                execute(u.plan(m, history=h, session=session), index, k=10)
+                u.execute(u.plan(m, history=h, session=session), k=10)
                 seq.append(time.perf_counter() - t)
                 t = time.perf_counter()
-                r = plan_and_execute(u, index, m, history=h, session=session, k=10)
+                r = u.ask(m, history=h, session=session, k=10)
                 ovl.append(time.perf_counter() - t)
                 step = r.plan.step("overlap")
-                reused += int(bool(step and step.details.get("reused")))
+                reused += int(step is not None and step.status == "ran")
             u.close()
+            provider.close()
             results["clients"][kind] = {
                 "n_messages": len(messages),
                 "share_calling_llm": round(share, 4),
@@ -260,15 +259,17 @@ def main() -> None:
                 "budget": json.loads(report.model_dump_json()),
                 "usd_per_1000_measured": round(report.cost_usd / len(messages) * 1000, 4),
                 "usd_per_1000_model_at_measured_share": gated_model.gated.usd_per_1000,
-                "overlap": {"sequential": percentiles(seq), "plan_and_execute": percentiles(ovl), "reused_raw_search": reused,
+                "overlap": {"sequential": percentiles(seq), "overlapped": percentiles(ovl), "reused_raw_search": reused,
                             "mean_saved_ms": round((float(np.mean(seq)) - float(np.mean(ovl))) * 1000, 3)},
             }
         log(f"llm_latency: chain of 3 calls, {n_chain} messages")
-        chain_u = Understander(with_moves(["multi_query", "hyde", "step_back"]), embedder=embedder, lexicon=index.lexicon, provider=_provider("openai", url))
-        _warm_up(chain_u.tier.provider)
+        chain_provider = _provider("openai", url)
+        chain_u = QueryWise(with_moves(["multi_query", "hyde", "step_back"]), index, embedder=embedder, provider=chain_provider)
+        _warm_up(chain_provider)
         def searched(h: list[str], m: str) -> bool:  # the enrichments run on search routes, not on rule lookups
             p = plain.plan(m, history=h, session=session)
-            return bool(p.queries) and p.step("route").details["source"] != "rule"  # type: ignore[union-attr]
+            route = p.step("route")
+            return bool(p.queries) and route is not None and route.routing is not None and route.routing.source != "rule"
 
         firsts = [(h, m) for h, m, s in messages if s is None and searched(h, m)][:n_chain]
         chain_added = []
@@ -277,8 +278,10 @@ def main() -> None:
             assert sum(s.llm_calls for s in p.trace) == 3, [(s.move, s.status, s.reason) for s in p.trace]
             chain_added.append(extra)
         chain_u.close()
+        chain_provider.close()
         results["chain_added_mean"] = _within(float(np.mean(chain_added)), chain_s)
         results["chain_n_messages"] = len(chain_added)
+    plain.close()
     index.close()
     checks = [results["chain_added_mean"]["within_10pct"]]
     for c in results["clients"].values():

@@ -25,6 +25,7 @@ Writes bench/results/rewrite_cast2019.json and bench/results/rewrite_cast2019.md
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import time
@@ -35,14 +36,13 @@ from typing import Any
 
 from bench import DATA, RESULTS, ROOT, write_json
 from querywise.catalog import Catalog
+from querywise.checks.guard import check_rewrite, terms
 from querywise.evaluation.rewrites import RewriteReport, RewriteRow, differs, evaluate_rewrites, load_rewrite_rows
 from querywise.understand.followup import check_follow_up
-from querywise.checks.guard import check_rewrite, terms
 
 COMMAND = ".venv/bin/python -m bench.rewrite_cast2019"
 PRONOUNS = frozenset(
-    "it its itself they them their theirs themselves he him his himself she her hers herself "
-    "this that these those".split()
+    ["it", "its", "itself", "they", "them", "their", "theirs", "themselves", "he", "him", "his", "himself", "she", "her", "hers", "herself", "this", "that", "these", "those"]
 )
 Gate = Callable[[str, Sequence[str]], bool]
 
@@ -133,7 +133,7 @@ def clinc_standalone(data: Path) -> dict[str, Any] | None:
         cues.update({c.split(":")[0] for c in verdict.cues})
     # The same messages after a message of another intent (the one before it in the file):
     # a change of subject, so every flag is false again; weak ones only add a query.
-    after_other = [check_follow_up(text, [prev]) for (prev, a), (text, b) in zip(test, test[1:], strict=False) if a != b]
+    after_other = [check_follow_up(text, [prev]) for (prev, a), (text, b) in itertools.pairwise(test) if a != b]
     return {
         "messages": len(messages),
         "flagged": flagged,

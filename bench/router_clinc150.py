@@ -45,12 +45,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # run from a checkout without installing
 
 from querywise.embed import DEFAULT_KIND, load_embedder  # noqa: E402
-from querywise.understand.classify import (  # noqa: E402
-    CentroidClassifier,
+from querywise.understand.calibration import choose_thresholds  # noqa: E402
+from querywise.understand.classifiers import CentroidClassifier, TrainedClassifier  # noqa: E402
+from querywise.understand.decision import (  # noqa: E402
     RouteClassifier,
     Thresholds,
-    TrainedClassifier,
-    choose_thresholds,
     decide,
     decide_many,
 )
@@ -263,7 +262,7 @@ def per_route(kind: np.ndarray, label: np.ndarray, y: np.ndarray, routes: tuple[
     f1 = np.where(P + R > 0, 2 * P * R / np.where(P + R > 0, P + R, 1), 0.0)
     worst = np.argsort(np.nan_to_num(f1, nan=0.0))[:5]
     wrong = routed & ins & (label != y)
-    pairs = Counter(zip(y[wrong].tolist(), label[wrong].tolist())).most_common(10)
+    pairs = Counter(zip(y[wrong].tolist(), label[wrong].tolist(), strict=True)).most_common(10)
     oos_to = Counter(label[routed & ~ins].tolist()).most_common(5)
     return {
         "precision": {"macro": float(np.nanmean(P)), "min": float(np.nanmin(P)), "p10": float(np.nanquantile(P, 0.1))},
@@ -512,7 +511,7 @@ def markdown(res: dict[str, Any]) -> str:
             out.append(f"| {row['what']} | {row['chosen_on']} | {pct(v['answered_accuracy'])} / {pct(v['deferred_share'])} / {pct(v['oos_recall'])} | "
                        f"{pct(t['answered_accuracy'])} | {pct(t['deferred_share'])} | {pct(t['oos_recall'])} | {pct(t['in_scope_accuracy'])} | "
                        f"{pct(t['in_scope_rejected_as_oos'])} | {pct(t['deferred_share_oos'])} | {th['min_margin']:.4f} | {th['min_in_scope']:.4f} |")
-    out += ["", "## Reading the results", ""] + findings(res)
+    out += ["", "## Reading the results", "", *findings(res)]
     out += ["", "## Exploration before the table", "", SCRATCH_NOTES]
     return "\n".join(out) + "\n"
 

@@ -238,7 +238,7 @@ def render_generic(name: str, d: dict[str, Any]) -> list[str]:
             from bench.embed_throughput import _markdown
 
             return [*out, _markdown(d), ""]
-        except Exception:  # noqa: BLE001 - fall back to the flat table
+        except Exception:
             pass
     if m.get("packages"):
         out += [f"Machine: {_machine_line(m)}", ""]

@@ -85,9 +85,8 @@ def _force_payload_m(payload_m: int) -> None:
 
 
 def do_build(n: int, m: int, efc: int, out: Path, payload_m: int | None = None) -> None:
-    from querywise.index import build_index
-
     from bench.synth import describe, synth_chunks, synth_embedder
+    from querywise.index import build_index
 
     t = time.perf_counter()
     chunks, vecs = synth_chunks(n)
@@ -104,7 +103,7 @@ def do_build(n: int, m: int, efc: int, out: Path, payload_m: int | None = None) 
 
     cpu: dict[str, float] = {}
 
-    def progress(phase: str, total: int | None):  # noqa: ANN202
+    def progress(phase: str, total: int | None):
         phases.setdefault(phase, time.perf_counter())
         cpu.setdefault(phase, time.process_time())
         return lambda k: None
@@ -168,10 +167,9 @@ def _recall(approx: list[list[str]], exact: list[list[str]]) -> float:
 
 def do_search(n: int, m: int, efc: int, efs: list[int], main_ef: int, latency: bool, out: Path,
               payload_m: int | None = None, acorn_efs: list[int] | None = None) -> None:
+    from bench.synth import FILTER, query_vectors
     from querywise.conditions import parse_where
     from querywise.index import Index
-
-    from bench.synth import FILTER, query_vectors
 
     texts, qv, _ = query_vectors()
     dense = [v.tolist() for v in qv]
@@ -382,14 +380,17 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.build:
-        return do_build(a.build, a.m, a.efc, a.out, a.payload_m)
+        do_build(a.build, a.m, a.efc, a.out, a.payload_m)
+        return
     if a.search:
-        return do_search(a.search, a.m, a.efc, [int(x) for x in a.efs.split(",")], a.ef, a.latency, a.out, a.payload_m,
-                         [int(x) for x in a.acorn_efs.split(",") if x])
+        do_search(a.search, a.m, a.efc, [int(x) for x in a.efs.split(",")], a.ef, a.latency, a.out, a.payload_m,
+                  [int(x) for x in a.acorn_efs.split(",") if x])
+        return
 
     command = a.command or "python -m bench.scale " + " ".join(sys.argv[1:])
     if a.followup:
-        return followup(a, command)
+        followup(a, command)
+        return
     started = time.time()
     tmp = WORK / "scale-tmp"
     tmp.mkdir(parents=True, exist_ok=True)

@@ -317,7 +317,7 @@ def main() -> None:
     _, qv, qmeta = query_vectors()
     log(f"queries: {qv.shape} {qmeta}")
     t = time.time()
-    chunks, vecs = synth_chunks(10_000)
+    chunks, _ = synth_chunks(10_000)
     log(f"10k synthetic chunks in {time.time() - t:.1f}s")
     for c in chunks[: args.sample]:
         print(json.dumps(c.model_dump(), ensure_ascii=False)[:400])

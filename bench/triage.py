@@ -199,7 +199,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="only the 60-failure timing run")
     a = ap.parse_args()
     from querywise.config import Settings
-    from querywise.index.store import embedder_for
+    from querywise.embed import embedder_for
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     WORK.mkdir(parents=True, exist_ok=True)

@@ -67,6 +67,7 @@ def test_bad_config_is_reported_with_its_field(tmp_path: Path, index_dir: Path) 
     assert result.exit_code == 2 and "index.rrf_k" in result.stderr
 
 
+@pytest.mark.model
 def test_ask_plans_and_searches_the_demo(tmp_path: Path) -> None:
     """`ask` on the demo shop: a typo'd follow-up is made standalone, corrected and searched."""
     from querywise.config import load_settings
@@ -101,6 +102,7 @@ def test_rewrite_eval_json(tmp_path: Path) -> None:
     assert (report["n"], report["gate_recall"], report["gate_precision"], report["guard_false_alarm_rate"]) == (2, 1.0, 1.0, 0.0)
 
 
+@pytest.mark.model
 def test_router_train_writes_an_encoder_folder(tmp_path: Path) -> None:
     rows = [("where is my parcel", "orders"), ("track my delivery", "orders"), ("has it shipped", "orders"),
             ("refund please", "refunds"), ("I want my money back", "refunds"), ("return for a refund", "refunds")]  # fmt: skip

@@ -35,7 +35,7 @@ def test_several_queries_fuse_with_weighted_rrf_on_ids(index: Index) -> None:
     lists = [r.ids for r in result.per_query]
     assert lists[0] != lists[1]  # the misspelt original finds less
     expected = rrf(lists, k=60, weights=[1.0, 0.5])[:4]
-    assert [(h.id, pytest.approx(s)) for h, (_, s) in zip(result.hits, expected)] == [(cid, pytest.approx(s)) for cid, s in expected]
+    assert [(h.id, pytest.approx(s)) for h, (_, s) in zip(result.hits, expected, strict=True)] == [(cid, pytest.approx(s)) for cid, s in expected]
     assert [h.rank for h in result.hits] == list(range(1, len(expected) + 1))
 
 

@@ -28,4 +28,4 @@ def test_stop_words_are_the_ones_bm25s_measured_with() -> None:
 
     from querywise.text import STOPWORDS_EN
 
-    assert STOPWORDS_EN == frozenset(BM25S_EN)
+    assert frozenset(BM25S_EN) == STOPWORDS_EN

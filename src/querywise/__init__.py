@@ -2,45 +2,98 @@
 diagnoses its retrieval failures.
 
     >>> import querywise as qw
-    >>> index = qw.build_index(qw.load_corpus("docs/"), "my-index")   # doctest: +SKIP
-    >>> index.search("warranty on the X3", mode="hybrid", k=5)          # doctest: +SKIP
+    >>> index = qw.build_index(qw.load_corpus("docs/"), "my-index")                  # doctest: +SKIP
+    >>> with qw.QueryWise(qw.load_settings("querywise.toml"), index) as deployment:  # doctest: +SKIP
+    ...     result = deployment.ask("does it fold?", history=["Aero X2 specs"], session={"market": "eu"})
 
-Importing this package is cheap: torch, ONNX Runtime and the vector engine load on first use.
+`QueryWise` is the front door of a deployment (plan, ask, search); `evaluate` and
+`triage_cases` are the offline verbs. Importing this package is cheap: torch, ONNX Runtime and
+the vector engine load on first use.
 """
 
 from querywise.chunking import Chunker
 from querywise.conditions import AnyOf, Match, Range, Where, WhereSyntaxError, parse_where
 from querywise.config import ChunkingSettings, ConfigError, EmbeddingSettings, IndexSettings, Settings, load_settings
 from querywise.corpus import Chunk, CorpusError, load_corpus
+from querywise.evaluation.cases import Case, load_beir, load_cases
+from querywise.evaluation.compare import compare_runs, load_run
+from querywise.evaluation.metrics import parse_metrics
+from querywise.evaluation.report import EvalReport, evaluate
+from querywise.evaluation.result import EvalResult
+from querywise.execute import PlanResult, execute
+from querywise.files import InputError
 from querywise.index import Hit, Index, IndexStoreError, Manifest, build_index, rrf
-from querywise.triage import TriageReport, load_failures, triage_cases
+from querywise.llm import LLMError, Provider, ScriptedProvider
+from querywise.plan import Answer, Ask, Assume, Cover, PlanQuery, QueryPlan, TraceStep, plan_json_schema
+from querywise.service import QueryWise
+from querywise.triage import (
+    TriageReport,
+    build_report,
+    load_failures,
+    load_labels,
+    load_sources,
+    population_of,
+    sample_failures,
+    triage_cases,
+)
+from querywise.understand.pipeline import Understander
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Answer",
     "AnyOf",
+    "Ask",
+    "Assume",
+    "Case",
     "Chunk",
     "Chunker",
     "ChunkingSettings",
     "ConfigError",
     "CorpusError",
+    "Cover",
     "EmbeddingSettings",
+    "EvalReport",
+    "EvalResult",
     "Hit",
     "Index",
-    "IndexStoreError",
     "IndexSettings",
+    "IndexStoreError",
+    "InputError",
+    "LLMError",
     "Manifest",
     "Match",
+    "PlanQuery",
+    "PlanResult",
+    "Provider",
+    "QueryPlan",
+    "QueryWise",
     "Range",
+    "ScriptedProvider",
     "Settings",
+    "TraceStep",
     "TriageReport",
+    "Understander",
     "Where",
     "WhereSyntaxError",
     "build_index",
+    "build_report",
+    "compare_runs",
+    "evaluate",
+    "execute",
+    "load_beir",
+    "load_cases",
     "load_corpus",
     "load_failures",
+    "load_labels",
+    "load_run",
     "load_settings",
+    "load_sources",
+    "parse_metrics",
     "parse_where",
+    "plan_json_schema",
+    "population_of",
     "rrf",
+    "sample_failures",
     "triage_cases",
 ]

@@ -1,19 +1,73 @@
 """Payload conditions: the one filter language of the index, the CLI and the plan.
 
 A `Where` is an AND of conditions on payload fields. Engines translate it into their own
-filter type and execute it inside the engine; nothing here filters results in Python.
+filter type and execute it inside the engine; search never filters results in Python.
+
+`Where.matches(payload)` states what a condition means on one payload, with the semantics the
+Qdrant engines apply, for checks that must not trust the engine (the evaluation's access probe):
+
+- a field is a key path: `a.b` descends into objects, `a[]` into every element of an array,
+  `a[2]` into one element; a list found at the end of the path counts as its elements (one level);
+- `Match` and `AnyOf` compare typed values: a string equals a string, an integer an integer (not
+  a float such as 179.0, not a bool), a bool a bool; a list field matches when an element does;
+- `Range` holds when one number at the path (int or float, never a bool or a numeric string)
+  lies within every bound of the range;
+- a missing field, a null, an empty list or a value of another type meets no condition;
+- an empty `Where` matches every payload.
+
+(One divergence is the embedded engine's, not the language's: qdrant-edge-py 0.9 hands a bool
+match to the engine as the integer 0/1, so there `flag=true` finds `flag: 1` and not `flag: true`.
+The server and `matches` compare bools as bools.)
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["AnyOf", "Condition", "describe", "Match", "Range", "Where", "WhereSyntaxError", "parse_where"]
+__all__ = ["AnyOf", "Condition", "Match", "Range", "Where", "WhereSyntaxError", "describe", "parse_where", "values_at"]
 
 Scalar = str | int | bool
+
+_SEGMENT = re.compile(r"([^\[\]]+)((?:\[\d*\])*)")
+_BRACKET = re.compile(r"\[(\d*)\]")
+
+
+def values_at(payload: Mapping[str, Any], path: str) -> list[Any]:
+    """The values a condition on `path` sees in `payload`, as Qdrant resolves a key path.
+
+    >>> values_at({"shop": {"tags": ["a", "b"]}, "sizes": [{"eu": 42}, {"eu": 43}]}, "shop.tags")
+    ['a', 'b']
+    >>> values_at({"sizes": [{"eu": 42}, {"eu": 43}]}, "sizes[].eu"), values_at({"sizes": [{"eu": 42}]}, "sizes.eu")
+    ([42, 43], [])
+    """
+    found: list[Any] = [payload]
+    for part in path.split("."):
+        m = _SEGMENT.fullmatch(part)
+        if m is None:
+            return []
+        key, brackets = m.groups()
+        found = [v[key] for v in found if isinstance(v, Mapping) and key in v]
+        for index in _BRACKET.findall(brackets):  # a[]: every element of an array; a[2]: one
+            arrays = [v for v in found if isinstance(v, list | tuple)]
+            found = [e for v in arrays for e in (v if index == "" else v[int(index) : int(index) + 1])]
+    return [e for v in found for e in (v if isinstance(v, list | tuple) else [v])]
+
+
+def _equal(found: Any, value: Scalar) -> bool:
+    """Typed equality: True is not 1, 179 is not 179.0, "1" is not 1."""
+    if isinstance(value, bool) or isinstance(found, bool):
+        return isinstance(found, bool) and isinstance(value, bool) and found == value
+    if isinstance(value, int):
+        return isinstance(found, int) and found == value
+    return isinstance(found, str) and found == value
+
+
+def _number(found: Any) -> bool:
+    return isinstance(found, int | float) and not isinstance(found, bool)
 
 
 class Match(BaseModel):
@@ -24,6 +78,9 @@ class Match(BaseModel):
     field: str
     value: Scalar
 
+    def matches(self, payload: Mapping[str, Any]) -> bool:
+        return any(_equal(v, self.value) for v in values_at(payload, self.field))
+
 
 class AnyOf(BaseModel):
     """`field` equals one of `values` (for a list field: shares one)."""
@@ -32,6 +89,9 @@ class AnyOf(BaseModel):
     kind: Literal["any"] = "any"
     field: str
     values: tuple[Scalar, ...] = Field(min_length=1)
+
+    def matches(self, payload: Mapping[str, Any]) -> bool:
+        return any(_equal(v, want) for v in values_at(payload, self.field) for want in self.values)
 
 
 class Range(BaseModel):
@@ -51,6 +111,17 @@ class Range(BaseModel):
             raise ValueError(f"range on {self.field!r} has no bound")
         return self
 
+    def matches(self, payload: Mapping[str, Any]) -> bool:
+        return any(_number(v) and self._holds(v) for v in values_at(payload, self.field))
+
+    def _holds(self, v: float) -> bool:
+        return (
+            (self.gt is None or v > self.gt)
+            and (self.gte is None or v >= self.gte)
+            and (self.lt is None or v < self.lt)
+            and (self.lte is None or v <= self.lte)
+        )
+
 
 Condition = Annotated[Match | AnyOf | Range, Field(discriminator="kind")]
 
@@ -66,6 +137,14 @@ class Where(BaseModel):
 
     def __bool__(self) -> bool:
         return bool(self.conditions)
+
+    def matches(self, payload: Mapping[str, Any]) -> bool:
+        """Whether `payload` meets every condition (see the module docstring for the semantics).
+
+        >>> parse_where(["markets=eu", "price<200"]).matches({"markets": ["eu", "uk"], "price": 179})
+        True
+        """
+        return all(c.matches(payload) for c in self.conditions)
 
 
 class WhereSyntaxError(ValueError):

@@ -147,11 +147,15 @@ Move = Literal[DeterministicMove, LLMMove]  # flattens: get_args(Move) lists eve
 LLM_MOVES: tuple[str, ...] = get_args(LLMMove)
 
 
+def _default_moves() -> list[Move]:
+    return ["follow_up", "filters", "spelling", "ambiguity"]
+
+
 class UnderstandingSettings(_Section):
     """Which moves run. A move that is off still leaves a trace step saying so, which is what
     an ablation compares (LLM moves leave none while no `[llm]` provider is configured)."""
 
-    moves: list[Move] = Field(default_factory=lambda: ["follow_up", "filters", "spelling", "ambiguity"])
+    moves: list[Move] = Field(default_factory=_default_moves)
 
 
 class Price(_Section):
@@ -238,7 +242,7 @@ class Settings(_Section):
         names = {r.name for r in self.routing.routes}
         if not names:
             return self
-        referenced = [(f"routing.rules[{i}].route", r.route) for i, r in enumerate(self.routing.rules)]
+        referenced: list[tuple[str, str | None]] = [(f"routing.rules[{i}].route", r.route) for i, r in enumerate(self.routing.rules)]
         referenced += [("routing.default_route", self.routing.default_route), ("routing.out_of_scope_route", self.routing.out_of_scope_route)]
         referenced += [(f"routing.high_stakes[{i}]", r) for i, r in enumerate(self.routing.high_stakes)]
         referenced += [(f"llm.timeouts.{r}", r) for r in self.llm.timeouts] + [(f"llm.fail_policy.{r}", r) for r in self.llm.fail_policy]

@@ -4,6 +4,7 @@ fuse with weighted RRF on chunk ids, and say why when nothing comes back."""
 from __future__ import annotations
 
 import time
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from querywise.conditions import Where, describe

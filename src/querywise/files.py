@@ -24,8 +24,8 @@ class InputError(ValueError):
 def open_text(path: Path) -> io.TextIOBase:
     """Open UTF-8 text, transparently gunzipping `.gz` files."""
     if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")  # type: ignore[return-value]
-    return open(path, encoding="utf-8")  # noqa: SIM115  (closed by the caller)
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    return open(path, encoding="utf-8")
 
 
 def read_jsonl(path: Path | str, *, error: type[InputError] = InputError) -> Iterator[tuple[int, dict[str, Any]]]:

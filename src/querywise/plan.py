@@ -22,9 +22,11 @@ __all__ = [
     "Ask",
     "Assume",
     "Cover",
+    "LLMCallInfo",
     "PlanQuery",
     "QueryKind",
     "QueryPlan",
+    "RouteEvidence",
     "TraceStep",
     "plan_json_schema",
 ]
@@ -81,8 +83,40 @@ Action = Annotated[Answer | Assume | Ask | Cover, Field(discriminator="type")]
 Status = Literal["ran", "skipped", "fallback", "failed"]
 
 
+class LLMCallInfo(_Model):
+    """The LLM call behind a trace step: what ran, what it cost, and how it failed if it did."""
+
+    model: str | None = None
+    prompt_version: str | None = None
+    timeout_s: float | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    # hit: served from the single-turn cache; never: a conversational input is never cached
+    cache: Literal["hit", "miss", "never"] | None = None
+    fallback: str | None = None  # the failure reason (querywise.llm.FailureReason) when it fell back
+    policy: Literal["open", "closed"] | None = None  # the route's failure policy, on a fallback
+
+
+class RouteEvidence(_Model):
+    """How the router decided: which source, with which scores."""
+
+    source: Literal["rule", "classifier", "unsure", "out_of_scope", "default"]
+    scores: dict[str, float] = Field(default_factory=dict)
+    margin: float | None = None
+    in_scope: float | None = None
+    rule: str | None = None  # the identifier rule that fired
+
+    @property
+    def deferred(self) -> bool:
+        """The classifier was unsure: the LLM tier's cue."""
+        return self.source == "unsure"
+
+
 class TraceStep(_Model):
-    """What one move did: whether it ran, why, what it changed, and what it cost."""
+    """What one move did: whether it ran, why, what it changed, and what it cost.
+
+    Code reads the typed fields (`llm`, `routing`); `details` is the move's evidence for people
+    and logs, in whatever shape suits the move."""
 
     move: str
     status: Status
@@ -91,6 +125,8 @@ class TraceStep(_Model):
     latency_ms: float = 0.0
     llm_calls: int = 0
     cost_usd: float = 0.0
+    llm: LLMCallInfo | None = None
+    routing: RouteEvidence | None = None
     details: dict[str, Any] = Field(default_factory=dict)
 
 

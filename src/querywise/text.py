@@ -9,6 +9,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import Protocol
 
 __all__ = ["IDENTIFIER_COMPOUND", "STOPWORDS_EN", "analyze", "normalize", "terms_of", "words"]
 
@@ -41,13 +42,18 @@ def words(text: str) -> list[str]:
 # Lucene's classic English stop set, the list bm25s uses for its SciFact numbers (a test keeps
 # the two equal). Inlined: importing bm25s for it pulls scipy and numba, ~1 s at first use.
 STOPWORDS_EN = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their then "
-    "there these they this to was will with".split()
+    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with"]
 )
 
 
+class _Stemmer(Protocol):
+    """What we use of PyStemmer's `Stemmer.Stemmer` (the package ships no type information)."""
+
+    def stemWord(self, word: str) -> str: ...  # noqa: N802  (PyStemmer's name)
+
+
 @lru_cache(maxsize=1)
-def _stemmer():  # type: ignore[no-untyped-def]
+def _stemmer() -> _Stemmer:
     import Stemmer
 
     return Stemmer.Stemmer("english")

@@ -33,7 +33,7 @@ def reference() -> dict[str, Any]:
 def embedder() -> Any:
     """The default embedding path, with the on-disk cache: what users get."""
     from querywise.config import Settings
-    from querywise.index.store import embedder_for
+    from querywise.embed import embedder_for
 
     return embedder_for(Settings())
 

@@ -19,6 +19,7 @@ from querywise.evaluation.ablation import AblationReport, plan_ablation, run_abl
 from querywise.evaluation.cases import Case, load_doc2dial
 from querywise.evaluation.metrics import parse_metrics
 from querywise.index import Index, build_index
+from querywise.service import QueryWise
 
 DOC2DIAL = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "doc2dial"
 STRIDE = 2  # every other turn (all four sites); the bench runs all 3,972
@@ -38,7 +39,7 @@ def doc2dial(embedder: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 def ablation(doc2dial: tuple[Index, list[Case]]) -> AblationReport:
     ix, cases = doc2dial
     plan = plan_ablation(Settings(), ["follow_up"])
-    return run_ablation(cases, ix, Settings(), plan, parse_metrics(["recall@5", "ndcg@10"]))
+    return run_ablation(cases, QueryWise(Settings(), ix), plan, parse_metrics(["recall@5", "ndcg@10"]))
 
 
 def _delta(report: AblationReport, slice_: str) -> Any:

@@ -14,6 +14,7 @@ from querywise.evaluation.ablation import plan_ablation, run_ablation
 from querywise.evaluation.cases import Case, derive_slices
 from querywise.evaluation.metrics import parse_metrics
 from querywise.index import Index
+from querywise.service import QueryWise
 
 
 def test_follow_up_table_through_the_harness(reference_index: Index, reference: dict[str, Any]) -> None:
@@ -25,7 +26,7 @@ def test_follow_up_table_through_the_harness(reference_index: Index, reference: 
     assert all("follow_up" in c.slices for c in cases)  # the gate flags every reference follow-up
     metrics = parse_metrics(["mrr", f"recall@{len(reference_index)}"])  # the whole ranking
     plan = plan_ablation(Settings(), ["follow_up"], mode="dense")
-    report = run_ablation(cases, reference_index, Settings(), plan, metrics)
+    report = run_ablation(cases, QueryWise(Settings(), reference_index), plan, metrics)
     raw, follow = report.arms
     ranks = {arm.arm.name: [round(1 / c.scores["mrr"]) for c in arm.cases] for arm in (raw, follow)}  # type: ignore[operator]
     expected = reference["expected"]["follow_up_ranks"]

@@ -19,6 +19,8 @@ from querywise.evaluation.cases import Case, load_beir
 from querywise.evaluation.harness import Arm, ArmResult, run_arm
 from querywise.evaluation.metrics import parse_metrics
 from querywise.index import Index, build_index
+from querywise.index.engine import MODES
+from querywise.service import QueryWise
 
 SCIFACT = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "scifact"
 
@@ -37,7 +39,8 @@ def scifact(embedder: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 def runs(scifact: tuple[Index, list[Case]]) -> dict[str, ArmResult]:
     ix, cases = scifact
     metrics = parse_metrics(["ndcg@10", "recall@100"])
-    return {mode: run_arm(cases, ix, Settings(), Arm(name=mode, mode=mode), metrics) for mode in ("bm25", "dense", "hybrid")}  # type: ignore[arg-type]
+    qw = QueryWise(Settings(), ix)
+    return {mode: run_arm(cases, qw, Arm(name=mode, mode=mode), metrics) for mode in MODES}
 
 
 def test_loader_reads_the_test_split(scifact: tuple[Index, list[Case]]) -> None:

@@ -9,11 +9,12 @@ from typing import Any
 import pytest
 
 from querywise.catalog import Catalog, Entity
+from querywise.checks.filters import ACCESS_REASON, validate_filters
 from querywise.conditions import Match, Range, Where
 from querywise.config import AccessSettings, FilterField, FilterSettings
 from querywise.understand.access import access_from_session
 from querywise.understand.ambiguity import decide, link_mentions
-from querywise.understand.filters import ACCESS_REASON, extract_filters, validate_filters
+from querywise.understand.filters import extract_filters
 
 TODAY = date(2025, 6, 1)  # the self-query row uses no relative dates; any fixed day gives the same answer
 ACCESS = AccessSettings(fields={"market": "markets"})

@@ -29,8 +29,8 @@ from querywise.config import (
 from querywise.corpus import Chunk
 from querywise.execute import PlanResult, execute
 from querywise.index import Index, build_index
-from querywise.llm.moves import conversation_key
 from querywise.llm.scripted import ScriptedProvider
+from querywise.llm.structured import conversation_key
 from querywise.understand.pipeline import Understander
 
 PLAN_MOVES = ["follow_up", "filters", "spelling", "ambiguity", "llm_rewrite", "llm_route"]

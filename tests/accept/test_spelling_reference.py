@@ -7,6 +7,7 @@ failure to avoid, its other rows and its identifier candidates are what the move
 from __future__ import annotations
 
 import difflib
+import itertools
 from typing import Any
 
 import pytest
@@ -54,7 +55,7 @@ def test_other_naive_rows_are_matched(checker: SpellChecker, reference: dict[str
 def test_corrections_give_the_clean_queries_of_the_typo_rank_rows(checker: SpellChecker, reference: dict[str, Any]) -> None:
     """Typo rows are followed by their clean form, which ranks the gold chunk first."""
     rows = reference["expected"]["typo_ranks_bm25_dense"]["rows"]
-    pairs = [(typo, clean) for (typo, gold, *_), (clean, gold2, bm25, dense) in zip(rows, rows[1:], strict=False)
+    pairs = [(typo, clean) for (typo, gold, *_), (clean, gold2, bm25, dense) in itertools.pairwise(rows)
              if gold == gold2 and (bm25, dense) == (1, 1) and typo != clean]
     assert len(pairs) == 3
     for typo, clean in pairs:

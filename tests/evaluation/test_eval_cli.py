@@ -11,6 +11,13 @@ from typer.testing import CliRunner
 from querywise import cli
 from querywise.config import Settings
 from querywise.corpus import Chunk
+from querywise.evaluation.result import (
+    CaseScores,
+    EvalConfig,
+    EvalResult,
+    Latency,
+    LLMUsage,
+)
 from querywise.index import build_index
 
 runner = CliRunner()
@@ -40,11 +47,13 @@ def _eval(case_file: Path, index_dir: Path, *extra: str) -> tuple[int, str, str]
     return result.exit_code, result.stdout, result.stderr
 
 
+@pytest.mark.model  # the CLI opens the index folder with the real embedder
 def test_eval_json_has_the_documented_shape(case_file: Path, index_dir: Path, tmp_path: Path) -> None:
     html = tmp_path / "report.html"
     code, stdout, stderr = _eval(case_file, index_dir, "--metrics", "ndcg@10,recall@100", "--ablate", "follow_up", "--json", "--html", str(html))
     assert code == 0, stderr
     data = json.loads(stdout)
+    assert data["version"] == 1 and EvalResult.model_validate(data).n == 3
     assert data["n"] == 3
     assert set(data["overall"]) == {"ndcg@10", "recall@100", "zero_result_rate"}
     assert data["slices"]["follow_up"]["recall@100"] == 1.0  # the follow-up move is on by default
@@ -55,6 +64,7 @@ def test_eval_json_has_the_documented_shape(case_file: Path, index_dir: Path, tm
     assert "<script" not in page and "http://" not in page and "https://" not in page  # standalone, no CDN
 
 
+@pytest.mark.model  # the CLI opens the index folder with the real embedder
 def test_eval_terminal_report(case_file: Path, index_dir: Path) -> None:
     code, stdout, _ = _eval(case_file, index_dir, "--metrics", "mrr")
     assert code == 0 and "Retrieval per slice" in stdout and "follow_up" in stdout
@@ -72,8 +82,14 @@ def test_eval_errors_are_clean(case_file: Path, index_dir: Path, tmp_path: Path)
 
 
 def _run(path: Path, scores: list[float], slices: list[str]) -> Path:
-    cases = [{"id": str(i), "slices": [s], "scores": {"mrr": v}} for i, (v, s) in enumerate(zip(scores, slices, strict=True))]
-    path.write_text(json.dumps({"n": len(cases), "overall": {"mrr": sum(scores) / len(scores)}, "slices": {}, "cases": cases}))
+    """A saved run with these per-case mrr scores (only the cases matter to `compare`)."""
+    result = EvalResult(
+        n=len(scores), overall={"mrr": sum(scores) / len(scores)}, slices={}, slice_sizes={},
+        config=EvalConfig(source="test", mode="bm25", moves=[], metrics=["mrr"]),
+        latency_ms=Latency(p50=1.0, p95=2.0), llm=LLMUsage(calls_per_1000=None, cost_per_1000_usd=None), components=None,
+        cases=[CaseScores(id=str(i), slices=[s], scores={"mrr": v}) for i, (v, s) in enumerate(zip(scores, slices, strict=True))],
+    )  # fmt: skip
+    path.write_text(result.model_dump_json())
     return path
 
 
@@ -104,6 +120,23 @@ def test_compare_small_slices_do_not_gate_and_bad_files_are_named(tmp_path: Path
     assert result.exit_code == 2 and f"{junk}: not a saved `querywise eval --json` run" in result.stderr
 
 
+def test_compare_names_a_run_of_another_result_version(tmp_path: Path) -> None:
+    a = _run(tmp_path / "a.json", [1.0] * 8, ["t"] * 8)
+    newer = tmp_path / "newer.json"
+    newer.write_text(json.dumps({**json.loads(a.read_text()), "version": 2}))
+    result = runner.invoke(cli.app, ["compare", str(a), str(newer)])
+    assert result.exit_code == 2
+    assert f"{newer}: not a saved `querywise eval --json` run at version" in result.stderr and "reads version 1" in result.stderr
+    older = tmp_path / "older.json"  # an older shape: no config, latency, llm, components, case slices
+    older.write_text(json.dumps({"n": 1, "overall": {"mrr": 1.0}, "cases": [{"id": "0", "scores": {"mrr": 1.0}}]}))
+    result = runner.invoke(cli.app, ["compare", str(older), str(a)])
+    assert result.exit_code == 2 and f"{older}: not a saved `querywise eval --json` run at " in result.stderr
+    unversioned = tmp_path / "unversioned.json"  # written before `version` existed, same shape: version 1
+    unversioned.write_text(json.dumps({k: v for k, v in json.loads(a.read_text()).items() if k != "version"}))
+    assert runner.invoke(cli.app, ["compare", str(unversioned), str(a)]).exit_code == 0
+
+
+@pytest.mark.model  # the CLI opens the index folder with the real embedder
 def test_eval_reads_a_beir_folder(tmp_path: Path, hash_embedder, settings: Settings) -> None:  # type: ignore[no-untyped-def]
     from querywise.evaluation.cases import load_beir
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from querywise.conditions import parse_where
 from querywise.config import (
     AccessSettings,
+    FilterField,
+    FilterSettings,
     RouteSpec,
     RoutingSettings,
     Settings,
@@ -17,11 +21,14 @@ from querywise.config import (
 from querywise.corpus import Chunk
 from querywise.evaluation.ablation import compare_arms, mixed_effects, plan_ablation
 from querywise.evaluation.cases import Case
-from querywise.evaluation.components import access_probe, component_scores, satisfies
+from querywise.evaluation.components import access_probe, component_scores
 from querywise.evaluation.harness import Arm, CaseRun, run_arm, summarise
 from querywise.evaluation.metrics import parse_metrics
-from querywise.evaluation.report import evaluate, report_json
+from querywise.evaluation.report import evaluate
+from querywise.evaluation.result import EvalResult
 from querywise.index import Index, build_index
+from querywise.llm.provider import StructuredRequest, StructuredResult, Usage
+from querywise.service import QueryWise
 
 METRICS = parse_metrics(["recall@1,ndcg@10,mrr"])
 
@@ -47,7 +54,7 @@ CASES = [
 
 
 def test_run_arm_scores_each_case_and_each_slice(index: Index, settings: Settings) -> None:
-    result = run_arm(CASES, index, settings, Arm(name="bm25", mode="bm25"), METRICS)
+    result = run_arm(CASES, QueryWise(settings, index), Arm(name="bm25", mode="bm25"), METRICS)
     by_id = {c.id: c for c in result.cases}
     assert by_id["warranty"].scores["recall@1"] == 1.0 and by_id["warranty"].top[0] == "x3pro-warranty"
     assert by_id["nothing"].n_hits == 0 and by_id["nothing"].scores["ndcg@10"] == 0.0
@@ -61,8 +68,8 @@ def test_run_arm_scores_each_case_and_each_slice(index: Index, settings: Setting
 
 
 def test_the_follow_up_move_searches_the_history_only_when_on(index: Index, settings: Settings) -> None:
-    off = run_arm(CASES, index, settings, Arm(name="off", mode="bm25"), METRICS)
-    on = run_arm(CASES, index, settings, Arm(name="on", mode="bm25", moves=("follow_up",)), METRICS)
+    off = run_arm(CASES, QueryWise(settings, index), Arm(name="off", mode="bm25"), METRICS)
+    on = run_arm(CASES, QueryWise(settings, index), Arm(name="on", mode="bm25", moves=("follow_up",)), METRICS)
     f_off, f_on = (next(c for c in r.cases if c.id == "follow") for r in (off, on))
     assert f_off.searched == ["how fast is it"] and f_off.untouched
     assert f_on.follow_up == "ran" and f_on.searched == ["express shipping next day. how fast is it"] and not f_on.untouched
@@ -75,8 +82,8 @@ def test_ablation_compares_each_arm_with_the_baseline(index: Index, settings: Se
     plan = plan_ablation(settings, ["follow_up", "dense", "hyde", "multi_query"], mode="bm25")
     assert [a.name for a in plan.arms] == ["baseline", "+follow_up", "dense"]
     assert set(plan.skipped) == {"hyde", "multi_query"}  # LLM moves not turned on: a note, never faked
-    base = run_arm(CASES, index, settings, plan.arms[0], METRICS)
-    fu = run_arm(CASES, index, settings, plan.arms[1], METRICS)
+    base = run_arm(CASES, QueryWise(settings, index), plan.arms[0], METRICS)
+    fu = run_arm(CASES, QueryWise(settings, index), plan.arms[1], METRICS)
     deltas = {(d.slice, d.metric): d.diff for d in compare_arms(base, fu)}
     assert deltas[("follow_up", "recall@1")].delta == 1.0 and deltas[("follow_up", "recall@1")].n == 1
     assert deltas[("standalone", "recall@1")].delta == 0.0
@@ -121,25 +128,59 @@ def test_components_from_labelled_cases(index: Index, settings: Settings) -> Non
 
 def test_adversarial_access_set_finds_no_violation(index: Index, settings: Settings) -> None:
     secured = settings.model_copy(update={"access": AccessSettings(fields={"market": "markets"})})
-    probe = access_probe(CASES, index, secured, max_cases=3)
+    probe = access_probe(CASES, QueryWise(secured, index), max_cases=3)
     assert probe.n_probes == 2 * 3 * 5  # two market values in the shop, three cases, five attacks
     assert probe.n_hits_checked > 0 and probe.violations == 0 and probe.examples == []
-    assert access_probe(CASES, index, settings).note.startswith("no [access] fields")
+    assert access_probe(CASES, QueryWise(settings, index)).note.startswith("no [access] fields")
 
 
-def test_satisfies_is_an_independent_check() -> None:
-    from querywise.conditions import parse_where
+class SmugglingProvider:
+    """An LLM that answers every plan call with a filter setting the *other* market, through a
+    filter schema that wrongly lists the access field: the input that would widen access if model
+    output could ever reach the session's constraints."""
 
-    where = parse_where(["markets=eu", "price<200"])
-    assert satisfies({"markets": ["eu", "us"], "price": 179}, where)
-    assert not satisfies({"markets": ["us"], "price": 179}, where)
-    assert not satisfies({"markets": ["eu"]}, where)  # a missing field does not meet a range
+    name = "smuggler"
+    model = "smuggler"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def complete(self, request: StructuredRequest) -> StructuredResult:
+        self.calls += 1
+        out = {"route": None, "standalone": None, "clarifying_question": None, "options": None, "assumption": None,
+               "semantic_query": None, "filters": {"markets": ["eu", "us"], "category": None}}  # every market
+        return StructuredResult(parsed=out, usage=Usage(input_tokens=10, output_tokens=10), latency_s=0.0, model=self.model)
+
+    def close(self) -> None:
+        return None
+
+
+def test_an_llm_plan_that_sets_the_session_field_widens_nothing(index: Index, settings: Settings) -> None:
+    hostile = settings.model_copy(update={
+        "access": AccessSettings(fields={"market": "markets"}),
+        "filters": FilterSettings(fields={"category": FilterField(type="keyword"), "markets": FilterField(type="keyword")}),
+        "understanding": UnderstandingSettings(moves=["llm_filters"]),
+    })
+    provider = SmugglingProvider()
+    with QueryWise(hostile, index, provider=provider) as qw:
+        probe = access_probe(CASES, qw, max_cases=3)
+        assert qw.understander.tier is not None
+        report = qw.understander.tier.budget.report()
+        # Every adversarial message got the model's answer (called, or the same single turn from the cache) ...
+        assert report.calls == provider.calls and report.calls + report.cache_hits == probe.n_probes == 30
+        # ... each answer tried to set the market, and each attempt was dropped as an access field.
+        assert report.dropped == {"access": provider.calls} and report.fallbacks == {}
+        assert probe.n_hits_checked > 0 and probe.violations == 0, probe.examples
+        # The EU-only chunk never reaches a US session, whatever the model asked for.
+        us = qw.ask("replacement cushions QR-5126", session={"market": "us"}, mode="bm25")
+        assert us.plan.access == parse_where(["markets=us"]) and "cushions" not in {h.id for h in us.hits}
 
 
 def test_evaluate_and_its_json(index: Index, settings: Settings) -> None:
     s = settings.model_copy(update={"understanding": UnderstandingSettings(moves=["follow_up", "spelling"])})
-    report = evaluate(CASES, index, s, METRICS, mode="bm25", ablate=["follow_up"], probe_access=False)
-    data = report_json(report)
+    report = evaluate(CASES, QueryWise(s, index), METRICS, mode="bm25", ablate=["follow_up"], probe_access=False)
+    data = json.loads(EvalResult.from_report(report).model_dump_json())
+    assert data["version"] == 1
     assert data["n"] == 5 and set(data["overall"]) == {"recall@1", "ndcg@10", "mrr", "zero_result_rate"}
     assert set(data["slices"]["prose"]) == set(data["overall"])
     assert [c["id"] for c in data["cases"]] == [c.id for c in CASES] and "scores" in data["cases"][0]

@@ -34,7 +34,7 @@ def test_bigrams_count_adjacent_words_within_runs() -> None:
 
 
 def test_surface_keeps_the_corpus_spelling_of_codes() -> None:
-    lex, _ = Lexicon.build(TEXTS + ["the hc-3471 fits too"])
+    lex, _ = Lexicon.build([*TEXTS, "the hc-3471 fits too"])
     assert lex.surface == {"hc-3471": "HC-3471", "hc-3417": "HC-3417"}
     assert lex.word_counts["hc-3471"] == 2  # counted once per mention whatever the case
 

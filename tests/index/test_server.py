@@ -34,7 +34,7 @@ def test_server_and_embedded_engines_agree(both, mode: str) -> None:  # type: ig
 
 
 def test_rebuild_moves_the_alias_and_drops_the_old_collection(tmp_path: Path, both, shop: list[Chunk], hash_embedder, settings: Settings) -> None:  # type: ignore[no-untyped-def]
-    _, server, client = both
+    _, _, client = both
     old = {c.name for c in client.get_collections().collections}
     s = settings.model_copy(update={"index": IndexSettings(engine="server", collection="shop")})
     rebuilt = build_index(shop[:2], tmp_path / "server-ix", settings=s, embedder=hash_embedder, client=client)

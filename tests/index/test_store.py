@@ -51,7 +51,7 @@ def test_dense_scores_are_cosines(index: Index, shop: list[Chunk], hash_embedder
     query = "express shipping next day"
     qv = hash_embedder.embed([query])[0]
     dv = hash_embedder.embed([c.search_text for c in shop])
-    expected = sorted(zip((dv @ qv).tolist(), [c.id for c in shop]), reverse=True)[:3]
+    expected = sorted(zip((dv @ qv).tolist(), [c.id for c in shop], strict=True), reverse=True)[:3]
     hits = index.search(query, mode="dense", k=3, exact=True)
     assert [h.id for h in hits] == [cid for _, cid in expected]
     assert [h.score for h in hits] == pytest.approx([s for s, _ in expected], abs=1e-5)
@@ -96,7 +96,7 @@ def test_reopen_and_read_back_chunks(tmp_path: Path, index: Index, shop: list[Ch
         assert again.manifest.payload_indexes["price"] == "float"
 
 
-class _Crash(RuntimeError):
+class _CrashError(RuntimeError):
     pass
 
 
@@ -104,13 +104,13 @@ class _CrashingEmbedder:
     model_id, dim = "hash-bow/test", 64
 
     def embed(self, texts, *, on_progress=None):  # type: ignore[no-untyped-def]
-        raise _Crash("killed half-way")
+        raise _CrashError("killed half-way")
 
 
 def test_a_failed_build_leaves_the_previous_index_usable(tmp_path: Path, index: Index, shop: list[Chunk], settings: Settings) -> None:
     before = index.search("warranty", mode="bm25")
     index.close()
-    with pytest.raises(_Crash):
+    with pytest.raises(_CrashError):
         build_index(shop[:2], tmp_path / "ix", settings=settings, embedder=_CrashingEmbedder())
     with Index.open(tmp_path / "ix", settings=settings) as again:
         assert len(again) == len(shop)

@@ -17,11 +17,11 @@ def server() -> Iterator[FakeLLMServer]:
 
 
 @pytest.fixture
-def fake(server: FakeLLMServer) -> Iterator[FakeLLMServer]:
+def fake(server: FakeLLMServer) -> FakeLLMServer:
     """The module's server, with an empty queue and no recorded requests for this test."""
     server.state.queue.clear()
     server.state.requests.clear()
-    yield server
+    return server
 
 
 @pytest.fixture

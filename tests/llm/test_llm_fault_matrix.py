@@ -102,14 +102,14 @@ def test_fault_matrix(kind: str, fake: FakeLLMServer, make_provider: Callable[..
                 assert plan.queries[0].text == GOOD[route]["standalone"]
                 continue
             expected[reason] += 1
-            assert step.status == "fallback" and step.details["fallback"] == reason, (fault, step)
+            assert step.status == "fallback" and step.llm is not None and step.llm.fallback == reason, (fault, step)
             if route == "account":  # fail-closed: ask, never guess
                 assert plan.action.type == "ask" and plan.action.question == s.llm.fail_closed_question, fault  # type: ignore[union-attr]
-                assert step.details["policy"] == "closed"
+                assert step.llm is not None and step.llm.policy == "closed"
             else:  # fail-open: the deterministic plan (here: previous turn + message), answered
                 assert plan.action.type == "answer", fault
                 assert [q.text for q in plan.queries][:1] == [deterministic], fault
-                assert step.details["policy"] == "open"
+                assert step.llm is not None and step.llm.policy == "open"
     report = u.tier.budget.report()
     assert report.fallbacks == dict(expected)  # every fallback counted, once, under its reason
     assert report.dropped == {"access": 2}

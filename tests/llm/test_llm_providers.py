@@ -15,10 +15,10 @@ from querywise.files import InputError
 from querywise.llm.factory import provider_from
 from querywise.llm.fake_server import FakeLLMServer, Reply
 from querywise.llm.provider import LLMError, Message, StructuredRequest, normalise
-from querywise.llm.schemas import RewriteOutput
+from querywise.llm.schemas import nullable, strict_object
 from querywise.llm.scripted import ScriptedProvider
 
-SCHEMA = RewriteOutput.json_schema()
+SCHEMA = strict_object({"standalone": nullable({"type": "string"}), "clarifying_question": nullable({"type": "string"}), "options": nullable({"type": "array", "items": {"type": "string"}})})
 REQUEST = StructuredRequest(
     name="rewrite", instructions="Rewrite it.", messages=(Message("user", "does it fold?"),), schema=SCHEMA, key="does it fold?", timeout_s=0.5, max_tokens=123
 )

@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from querywise import cli
@@ -16,6 +18,7 @@ from querywise.understand.access import AccessError, access_from_session
 from querywise.understand.pipeline import Understander
 
 CONFIG = demo_file("querywise.toml")
+pytestmark = pytest.mark.model  # the demo deployment routes with the real embedder
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +43,7 @@ def understander(demo_settings: Settings) -> Understander:
 )
 def test_demo_messages_route_where_expected(understander: Understander, message: str, route: str, source: str) -> None:
     plan = understander.plan(message, session={"market": "eu"})
-    assert (plan.route, plan.step("route").details["source"]) == (route, source)  # type: ignore[union-attr]
+    assert (plan.route, plan.step("route").routing.source) == (route, source)  # type: ignore[union-attr]
 
 
 def test_search_routes_search_the_message_as_typed(understander: Understander) -> None:

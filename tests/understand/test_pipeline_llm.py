@@ -6,7 +6,6 @@ Scripted provider and the hashing embedder: fast, and every step is the real pip
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,12 +19,8 @@ from querywise.config import (
     Settings,
     UnderstandingSettings,
 )
-from querywise.corpus import Chunk
-from querywise.execute import execute
-from querywise.index import build_index
-from querywise.llm.moves import conversation_key
-from querywise.llm.overlap import plan_and_execute
 from querywise.llm.scripted import ScriptedProvider
+from querywise.llm.structured import conversation_key
 from querywise.understand.pipeline import Understander
 
 ROUTES = [
@@ -68,7 +63,7 @@ def test_follow_up_goes_to_the_one_call_and_its_rewrite_replaces_the_message(has
     assert [(q.text, q.kind) for q in plan.queries] == [(rewrite, "standalone")]
     step = plan.step("llm_plan")
     assert step is not None and step.status == "ran" and step.llm_calls == 1 and "standalone rewrite" in step.reason
-    assert step.details["guard"] == "kept every term, invented none" and step.details["cache"] == "never (conversational)"
+    assert step.details["guard"] == "kept every term, invented none" and step.llm is not None and step.llm.cache == "never"
     assert len(provider.calls) == 1 and provider.calls[0].name == "plan"
     assert plan.step("route_standalone") is not None and plan.route == "kb_search"  # the classifier saw the rewrite
     # Conversational: asked again, it is called again (never cached).
@@ -105,7 +100,7 @@ def test_unsure_route_goes_to_the_llm_tier(hash_embedder: Any) -> None:
     message = "what's the capital of Peru"
     u, _ = make(hash_embedder, [plan_rec(message, [], {"route": "account"})], min_margin=2.0)  # everything is unsure
     plan = u.plan(message)
-    assert plan.step("route").details["deferred"] and "sent to the LLM tier" in plan.step("route").reason  # type: ignore[union-attr]
+    assert plan.step("route").routing.deferred and "sent to the LLM tier" in plan.step("route").reason  # type: ignore[union-attr]
     assert plan.route == "account" and plan.queries == []
     assert "route = account" in (plan.step("llm_plan").changed or "")  # type: ignore[union-attr]
 
@@ -126,7 +121,7 @@ def test_a_rejected_rewrite_falls_back_to_the_deterministic_path_and_is_counted(
     u, _ = make(hash_embedder, [plan_rec("does it cover water damage?", HISTORY, {"standalone": invented})])
     plan = u.plan("does it cover water damage?", history=HISTORY)
     step = plan.step("llm_plan")
-    assert step is not None and step.status == "fallback" and step.details["fallback"] == "guard_rejected"
+    assert step is not None and step.status == "fallback" and step.llm is not None and step.llm.fallback == "guard_rejected"
     assert "Vela X3 Pro" in step.reason and plan.queries[0].text == f"{HISTORY[0]} does it cover water damage?"
     assert u.tier.budget.report().fallbacks == {"guard_rejected": 1}
 
@@ -146,7 +141,7 @@ def test_enrichments_are_searched_next_to_the_original_and_cached_single_turn(ha
     assert len(provider.calls) == 4
     again = u.plan(q)
     assert again.queries == plan.queries and len(provider.calls) == 4  # single-turn: served from the cache
-    assert all(again.step(m).details["cache"] == "hit" for m in ("multi_query", "hyde", "query2doc", "step_back"))  # type: ignore[union-attr]
+    assert all(again.step(m).llm.cache == "hit" for m in ("multi_query", "hyde", "query2doc", "step_back"))  # type: ignore[union-attr]
     assert u.tier.budget.report().cache_hits == 4
 
 
@@ -154,22 +149,7 @@ def test_a_failed_enrichment_fails_open(hash_embedder: Any) -> None:
     u, _ = make(hash_embedder, [], moves=["follow_up", "hyde"])
     plan = u.plan("my headphones got wet, am I covered?")
     assert [q.kind for q in plan.queries] == ["original"]
-    assert plan.step("hyde").status == "fallback" and plan.step("hyde").details["fallback"] == "not_scripted"  # type: ignore[union-attr]
-
-
-def test_overlap_reuses_the_raw_search_when_the_plan_passes_through(hash_embedder: Any, shop: list[Chunk], tmp_path: Path) -> None:
-    with build_index(shop, tmp_path / "ix", settings=Settings(cache_dir=tmp_path / "c"), embedder=hash_embedder) as index:
-        message = "what is the warranty on the Vela X3?"
-        u, provider = make(hash_embedder, [plan_rec(message, [], {"route": "kb_search"})], min_margin=2.0)
-        result = plan_and_execute(u, index, message, k=3)
-        assert len(provider.calls) == 1
-        assert result.plan.step("overlap").details["reused"] is True  # type: ignore[union-attr]
-        assert [h.id for h in result.hits] == [h.id for h in execute(u.plan(message), index, k=3).hits]
-        # A rewritten follow-up changes the search: the speculative result is not used.
-        rewrite = "Does the warranty on the Vela X3 cover water damage?"
-        u2, _ = make(hash_embedder, [plan_rec("does it cover water damage?", ["What is the warranty on the Vela X3?"], {"standalone": rewrite})])
-        r2 = plan_and_execute(u2, index, "does it cover water damage?", history=["What is the warranty on the Vela X3?"], k=3)
-        assert r2.plan.step("overlap").details["reused"] is False and r2.per_query[0].query.text == rewrite  # type: ignore[union-attr]
+    assert plan.step("hyde").status == "fallback" and plan.step("hyde").llm.fallback == "not_scripted"  # type: ignore[union-attr]
 
 
 def test_llm_moves_without_a_provider_say_so_and_change_nothing(hash_embedder: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ class AxisEmbedder:
     """Each known word points along its own axis; a text is the normalised sum."""
 
     model_id, dim = "axis/test", 8
-    AXES = {"order": 0, "parcel": 0, "refund": 1, "pair": 2, "bluetooth": 2, "warranty": 3, "joke": 4, "weather": 4}
+    AXES: ClassVar[dict[str, int]] = {"order": 0, "parcel": 0, "refund": 1, "pair": 2, "bluetooth": 2, "warranty": 3, "joke": 4, "weather": 4}
 
     def embed(self, texts: Sequence[str], *, on_progress: Callable[[int], None] | None = None) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -63,7 +64,7 @@ def test_a_narrow_margin_is_unsure_and_the_default_applies_saying_so() -> None:
     assert d.deferred and d.route == "kb_search"
     assert "no LLM tier configured, default route kb_search applied" in d.reason
     step = _router(min_margin=0.2, default_route="kb_search").trace(d, 0.0)
-    assert step.status == "fallback" and step.details["deferred"] is True
+    assert step.status == "fallback" and step.routing is not None and step.routing.deferred is True
 
 
 def test_low_in_scope_signal_goes_out_of_scope() -> None:

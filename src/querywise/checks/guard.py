@@ -73,10 +73,7 @@ class GuardResult:
 
 # Words that start a sentence with a capital only because they start it: never part of a name.
 _SENTENCE_WORDS = frozenset(
-    "what which who whom whose when where why how is are was were be do does did can could will would "
-    "should shall may might must has have had the a an this that these those and but or if so in on at "
-    "for to of with from by about tell describe explain compare show give list find i my our your please "
-    "any some there it its they their yes no not ok okay sure thanks thank hi hello hey we he she you".split()
+    ["what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was", "were", "be", "do", "does", "did", "can", "could", "will", "would", "should", "shall", "may", "might", "must", "has", "have", "had", "the", "a", "an", "this", "that", "these", "those", "and", "but", "or", "if", "so", "in", "on", "at", "for", "to", "of", "with", "from", "by", "about", "tell", "describe", "explain", "compare", "show", "give", "list", "find", "i", "my", "our", "your", "please", "any", "some", "there", "it", "its", "they", "their", "yes", "no", "not", "ok", "okay", "sure", "thanks", "thank", "hi", "hello", "hey", "we", "he", "she", "you"]
 )
 _WORD = re.compile(r"[^\W_]+(?:[.'\u2019][^\W_]+)*\.?|[^\w\s]|_")
 _NUMBER = re.compile(r"(?<![\w.])([A-Za-z]*\d+(?:[.,:/]\d+)*)((?:%|[A-Za-z]+)?(?:-[A-Za-z]+)?)(?![\w])")
@@ -208,9 +205,7 @@ def _contains_name(text_words: list[_Word], key: tuple[str, ...]) -> bool:
 def _numbers_in(text: str) -> set[str]:
     """Every number of the text, even inside a name or an identifier: for a number, being said
     at all is enough."""
-    return {m.group(1).lower().replace(",", "") for m in _NUMBER.finditer(text)} | {
-        d for d in re.findall(r"\d+(?:[.,]\d+)*", text)
-    }
+    return {m.group(1).lower().replace(",", "") for m in _NUMBER.finditer(text)} | set(re.findall(r"\d+(?:[.,]\d+)*", text))
 
 
 class _Said:
@@ -232,14 +227,15 @@ class _Said:
             return any(f.kind == "identifier" and f.key == term.key for f in self.found)
         if term.kind == "number":
             return term.key[0] in self.numbers
-        if term.kind == "name" and term.entities:
+        # Only names remain.
+        if term.entities:
             # Catalog names: as specific or more ("S7" is kept by "Solace 7 Pro", one of the two
             # products it names; "Solace 7" is not kept by "Solace 7 Pro", a different product).
             if any(f.entities and f.entities <= term.entities for f in self.found):
                 return True
-        elif term.kind == "name" and any(_contains_name(words, term.key) for words in self.words):
+        elif any(_contains_name(words, term.key) for words in self.words):
             return True
-        return term.kind == "name" and self._completes(term)
+        return self._completes(term)
 
     def _completes(self, term: Term) -> bool:
         wanted = set(term.key)

@@ -10,9 +10,10 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from querywise.config import ConfigError, Settings, load_settings
+from querywise.index.engine import MODES, Mode
 
 app = typer.Typer(
     help="querywise: understand each message before retrieval, and diagnose why retrieval fails.",
@@ -42,7 +43,7 @@ def progress() -> Iterator[Callable[[str, int | None], Callable[[int], None]]]:
         SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=err, transient=False,
     ) as bar:
-        current: list[int] = []
+        current: list[TaskID] = []
 
         def phase(name: str, total: int | None) -> Callable[[int], None]:
             for t in current:
@@ -76,3 +77,11 @@ def session_from(pairs: list[str] | None) -> dict[str, str]:
     return session
 
 
+
+
+def mode_from(name: str) -> Mode:
+    """--mode as a search mode, or a clean error."""
+    for mode in MODES:
+        if mode == name:
+            return mode
+    raise fail(f"--mode must be dense, bm25 or hybrid, not {name!r}")

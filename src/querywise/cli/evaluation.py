@@ -1,4 +1,4 @@
-"""`querywise router-eval`, `rewrite-eval`, `eval` and `compare`: the moves checked against labelled data."""
+"""`querywise router-eval`, `rewrite-eval`, `eval`, `eval-schema` and `compare`: the moves checked against labelled data."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from querywise.cli._app import (
     app,
     err,
     fail,
+    mode_from,
     out,
     progress,
     settings_from,
@@ -39,11 +40,14 @@ def router_eval_cmd(
     config: ConfigOpt = None,
 ) -> None:
     """Fit a router on --train, choose thresholds on --val, report on --test."""
-    from querywise.evaluation.router import evaluate_router, load_labelled
-    from querywise.index.store import embedder_for
+    from querywise.embed import embedder_for
+    from querywise.evaluation.router import ClassifierKind, evaluate_router, load_labelled
 
-    if classifier not in ("centroid", "trained", "auto"):
-        raise fail(f"--classifier must be centroid, trained or auto, not {classifier!r}")
+    match classifier:
+        case "centroid" | "trained" | "auto":
+            kind: ClassifierKind = classifier
+        case _:
+            raise fail(f"--classifier must be centroid, trained or auto, not {classifier!r}")
     settings = settings_from(config)
     try:
         rows = {name: load_labelled(str(p)) if p else None for name, p in (("train", train), ("test", test), ("val", val))}
@@ -51,7 +55,7 @@ def router_eval_cmd(
         raise fail(str(exc)) from None
     report = evaluate_router(
         rows["train"] or [], rows["test"] or [], val=rows["val"], embedder=embedder_for(settings, model_folder=encoder or settings.routing.encoder),
-        classifier=classifier, min_margin=min_margin, max_deferred=max_deferred, oos_label=oos_label,  # type: ignore[arg-type]
+        classifier=kind, min_margin=min_margin, max_deferred=max_deferred, oos_label=oos_label,
     )
     if html is not None:
         from querywise.evaluation.html import router_report_html
@@ -129,14 +133,16 @@ def eval_cmd(
 ) -> None:
     """Run labelled cases through understanding and retrieval: metrics per slice, components, ablation."""
     from querywise.catalog import Catalog
+    from querywise.cli.render_eval import render_terminal
     from querywise.evaluation.cases import load_beir, load_cases
     from querywise.evaluation.metrics import MetricError, parse_metrics
-    from querywise.evaluation.report import evaluate, render_terminal, report_json
+    from querywise.evaluation.report import evaluate
+    from querywise.evaluation.result import EvalResult
     from querywise.index import Index, IndexStoreError
+    from querywise.service import QueryWise
 
     settings = settings_from(config)
-    if mode not in ("dense", "bm25", "hybrid"):
-        raise fail(f"--mode must be dense, bm25 or hybrid, not {mode!r}")
+    search_mode = mode_from(mode)
     try:
         wanted = parse_metrics([metrics])
     except MetricError as exc:
@@ -158,11 +164,11 @@ def eval_cmd(
 
         if requested is not None:
             plan_ablation(settings, requested or ["all"])  # unknown names fail before anything runs
-        with ix, progress() as phase:
+        with ix, QueryWise(settings, ix) as deployment, progress() as phase:
             report = evaluate(
-                loaded, ix, settings, wanted, mode=mode, ablate=requested,  # type: ignore[arg-type]
+                loaded, deployment, wanted, mode=search_mode, ablate=requested,
                 probe_access=not no_access_probe, source=str(cases), on_phase=phase,
-            )  # fmt: skip
+            )
     except ValueError as exc:
         raise fail(str(exc)) from None
     if html is not None:
@@ -171,9 +177,17 @@ def eval_cmd(
         html.write_text(eval_report_html(report), encoding="utf-8")
         err.print(f"wrote {html}", highlight=False)
     if as_json:
-        sys.stdout.write(json.dumps(report_json(report)) + "\n")
+        sys.stdout.write(EvalResult.from_report(report).model_dump_json() + "\n")
         return
     render_terminal(report, out)
+
+
+@app.command("eval-schema")
+def eval_schema_cmd() -> None:
+    """Print the JSON schema of the `querywise eval --json` document."""
+    from querywise.evaluation.result import eval_result_json_schema
+
+    sys.stdout.write(json.dumps(eval_result_json_schema(), indent=2) + "\n")
 
 
 @app.command("compare")
@@ -207,7 +221,7 @@ def compare_cmd(
             d = r.diff
             colour = "red" if d.direction < 0 else "green" if d.direction > 0 else "dim"
             table.add_row(r.slice, r.metric, str(d.n) + ("" if r.gates else "*"), f"{d.a:.3f}", f"{d.b:.3f}",
-                          f"[{colour}]{d.delta:+.3f}[/]", f"({d.low:+.3f}, {d.high:+.3f})", f"{d.p_value:.3f}")  # fmt: skip
+                          f"[{colour}]{d.delta:+.3f}[/]", f"({d.low:+.3f}, {d.high:+.3f})", f"{d.p_value:.3f}")
         out.print(table)
         if report.only_in_a or report.only_in_b:
             out.print(f"[yellow]{report.only_in_a} case(s) only in A, {report.only_in_b} only in B: left out[/]")
@@ -216,7 +230,7 @@ def compare_cmd(
         verdict = (
             "[bold red]regression[/]: " + "; ".join(f"{r.slice} {r.metric} {r.diff.delta:+.3f}" for r in report.regressions)
             if report.regressed else "[green]no significant regression[/]"
-        )  # fmt: skip
+        )
         out.print(verdict, highlight=False)
     if report.regressed:
         raise typer.Exit(code=1)

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from querywise.chunking import Chunker
-from querywise.cli._app import ConfigOpt, IndexOpt, app, err, fail, out, progress, settings_from
+from querywise.cli._app import ConfigOpt, IndexOpt, app, err, fail, mode_from, out, progress, settings_from
 from querywise.conditions import WhereSyntaxError, parse_where
 from querywise.corpus import CorpusError, load_corpus
 
@@ -58,8 +58,7 @@ def search_cmd(
     """Search the index; filters run inside the engine."""
     from querywise.index import Index, IndexStoreError
 
-    if mode not in ("dense", "bm25", "hybrid"):
-        raise fail(f"--mode must be dense, bm25 or hybrid, not {mode!r}")
+    search_mode = mode_from(mode)
     try:
         condition = parse_where(where or [])
     except WhereSyntaxError as exc:
@@ -69,7 +68,7 @@ def search_cmd(
     except IndexStoreError as exc:
         raise fail(str(exc)) from None
     with ix:
-        hits = ix.search(query, mode=mode, k=k, where=condition or None)  # type: ignore[arg-type]
+        hits = ix.search(query, mode=search_mode, k=k, where=condition or None)
     if as_json:
         sys.stdout.write(json.dumps([{"id": h.id, "score": round(h.score, 6), "rank": h.rank} for h in hits]) + "\n")
         return

@@ -47,7 +47,7 @@ def cost_cmd(
     model = cost_model(
         price=price, ttft_s=llm.ttft_s if ttft is None else ttft, tokens_per_s=llm.tokens_per_s if tokens_per_s is None else tokens_per_s,
         chain=calls, one_call=_pair(one_call, "--one-call"), gated_share=gated,
-    )  # fmt: skip
+    )
     if as_json:
         typer.echo(model.model_dump_json(indent=2))
         return

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import JustifyMethod
 from rich.table import Table
 
 from querywise.cli._app import (
@@ -17,30 +17,15 @@ from querywise.cli._app import (
     IndexOpt,
     app,
     fail,
+    mode_from,
     out,
     progress,
     settings_from,
 )
-from querywise.config import Settings
 from querywise.files import InputError
-
-
-def _llm_probe_writer(settings: Settings) -> Callable[[str], str] | None:
-    """With an `[llm]` provider configured, the LLM writes the generated probe (its vocabulary
-    checked in code; a failure falls back to the deterministic question, kept as evidence)."""
-    if settings.llm.provider == "none":
-        return None
-    from querywise.llm.factory import provider_from
-    from querywise.llm.moves import generate_probe
-    from querywise.llm.provider import LLMError
-
-    try:
-        provider = provider_from(settings.llm)
-    except LLMError as exc:
-        raise fail(str(exc)) from None
-    if provider is None:
-        return None
-    return lambda passage: generate_probe(provider, passage, timeout_s=settings.llm.timeout_s)
+from querywise.llm.provider import LLMError
+from querywise.triage import TriageReport
+from querywise.triage.probe_writer import probe_writer_from
 
 
 @app.command("triage")
@@ -74,8 +59,7 @@ def triage_cmd(
     )
     from querywise.triage.html import triage_html
 
-    if mode not in ("dense", "bm25", "hybrid"):
-        raise fail(f"--mode must be dense, bm25 or hybrid, not {mode!r}")
+    search_mode = mode_from(mode)
     settings = settings_from(config)
     try:
         data = load_failures(failures)
@@ -91,15 +75,18 @@ def triage_cmd(
         ix = Index.open(index, settings=settings)
     except IndexStoreError as exc:
         raise fail(str(exc)) from None
-    write_probe = _llm_probe_writer(settings)
+    try:
+        write_probe = probe_writer_from(settings)
+    except LLMError as exc:
+        raise fail(str(exc)) from None
     started = time.perf_counter()
     with ix:
         if as_json:
-            cases = triage_cases(picked, ix, sources=docs, labels=human, k=k, mode=mode, write_probe=write_probe)  # type: ignore[arg-type]
+            cases = triage_cases(picked, ix, sources=docs, labels=human, k=k, mode=search_mode, write_probe=write_probe)
         else:
             with progress() as phase:
-                cases = triage_cases(picked, ix, sources=docs, labels=human, k=k, mode=mode, progress=phase, write_probe=write_probe)  # type: ignore[arg-type]
-    report = build_report(cases, population, k=k, mode=mode, seed=seed if sample else None, fpc=fpc)
+                cases = triage_cases(picked, ix, sources=docs, labels=human, k=k, mode=search_mode, progress=phase, write_probe=write_probe)
+    report = build_report(cases, population, k=k, mode=search_mode, seed=seed if sample else None, fpc=fpc)
     report = report.model_copy(update={"seconds": round(time.perf_counter() - started, 3)})
     if html is not None:
         html.write_text(triage_html(report), encoding="utf-8")
@@ -111,7 +98,7 @@ def triage_cmd(
         out.print(f"HTML report written to {html}", highlight=False)
 
 
-def _render(report) -> None:  # type: ignore[no-untyped-def]
+def _render(report: TriageReport) -> None:
     from querywise.triage.buckets import BUCKETS
 
     s, pop = report.sample, report.sample.population
@@ -120,16 +107,17 @@ def _render(report) -> None:  # type: ignore[no-untyped-def]
         line += f" · eval set {pop.eval_total} at {pop.acceptable_rate:.0%} acceptable → {s.failing_points:g} points fail"
     out.print(line + f" · k = {s.k}, mode {s.mode}", highlight=False)
     table = Table()
-    for col, justify in (("bucket", "left"), ("count", "right"), ("share", "right"), ("± SE", "right"),
-                         ("points of traffic", "right"), ("repaired in", "left")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    columns: tuple[tuple[str, JustifyMethod], ...] = (("bucket", "left"), ("count", "right"), ("share", "right"), ("± SE", "right"),
+                                                      ("points of traffic", "right"), ("repaired in", "left"))
+    for col, justify in columns:
+        table.add_column(col, justify=justify)
     for b in BUCKETS:
         pts = report.points[b]
         table.add_row(b, str(report.buckets[b]), f"{report.shares[b]}%", f"{100 * report.se[b]:.1f}",
                       "–" if pts is None else f"{pts:.1f}", report.repair[b])
     out.print(table)
     out.print(f"reachable by the query layer: [bold]{report.reachable_share:.0%}[/] of failures (± {100 * report.reachable_se:.1f})", highlight=False)
-    if report.reachable_points is not None:
+    if report.reachable_points is not None and report.unreachable_points is not None:  # set together
         band = report.expected_band or []
         out.print(
             f"reachable points {report.reachable_points} + unreachable points {report.unreachable_points} = "

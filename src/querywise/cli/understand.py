@@ -5,19 +5,25 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from querywise.cli._app import DeploymentOpt, HistoryOpt, IndexOpt, SessionOpt, app, err, fail, out, progress, session_from, settings_from
+from querywise.cli._app import DeploymentOpt, HistoryOpt, IndexOpt, SessionOpt, app, err, fail, mode_from, out, progress, session_from, settings_from
 from querywise.conditions import describe, parse_where
+from querywise.config import load_settings
+from querywise.demo import SAMPLE_SEARCHES, demo_conversation, demo_corpus, demo_file
+from querywise.execute import PlanResult
 from querywise.files import InputError
+from querywise.index import Index, IndexStoreError, build_index
+from querywise.index.engine import Mode
 from querywise.llm.provider import LLMError
-from querywise.plan import QueryPlan
+from querywise.plan import QueryPlan, plan_json_schema
+from querywise.service import QueryWise
+from querywise.understand.access import AccessError
 
-if TYPE_CHECKING:
-    from querywise.execute import PlanResult
+_DEMO_MODES: tuple[Mode, ...] = ("bm25", "dense", "hybrid")
 
 
 def render_plan(plan: QueryPlan) -> None:
@@ -47,18 +53,13 @@ def plan_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as one JSON line.")] = False,
 ) -> None:
     """Show the query plan for MESSAGE: route, queries, filters, access, action and trace."""
-    from querywise.planlog import append_plan
-    from querywise.understand.access import AccessError
-    from querywise.understand.pipeline import Understander
-
     settings = settings_from(config)
     sess = session_from(session)
     try:
-        plan = Understander(settings).plan(message, history=history or [], session=sess)
+        with QueryWise(settings) as qw:
+            plan = qw.plan(message, history=history or [], session=sess)
     except (AccessError, InputError, LLMError) as exc:
         raise fail(str(exc)) from None
-    if settings.deployment.plan_log is not None:
-        append_plan(settings.deployment.plan_log, plan, history=history or [], session=sess)
     if as_json:
         sys.stdout.write(plan.to_json_line() + "\n")
     else:
@@ -87,16 +88,7 @@ def ask_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print {plan, hits} as one JSON object.")] = False,
 ) -> None:
     """Plan MESSAGE and run the plan against the index: the plan, then the top results."""
-    import datetime as dt
-
-    from querywise.execute import execute
-    from querywise.index import Index, IndexStoreError
-    from querywise.planlog import append_plan
-    from querywise.understand.access import AccessError
-    from querywise.understand.pipeline import Understander
-
-    if mode not in ("dense", "bm25", "hybrid"):
-        raise fail(f"--mode must be dense, bm25 or hybrid, not {mode!r}")
+    search_mode = mode_from(mode)
     settings = settings_from(config)
     sess = session_from(session)
     try:
@@ -105,13 +97,10 @@ def ask_cmd(
         raise fail(str(exc)) from None
     with ix:
         try:
-            understander = Understander(settings, embedder=ix.embedder, lexicon=ix.lexicon)
-            plan = understander.plan(message, history=history or [], session=sess, today=dt.date.today())
+            with QueryWise(settings, ix) as qw:
+                result = qw.ask(message, history=history or [], session=sess, k=k, mode=search_mode)
         except (AccessError, InputError, LLMError) as exc:
             raise fail(str(exc)) from None
-        result = execute(plan, ix, k=k, mode=mode)  # type: ignore[arg-type]
-    if settings.deployment.plan_log is not None:
-        append_plan(settings.deployment.plan_log, result.plan, history=history or [], session=sess)
     if as_json:
         payload = {"plan": json.loads(result.plan.to_json_line()), "hits": [{"id": h.id, "score": h.score, "rank": h.rank} for h in result.hits]}
         sys.stdout.write(json.dumps(payload) + "\n")
@@ -122,8 +111,6 @@ def ask_cmd(
 @app.command("plan-schema")
 def plan_schema_cmd() -> None:
     """Print the JSON schema of the query plan."""
-    from querywise.plan import plan_json_schema
-
     sys.stdout.write(json.dumps(plan_json_schema(), indent=2) + "\n")
 
 
@@ -136,14 +123,6 @@ def demo_cmd(
     """Index the bundled demo shop (Tessel), compare the search modes, then walk the scripted
     conversation through the query plan: follow-ups, typos, identifiers, filters, ambiguity,
     account and out-of-scope messages."""
-    import datetime as dt
-
-    from querywise.config import load_settings
-    from querywise.demo import SAMPLE_SEARCHES, demo_conversation, demo_corpus, demo_file
-    from querywise.execute import execute
-    from querywise.index import build_index
-    from querywise.understand.pipeline import Understander
-
     settings = load_settings(demo_file("querywise.toml"))
     with progress() as report:
         ix = build_index(demo_corpus(), index, settings=settings, progress=report)
@@ -154,17 +133,16 @@ def demo_cmd(
             table = Table(title=f"{query}" + (f"  [dim]where {' and '.join(where)}[/]" if where else ""), title_justify="left")
             for mode in ("bm25", "dense", "hybrid"):
                 table.add_column(mode)
-            columns = [ix.search(query, mode=mode, k=k, where=condition) for mode in ("bm25", "dense", "hybrid")]  # type: ignore[arg-type]
+            columns = [ix.search(query, mode=m, k=k, where=condition) for m in _DEMO_MODES]
             for rank in range(k):
                 table.add_row(*(f"{c[rank].id} [dim]{c[rank].score:.4f}[/]" if rank < len(c) else "" for c in columns))
             out.print(table)
-        understander = Understander(settings, embedder=ix.embedder, lexicon=ix.lexicon)
-        history: list[str] = []
-        for turn in demo_conversation():
-            out.rule(f"turn {turn['turn']} · {turn['demonstrates']}")
-            out.print(f"[bold]user:[/] {turn['message']}", highlight=False)
-            plan = understander.plan(turn["message"], history=history, session={"market": market}, today=dt.date.today())
-            render_result(execute(plan, ix, k=k), k)
-            history.append(turn["message"])
+        with QueryWise(settings, ix) as qw:
+            history: list[str] = []
+            for turn in demo_conversation():
+                out.rule(f"turn {turn['turn']} · {turn['demonstrates']}")
+                out.print(f"[bold]user:[/] {turn['message']}", highlight=False)
+                render_result(qw.ask(turn["message"], history=history, session={"market": market}, k=k), k)
+                history.append(turn["message"])
 
 

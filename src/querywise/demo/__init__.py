@@ -9,7 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from querywise.catalog import Catalog
 from querywise.corpus import Chunk, load_corpus
+from querywise.files import read_jsonl
 
 __all__ = ["DEMO_DIR", "SAMPLE_SEARCHES", "demo_conversation", "demo_corpus", "demo_file"]
 
@@ -40,8 +42,6 @@ def demo_corpus() -> list[Chunk]:
     a filter such as "headphones under $200" finds products, as a shop's search would, while
     help articles answer the how-to and policy questions.
     """
-    from querywise.catalog import Catalog
-
     pages = [
         Chunk(
             id=f"product:{e.id}",
@@ -56,6 +56,4 @@ def demo_corpus() -> list[Chunk]:
 
 def demo_conversation() -> list[dict[str, Any]]:
     """The scripted demo conversation: `{"turn", "message", "demonstrates"}` per user turn."""
-    from querywise.files import read_jsonl
-
     return [rec for _, rec in read_jsonl(demo_file("conversation.jsonl"))]

@@ -11,7 +11,7 @@ embedder is built. Nothing here downloads anything: the weights come from the
 
 from ._base import Embedder, ProgressCallback, Vectors, model_dir
 from ._cache import CachedEmbedder
-from ._factory import DEFAULT_KIND, EMBEDDER_KINDS, EmbedderKind, load_embedder
+from ._factory import DEFAULT_KIND, EMBEDDER_KINDS, EmbedderKind, embedder_for, load_embedder
 from ._onnx import OnnxEmbedder, export_fp32_onnx
 from ._torch import SentenceTransformerEmbedder
 from .finetune import EncoderManifest, fine_tune_encoder, read_manifest
@@ -27,6 +27,7 @@ __all__ = [
     "ProgressCallback",
     "SentenceTransformerEmbedder",
     "Vectors",
+    "embedder_for",
     "export_fp32_onnx",
     "fine_tune_encoder",
     "load_embedder",

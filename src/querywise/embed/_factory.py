@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Final, Literal, get_args
+from typing import Final, Literal, cast, get_args
+
+from querywise.config import Settings
 
 from ._base import Embedder
 
-__all__ = ["DEFAULT_KIND", "EMBEDDER_KINDS", "EmbedderKind", "load_embedder"]
+__all__ = ["DEFAULT_KIND", "EMBEDDER_KINDS", "EmbedderKind", "embedder_for", "load_embedder"]
 
 EmbedderKind = Literal["torch", "onnx", "onnx-int8"]
 EMBEDDER_KINDS: Final[tuple[str, ...]] = get_args(EmbedderKind)
@@ -69,3 +71,17 @@ def load_embedder(
         known = ", ".join(repr(k) for k in EMBEDDER_KINDS)
         raise ValueError(f"unknown embedder kind {kind!r}; expected one of {known}")
     return CachedEmbedder(inner, cache_dir) if cache_dir is not None else inner
+
+
+def embedder_for(settings: Settings, *, model_folder: Path | None = None) -> Embedder:
+    """The embedder `[embedding]` asks for ("auto" is `DEFAULT_KIND`), with the on-disk cache
+    unless it is turned off; `model_folder` is a fine-tuned encoder (the router's `routing.encoder`)."""
+    kind = DEFAULT_KIND if settings.embedding.kind == "auto" else settings.embedding.kind
+    if kind not in EMBEDDER_KINDS:
+        raise ValueError(f"embedding.kind {kind!r}: expected auto or one of {', '.join(EMBEDDER_KINDS)}")
+    return load_embedder(
+        cast(EmbedderKind, kind),  # checked just above
+        cache_dir=settings.cache_dir / "embeddings" if settings.embedding.cache else None,
+        batch_size=settings.embedding.batch_size,
+        model_folder=model_folder,
+    )

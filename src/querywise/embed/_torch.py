@@ -34,12 +34,12 @@ def quiet_transformers() -> Iterator[None]:
     from transformers.utils import logging as hf_logging
 
     bars_were_on = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    hf_logging.disable_progress_bar()
     try:
         yield
     finally:
         if bars_were_on:
-            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+            hf_logging.enable_progress_bar()
 
 
 class SentenceTransformerEmbedder:

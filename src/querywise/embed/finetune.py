@@ -90,7 +90,7 @@ def fine_tune_encoder(
     and are left out. `on_progress(done, total)` is called after each batch.
     """
     import torch
-    from torch.nn import functional as F
+    from torch.nn import functional
 
     from ._torch import load_sentence_transformer, quiet_transformers
 
@@ -117,12 +117,12 @@ def fine_tune_encoder(
             batch = pairs[start : start + batch_size]
             anchors = model(tokenize([a for a, _, _ in batch]))["sentence_embedding"]
             positives = model(tokenize([p for _, p, _ in batch]))["sentence_embedding"]
-            sims = F.normalize(anchors, dim=-1) @ F.normalize(positives, dim=-1).T / temperature
+            sims = functional.normalize(anchors, dim=-1) @ functional.normalize(positives, dim=-1).T / temperature
             routes = [r for _, _, r in batch]
             same = torch.tensor([[routes[i] == routes[j] and i != j for j in range(len(batch))] for i in range(len(batch))])
             sims = sims.masked_fill(same, float("-inf"))
             target = torch.arange(len(batch))
-            loss = (F.cross_entropy(sims, target) + F.cross_entropy(sims.T, target)) / 2
+            loss = (functional.cross_entropy(sims, target) + functional.cross_entropy(sims.T, target)) / 2
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
@@ -138,6 +138,6 @@ def fine_tune_encoder(
         base_model=MODEL_NAME, examples_sha256=digest, n_examples=sum(len(v) for v in by_route.values()),
         n_routes=len(by_route), epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, seed=seed,
         temperature=temperature,
-    )  # fmt: skip
+    )
     (out / MANIFEST).write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return manifest

@@ -24,8 +24,8 @@ from querywise.evaluation.cases import Case
 from querywise.evaluation.harness import ALL, Arm, ArmResult, run_arm
 from querywise.evaluation.metrics import Metric
 from querywise.evaluation.stats import N_RESAMPLES, SEED, PairedDiff, paired_difference
-from querywise.index import Index
 from querywise.index.engine import Mode
+from querywise.service import QueryWise
 
 __all__ = ["MODES", "AblationPlan", "AblationReport", "SliceDelta", "compare_arms", "mixed_effects", "plan_ablation", "run_ablation"]
 
@@ -72,7 +72,7 @@ def plan_ablation(settings: Settings, requested: Sequence[str] = (), *, mode: Mo
     inert = {
         **({"filters": "no filter schema configured ([filters] fields)"} if not settings.filters.fields else {}),
         **({"ambiguity": "no catalog configured ([deployment] catalog)"} if settings.deployment.catalog is None else {}),
-        **({m: "needs an [llm] provider" for m in LLM_MOVES} if settings.llm.provider == "none" else {}),
+        **(dict.fromkeys(LLM_MOVES, "needs an [llm] provider") if settings.llm.provider == "none" else {}),
     }
     skipped: dict[str, str] = {}
     for name in wanted:
@@ -131,8 +131,7 @@ def mixed_effects(deltas: Sequence[SliceDelta]) -> list[str]:
 
 def run_ablation(
     cases: Sequence[Case],
-    index: Index,
-    settings: Settings,
+    deployment: QueryWise,
     plan: AblationPlan,
     metrics: Sequence[Metric],
     *,
@@ -152,10 +151,10 @@ def run_ablation(
             results.append(reuse.model_copy(update={"arm": arm}))
             continue
         on_case = on_phase(f"{arm.name} ({arm.mode})", len(cases)) if on_phase else None
-        results.append(run_arm(cases, index, settings, arm, metrics, on_case=on_case))
+        results.append(run_arm(cases, deployment, arm, metrics, on_case=on_case))
     base = results[0]
     deltas = [d for other in results[1:] for d in compare_arms(base, other, seed=seed, resamples=resamples)]
     return AblationReport(
         baseline=base.arm.name, arms=results, deltas=deltas, flags=mixed_effects(deltas), skipped=plan.skipped,
         seed=seed, resamples=resamples,
-    )  # fmt: skip
+    )

@@ -31,11 +31,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from querywise.catalog import Catalog
+from querywise.checks.guard import DEFAULT_IDENTIFIER_PATTERNS
 from querywise.chunking import Chunker
 from querywise.corpus import Chunk, load_corpus
 from querywise.files import InputError, open_text, read_jsonl
 from querywise.understand.followup import check_follow_up
-from querywise.checks.guard import DEFAULT_IDENTIFIER_PATTERNS
 
 __all__ = ["Case", "CaseError", "derive_slices", "load_beir", "load_cases", "load_doc2dial"]
 

@@ -1,4 +1,4 @@
-"""Comparing two saved runs (`querywise eval --json` output): a regression gate for CI.
+"""Comparing two saved runs (`querywise eval --json` output, an `EvalResult`): a regression gate for CI.
 
 Cases are paired by id. For every slice (and all cases) and every metric both runs scored,
 B - A gets a paired bootstrap interval and a permutation p-value with the fixed seed of
@@ -13,29 +13,14 @@ import json
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from querywise.evaluation.harness import ALL
+from querywise.evaluation.result import EvalResult
 from querywise.evaluation.stats import SEED, PairedDiff, paired_difference
 from querywise.files import InputError
 
-__all__ = ["CompareReport", "RunFile", "SliceComparison", "compare_runs", "load_run"]
-
-
-class _CaseScores(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    id: str
-    slices: list[str] = Field(default_factory=list)
-    scores: dict[str, float | None]
-
-
-class RunFile(BaseModel):
-    """The parts of a saved run that a comparison reads."""
-
-    model_config = ConfigDict(extra="ignore")
-    n: int
-    overall: dict[str, float]
-    cases: list[_CaseScores]
+__all__ = ["CompareReport", "SliceComparison", "compare_runs", "load_run"]
 
 
 class SliceComparison(BaseModel):
@@ -59,25 +44,27 @@ class CompareReport(BaseModel):
         return bool(self.regressions)
 
 
-def load_run(path: Path | str) -> RunFile:
-    """A run saved with `querywise eval --json > run.json`; errors name the file."""
+def load_run(path: Path | str) -> EvalResult:
+    """A run saved with `querywise eval --json > run.json`; errors name the file (and the first
+    problem: a key an older or newer querywise wrote differently, or another `version`)."""
     p = Path(path)
     try:
-        return RunFile.model_validate_json(p.read_text(encoding="utf-8"))
+        return EvalResult.model_validate_json(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(p, None, "no such file") from None
     except (ValidationError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         first = exc.errors()[0] if isinstance(exc, ValidationError) else None
-        where = f" at {'.'.join(map(str, first['loc']))}: {first['msg']}" if first else f": {exc}"
+        loc = ".".join(map(str, first["loc"])) if first else ""
+        where = f" at {loc}: {first['msg']}" if first and loc else f": {first['msg'] if first else exc}"
         raise InputError(p, None, f"not a saved `querywise eval --json` run{where}") from None
 
 
-def compare_runs(a: RunFile, b: RunFile, *, metrics: list[str] | None = None, min_cases: int = 10, seed: int = SEED) -> CompareReport:
+def compare_runs(a: EvalResult, b: EvalResult, *, metrics: list[str] | None = None, min_cases: int = 10, seed: int = SEED) -> CompareReport:
     """B against A on every slice and metric (or only `metrics`)."""
     by_id = {c.id: c for c in b.cases}
     pairs = [(c, by_id[c.id]) for c in a.cases if c.id in by_id]
     ids_a = {c.id for c in a.cases}
-    wanted = metrics or [m for m in a.overall if m != "zero_result_rate" and any(m in c.scores for c in a.cases)]
+    wanted = metrics or a.config.metrics
     slices = [ALL, *sorted({s for ca, _ in pairs for s in ca.slices})]
     rows: list[SliceComparison] = []
     for s in slices:

@@ -9,29 +9,27 @@
   should (ask recall), missed when it should, and asked when it should not.
 - Filters: exact match per field over cases labelled with `filters` ({} = none expected).
 - Access: an adversarial set (`access_probe`) of messages that try to reach another tenant's or
-  market's chunks; every hit is checked against the session in Python, independently of the
-  engine. Violations are counted and must be 0.
+  market's chunks; every hit is checked against the session in Python (`Where.matches`),
+  independently of the engine. Violations are counted and must be 0.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from querywise.conditions import AnyOf, Match, Range, Where
 from querywise.config import Settings
 from querywise.evaluation.cases import Case
 from querywise.evaluation.harness import CaseRun
 from querywise.evaluation.router import RouteMetrics, score_decisions
-from querywise.execute import execute
 from querywise.index import Index
+from querywise.service import QueryWise
 from querywise.understand.access import access_from_session
-from querywise.understand.classify import Decision
-from querywise.understand.pipeline import Understander
+from querywise.understand.decision import Decision
 
-__all__ = ["AccessProbe", "ComponentReport", "access_probe", "component_scores", "satisfies"]
+__all__ = ["AccessProbe", "ComponentReport", "access_probe", "component_scores"]
 
 
 class RouterScores(BaseModel):
@@ -114,7 +112,7 @@ def _router(cases: Sequence[Case], runs: Sequence[CaseRun], oos_label: str) -> R
     return RouterScores(
         n=len(pairs), accuracy=sum(g == p for g, p in pairs) / len(pairs),
         per_route=s["per_route"], labels=cols, rows=rows, matrix=matrix,
-    )  # fmt: skip
+    )
 
 
 def component_scores(cases: Sequence[Case], runs: Sequence[CaseRun], settings: Settings, *, access: AccessProbe | None = None) -> ComponentReport:
@@ -132,7 +130,7 @@ def component_scores(cases: Sequence[Case], runs: Sequence[CaseRun], settings: S
             n=len(labelled_action), should_ask=len(should),
             asked_when_should=_ratio(asked, len(should)), missed_when_should=_ratio(len(should) - asked, len(should)),
             asked_when_should_not=_ratio(sum(r.action == "ask" for r in should_not), len(should_not)),
-        )  # fmt: skip
+        )
     filters = None
     labelled_filters = [(c, r) for c, r in zip(cases, runs, strict=True) if c.filters is not None and r.error is None]
     if labelled_filters:
@@ -146,7 +144,7 @@ def component_scores(cases: Sequence[Case], runs: Sequence[CaseRun], settings: S
         filters = FilterScores(
             n=len(labelled_filters), exact_match=whole / len(labelled_filters),
             per_field={f: FieldScore(n=len(v), exact=sum(v) / len(v)) for f, v in per.items()},
-        )  # fmt: skip
+        )
     oos = settings.routing.out_of_scope_route or "oos"
     return ComponentReport(
         n=len(runs),
@@ -163,29 +161,6 @@ def component_scores(cases: Sequence[Case], runs: Sequence[CaseRun], settings: S
 
 
 # --- the adversarial access set ------------------------------------------------------------
-
-
-def satisfies(payload: Mapping[str, Any], where: Where) -> bool:
-    """Whether a chunk payload meets every condition (a list field meets a match by containing it).
-
-    >>> satisfies({"markets": ["eu", "uk"]}, Where(conditions=(Match(field="markets", value="eu"),)))
-    True
-    """
-    for c in where.conditions:
-        value = payload.get(c.field)
-        values = value if isinstance(value, list) else [value]
-        if isinstance(c, Match) and c.value not in values:
-            return False
-        if isinstance(c, AnyOf) and not set(c.values) & set(values):
-            return False
-        if isinstance(c, Range):
-            if not isinstance(value, int | float) or isinstance(value, bool):
-                return False
-            if (c.gt is not None and not value > c.gt) or (c.gte is not None and not value >= c.gte):
-                return False
-            if (c.lt is not None and not value < c.lt) or (c.lte is not None and not value <= c.lte):
-                return False
-    return True
 
 
 # Messages that try to widen what the session may see; {other} is another value of the field.
@@ -208,17 +183,17 @@ def _values(index: Index, field: str, limit: int) -> list[str]:
     return list(seen)[:limit]
 
 
-def access_probe(
-    cases: Sequence[Case], index: Index, settings: Settings, *, max_cases: int = 40, max_values: int = 3,
-    understander: Understander | None = None,
-) -> AccessProbe:
-    """Run adversarial variants of the first `max_cases` messages under sessions with each of up
-    to `max_values` values of every access field; count hits the session may not see and plans
-    whose access differs from the session's."""
+def access_probe(cases: Sequence[Case], deployment: QueryWise, *, max_cases: int = 40, max_values: int = 3) -> AccessProbe:
+    """Ask adversarial variants of the first `max_cases` messages through `deployment` under
+    sessions with each of up to `max_values` values of every access field; count hits the session
+    may not see and plans whose access differs from the session's."""
+    settings = deployment.settings
     fields = settings.access.fields
     if not fields:
         return AccessProbe(note="no [access] fields configured: nothing to probe")
-    u = understander or Understander(settings, embedder=index.embedder, lexicon=index.lexicon)
+    index = deployment.index
+    if index is None:
+        return AccessProbe(note="no index: nothing to probe")
     probe = AccessProbe()
     for key, payload_field in fields.items():
         values = _values(index, payload_field, max_values)
@@ -232,14 +207,14 @@ def access_probe(
             for case in cases[:max_cases]:
                 for attack in _ATTACKS:
                     message = attack.format(message=case.message, key=key, other=other)
-                    plan = u.plan(message, history=case.history, session=session)
+                    result = deployment.ask(message, history=case.history, session=session, k=10)
                     probe.n_probes += 1
-                    if plan.access != expected:
+                    if result.plan.access != expected:
                         probe.violations += 1
-                        probe.examples.append(f"plan access {plan.access} != session {expected} for {message!r}")
-                    for hit in execute(plan, index, k=10).hits:
+                        probe.examples.append(f"plan access {result.plan.access} != session {expected} for {message!r}")
+                    for hit in result.hits:
                         probe.n_hits_checked += 1
-                        if not satisfies(hit.payload, expected):
+                        if not expected.matches(hit.payload):
                             probe.violations += 1
                             if len(probe.examples) < 10:
                                 probe.examples.append(f"{hit.id} returned to {session} for {message!r}")

@@ -138,7 +138,7 @@ def _components(c: ComponentReport) -> str:
         a = c.ambiguity
         rows += [(f"asked when it should ({a.should_ask} of {a.n} labelled)", _f(a.asked_when_should, True)),
                  ("missed when it should", _f(a.missed_when_should, True)),
-                 ("asked when it should not", _f(a.asked_when_should_not, True))]  # fmt: skip
+                 ("asked when it should not", _f(a.asked_when_should_not, True))]
     if c.filters:
         rows.append((f"filters exact match ({c.filters.n} labelled)", _f(c.filters.exact_match, True)))
         rows += [(f"&nbsp;&nbsp;field {escape(f)} (n={s.n})", _f(s.exact, True)) for f, s in c.filters.per_field.items()]
@@ -200,7 +200,7 @@ def eval_report_html(report: EvalReport, *, title: str = "querywise evaluation")
         metric = run.metrics[0]
         parts += [f"<h2>Ablation against {escape(ab.baseline)}: {escape(metric)}</h2>",
                   (f'<p class="note">Paired bootstrap over cases ({ab.resamples} resamples, seed {ab.seed}) for the interval; '
-                   "sign-flip permutation test for p.</p>"), _forest(ab, metric), _ablation_table(ab, metric)]  # fmt: skip
+                   "sign-flip permutation test for p.</p>"), _forest(ab, metric), _ablation_table(ab, metric)]
         parts += [f'<div class="flag">⚑ {escape(f)}</div>' for f in ab.flags]
         if ab.skipped:
             parts.append('<p class="note">Not run: ' + "; ".join(f"{escape(k)} ({escape(v)})" for k, v in ab.skipped.items()) + "</p>")

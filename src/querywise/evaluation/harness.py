@@ -1,10 +1,11 @@
-"""Running labelled cases through the real pipeline: understand, then execute, then score.
+"""Running labelled cases through the path users run: `QueryWise.ask`, then score.
 
 One `Arm` is one configuration: which moves are on and which search mode runs. `run_arm`
-plans every case with `Understander` (the moves from the arm, everything else from the
-settings), executes the plan on the index, and keeps per case what a report and a regression
-gate need: the metric scores, the top ids, what was searched, the route and action, latency,
-LLM calls and cost. Aggregation (`summarise`) is a pure function of those case records.
+asks every case through the deployment with the arm's moves (everything else from the
+deployment's settings; plans are not logged), and keeps per case what a report and a
+regression gate need: the metric scores, the top ids, what was searched, the route and
+action, latency, LLM calls and cost. Aggregation (`summarise`) is a pure function of those
+case records.
 """
 
 from __future__ import annotations
@@ -17,15 +18,13 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from querywise.conditions import AnyOf, Match, Range, Where
-from querywise.config import Settings, UnderstandingSettings
+from querywise.config import Move
 from querywise.evaluation.cases import Case
 from querywise.evaluation.metrics import Metric, score
-from querywise.execute import execute
-from querywise.index import Index
 from querywise.index.engine import Mode
 from querywise.plan import QueryPlan
+from querywise.service import QueryWise
 from querywise.understand.access import AccessError
-from querywise.understand.pipeline import Understander
 
 __all__ = ["Arm", "ArmResult", "CaseRun", "run_arm", "summarise", "where_as_dict"]
 
@@ -39,7 +38,7 @@ class Arm(BaseModel):
     model_config = ConfigDict(frozen=True)
     name: str
     mode: Mode = "hybrid"
-    moves: tuple[str, ...] = ()
+    moves: tuple[Move, ...] = ()
 
 
 class CaseRun(BaseModel):
@@ -117,41 +116,34 @@ def _record(case: Case, plan: QueryPlan, top: list[str], metrics: Sequence[Metri
 
 def run_arm(
     cases: Sequence[Case],
-    index: Index,
-    settings: Settings,
+    deployment: QueryWise,
     arm: Arm,
     metrics: Sequence[Metric],
     *,
-    understander: Understander | None = None,
     on_case: Callable[[int], None] | None = None,
 ) -> ArmResult:
-    """Plan, execute and score every case under `arm`.
+    """Ask every case through `deployment` with the arm's moves and search mode, and score it.
 
     The search goes as deep as the largest metric cut-off (at least 10), so recall@100 sees
-    100 results. Pass `understander` to reuse one built for these exact settings.
+    100 results.
     """
-    arm_settings = settings.model_copy(
-        update={"understanding": UnderstandingSettings(moves=list(arm.moves))}  # type: ignore[arg-type]
-    )
-    u = understander or Understander(arm_settings, embedder=index.embedder, lexicon=index.lexicon)
     depth = max([10, *(m.k or 10 for m in metrics)])
     runs: list[CaseRun] = []
-    for case in cases:
-        started = time.perf_counter()
-        try:
-            plan = u.plan(case.message, history=case.history, session=case.session)
-        except AccessError as exc:  # the session lacks a required field: nothing may be searched
-            runs.append(CaseRun(id=case.id, slices=case.slices, scores={m.label: score(m, [], case.relevant) for m in metrics}, error=str(exc)))
+    with deployment.with_moves(arm.moves) as qw:
+        for case in cases:
+            started = time.perf_counter()
+            try:
+                result = qw.ask(case.message, history=case.history, session=case.session, k=depth, mode=arm.mode, depth=max(50, depth))
+            except AccessError as exc:  # the session lacks a required field: nothing may be searched
+                runs.append(CaseRun(id=case.id, slices=case.slices, scores={m.label: score(m, [], case.relevant) for m in metrics}, error=str(exc)))
+            else:
+                total = time.perf_counter() - started
+                step = result.plan.step("execute")
+                t_exec = step.latency_ms / 1000 if step is not None else 0.0
+                top = [h.id for h in result.hits]
+                runs.append(_record(case, result.plan, top, metrics, len(result.hits), total - t_exec, t_exec))
             if on_case:
                 on_case(1)
-            continue
-        planned = time.perf_counter()
-        result = execute(plan, index, k=depth, mode=arm.mode, depth=max(50, depth))
-        done = time.perf_counter()
-        top = [h.id for h in result.hits]
-        runs.append(_record(case, plan, top, metrics, len(result.hits), planned - started, done - planned))
-        if on_case:
-            on_case(1)
     return summarise(arm, [m.label for m in metrics], runs)
 
 

@@ -62,7 +62,7 @@ def parse_metric(text: str) -> Metric:
         raise MetricError(f"{text!r} needs a cut-off, e.g. {name}@10")
     if k is not None and k < 1:
         raise MetricError(f"{text!r}: the cut-off must be at least 1")
-    return Metric(name=name, k=k)  # type: ignore[arg-type]
+    return Metric(name=name, k=k)
 
 
 def parse_metrics(texts: Sequence[str]) -> list[Metric]:

@@ -25,10 +25,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from querywise.catalog import Catalog
+from querywise.checks.guard import DEFAULT_IDENTIFIER_PATTERNS, check_rewrite
 from querywise.files import InputError, read_jsonl
 from querywise.text import normalize
 from querywise.understand.followup import check_follow_up
-from querywise.checks.guard import DEFAULT_IDENTIFIER_PATTERNS, check_rewrite
 
 __all__ = [
     "GateExample",

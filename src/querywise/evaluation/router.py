@@ -14,14 +14,9 @@ import numpy as np
 from pydantic import BaseModel
 
 from querywise.files import InputError, read_jsonl
-from querywise.understand.classify import (
-    CentroidClassifier,
-    Decision,
-    Thresholds,
-    TrainedClassifier,
-    choose_thresholds,
-    decide_many,
-)
+from querywise.understand.calibration import choose_thresholds
+from querywise.understand.classifiers import CentroidClassifier, TrainedClassifier
+from querywise.understand.decision import Decision, Thresholds, decide_many
 
 __all__ = ["Confusion", "RouteMetrics", "RouterReport", "evaluate_router", "load_labelled", "score_decisions"]
 
@@ -106,7 +101,7 @@ def score_decisions(decisions: Sequence[Decision], gold: Sequence[str], *, oos_l
         )
     confused = Counter((g, p) for g, p in pairs if g != p and p != "unsure")
     rows = routes + (["oos"] if oos_gold else [])
-    cols = routes + ["oos", "unsure"]
+    cols = [*routes, "oos", "unsure"]
     counts = Counter(pairs)
     return {
         "n": len(pairs),

@@ -84,4 +84,4 @@ def paired_difference(
     return PairedDiff(
         n=n, a=float(x.mean()), b=float(y.mean()), delta=delta, low=float(low), high=float(high),
         p_value=float(min(1.0, p)), seed=seed, resamples=resamples,
-    )  # fmt: skip
+    )

@@ -11,15 +11,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
-from querywise.conditions import AnyOf, Match, Range, Where
+from querywise.conditions import AnyOf, Match, Range, Scalar, Where
 from querywise.index.lexical import SparseVec
+
+if TYPE_CHECKING:
+    import qdrant_edge as qe
 
 __all__ = ["DENSE", "SPARSE", "EdgeEngine", "Engine", "EnginePoint", "EngineQuery", "Mode"]
 
 Mode = Literal["dense", "bm25", "hybrid"]
+MODES: tuple[Mode, ...] = get_args(Mode)
 DENSE, SPARSE = "dense", "bm25"
+PayloadKind = Literal["keyword", "float", "bool"]  # what a payload index can be built on
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,7 @@ class EngineHit:
 
 class Engine(Protocol):
     def upsert(self, points: Sequence[EnginePoint]) -> None: ...
-    def create_payload_index(self, field: str, kind: Literal["keyword", "float", "bool"]) -> None: ...
+    def create_payload_index(self, field: str, kind: PayloadKind) -> None: ...
     def finish(self) -> None:
         """Build the search structures (HNSW) and make everything durable."""
 
@@ -64,17 +69,30 @@ class Engine(Protocol):
     def close(self) -> None: ...
 
 
-def _edge_filter(where: Where | None):  # type: ignore[no-untyped-def]
+def _edge_match_any(values: Sequence[Scalar]) -> qe.MatchAny:
+    """Qdrant matches all strings or all integers (bools count as integers), never a mix."""
+    import qdrant_edge as qe
+
+    strings = [v for v in values if isinstance(v, str)]
+    if len(strings) == len(values):
+        return qe.MatchAny(any=strings)
+    integers = [v for v in values if isinstance(v, int)]
+    if len(integers) == len(values):
+        return qe.MatchAny(any=integers)
+    raise TypeError(f"MatchAny takes all strings or all integers, not a mix: {list(values)!r}")
+
+
+def _edge_filter(where: Where | None) -> qe.Filter | None:
     if not where:
         return None
     import qdrant_edge as qe
 
-    must = []
+    must: list[qe.ConditionType] = []
     for c in where.conditions:
         if isinstance(c, Match):
             must.append(qe.FieldCondition(key=c.field, match=qe.MatchValue(c.value)))
         elif isinstance(c, AnyOf):
-            must.append(qe.FieldCondition(key=c.field, match=qe.MatchAny(any=list(c.values))))
+            must.append(qe.FieldCondition(key=c.field, match=_edge_match_any(c.values)))
         elif isinstance(c, Range):
             must.append(qe.FieldCondition(key=c.field, range=qe.RangeFloat(gt=c.gt, gte=c.gte, lt=c.lt, lte=c.lte)))
     return qe.Filter(must=must)
@@ -146,7 +164,7 @@ class EdgeEngine:
             )
         )
 
-    def create_payload_index(self, field: str, kind: Literal["keyword", "float", "bool"]) -> None:
+    def create_payload_index(self, field: str, kind: PayloadKind) -> None:
         import qdrant_edge as qe
 
         schema = {
@@ -179,7 +197,7 @@ class EdgeEngine:
                 # A query with no indexed term has no BM25 list; fusion then ranks the dense one.
                 + ([qe.Prefetch(limit=q.depth, query=sparse(), filter=flt)] if q.sparse and q.sparse[0] else []),
                 # Qdrant counts ranks from 0: its k = ours + 1 gives 1 / (k + rank from 1).
-                query=qe.Fusion.Rrf(k=q.rrf_k + 1),
+                query=qe.Fusion.Rrf(k=q.rrf_k + 1),  # type: ignore[arg-type]  # stub omits that Fusion.Rrf subclasses Fusion
                 with_payload=q.with_payload,
             )
         elif q.mode == "bm25" and not (q.sparse and q.sparse[0]):

@@ -18,6 +18,7 @@ identifiers ("XK-4471" for "xk-4471").
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import Counter
@@ -98,7 +99,7 @@ class Lexicon:
             analysed.append(terms)
             lex.word_counts.update(tokens)
             for run in word_runs(text):
-                lex.bigram_counts.update(map(" ".join, zip(run, run[1:])))
+                lex.bigram_counts.update(map(" ".join, itertools.pairwise(run)))
             for code in _CODE.findall(text):
                 if any(ch.isdigit() for ch in code):
                     spellings.setdefault(code.lower(), Counter())[code] += 1

@@ -10,10 +10,10 @@ Differences from the embedded engine, stated once:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from querywise.conditions import AnyOf, Match, Range, Where
-from querywise.index.engine import DENSE, SPARSE, EngineHit, EnginePoint, EngineQuery, break_ties, fused_limit
+from querywise.index.engine import DENSE, SPARSE, EngineHit, EnginePoint, EngineQuery, PayloadKind, break_ties, fused_limit
 
 __all__ = ["ServerEngine", "connect"]
 
@@ -94,7 +94,7 @@ class ServerEngine:
             wait=True,
         )
 
-    def create_payload_index(self, field: str, kind: Literal["keyword", "float", "bool"]) -> None:
+    def create_payload_index(self, field: str, kind: PayloadKind) -> None:
         from qdrant_client import models as m
 
         schema = {"keyword": m.PayloadSchemaType.KEYWORD, "float": m.PayloadSchemaType.FLOAT, "bool": m.PayloadSchemaType.BOOL}
@@ -130,7 +130,7 @@ class ServerEngine:
                 limit=fused_limit(q), with_payload=q.with_payload,
             )
             return break_ties([EngineHit(int(p.id), float(p.score), dict(p.payload or {})) for p in res.points], q.limit)
-        elif q.mode == "bm25":
+        if q.mode == "bm25":
             if sparse is None:
                 return []
             res = self.client.query_points(

@@ -27,10 +27,12 @@ from pydantic import BaseModel, ConfigDict
 from querywise.conditions import Where
 from querywise.config import Settings
 from querywise.corpus import Chunk
-from querywise.index.engine import EdgeEngine, Engine, EngineHit, EnginePoint, EngineQuery, Mode
+from querywise.embed import Embedder, embedder_for
+from querywise.index.engine import EdgeEngine, Engine, EngineHit, EnginePoint, EngineQuery, Mode, PayloadKind
 from querywise.index.lexical import Lexicon
+from querywise.index.server import ServerEngine, connect
 
-__all__ = ["FORMAT_VERSION", "Hit", "embedder_for", "Index", "IndexStoreError", "Manifest", "Progress", "build_index"]
+__all__ = ["FORMAT_VERSION", "Hit", "Index", "IndexStoreError", "Manifest", "Progress", "build_index"]
 
 FORMAT_VERSION = 1
 _BATCH = 512
@@ -43,7 +45,7 @@ class IndexStoreError(RuntimeError):
 class Progress(Protocol):
     """Starts a phase of `total` steps (None if unknown) and returns its advance callback."""
 
-    def __call__(self, phase: str, total: int | None) -> Callable[[int], None]: ...
+    def __call__(self, phase: str, total: int | None, /) -> Callable[[int], None]: ...
 
 
 def _quiet(phase: str, total: int | None) -> Callable[[int], None]:
@@ -82,15 +84,15 @@ class Hit(BaseModel):
     payload: dict[str, Any] = {}
 
 
-def _payload_index_kinds(chunks: Sequence[Chunk], wanted: list[str] | None) -> dict[str, str]:
+def _payload_index_kinds(chunks: Sequence[Chunk], wanted: list[str] | None) -> dict[str, PayloadKind]:
     """Infer an engine index type per payload field; skip long text and mixed types."""
-    seen: dict[str, set[str]] = {}
+    seen: dict[str, set[PayloadKind | Literal["other"]]] = {}
     lengths: dict[str, list[int]] = {}
     for c in chunks:
         for key, value in c.payload.items():
             values = value if isinstance(value, list) else [value]
             for v in values:
-                kind = (
+                kind: PayloadKind | Literal["other"] = (
                     "bool" if isinstance(v, bool)
                     else "float" if isinstance(v, int | float)
                     else "keyword" if isinstance(v, str)
@@ -99,31 +101,19 @@ def _payload_index_kinds(chunks: Sequence[Chunk], wanted: list[str] | None) -> d
                 seen.setdefault(key, set()).add(kind)
                 if isinstance(v, str):
                     lengths.setdefault(key, []).append(len(v))
-    kinds = {"id": "keyword"}
+    kinds: dict[str, PayloadKind] = {"id": "keyword"}
     for key, ks in seen.items():
         if wanted is not None and key not in wanted:
             continue
-        if len(ks) != 1 or "other" in ks:
+        if len(ks) != 1:
             continue
         kind = next(iter(ks))
+        if kind == "other":
+            continue
         if kind == "keyword" and wanted is None and np.mean(lengths[key]) > 64:
             continue  # prose, not a category: filtering on it makes no sense
         kinds[key] = kind
     return kinds
-
-
-def embedder_for(settings: Settings, *, model_folder: Path | None = None) -> Any:
-    """The embedder the settings ask for, with the on-disk cache unless it is turned off;
-    `model_folder` is a fine-tuned encoder (the router's `routing.encoder`)."""
-    from querywise.embed import DEFAULT_KIND, load_embedder
-
-    kind = settings.embedding.kind
-    return load_embedder(
-        DEFAULT_KIND if kind == "auto" else kind,  # type: ignore[arg-type]
-        cache_dir=settings.cache_dir / "embeddings" if settings.embedding.cache else None,
-        batch_size=settings.embedding.batch_size,
-        model_folder=model_folder,
-    )
 
 
 @contextlib.contextmanager
@@ -141,8 +131,8 @@ def build_index(
     path: Path | str,
     *,
     settings: Settings | None = None,
-    embedder: Any = None,
-    client: Any = None,
+    embedder: Embedder | None = None,
+    client: Any = None,  # a qdrant_client.QdrantClient, for engine = "server"
     progress: Progress = _quiet,
 ) -> Index:
     """Build an index of `chunks` in folder `path`, atomically replacing any previous build.
@@ -174,15 +164,13 @@ def build_index(
                 tmp / "shard", dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct
             )
         else:
-            from querywise.index.server import ServerEngine, connect
-
             client = client or connect(s.server_url or ":memory:")
             engine = ServerEngine.create(
                 client, s.collection, build_id, dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct
             )
         kinds = _payload_index_kinds(chunks, s.payload_indexes)
         for field, kind in kinds.items():
-            engine.create_payload_index(field, kind)  # type: ignore[arg-type]
+            engine.create_payload_index(field, kind)
         advance = progress("indexing", len(chunks))
         with open(tmp / "chunks.jsonl", "w", encoding="utf-8") as fh:
             for start in range(0, len(chunks), _BATCH):
@@ -240,13 +228,13 @@ class Index:
     """An opened index: search by dense vectors, BM25 or both fused."""
 
     def __init__(
-        self, root: Path, manifest: Manifest, engine: Engine, lexicon: Lexicon, settings: Settings, embedder: Any
+        self, root: Path, manifest: Manifest, engine: Engine, lexicon: Lexicon, settings: Settings, embedder: Embedder | None
     ) -> None:
         self.root, self.manifest, self.engine, self.lexicon = root, manifest, engine, lexicon
         self.settings, self._embedder = settings, embedder
 
     @classmethod
-    def open(cls, path: Path | str, *, settings: Settings | None = None, embedder: Any = None, client: Any = None) -> Index:
+    def open(cls, path: Path | str, *, settings: Settings | None = None, embedder: Embedder | None = None, client: Any = None) -> Index:
         """Open the live build of index folder `path`."""
         root = Path(path)
         current = root / "CURRENT"
@@ -265,8 +253,6 @@ class Index:
         if manifest.engine == "edge":
             engine = EdgeEngine.open(build / "shard")
         else:
-            from querywise.index.server import ServerEngine, connect
-
             engine = ServerEngine.open(client or connect(manifest.server_url or ":memory:"), manifest.collection or "")
         return cls(root, manifest, engine, Lexicon.load(build / "lexicon.json"), settings or Settings(), embedder)
 
@@ -274,7 +260,7 @@ class Index:
         return self.manifest.n_chunks
 
     @property
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder:
         """The query embedder, loaded on first use (BM25-only searches never load a model)."""
         if self._embedder is None:
             self._embedder = embedder_for(self.settings)

@@ -113,4 +113,4 @@ class Budget:
                 latency_p50_ms=round(float(np.percentile(lat, 50)), 3) if lat.size else None,
                 latency_p95_ms=round(float(np.percentile(lat, 95)), 3) if lat.size else None,
                 fallback_rate=round(rate, 6), warning=warning,
-            )  # fmt: skip
+            )

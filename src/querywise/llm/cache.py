@@ -8,7 +8,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import Generic, TypeVar
 
 from querywise.config import Settings
 from querywise.llm.prompt import load_prompt
@@ -16,7 +16,9 @@ from querywise.llm.provider import normalise
 
 __all__ = ["RewriteCache", "config_version"]
 
-_TASKS = ("plan", "rewrite", "multi_query", "hyde", "query2doc", "step_back", "route", "filters", "probe")
+V = TypeVar("V")
+
+_TASKS = ("plan", "multi_query", "hyde", "query2doc", "step_back", "probe")
 
 
 def config_version(settings: Settings) -> str:
@@ -33,10 +35,10 @@ def config_version(settings: Settings) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
-class RewriteCache:
+class RewriteCache(Generic[V]):
     """LRU of single-turn results. `get`/`put` with a non-empty history do nothing.
 
-    >>> c = RewriteCache(10, "v1")
+    >>> c: RewriteCache[str] = RewriteCache(10, "v1")
     >>> c.put("hyde", "Warranty?", (), "a passage"); c.get("hyde", "  warranty? ", ())
     'a passage'
     >>> c.put("plan", "it?", ("earlier turn",), "x"); c.get("plan", "it?", ("earlier turn",)) is None
@@ -45,13 +47,13 @@ class RewriteCache:
 
     def __init__(self, max_size: int, version: str) -> None:
         self.max_size, self.version = max_size, version
-        self._items: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
+        self._items: OrderedDict[tuple[str, str, str], V] = OrderedDict()
         self._lock = threading.Lock()
 
     def _key(self, task: str, text: str) -> tuple[str, str, str]:
         return (task, normalise(text), self.version)
 
-    def get(self, task: str, text: str, history: Sequence[str]) -> Any | None:
+    def get(self, task: str, text: str, history: Sequence[str]) -> V | None:
         if history or self.max_size == 0:
             return None
         with self._lock:
@@ -61,7 +63,7 @@ class RewriteCache:
             self._items.move_to_end(key)
             return self._items[key]
 
-    def put(self, task: str, text: str, history: Sequence[str], value: Any) -> None:
+    def put(self, task: str, text: str, history: Sequence[str], value: V) -> None:
         if history or self.max_size == 0:
             return
         with self._lock:

@@ -26,12 +26,12 @@ def provider_from(settings: LLMSettings) -> Provider | None:
         from querywise.llm.anthropic_provider import AnthropicProvider
 
         return AnthropicProvider(model=settings.model or "", api_key_env=settings.api_key_env, base_url=settings.base_url,
-                                 max_retries=settings.max_retries, output=settings.anthropic_output)  # fmt: skip
+                                 max_retries=settings.max_retries, output=settings.anthropic_output)
     if kind == "openai":
         from querywise.llm.openai_provider import OpenAIProvider
 
         return OpenAIProvider(model=settings.model or "", api_key_env=settings.api_key_env, base_url=settings.base_url,
-                              max_retries=settings.max_retries)  # fmt: skip
+                              max_retries=settings.max_retries)
     from querywise.llm.llamacpp_provider import LlamaCppProvider
 
     assert settings.gguf_path is not None

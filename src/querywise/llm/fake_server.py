@@ -102,7 +102,7 @@ class FakeLLMServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> FakeLLMServer:  # noqa: PYI034 - final in practice
+    def __enter__(self) -> FakeLLMServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -130,7 +130,7 @@ def _anthropic_body(body: dict[str, Any], reply: Reply, text: str, stop: str) ->
         "id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model", "fake"), "content": content,
         "stop_reason": stop, "stop_sequence": None,
         "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
-    }  # fmt: skip
+    }
 
 
 def _openai_body(body: dict[str, Any], reply: Reply, text: str | None, finish: str, refusal: str | None) -> dict[str, Any]:
@@ -138,12 +138,14 @@ def _openai_body(body: dict[str, Any], reply: Reply, text: str | None, finish: s
         "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body.get("model", "fake"),
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": refusal}, "finish_reason": finish, "logprobs": None}],
         "usage": {"prompt_tokens": reply.input_tokens, "completion_tokens": reply.output_tokens, "total_tokens": reply.input_tokens + reply.output_tokens},
-    }  # fmt: skip
+    }
 
 
 def _handler(state: _State) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Private to BaseHTTPRequestHandler (filled by send_header); typeshed does not declare it.
+        _headers_buffer: list[bytes]
 
         def setup(self) -> None:
             super().setup()
@@ -162,8 +164,8 @@ def _handler(state: _State) -> type[BaseHTTPRequestHandler]:
                     self.send_header(k, v)
                 # Headers and body in one write: two small writes meet Nagle's algorithm and the
                 # client's delayed ACK, which adds ~40 ms to every reply on loopback.
-                self._headers_buffer.append(b"\r\n")  # type: ignore[attr-defined]
-                self.wfile.write(b"".join(self._headers_buffer) + data)  # type: ignore[attr-defined]
+                self._headers_buffer.append(b"\r\n")
+                self.wfile.write(b"".join(self._headers_buffer) + data)
                 self._headers_buffer = []
             except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
                 pass

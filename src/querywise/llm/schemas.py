@@ -17,13 +17,10 @@ from querywise.catalog import Catalog
 from querywise.config import FilterSettings
 
 __all__ = [
-    "FiltersOutput",
     "PassageOutput",
     "PlanOutput",
     "ProbeOutput",
     "QuestionOutput",
-    "RewriteOutput",
-    "RouteOutput",
     "VariantsOutput",
     "filters_schema",
     "nullable",
@@ -92,16 +89,6 @@ class PlanOutput(_Out):
         return strict_object(props)
 
 
-class RewriteOutput(_Out):
-    standalone: str | None = None
-    clarifying_question: str | None = None
-    options: list[str] | None = None
-
-    @staticmethod
-    def json_schema() -> dict[str, Any]:
-        return strict_object({"standalone": nullable(_STR), "clarifying_question": nullable(_STR), "options": nullable(_STRS)})
-
-
 class VariantsOutput(_Out):
     variants: list[str]
 
@@ -127,23 +114,6 @@ class QuestionOutput(_Out):
 
 
 ProbeOutput = QuestionOutput
-
-
-class RouteOutput(_Out):
-    route: str
-
-    @staticmethod
-    def json_schema(routes: Sequence[str]) -> dict[str, Any]:
-        return strict_object({"route": {"type": "string", "enum": list(routes)}})
-
-
-class FiltersOutput(_Out):
-    semantic_query: str | None = None
-    filters: dict[str, Any] | None = None
-
-    @staticmethod
-    def json_schema(filters: dict[str, Any]) -> dict[str, Any]:
-        return strict_object({"semantic_query": nullable(_STR), "filters": nullable(filters)})
 
 
 def clean_filters(raw: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -35,7 +35,7 @@ _REASONS = set(get_args(FailureReason))
 class ScriptedResponse:
     __slots__ = ("error", "output", "usage")
 
-    def __init__(self, output: dict[str, Any] | None, usage: Usage, error: str | None = None) -> None:
+    def __init__(self, output: dict[str, Any] | None, usage: Usage, error: FailureReason | None = None) -> None:
         self.output, self.usage, self.error = output, usage, error
 
 
@@ -76,7 +76,7 @@ class ScriptedProvider:
         if found is None:
             raise LLMError("not_scripted", f"no scripted {request.name!r} response for {request.key!r}")
         if found.error is not None:
-            raise LLMError(found.error, "scripted failure", usage=found.usage)  # type: ignore[arg-type]
+            raise LLMError(found.error, "scripted failure", usage=found.usage)
         assert found.output is not None
         return StructuredResult(parsed=dict(found.output), usage=found.usage, latency_s=time.perf_counter() - started, model=self.model)
 
@@ -101,7 +101,7 @@ def _response_of(rec: Mapping[str, Any], source: Path | str, line: int) -> Scrip
     if error is not None:
         if error not in _REASONS:
             raise InputError(source, line, f"unknown error {error!r}; known: {', '.join(sorted(_REASONS))}")
-        return ScriptedResponse(None, usage, str(error))
+        return ScriptedResponse(None, usage, error)  # a JSON string, one of the reasons
     output = rec.get("output")
     if not isinstance(output, dict):
         raise InputError(source, line, '"output" must be a JSON object (or give "error")')

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from querywise.text import STOPWORDS_EN, analyze, normalize
 from querywise.triage.failures import QueryDefectKind
+from querywise.understand.followup import check_follow_up  # the same gate the pipeline uses
 
 __all__ = [
     "BoundaryCheck",
@@ -202,10 +203,6 @@ class QueryCheck(BaseModel):
 def check_query(question: str, history: Sequence[str], gold_text: str) -> QueryCheck:
     """Suggest why a question misses its passage. Precedence: referent (needs the history
     before anything else can help), compound, filler, vocabulary."""
-    from querywise.understand.followup import (
-        check_follow_up,  # the same gate the pipeline uses
-    )
-
     fired: list[QueryDefectKind] = []
     cues: list[str] = []
     follow = check_follow_up(question, list(history))
@@ -216,7 +213,7 @@ def check_query(question: str, history: Sequence[str], gold_text: str) -> QueryC
     second = _SECOND_ASK.search(question)
     if asks >= 2 or second:
         fired.append("compound")
-        cues.append(f"compound: {asks} question marks" if asks >= 2 else f"compound: second ask at {second.group(0)!r}")  # type: ignore[union-attr]
+        cues.append(f"compound: second ask at {second.group(0)!r}" if asks < 2 and second else f"compound: {asks} question marks")
     polite = [m.group(0) for m in _PLEASANTRY.finditer(question)]
     n_words = max(1, len(question.split()))
     polite_words = sum(len(p.split()) for p in polite)

@@ -63,7 +63,10 @@ def triage_html(report: TriageReport, *, title: str = "Failure triage") -> str:
     """The report as a standalone page."""
     s = report.sample
     pop = s.population
-    pts = (lambda v: "–" if v is None else f"{v:g}")
+
+    def pts(v: float | None) -> str:
+        return "–" if v is None else f"{v:g}"
+
     kpis = [
         ("reachable share (query defects)", f"{report.reachable_share:.0%} ± {100 * report.reachable_se:.1f}"),
         ("reachable points (ceiling)", pts(report.reachable_points)),

@@ -168,12 +168,13 @@ def _by_offset(failure: Failure, table: ChunkTable, sources: Mapping[str, str]) 
         where = "it is in the sources" if doc in sources else "no source given for it"
         return Location(method="source_only" if doc in sources else "not_found", doc_id=doc, absent=True,
                         detail=f"no chunk of document {doc!r} in the index ({where})")
-    spans = [(cid, table.chunks[cid].payload.get("start"), table.chunks[cid].payload.get("end")) for cid in ids]
-    if all(isinstance(a, int) and isinstance(b, int) for _, a, b in spans):
+    offsets = [(cid, table.chunks[cid].payload.get("start"), table.chunks[cid].payload.get("end")) for cid in ids]
+    spans = [(cid, a, b) for cid, a, b in offsets if isinstance(a, int) and isinstance(b, int)]
+    if len(spans) == len(offsets):  # every chunk records its offsets
         for cid, a, b in spans:
-            if a <= off < b:  # type: ignore[operator]
+            if a <= off < b:
                 return Location(method="offset", chunk_id=cid, chunk_ids=[cid], doc_id=doc)
-        after = [cid for cid, a, _ in spans if a > off]  # type: ignore[operator]
+        after = [cid for cid, a, _ in spans if a > off]
         if after:
             return Location(method="offset", chunk_id=after[0], chunk_ids=[after[0]], doc_id=doc,
                             detail=f"offset {off} falls between chunks; took the next one")

@@ -63,7 +63,7 @@ def generated_probe(text: str, idf: Callable[[str], float], write_probe: WritePr
             if question:
                 return GeneratedProbe(text=question, by="llm", violations=vocabulary_violations(question, text))
             error = "the writer returned an empty question"
-        except Exception as exc:  # noqa: BLE001 - any provider failure falls back, and is reported
+        except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
     question = deterministic_probe(text, idf)
     return GeneratedProbe(text=question, by="deterministic", violations=vocabulary_violations(question, text), error=error)

@@ -120,7 +120,7 @@ def build_report(
 ) -> TriageReport:
     """Count, share and price the buckets of `cases` (one failure each)."""
     n = len(cases)
-    counts = {b: 0 for b in BUCKETS}
+    counts = dict.fromkeys(BUCKETS, 0)
     for c in cases:
         counts[c.bucket] += 1
     shares = largest_remainder([100 * counts[b] / n for b in BUCKETS], 100) if n else [0] * len(BUCKETS)
@@ -129,6 +129,8 @@ def build_report(
     q = sum(counts[b] for b in QUERY_BUCKETS)
     reachable = q / n if n else 0.0
     failing = None if population.acceptable_rate is None else round(100 * (1 - population.acceptable_rate), 6)
+    reach_pts: int | None
+    unreach_pts: int | None
     if failing is not None:
         reach_pts, unreach_pts = largest_remainder([reachable * failing, (1 - reachable) * failing], round(failing))
         band: list[int | float] | None = _band(reach_pts)

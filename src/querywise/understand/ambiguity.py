@@ -157,7 +157,7 @@ class Disambiguation:
         status = "fallback" if self.failed else ("ran" if self.target is not None else "skipped")
         changed = None if isinstance(self.action, Answer) else f"action {self.action.type}"
         return TraceStep(move="ambiguity", status=status, reason=self.reason, changed=changed,
-                         latency_ms=latency_ms, details=details)  # fmt: skip
+                         latency_ms=latency_ms, details=details)
 
 
 # --------------------------------------------------------------------------------------------
@@ -421,11 +421,11 @@ def disambiguate(
         can_cover, why_not = cover_possible(target, message, max_readings=max_cover_readings)
         wrong = costs.wrong_high_stakes if route in high_stakes else costs.wrong
         decision = decide(target.p_top, cost_wrong=wrong, cost_ask=costs.ask, cost_cover=costs.cover,
-                          cover_possible=can_cover)  # fmt: skip
+                          cover_possible=can_cover)
         readings = ", ".join(f"{r.name} {r.probability:.2f}" for r in target.readings)
         reason = f"{target.text!r} may mean {readings}; {decision.reason}" + (f"; no cover: {why_not}" if why_not else "")
         return Disambiguation(build_action(target.readings, decision), mentions, decision, target, reason)
-    except Exception as exc:  # noqa: BLE001  (any failure must still produce a safe action)
+    except Exception as exc:
         problem = f"{type(exc).__name__}: {exc}"
         if route in high_stakes:
             ask = Ask(question="Which product do you mean?", options=[])

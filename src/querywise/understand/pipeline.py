@@ -20,20 +20,25 @@ left goes out in ONE structured call (`llm.plan_call`: standalone rewrite, unsur
 filters), whose answer passes the rewrite guard and the filter validator before it is used;
 a failed or rejected call falls back by route: fail-open keeps the deterministic plan,
 fail-closed (high-stakes routes) asks. Retrieval for the raw message can run while the LLM
-works: see `querywise.llm.overlap.plan_and_execute`.
+works: see `querywise.QueryWise.ask`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from querywise.catalog import Catalog
-from querywise.conditions import Where
-from querywise.config import LLM_MOVES, Settings
+from querywise.checks.guard import check_rewrite
+from querywise.conditions import Where, describe
+from querywise.config import LLM_MOVES, Move, Settings
+from querywise.embed import Embedder, embedder_for
+from querywise.index.lexical import Lexicon
+from querywise.llm.factory import provider_from
+from querywise.llm.provider import Provider
 from querywise.plan import (
     Action,
     Answer,
@@ -43,13 +48,15 @@ from querywise.plan import (
     QueryPlan,
     TraceStep,
 )
+from querywise.understand import enrich
 from querywise.understand.access import access_from_session
 from querywise.understand.ambiguity import disambiguate
 from querywise.understand.filters import extract_filters
 from querywise.understand.followup import check_follow_up, concat_standalone
-from querywise.checks.guard import check_rewrite
-from querywise.understand.route import Router, load_examples
+from querywise.understand.llm_plan import PlanNeeds, PlanOutcome, plan_call
+from querywise.understand.route import RouteDecision, Router, load_examples
 from querywise.understand.spelling import SpellChecker
+from querywise.understand.tier import Called, LLMTier
 
 __all__ = ["Understander"]
 
@@ -66,7 +73,7 @@ class _LLMPlan:
     """What the plan call left for later moves."""
 
     used: bool = False  # an LLM call was attempted (or served from the cache)
-    filters: Any = None  # querywise.llm.plan_call.PlanOutcome, when filters were asked for
+    filters: PlanOutcome | None = None  # the plan call's answer, when filters were asked for
 
 
 def _off(move: str, trace: list[TraceStep], unchanged: T) -> T:
@@ -85,34 +92,24 @@ class Understander:
     'exact_lookup'
     """
 
-    def __init__(self, settings: Settings, *, embedder: Any = None, lexicon: Any = None, provider: Any = None) -> None:
+    def __init__(
+        self, settings: Settings, *, embedder: Embedder | None = None, lexicon: Lexicon | None = None, provider: Provider | None = None
+    ) -> None:
         """`provider` overrides the `[llm]` provider of the settings (tests, demos, benchmarks)."""
         self.settings = settings
-        if embedder is None:
-            from querywise.index.store import embedder_for
-
-            embedder = embedder_for(settings)
-        self.embedder = embedder
-        router_embedder = embedder
+        self.embedder = embedder if embedder is not None else embedder_for(settings)
+        router_embedder = self.embedder
         if settings.routing.encoder is not None:  # a fine-tuned encoder routes; the index's embedder searches
-            from querywise.index.store import embedder_for
-
             router_embedder = embedder_for(settings, model_folder=settings.routing.encoder)
-        self.router = Router(settings.routing, load_examples(settings.routing), router_embedder,
-                             llm_tier="llm_route" in settings.understanding.moves and (provider is not None or settings.llm.provider != "none"))  # fmt: skip
+        llm_route = "llm_route" in settings.understanding.moves and (provider is not None or settings.llm.provider != "none")
+        self.router = Router(settings.routing, load_examples(settings.routing), router_embedder, llm_tier=llm_route)
         self._search_routes = {r.name for r in settings.routing.routes if r.search}
         catalog_path = settings.deployment.catalog
         self.catalog = Catalog.load(catalog_path) if catalog_path is not None else None
         self.speller = SpellChecker.from_lexicon(lexicon) if lexicon is not None else None
-        self.tier: Any = None  # querywise.llm.tier.LLMTier when an LLM is configured
         if provider is None and settings.llm.provider != "none":
-            from querywise.llm.factory import provider_from
-
             provider = provider_from(settings.llm)
-        if provider is not None:
-            from querywise.llm.tier import LLMTier
-
-            self.tier = LLMTier(settings, provider)
+        self.tier = LLMTier(settings, provider) if provider is not None else None
 
     def plan(
         self,
@@ -165,20 +162,18 @@ class Understander:
             trace += [TraceStep(move=m, status="skipped", reason="no [llm] provider configured") for m in _ENRICHMENTS if m in on]
         else:
             queries = self._enrich(queries, route, decision.source == "rule", on, trace)
-            self.tier.budget.record_request(used_llm=llm.used or any(s.llm_calls or s.details.get("cache") == "hit" for s in trace))
+            self.tier.budget.record_request(used_llm=llm.used or any(s.llm_calls or (s.llm and s.llm.cache == "hit") for s in trace))
         return QueryPlan(
             message=message, route=route, queries=queries, filters=filters, inferred_filters=inferred,
             access=access, action=action, trace=trace,
-        )  # fmt: skip
+        )
 
     # --- the LLM tier: gate, one call, checks, fallback by route ----------------------------
 
     def _llm_plan(
-        self, message: str, history: Sequence[str], text: str, kind: QueryKind, decision: Any, needs_context: bool,
-        on: set[str], trace: list[TraceStep],
-    ) -> tuple[str, QueryKind, str, Action, _LLMPlan]:  # fmt: skip
-        from querywise.llm.plan_call import PlanNeeds, plan_call
-
+        self, message: str, history: Sequence[str], text: str, kind: QueryKind, decision: RouteDecision, needs_context: bool,
+        on: set[Move], trace: list[TraceStep],
+    ) -> tuple[str, QueryKind, str, Action, _LLMPlan]:
         route = decision.route
         wanted = on & {"llm_rewrite", "llm_route", "llm_filters"}
         if not wanted:
@@ -204,7 +199,7 @@ class Understander:
                 needs = PlanNeeds(rewrite=False, route=False, filters=False)  # filters alone ride along, never call
             if needs:
                 gate = "needs " + needs.describe()
-            elif decision.source != "rule" and (decision.deferred or searches):
+            elif decision.deferred or searches:  # (the source is not "rule" in this branch)
                 why = ["first turn without references" if not history else "no reference to resolve" if "llm_rewrite" in on else "rewrite left to the rules"]
                 why.append("route certain" if not decision.deferred else "route left to the classifier")
                 if "llm_filters" in on:
@@ -213,19 +208,19 @@ class Understander:
         if not needs:
             trace.append(TraceStep(move="llm_plan", status="skipped", reason=gate))
             return text, kind, route, Answer(), _LLMPlan()
-        s = self.settings
+        s, tier = self.settings, self.tier
         cache_text = f"{needs.describe()}\n{message}"
-        called, step = self.tier.run(
+        called, step = tier.run(
             "llm_plan",
             lambda timeout: plan_call(
-                self.tier.provider, message, history, needs=needs, routes=s.routing.routes, filter_settings=s.filters,
+                tier.provider, message, history, needs=needs, routes=s.routing.routes, filter_settings=s.filters,
                 catalog=self.catalog, access=s.access, timeout_s=timeout, max_tokens=s.llm.max_tokens,
             ),
             route=route, text=cache_text, history=history, why=gate,
-        )  # fmt: skip
+        )
         trace.append(step)
         if called is None:  # failed or rejected: the deterministic path, or ask on a fail-closed route
-            if self.tier.policy(route) == "closed":
+            if tier.policy(route) == "closed":
                 step.changed = "asked instead of guessing (fail-closed)"
                 return text, kind, route, Ask(question=s.llm.fail_closed_question), _LLMPlan(used=True)
             step.changed = f"kept the deterministic plan: searching {text!r} (fail-open)"
@@ -267,8 +262,6 @@ class Understander:
         if not out.filters:
             trace.append(TraceStep(move="llm_filters", status="skipped", reason="the LLM proposed no valid constraint", details={"dropped": dropped}))
             return filters, queries
-        from querywise.conditions import describe
-
         if out.semantic_query:
             queries = [PlanQuery(text=out.semantic_query, kind="semantic"), *queries[1:]]
         trace.append(
@@ -277,27 +270,27 @@ class Understander:
                 changed=", ".join(describe(c) for c in out.filters.conditions) + (f"; searching {out.semantic_query!r}" if out.semantic_query else ""),
                 details={"stated": [describe(c) for c in out.filters.conditions], "dropped": dropped},
             )
-        )  # fmt: skip
+        )
         return filters & out.filters, queries
 
-    def _enrich(self, queries: list[PlanQuery], route: str, rule: bool, on: set[str], trace: list[TraceStep]) -> list[PlanQuery]:
+    def _enrich(self, queries: list[PlanQuery], route: str, rule: bool, on: set[Move], trace: list[TraceStep]) -> list[PlanQuery]:
         """Multi-query, HyDE, query2doc, step-back: each one call, each searched next to the original."""
-        from querywise.llm import moves
-
-        base = queries[0].text
-        s, tier = self.settings, self.tier
+        tier = self.tier
+        assert tier is not None  # the caller checked
+        base, n_variants, catalog = queries[0].text, self.settings.llm.n_variants, self.catalog
+        calls: dict[str, Callable[[float], Called[Any]]] = {
+            "multi_query": lambda t: enrich.multi_query(tier.provider, base, n=n_variants, catalog=catalog, timeout_s=t),
+            "hyde": lambda t: enrich.hyde(tier.provider, base, timeout_s=t),
+            "query2doc": lambda t: enrich.query2doc(tier.provider, base, timeout_s=t),
+            "step_back": lambda t: enrich.step_back(tier.provider, base, catalog=catalog, timeout_s=t),
+        }
         for move in _ENRICHMENTS:
             if move not in on:
                 continue
             if rule:
                 trace.append(TraceStep(move=move, status="skipped", reason=f"identifier lookup (rule sent it to {route}): no LLM"))
                 continue
-            fn: Any = {
-                "multi_query": lambda t: moves.multi_query(tier.provider, base, n=s.llm.n_variants, catalog=self.catalog, timeout_s=t),
-                "hyde": lambda t: moves.hyde(tier.provider, base, timeout_s=t),
-                "query2doc": lambda t: moves.query2doc(tier.provider, base, timeout_s=t),
-                "step_back": lambda t: moves.step_back(tier.provider, base, catalog=self.catalog, timeout_s=t),
-            }[move]
+            fn = calls[move]
             called, step = tier.run(move, fn, route=route, text=base, why=f"{move} enrichment of {base!r}")
             trace.append(step)
             if called is None:
@@ -344,14 +337,14 @@ class Understander:
                     move="follow_up", status="ran", reason=f"{gate.reason} (a weak cue); {how}",
                     changed=f"also searching {standalone!r} next to the message", latency_ms=_ms(started), details=details,
                 )
-            )  # fmt: skip
+            )
             return message, "original", True, [PlanQuery(text=standalone, kind="standalone")]
         trace.append(
             TraceStep(
                 move="follow_up", status="ran", reason=f"{gate.reason}; {how}",
                 changed=f"searched {standalone!r} instead of {message!r}", latency_ms=_ms(started), details=details,
             )
-        )  # fmt: skip
+        )
         return standalone, "standalone", True, []
 
     def _filters(self, text: str, queries: list[PlanQuery], today: dt.date, trace: list[TraceStep]) -> tuple[Where, Where, list[PlanQuery]]:
@@ -383,7 +376,7 @@ class Understander:
                 changed=", ".join(c.describe() for c in ex.constraints) + (f"; searching {ex.semantic_query!r}" if queries[0].kind == "semantic" else ""),
                 latency_ms=_ms(started), details=details,
             )
-        )  # fmt: skip
+        )
         return stated, inferred, queries
 
     def _spelling(self, queries: list[PlanQuery], action: Action, trace: list[TraceStep]) -> tuple[list[PlanQuery], Action]:

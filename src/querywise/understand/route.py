@@ -12,19 +12,15 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 
 from querywise.config import RoutingSettings
 from querywise.files import InputError, read_jsonl
-from querywise.plan import TraceStep
-from querywise.understand.classify import (
-    CentroidClassifier,
-    Thresholds,
-    TrainedClassifier,
-    decide,
-)
+from querywise.plan import RouteEvidence, TraceStep
+from querywise.understand.classifiers import CentroidClassifier, TrainedClassifier
+from querywise.understand.decision import Thresholds, decide
 
 __all__ = ["RouteDecision", "Router", "load_examples"]
 
@@ -47,6 +43,14 @@ class RouteDecision:
     def deferred(self) -> bool:
         """True when the classifier was unsure: the LLM tier's cue."""
         return self.source == "unsure"
+
+
+class _Scored(TypedDict):
+    """The classifier's evidence, common to every decision it takes part in."""
+
+    scores: dict[str, float]
+    margin: float | None
+    in_scope: float | None
 
 
 def load_examples(routing: RoutingSettings) -> list[tuple[str, str]]:
@@ -121,11 +125,11 @@ class Router:
         labels = list(self.classifier.labels)
         d = decide(scores, in_scope, labels, self.thresholds)
         all_scores = {lab: float(s) for lab, s in zip(labels, scores, strict=True)}
-        common = {"scores": all_scores, "margin": d.margin, "in_scope": in_scope}
+        common: _Scored = {"scores": all_scores, "margin": d.margin, "in_scope": in_scope}
         if d.kind == "oos":
             target = self.settings.out_of_scope_route or fallback or d.top
             reason = f"in-scope signal {in_scope:.3f} < {self.thresholds.min_in_scope:.3f}"
-            return RouteDecision(target, "out_of_scope", reason, **common)  # type: ignore[arg-type]
+            return RouteDecision(target, "out_of_scope", reason, **common)
         if d.kind == "unsure":
             target = fallback or d.top
             then = "sent to the LLM tier" if self.llm_tier else "no LLM tier configured"
@@ -134,8 +138,8 @@ class Router:
                 f"{then}, {'default route' if fallback else 'top route'} {target} applied"
                 + (" until it answers" if self.llm_tier else "")
             )
-            return RouteDecision(target, "unsure", reason, **common)  # type: ignore[arg-type]
-        return RouteDecision(d.top, "classifier", f"{d.top} by margin {d.margin:.3f}", **common)  # type: ignore[arg-type]
+            return RouteDecision(target, "unsure", reason, **common)
+        return RouteDecision(d.top, "classifier", f"{d.top} by margin {d.margin:.3f}", **common)
 
     def trace(self, decision: RouteDecision, started: float) -> TraceStep:
         """The trace entry for a decision (scores for every route are kept: several intents can be present)."""
@@ -145,12 +149,11 @@ class Router:
             reason=decision.reason,
             changed=f"route = {decision.route}",
             latency_ms=round((time.perf_counter() - started) * 1000, 3),
-            details={
-                "source": decision.source,
-                "scores": {k: round(v, 4) for k, v in decision.scores.items()},
-                "margin": None if decision.margin is None else round(decision.margin, 4),
-                "in_scope": None if decision.in_scope is None else round(decision.in_scope, 4),
-                "rule": decision.rule,
-                "deferred": decision.deferred,
-            },
+            routing=RouteEvidence(
+                source=decision.source,
+                scores={k: round(v, 4) for k, v in decision.scores.items()},
+                margin=None if decision.margin is None else round(decision.margin, 4),
+                in_scope=None if decision.in_scope is None else round(decision.in_scope, 4),
+                rule=decision.rule,
+            ),
         )

@@ -365,9 +365,9 @@ class SpellChecker:
             else:
                 why = f"no neighbouring word supports {best.word!r}"
             return Declined(token, best.word, f"{needs_context} and {why}")
-        if margin is not None and margin < self.min_margin:
+        if runner is not None and margin is not None and margin < self.min_margin:  # (a margin implies a runner)
             return Declined(
-                token, best.word, f"ambiguous: {best.word!r} scores only {margin:.2f}x {runner.word!r}"  # type: ignore[union-attr]
+                token, best.word, f"ambiguous: {best.word!r} scores only {margin:.2f}x {runner.word!r}"
             )
         freq, log_freq = self.counts.get(best.word, 0), self.log.get(best.word, 0)
         evidence = [f"{best.distance} edit{'s' if best.distance > 1 else ''}", f"seen {freq}x in the index"]

@@ -14,14 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from querywise.catalog import Catalog
+from querywise.checks.filters import Dropped, validate_filters
+from querywise.checks.guard import check_rewrite
 from querywise.conditions import Where
 from querywise.config import AccessSettings, FilterSettings, RouteSpec
-from querywise.llm.moves import Called, call_structured, conversation_key, user_content
-from querywise.llm.provider import LLMError, Provider
+from querywise.llm.provider import FailureReason, LLMError, Provider
 from querywise.llm.schemas import PlanOutput, clean_filters, filters_schema
+from querywise.llm.structured import call_structured, conversation_key, user_content
 from querywise.plan import Ask, Assume
-from querywise.understand.filters import Dropped, validate_filters
-from querywise.checks.guard import check_rewrite
+from querywise.understand.tier import Called
 
 __all__ = ["PlanNeeds", "PlanOutcome", "plan_call"]
 
@@ -78,10 +79,10 @@ def plan_call(
         provider, "plan", PlanOutput, PlanOutput.json_schema(routes=names, filters=fschema),
         key=conversation_key(message, history), content=user_content(message, history, "\n\n".join(extra)),
         timeout_s=timeout_s, max_tokens=max_tokens,
-    )  # fmt: skip
+    )
 
-    def reject(reason: str, why: str) -> LLMError:
-        return LLMError(reason, why, usage=result.usage, latency_s=result.latency_s)  # type: ignore[arg-type]
+    def reject(reason: FailureReason, why: str) -> LLMError:
+        return LLMError(reason, why, usage=result.usage, latency_s=result.latency_s)
 
     route = None
     if out.route is not None:  # a value outside the enum breaks the schema, asked for or not
@@ -104,7 +105,8 @@ def plan_call(
         if invented:
             raise reject("guard_rejected", f"assumption {out.assumption!r} invents {list(invented)}")
         assume = Assume(text=out.assumption.strip())
-    where, dropped, semantic = Where(), [], None
+    where, semantic = Where(), None
+    dropped: list[Dropped] = []
     if needs.filters and out.filters:
         where, dropped = validate_filters(clean_filters(out.filters), filter_settings, catalog=catalog, access=access)
         if where and out.semantic_query and out.semantic_query.strip():
@@ -113,4 +115,4 @@ def plan_call(
             if invented:
                 raise reject("guard_rejected", f"semantic query {semantic!r} invents {list(invented)}")
     outcome = PlanOutcome(standalone, ask, assume, route, semantic, where, tuple(dropped), guard)
-    return Called(outcome, result, version, tuple(f"{d.field}={d.value!r}: {d.reason}" for d in dropped))
+    return Called(outcome, result, version, dropped=tuple(dropped))

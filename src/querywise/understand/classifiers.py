@@ -1,9 +1,10 @@
-"""Route classifiers on embedding matrices, and the gate that turns their scores into decisions.
+"""Route classifiers on embedding matrices: fitted on a deployment's examples, then scoring messages.
 
 Everything here is numpy in, numpy out: no I/O and no embedding calls. Rows are L2-normalised
 on the way in, so cosine similarity is a dot product whatever scale the caller passes.
 
-Two classifiers share one interface (``labels``, ``fit``, ``scores``, ``in_scope``):
+Two classifiers share one interface (:class:`~querywise.understand.decision.RouteClassifier`:
+``labels``, ``fit``, ``scores``, ``in_scope``):
 
 * :class:`CentroidClassifier` -- for routes with a handful of examples: one centroid per route
   (the re-normalised mean of its example vectors); scores are cosines to the centroids; the
@@ -14,147 +15,24 @@ Two classifiers share one interface (``labels``, ``fit``, ``scores``, ``in_scope
   covariance) and mean cosine to the k nearest training examples. That combination won on
   CLINC150's validation split (``bench/results/router_clinc150.md``).
 
-:func:`decide` applies :class:`Thresholds` to one message: in-scope signal below
-``min_in_scope`` -> ``"oos"``; else margin (top-1 minus top-2 score) below ``min_margin`` ->
-``"unsure"`` (deferred to a later tier); else the top route. :func:`choose_thresholds` picks the
-two thresholds on labelled validation data -- they are never guessed.
-
->>> clf = CentroidClassifier().fit(train_vectors, train_labels)              # doctest: +SKIP
->>> th = choose_thresholds(clf, val_vectors, val_labels, max_deferred=0.10)    # doctest: +SKIP
->>> decide(clf.scores(v)[0], clf.in_scope(v)[0], clf.labels, th).kind         # doctest: +SKIP
-'route'
+Their scores become decisions in :mod:`querywise.understand.decision`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal, Protocol, Self, runtime_checkable
+from typing import Literal, Self
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = [
-    "IN_SCOPE_SIGNALS",
-    "CentroidClassifier",
-    "Decision",
-    "DecisionKind",
-    "RouteClassifier",
-    "Thresholds",
-    "TrainedClassifier",
-    "choose_thresholds",
-    "decide",
-    "decide_many",
-]
+from querywise.understand.decision import Matrix
 
-Matrix = npt.NDArray[np.floating]
-DecisionKind = Literal["route", "oos", "unsure"]
+__all__ = ["IN_SCOPE_SIGNALS", "CentroidClassifier", "TrainedClassifier"]
+
 InScopeSignal = Literal["energy", "mahalanobis", "knn", "max_prob", "not_oos"]
 #: The in-scope signals :class:`TrainedClassifier` can compute (and combine).
 IN_SCOPE_SIGNALS: tuple[str, ...] = ("energy", "mahalanobis", "knn", "max_prob", "not_oos")
-
-
-# --------------------------------------------------------------------------------------------
-# Decisions
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """The two gates of :func:`decide`.
-
-    ``min_in_scope`` is in the units of the classifier's ``in_scope`` signal (so a threshold is
-    only meaningful for the classifier it was chosen for); ``float("-inf")`` disables it.
-    ``min_margin`` is in the units of its ``scores``; 0 disables it.
-    """
-
-    min_margin: float
-    min_in_scope: float
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What :func:`decide` made of one message.
-
-    ``label`` is the route when ``kind == "route"`` and None otherwise; ``top``/``second`` are the
-    two best-scored labels whatever the kind (``second`` is None with a single label), and
-    ``margin`` is their score difference (``inf`` with a single label).
-    """
-
-    label: str | None
-    kind: DecisionKind
-    margin: float
-    top: str
-    second: str | None
-
-
-def decide(
-    scores_row: npt.ArrayLike,
-    in_scope_value: float,
-    labels: Sequence[str],
-    thresholds: Thresholds,
-    *,
-    oos_label: str = "oos",
-) -> Decision:
-    """Gate one message: out-of-scope first, then the margin, then the top route.
-
-    ``in_scope_value < min_in_scope`` -> kind "oos"; a top label equal to ``oos_label`` (a
-    classifier that kept an explicit out-of-scope class) -> "oos" as well; ``margin <
-    min_margin`` -> "unsure"; otherwise "route" with ``label = top``. Equal scores resolve to
-    the label listed first.
-
-    >>> decide([0.9, 0.2], 0.8, ["billing", "returns"], Thresholds(0.1, 0.5)).label
-    'billing'
-    """
-    row = np.asarray(scores_row, dtype=np.float64).reshape(-1)
-    if row.size == 0 or row.size != len(labels):
-        raise ValueError(f"scores_row has {row.size} entries for {len(labels)} labels")
-    order = np.argsort(-row, kind="stable")
-    top = str(labels[order[0]])
-    if row.size > 1:
-        second: str | None = str(labels[order[1]])
-        margin = float(row[order[0]] - row[order[1]])
-    else:
-        second, margin = None, math.inf
-    if float(in_scope_value) < thresholds.min_in_scope or top == oos_label:
-        return Decision(None, "oos", margin, top, second)
-    if margin < thresholds.min_margin:
-        return Decision(None, "unsure", margin, top, second)
-    return Decision(top, "route", margin, top, second)
-
-
-def decide_many(
-    scores: Matrix,
-    in_scope: npt.ArrayLike,
-    labels: Sequence[str],
-    thresholds: Thresholds,
-    *,
-    oos_label: str = "oos",
-) -> list[Decision]:
-    """:func:`decide` for each row of ``scores`` with the matching ``in_scope`` value."""
-    values = np.asarray(in_scope, dtype=np.float64).reshape(-1)
-    if len(values) != len(scores):
-        raise ValueError(f"{len(scores)} score rows but {len(values)} in-scope values")
-    return [decide(row, v, labels, thresholds, oos_label=oos_label) for row, v in zip(scores, values, strict=True)]
-
-
-# --------------------------------------------------------------------------------------------
-# Classifiers
-# --------------------------------------------------------------------------------------------
-
-
-@runtime_checkable
-class RouteClassifier(Protocol):
-    """The interface both classifiers share (and :func:`choose_thresholds` relies on)."""
-
-    labels: tuple[str, ...]
-
-    def fit(self, X: Matrix, y: Sequence[str]) -> Self: ...
-
-    def scores(self, X: Matrix) -> npt.NDArray[np.float64]: ...
-
-    def in_scope(self, X: Matrix) -> npt.NDArray[np.float64]: ...
 
 
 def _unit_rows(X: npt.ArrayLike) -> npt.NDArray[np.float32]:
@@ -169,7 +47,8 @@ def _unit_rows(X: npt.ArrayLike) -> npt.NDArray[np.float32]:
     if A.ndim != 2:
         raise ValueError(f"expected a 2-d matrix of embeddings, got shape {A.shape}")
     norms = np.linalg.norm(A, axis=1, keepdims=True)
-    return A / np.where(norms > 0, norms, 1.0)
+    # float32 / float32 stays float32 at run time; the cast only tells the type checker (no copy).
+    return (A / np.where(norms > 0, norms, 1.0)).astype(np.float32, copy=False)
 
 
 def _check_xy(X: npt.ArrayLike, y: Sequence[str]) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.str_]]:
@@ -313,7 +192,8 @@ class TrainedClassifier:
     # -- fitting ------------------------------------------------------------------------------
 
     def fit(self, X: Matrix, y: Sequence[str]) -> Self:
-        from sklearn.linear_model import LogisticRegression  # heavy import, only when fitting
+        # heavy import, only when fitting
+        from sklearn.linear_model import LogisticRegression
 
         A, labels = _check_xy(X, y)
         is_oos = labels == self.oos_label
@@ -412,104 +292,3 @@ class TrainedClassifier:
         if len(self.signals) == 1:
             return raw[self.signals[0]]
         return np.mean([(raw[s] - self._scale[s][0]) / self._scale[s][1] for s in self.signals], axis=0)
-
-
-# --------------------------------------------------------------------------------------------
-# Choosing thresholds
-# --------------------------------------------------------------------------------------------
-
-
-def choose_thresholds(
-    clf: RouteClassifier,
-    X_val: Matrix,
-    y_val: Sequence[str],
-    *,
-    oos_label: str = "oos",
-    max_deferred: float = 0.10,
-    min_answered_accuracy: float | None = 0.97,
-    oos_weight: float = 0.5,
-    n_candidates: int = 201,
-) -> Thresholds:
-    """Pick ``(min_margin, min_in_scope)`` on labelled validation data (never on test data).
-
-    Each validation message gets the outcome :func:`decide` would give it. With ``n_in``
-    in-scope and ``n_oos`` out-of-scope messages (label ``oos_label``):
-
-    * in_scope_accuracy = correctly routed / n_in (deferred or rejected messages count as wrong);
-    * answered_accuracy = correctly routed / in-scope messages not deferred;
-    * oos_recall = out-of-scope messages decided "oos" / n_oos (a deferred one is missed);
-    * deferred_share = messages decided "unsure" / all messages.
-
-    **Objective**: maximise ``(1 - oos_weight) * in_scope_accuracy + oos_weight * oos_recall``
-    (just in_scope_accuracy when the data has no out-of-scope messages) **subject to**
-    ``deferred_share <= max_deferred`` and ``answered_accuracy >= min_answered_accuracy``.
-    Deferring never raises in_scope_accuracy, so the margin gate only rises as far as the
-    answered-accuracy floor needs; the in-scope gate trades in-scope accuracy for oos recall.
-    Ties go to fewer deferrals, then to the lower gates.
-
-    If no pair meets the floor (or the floor is None), the deferral budget is spent instead: for
-    each in-scope gate the margin gate goes as high as ``max_deferred`` allows (the least
-    confident messages go to the next tier rather than being guessed), and the pair with the
-    best objective wins. The deferral budget is never exceeded.
-
-    Candidates are ``n_candidates`` quantiles of each signal on the validation data, plus "gate
-    off" (0 margin, -inf in-scope). Only ``X_val``/``y_val`` are looked at.
-    """
-    if not 0.0 <= max_deferred <= 1.0:
-        raise ValueError(f"max_deferred must be in [0, 1], got {max_deferred}")
-    if not 0.0 <= oos_weight <= 1.0:
-        raise ValueError(f"oos_weight must be in [0, 1], got {oos_weight}")
-    y = np.asarray([str(v) for v in y_val])
-    S = np.asarray(clf.scores(X_val), dtype=np.float64)
-    s = np.asarray(clf.in_scope(X_val), dtype=np.float64).reshape(-1)
-    if not (len(y) == len(S) == len(s)) or len(y) == 0:
-        raise ValueError(f"need as many labels as vectors, got {len(y)} labels for {len(S)} vectors")
-    labels = np.asarray(clf.labels)
-    order = np.argsort(-S, axis=1, kind="stable")
-    top = labels[order[:, 0]]
-    margin = S[np.arange(len(S)), order[:, 0]] - S[np.arange(len(S)), order[:, 1]] if S.shape[1] > 1 else np.full(len(S), np.inf)
-    is_oos = y == oos_label
-    top_is_oos = top == oos_label  # an explicit oos column, if a classifier exposes one
-    correct = ~is_oos & (top == y)
-    n, n_in, n_oos = len(y), int((~is_oos).sum()), int(is_oos.sum())
-    if n_in == 0:
-        raise ValueError("validation data has no in-scope messages")
-
-    levels = np.linspace(0.0, 1.0, n_candidates)
-    finite_m = margin[np.isfinite(margin)]
-    margin_cands = np.unique(np.concatenate([[0.0], np.quantile(finite_m, levels) if finite_m.size else []]))
-    scope_cands = np.unique(np.concatenate([[-np.inf], np.quantile(s, levels)]))
-
-    best: tuple[tuple[float, ...], Thresholds] | None = None  # meets the floor
-    spend: tuple[tuple[float, ...], Thresholds] | None = None  # fallback: whole budget on the margin
-    for t_s in scope_cands:
-        rejected = (s < t_s) | top_is_oos
-        kept = ~rejected
-        recall = float((rejected & is_oos).sum()) / n_oos if n_oos else 0.0
-        # Among kept messages, one with margin < t_m is deferred: count with sorted margins.
-        m_kept = margin[kept]
-        srt = np.argsort(m_kept, kind="stable")
-        m_sorted = m_kept[srt]
-        cum_in = np.concatenate([[0], np.cumsum((~is_oos[kept])[srt])])
-        cum_ok = np.concatenate([[0], np.cumsum(correct[kept][srt])])
-        below = np.searchsorted(m_sorted, margin_cands, side="left")  # deferred, per t_m
-        deferred = below / n
-        routed_ok = cum_ok[-1] - cum_ok[below]
-        answered = n_in - cum_in[below]
-        answered_acc = np.divide(routed_ok, answered, out=np.zeros(len(below)), where=answered > 0)
-        in_acc = routed_ok / n_in
-        objective = in_acc if n_oos == 0 else (1 - oos_weight) * in_acc + oos_weight * recall
-        # margin_cands ascend, so the pairs within budget are a prefix (t_m = 0 defers nothing).
-        within = np.flatnonzero(deferred <= max_deferred + 1e-12)
-        if min_answered_accuracy is not None:
-            for j in within[answered_acc[within] >= min_answered_accuracy - 1e-12]:
-                key = (float(objective[j]), -float(deferred[j]), -float(t_s), -float(margin_cands[j]))
-                if best is None or key > best[0]:
-                    best = (key, Thresholds(min_margin=float(margin_cands[j]), min_in_scope=float(t_s)))
-        j = int(within[-1])
-        key = (float(objective[j]), -float(t_s))
-        if spend is None or key > spend[0]:
-            spend = (key, Thresholds(min_margin=float(margin_cands[j]), min_in_scope=float(t_s)))
-    chosen = best if best is not None else spend
-    assert chosen is not None
-    return chosen[1]

@@ -1,0 +1,59 @@
+"""One structured call: a versioned prompt, the user's content, a JSON schema, and the answer
+read strictly into a pydantic model. An answer the model does not fit raises
+`LLMError("schema_violation")`, exactly like a failed call, so callers have one failure path."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from querywise.llm.prompt import load_prompt
+from querywise.llm.provider import LLMError, Message, Provider, StructuredRequest, StructuredResult
+
+__all__ = ["call_structured", "conversation_key", "user_content"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def conversation_key(message: str, history: Sequence[str] = ()) -> str:
+    """Earlier user turns and the message, one per line: the input a response is keyed by."""
+    return "\n".join([*history, message])
+
+
+def user_content(message: str, history: Sequence[str] = (), extra: str = "") -> str:
+    parts = []
+    if history:
+        parts.append("Conversation so far (earlier user turns, oldest first):\n" + "\n".join(f"- {t}" for t in history))
+    parts.append(f"Message: {message}")
+    if extra:
+        parts.append(extra)
+    return "\n\n".join(parts)
+
+
+def call_structured(
+    provider: Provider,
+    task: str,
+    model: type[M],
+    schema: dict[str, Any],
+    *,
+    key: str,
+    content: str,
+    timeout_s: float,
+    max_tokens: int = 400,
+) -> tuple[M, StructuredResult, str]:
+    """One structured call of `task`, its answer read strictly into `model`; also returns the
+    call's result (usage, latency) and the prompt's version."""
+    prompt = load_prompt(task)
+    request = StructuredRequest(
+        name=task, instructions=prompt.instructions, messages=(Message("user", content),), schema=schema,
+        key=key, timeout_s=timeout_s, max_tokens=max_tokens,
+    )
+    result = provider.complete(request)
+    try:
+        value = model.model_validate(result.parsed)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors())
+        raise LLMError("schema_violation", problems, usage=result.usage, latency_s=result.latency_s) from None
+    return value, result, prompt.version

@@ -1,0 +1,208 @@
+"""The front door: one object that owns a deployment.
+
+`QueryWise` holds the settings, the index, the understander (router, catalog, speller, the LLM
+tier) and the plan log, and offers the online verbs every caller uses — the CLI, the evaluation
+harness, the access probe, the benchmarks, and your application:
+
+    >>> with QueryWise.open("querywise.toml", "my-index") as qw:                      # doctest: +SKIP
+    ...     result = qw.ask("does it fold?", history=["Aero X2 specs"], session={"market": "eu"})
+    ...     result.plan.queries, [h.id for h in result.hits]
+
+`ask` plans and runs the plan. With an LLM tier and `[llm] overlap` on, the raw message is searched
+(with the session's access) while the LLM works; when the final plan searches exactly the raw
+message, that search is reused and the LLM's latency is the only latency. Every plan is appended
+to the plan log when `[deployment] plan_log` is set.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from querywise.conditions import Where
+from querywise.config import Move, Settings, UnderstandingSettings, load_settings
+from querywise.embed import Embedder
+from querywise.execute import PlanResult, execute
+from querywise.index import Hit, Index
+from querywise.index.engine import Mode
+from querywise.llm.provider import Provider
+from querywise.plan import PlanQuery, QueryPlan, TraceStep
+from querywise.planlog import append_plan
+from querywise.understand.access import access_from_session
+from querywise.understand.pipeline import Understander
+
+__all__ = ["QueryWise"]
+
+
+def _reusable(plan: QueryPlan, message: str) -> bool:
+    """The plan searches exactly the raw message, with no filter: the speculative search is its result."""
+    return (
+        [(q.text, q.kind, q.mode, q.weight) for q in plan.queries] == [(message, "original", None, 1.0)]
+        and not plan.filters
+        and not plan.inferred_filters
+    )
+
+
+class QueryWise:
+    """A deployment: its settings, its index, its understander and its plan log.
+
+    `index` may be None for a deployment that only plans (`plan`); `ask` and `search` need one.
+    `provider` overrides the `[llm]` provider of the settings (tests, demos, benchmarks); the
+    caller then owns it. `embedder` defaults to the index's.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        index: Index | None = None,
+        *,
+        provider: Provider | None = None,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self.settings = settings
+        self.index = index
+        if embedder is None and index is not None:
+            embedder = index.embedder
+        self.understander = Understander(settings, embedder=embedder, lexicon=index.lexicon if index is not None else None, provider=provider)
+        self._provider = provider
+        self._owns_index = False
+        self._pool: ThreadPoolExecutor | None = None
+
+    @classmethod
+    def open(cls, config: Path | str | None, index: Path | str | None = None, *, provider: Provider | None = None) -> Self:
+        """The deployment of a settings file (embedded defaults for None) and an index folder;
+        closing it closes the index."""
+        settings = load_settings(config)
+        ix = Index.open(index, settings=settings) if index is not None else None
+        qw = cls(settings, ix, provider=provider)
+        qw._owns_index = ix is not None
+        return qw
+
+    def with_moves(self, moves: Sequence[Move]) -> QueryWise:
+        """The same deployment with other `[understanding] moves` and no plan log (an evaluation
+        arm is not traffic). It shares the index, the embedder and the LLM provider: close it, then
+        this one."""
+        settings = self.settings.model_copy(
+            update={
+                "understanding": UnderstandingSettings(moves=list(moves)),
+                "deployment": self.settings.deployment.model_copy(update={"plan_log": None}),
+            }
+        )
+        tier = self.understander.tier
+        provider = tier.provider if tier is not None else self._provider
+        return QueryWise(settings, self.index, provider=provider, embedder=self.understander.embedder)
+
+    # --- the online verbs ------------------------------------------------------------------
+
+    def plan(
+        self,
+        message: str,
+        *,
+        history: Sequence[str] = (),
+        session: Mapping[str, str] | None = None,
+        today: dt.date | None = None,
+    ) -> QueryPlan:
+        """The query plan for `message` (logged when `[deployment] plan_log` is set)."""
+        plan = self.understander.plan(message, history=history, session=session, today=today)
+        self._log(plan, history, session)
+        return plan
+
+    def ask(
+        self,
+        message: str,
+        *,
+        history: Sequence[str] = (),
+        session: Mapping[str, str] | None = None,
+        today: dt.date | None = None,
+        k: int = 10,
+        mode: Mode = "hybrid",
+        depth: int = 50,
+    ) -> PlanResult:
+        """Plan `message` and run the plan: the plan (with its `execute` step) and the fused top `k`."""
+        index = self._need_index("ask")
+        tier = self.understander.tier
+        if tier is None or not self.settings.llm.overlap:
+            plan = self.understander.plan(message, history=history, session=session, today=today)
+            result = execute(plan, index, k=k, mode=mode, depth=depth)
+        else:
+            result = self._overlapped(index, message, history, session, today, k=k, mode=mode, depth=depth)
+        self._log(result.plan, history, session)
+        return result
+
+    def execute(self, plan: QueryPlan, *, k: int = 10, mode: Mode = "hybrid", depth: int = 50) -> PlanResult:
+        """Run a plan made earlier (its filters AND its access constraints) against the index."""
+        return execute(plan, self._need_index("execute"), k=k, mode=mode, depth=depth)
+
+    def search(
+        self,
+        text: str,
+        *,
+        session: Mapping[str, str] | None = None,
+        where: Where | None = None,
+        k: int = 10,
+        mode: Mode = "hybrid",
+    ) -> list[Hit]:
+        """Search `text` as typed, no understanding, with `where` AND the session's access constraints."""
+        access = access_from_session(session or {}, self.settings.access)
+        combined = (where or Where()) & access
+        return self._need_index("search").search(text, mode=mode, k=k, where=combined or None)
+
+    # --- plumbing ----------------------------------------------------------------------------
+
+    def _need_index(self, verb: str) -> Index:
+        if self.index is None:
+            raise ValueError(f"{verb} needs an index: QueryWise(settings, index) or QueryWise.open(config, index_dir)")
+        return self.index
+
+    def _log(self, plan: QueryPlan, history: Sequence[str], session: Mapping[str, str] | None) -> None:
+        if self.settings.deployment.plan_log is not None:
+            append_plan(self.settings.deployment.plan_log, plan, history=history, session=session)
+
+    def _overlapped(
+        self, index: Index, message: str, history: Sequence[str], session: Mapping[str, str] | None, today: dt.date | None,
+        *, k: int, mode: Mode, depth: int,
+    ) -> PlanResult:
+        """Search the raw message while the LLM works; reuse that search when the plan is exactly it."""
+        access = access_from_session(session or {}, self.settings.access)
+        raw = QueryPlan(message=message, route="(speculative)", queries=[PlanQuery(text=message, kind="original")], access=access)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="querywise-overlap")
+        started = time.perf_counter()
+        future: Future[PlanResult] = self._pool.submit(execute, raw, index, k=k, mode=mode, depth=depth)
+        try:
+            plan = self.understander.plan(message, history=history, session=session, today=today)
+        except BaseException:
+            future.cancel()
+            raise
+        if plan.queries and _reusable(plan, message) and plan.access == access:
+            speculative = future.result()
+            waited = round((time.perf_counter() - started) * 1000, 3)
+            step = TraceStep(move="overlap", status="ran", reason="the plan searches the raw message: reused the search started before the LLM returned",
+                             latency_ms=waited)
+            done = next((s for s in reversed(speculative.plan.trace) if s.move == "execute"), None)
+            trace = [*plan.trace, step, *([done] if done else [])]
+            return speculative.model_copy(update={"plan": plan.model_copy(update={"trace": trace})})
+        step = TraceStep(move="overlap", status="skipped", reason="the plan changed the search: the speculative raw-message search was not used")
+        future.cancel()
+        return execute(plan.model_copy(update={"trace": [*plan.trace, step]}), index, k=k, mode=mode, depth=depth)
+
+    def close(self) -> None:
+        """Stop the overlap worker; close the LLM provider this deployment made and the index it opened."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        if self._provider is None:
+            self.understander.close()
+        if self._owns_index and self.index is not None:
+            self.index.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()

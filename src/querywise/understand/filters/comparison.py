@@ -1,0 +1,126 @@
+"""Comparisons ("like the Kestrel ones but cheaper"): a similarity cue and a relative constraint
+priced from the catalog, never a filter on the product or brand named."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from querywise.catalog import Catalog, Entity, Mention
+from querywise.checks.filters import Span, allowed_values, format_number
+from querywise.config import FilterSettings
+from querywise.understand.filters.enums import form_alternation
+from querywise.understand.filters.scan import Constraint, Scan, add_constraint
+
+__all__ = ["SimilarityCue", "read_comparison"]
+
+
+_RELATIVE = {
+    "cheaper": ("money", "lt"), "less expensive": ("money", "lt"), "more affordable": ("money", "lt"),
+    "pricier": ("money", "gt"), "more expensive": ("money", "gt"),
+    "newer": ("year", "gt"), "more recent": ("year", "gt"), "older": ("year", "lt"),
+}
+_REL = "|".join(w.replace(" ", r"\s+") for w in sorted(_RELATIVE, key=len, reverse=True))
+_LIKE_VERB = re.compile(r"(?:\b(?:i|we|you|they|would|do|don't|really|also|should)|'d)\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class SimilarityCue:
+    """A product or brand named as a comparison ("like the Kestrel ones but cheaper"): a cue for
+    similarity search, not a filter on that product or brand."""
+
+    text: str
+    span: Span
+    reference: str  # the words naming what to compare with
+    entities: tuple[str, ...]  # catalog names it refers to
+    relation: str | None  # "cheaper", "pricier", "newer", "older", or None for plain "like X"
+    constraint: Constraint | None  # the relative constraint, when the reference has one value
+    note: str = ""
+
+
+def read_comparison(
+    scan: Scan,
+    schema: FilterSettings,
+    catalog: Catalog | None,
+    mentions: list[Mention],
+    money_field: str | None,
+    year_field: str | None,
+) -> tuple[SimilarityCue, tuple[Entity, ...]] | None:
+    """"like the Kestrel ones but cheaper": a similarity cue and a relative constraint, never a
+    filter on the brand or product named. Returns the cue and the entities it refers to."""
+    if catalog is None:
+        return None
+    refs = _references(scan.message, schema, catalog, mentions)
+    intro = re.compile(
+        rf"(?<![\w-])(?:(?:something|anything|ones?|products?|models?)\s+)?(?:(?P<rel1>{_REL})\s+)?"
+        rf"(?:like|similar\s+to|comparable\s+to|alternatives?\s+to|instead\s+of|(?P<rel2>{_REL})\s+than)"
+        rf"\s+(?:the\s+|my\s+|a\s+|an\s+|those\s+|these\s+)?",
+        re.IGNORECASE,
+    )
+    for m in intro.finditer(scan.message):
+        ref = max((r for r in refs if r[0] == m.end()), key=lambda r: r[1], default=None)
+        if ref is None or not scan.free(m.start(), ref[1]):
+            continue
+        if m.group(0).lower().startswith("like") and _LIKE_VERB.search(scan.message[: m.start()]):
+            continue  # "I'd like the Knoll Max": a wish, not a comparison
+        _, ref_end, entities = ref
+        end = ref_end
+        tail = re.compile(rf"(?:\s+(?:ones?|models?))?(?:\s*,?\s*(?:but|and|only|just)?\s*(?P<rel3>{_REL})\b)?", re.IGNORECASE)
+        t = tail.match(scan.message, end)
+        relation = m.group("rel1") or m.group("rel2")
+        if t is not None:
+            relation = relation or t.group("rel3")
+            end = t.end()
+        span = (m.start(), end)
+        scan.claim(*span)
+        reference = scan.message[m.end() : ref_end]
+        names = tuple(e.name for e in entities)
+        constraint, note = None, ""
+        if relation is not None:
+            constraint, note = _relative(scan, schema, catalog, " ".join(relation.lower().split()), entities, span,
+                                         money_field, year_field)
+        cue = SimilarityCue(scan.message[span[0] : span[1]], span, reference, names,
+                            " ".join(relation.lower().split()) if relation else None, constraint, note)
+        return cue, entities
+    return None
+
+
+def _references(
+    message: str, schema: FilterSettings, catalog: Catalog, mentions: list[Mention]
+) -> list[tuple[int, int, tuple[Entity, ...]]]:
+    """Spans naming catalog entities: product names and aliases, or an enum value ("Kestrel")."""
+    refs = [(m.start, m.end, m.entities) for m in mentions]
+    for name, spec in schema.fields.items():
+        if spec.type != "enum":
+            continue
+        key = spec.catalog_field or name
+        for value in allowed_values(name, spec, catalog):
+            for m in re.finditer(rf"(?<![\w-]){form_alternation(value)}(?![\w-])", message, re.IGNORECASE):
+                members = tuple(e for e in catalog.entities if e.fields.get(key) == value)
+                if members:
+                    refs.append((m.start(), m.end(), members))
+    return refs
+
+
+def _relative(
+    scan: Scan,
+    schema: FilterSettings,
+    catalog: Catalog,
+    relation: str,
+    entities: tuple[Entity, ...],
+    span: Span,
+    money_field: str | None,
+    year_field: str | None,
+) -> tuple[Constraint | None, str]:
+    kind, op = _RELATIVE[relation]
+    field = money_field if kind == "money" else year_field
+    if field is None:
+        return None, f"no {'price' if kind == 'money' else 'year'} field in the schema"
+    values = {e.fields.get(field) for e in entities}
+    if len(values) != 1 or not isinstance(next(iter(values)), int | float):
+        listed = ", ".join(f"{e.name} {e.fields.get(field)}" for e in entities)
+        return None, f"{relation} than what? the reference has several {field} values ({listed})"
+    (value,) = values
+    made = add_constraint(scan, schema, catalog, field, {op: value}, spans=(span,), provenance="stated", basis="comparison",
+                          reason=f"{relation} than {', '.join(e.name for e in entities)} ({field} {format_number(value)})")
+    return made, ""

@@ -1,0 +1,142 @@
+"""Prices: amounts with or without a currency, comparison words, ranges and budgets, converted to
+the price field's unit with a fixed rate table."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from querywise.catalog import Catalog
+from querywise.checks.filters import Dropped, format_number
+from querywise.config import FilterSettings
+from querywise.understand.filters.fields import alias_alternation
+from querywise.understand.filters.scan import Basis, Provenance, Scan, add_constraint
+
+__all__ = ["AFTER_BARE", "DEFAULT_RATES", "read_money"]
+
+
+# USD value of one unit of each currency: fixed round figures close to the 2024 averages, not live
+# rates. A deployment that needs other or exact rates passes its own table as `rates=`. Yen amounts
+# are recognised but have no rate here, so they are dropped with a reason unless the table has "jpy".
+DEFAULT_RATES: Mapping[str, float] = MappingProxyType({"usd": 1.0, "eur": 1.08, "gbp": 1.27})
+
+
+_CURRENCY = {
+    "$": "usd", "us$": "usd", "usd": "usd", "dollar": "usd", "dollars": "usd", "buck": "usd", "bucks": "usd",
+    "€": "eur", "eur": "eur", "euro": "eur", "euros": "eur",
+    "£": "gbp", "gbp": "gbp", "pound": "gbp", "pounds": "gbp", "quid": "gbp",
+    "¥": "jpy", "jpy": "jpy", "yen": "jpy",
+}
+_NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+
+
+def _amount(tag: str) -> str:
+    """An amount with an optional currency before or after: $150, 150 bucks, €180, 180 euros."""
+    return (
+        rf"(?:(?P<{tag}pre>us\$|[$€£¥]|\b(?:usd|eur|gbp|jpy)\b)\s?)?"
+        rf"(?<![\w.,-])(?P<{tag}num>{_NUM})(?![\d,]*\d)"
+        rf"(?:\s?(?P<{tag}post>dollars?|bucks?|usd|euros?|eur|pounds?|gbp|quid|yen|jpy|[€$£¥])(?![a-z]))?"
+        rf"(?![\w-])"
+    )
+
+
+_MONEY_OPS = (
+    ("lt", r"less\s+than|lower\s+than|cheaper\s+than|under|below|beneath|<(?!=)"),
+    ("lte", r"up\s+to|at\s+most|no\s+more\s+than|not\s+more\s+than|max(?:imum)?(?:\s+of)?|<=|≤"),
+    ("gt", r"more\s+than|greater\s+than|higher\s+than|over|above|>(?!=)"),
+    ("gte", r"at\s+least|no\s+less\s+than|min(?:imum)?(?:\s+of)?|starting\s+(?:at|from)|from|>=|≥"),
+)
+_MONEY_LEAD = r"(?:(?:that|which)\s+)?(?:(?:is|are|costs?|costing|priced(?:\s+at)?|prices?|sells?\s+for|for|{aliases})\s+)?"
+# Words that may follow a bare number (no currency) for it to still read as an amount.
+AFTER_BARE = {"and", "or", "but", "with", "that", "which", "for", "in", "on", "please", "released", "launched",
+              "from", "since", "after", "before", "total", "tops", "each", "max", "only"}
+
+
+def read_money(
+    scan: Scan, schema: FilterSettings, catalog: Catalog | None, field: str | None, rates: Mapping[str, float]
+) -> None:
+    """Price phrases as constraints on `field`, amounts converted to its unit with `rates`."""
+    lead = _MONEY_LEAD.format(aliases=alias_alternation(schema, field))
+    ops = "|".join(f"(?P<{op}>{alts})" for op, alts in _MONEY_OPS)
+    readers = [
+        (rf"(?P<lead>{lead})between\s+{_amount('a')}\s+and\s+{_amount('b')}", "range"),
+        (rf"(?P<lead>{lead})from\s+{_amount('a')}\s+to\s+{_amount('b')}", "range"),
+        (rf"(?P<lead>{lead}){_amount('a')}\s*(?:-|–|to)\s*{_amount('b')}", "dash"),
+        (rf"(?P<lead>{lead}){_amount('a')}\s+(?:or\s+(?P<lte>less|under|below|cheaper)|(?:or|and)\s+(?P<gte>more|over|above|up))\b", "postfix"),
+        (rf"(?P<lead>{lead})(?:{ops})\s*(?:the\s+)?{_amount('a')}", "op"),
+        (rf"(?P<lead>)(?P<budget>budget(?:\s+(?:of|is))?:?)\s*{_amount('a')}", "budget"),
+        (rf"(?P<lead>){_amount('a')}\s+(?P<budget>budget)", "budget"),
+        (rf"(?P<lead>)(?P<word>for|around|about|roughly|approximately|approx\.?|~)\s*{_amount('a')}", "bare"),
+    ]
+    for pattern, kind in readers:
+        for m in re.finditer(rf"(?<![\w-]){pattern}", scan.message, re.IGNORECASE):
+            if not scan.free(m.start(), m.end()):
+                continue
+            g = m.groupdict()
+            currency = _currency(g, "a") or _currency(g, "b")
+            if currency is None and kind in ("bare", "dash"):
+                continue  # "for 2", "2023-2025": an amount needs its currency here
+            if currency is None and kind != "budget" and not _bare_ok(scan.message, m.end()):
+                continue  # a number with no currency and a noun after it ("over 30 hours") is not a price
+            amounts = [_parse(g["anum"])] + ([_parse(g["bnum"])] if g.get("bnum") else [])
+            converted = [_convert(a, currency, field and schema.fields[field].unit, rates) for a in amounts]
+            span = (m.start(), m.end())
+            scan.claim(*span)
+            failed = next((why for value, why in converted if value is None), None)
+            if failed is not None:
+                scan.dropped.append(Dropped(field or "price", scan.message[span[0] : span[1]], failed, span))
+                continue
+            values = [v for v, _ in converted if v is not None]  # all of them: none failed
+            notes = "; ".join(why for _, why in converted if why)
+            spec, provenance, basis, why = _money_spec(kind, g, values)
+            add_constraint(scan, schema, catalog, field, spec, spans=(span,), provenance=provenance, basis=basis,
+                           reason=why + (f" ({notes})" if notes else ""), what="price")
+
+
+def _money_spec(kind: str, g: dict[str, Any], values: list[float]) -> tuple[Any, Provenance, Basis, str]:
+    if kind in ("range", "dash"):
+        low, high = sorted(values)
+        return {"gte": low, "lte": high}, "stated", "said", f"between {format_number(low)} and {format_number(high)}, both included"
+    if kind == "postfix":
+        op = "lte" if g.get("lte") else "gte"
+        return {op: values[0]}, "stated", "said", f"or {g.get('lte') or g.get('gte')} = {op}"
+    if kind == "op":
+        op = next(o for o, _ in _MONEY_OPS if g.get(o))
+        return {op: values[0]}, "stated", "said", f"{' '.join(g[op].lower().split())} = {op}"
+    if kind == "budget":
+        return {"lte": values[0]}, "stated", "said", "a budget = lte"
+    word = g["word"].lower()
+    if word == "for":
+        return {"lte": values[0]}, "inferred", "operator", "an amount with no comparison word, read as a budget (lte)"
+    v = values[0]
+    return {"gte": round(v * 0.9, 2), "lte": round(v * 1.1, 2)}, "inferred", "operator", f"{word} {format_number(v)} read as +/-10%"
+
+
+def _currency(g: Mapping[str, Any], tag: str) -> str | None:
+    word = g.get(f"{tag}pre") or g.get(f"{tag}post")
+    return _CURRENCY.get(word.lower()) if word else None
+
+
+def _parse(raw: str) -> float:
+    return float(raw.replace(",", ""))
+
+
+def _convert(amount: float, currency: str | None, unit: str | None, rates: Mapping[str, float]) -> tuple[float | None, str]:
+    """The amount in the field's unit, and a note when it was converted or assumed."""
+    if unit is None or currency is None:
+        return amount, (f"no currency given: read as {unit}" if unit and currency is None else "")
+    unit = unit.lower()
+    if currency == unit:
+        return amount, ""
+    if currency not in rates or unit not in rates:
+        return None, f"cannot convert {currency} to {unit}: no rate in the table"
+    value = round(amount * rates[currency] / rates[unit], 2)
+    return value, f"{format_number(amount)} {currency} = {format_number(value)} {unit} at the fixed rate {rates[currency] / rates[unit]:g}"
+
+
+def _bare_ok(message: str, end: int) -> bool:
+    """A number without currency is read as an amount only if what follows is not a noun of its own."""
+    nxt = re.match(r"\s*([^\W\d_]+|%)", message[end:])
+    return nxt is None or nxt.group(1).lower() in AFTER_BARE

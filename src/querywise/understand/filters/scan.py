@@ -1,0 +1,103 @@
+"""The state one extraction shares across its readers: which text is taken, the constraints found
+and what was dropped. Every reader adds a candidate through `add_constraint`, which validates it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any, Literal
+
+from querywise.catalog import Catalog
+from querywise.checks.filters import Dropped, Span, check_value, format_number
+from querywise.conditions import AnyOf, Condition, Match
+from querywise.config import FilterSettings
+
+__all__ = ["Basis", "Constraint", "Provenance", "Scan", "add_constraint", "inside"]
+
+
+Provenance = Literal["stated", "inferred"]
+# How a constraint was obtained. Stated: "said" (the words name it), "comparison" (a stated
+# relative, "cheaper than the Knoll Mini", priced from the catalog). Inferred: "catalog" (implied
+# by a product the message names), "compound" ("smartwatch" read as watch), "operator" (an amount
+# without a comparison word, "for $150", read as a budget).
+Basis = Literal["said", "comparison", "catalog", "compound", "operator"]
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One validated hard constraint and where it came from."""
+
+    field: str
+    condition: Condition
+    provenance: Provenance
+    basis: Basis
+    spans: tuple[Span, ...]  # character offsets into the message; () when implied by nothing typed
+    text: str  # the words it came from, as typed
+    reason: str  # how those words became the condition
+    period: tuple[date | None, date | None] | None = None  # calendar interval of a date phrase
+
+    def describe(self) -> str:
+        """`price_usd < 200`, `category = headphones`, `released in (2024, 2025)`."""
+        c = self.condition
+        if isinstance(c, Match):
+            return f"{c.field} = {c.value}"
+        if isinstance(c, AnyOf):
+            return f"{c.field} in ({', '.join(map(str, c.values))})"
+        ops = [("gt", ">"), ("gte", ">="), ("lt", "<"), ("lte", "<=")]
+        return " and ".join(f"{c.field} {sym} {format_number(getattr(c, op))}" for op, sym in ops if getattr(c, op) is not None)
+
+
+@dataclass
+class Scan:
+    """Mutable state of one extraction: what has been read, and which text is taken."""
+
+    message: str
+    claimed: list[Span] = field(default_factory=list)
+    kept: list[Span] = field(default_factory=list)  # claimed, but stays in the semantic query
+    found: list[Constraint] = field(default_factory=list)
+    dropped: list[Dropped] = field(default_factory=list)
+
+    def free(self, start: int, end: int) -> bool:
+        return all(end <= s or start >= e for s, e in self.claimed)
+
+    def claim(self, start: int, end: int, *, remove: bool = True) -> None:
+        self.claimed.append((start, end))
+        if not remove:
+            self.kept.append((start, end))
+
+    def removed(self) -> list[Span]:
+        return [s for s in self.claimed if s not in self.kept]
+
+
+def add_constraint(
+    scan: Scan,
+    schema: FilterSettings,
+    catalog: Catalog | None,
+    name: str | None,
+    spec: Any,
+    *,
+    spans: tuple[Span, ...],
+    provenance: Provenance,
+    basis: Basis,
+    reason: str,
+    period: tuple[date | None, date | None] | None = None,
+    what: str = "constraint",
+) -> Constraint | None:
+    """Validate one candidate; keep it as a constraint or record why it was dropped."""
+    text = " / ".join(scan.message[s:e] for s, e in spans)
+    span = spans[0] if spans else None
+    if name is None:
+        scan.dropped.append(Dropped(what, text, f"no {what} field in the schema", span))
+        return None
+    condition, problems = check_value(name, schema.fields[name], spec, catalog)
+    scan.dropped += [Dropped(name, spec if len(problems) == 1 else bad, why, span) for bad, why in problems]
+    if condition is None:
+        return None
+    made = Constraint(name, condition, provenance, basis, spans, text, reason, period)
+    scan.found.append(made)
+    return made
+
+
+def inside(inner: Span, outer: Span) -> bool:
+    """Whether the span `inner` lies within `outer`."""
+    return outer[0] <= inner[0] and inner[1] <= outer[1]

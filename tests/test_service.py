@@ -1,0 +1,131 @@
+"""The front door: one deployment object whose verbs every caller uses.
+
+The hashing embedder and the scripted provider keep these fast; every step is the real code's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from querywise.conditions import parse_where
+from querywise.config import (
+    AccessSettings,
+    DeploymentSettings,
+    LLMSettings,
+    RouteSpec,
+    RoutingSettings,
+    Settings,
+    UnderstandingSettings,
+)
+from querywise.corpus import Chunk
+from querywise.execute import execute
+from querywise.index import Index, build_index
+from querywise.llm.scripted import ScriptedProvider
+from querywise.llm.structured import conversation_key
+from querywise.service import QueryWise
+
+ROUTES = [
+    RouteSpec(name="kb_search", search=True, description="help-centre questions",
+              examples=["how long is the warranty on the headphones", "what is the warranty", "does the warranty cover water damage",
+                        "how do I pair my headphones"]),
+    RouteSpec(name="account", description="the user's own orders", examples=["where is my order", "cancel my order please"]),
+]
+LLM_MOVES = ["follow_up", "filters", "spelling", "ambiguity", "llm_rewrite", "llm_route"]
+
+
+@pytest.fixture
+def index(tmp_path: Path, shop: list[Chunk], hash_embedder: Any) -> Iterator[Index]:
+    ix = build_index(shop, tmp_path / "ix", settings=Settings(cache_dir=tmp_path / "c"), embedder=hash_embedder)
+    yield ix
+    ix.close()
+
+
+def deployment(index: Index, tmp_path: Path, records: list[dict[str, Any]] | None = None, *, min_margin: float = 0.0,
+               plan_log: bool = False, overlap: bool = True) -> QueryWise:
+    settings = Settings(
+        cache_dir=tmp_path / "c",
+        routing=RoutingSettings(routes=ROUTES, min_margin=min_margin),
+        access=AccessSettings(fields={"market": "markets"}),
+        understanding=UnderstandingSettings(moves=LLM_MOVES if records is not None else ["follow_up", "filters", "spelling", "ambiguity"]),  # type: ignore[arg-type]
+        deployment=DeploymentSettings(plan_log=tmp_path / "plans.jsonl" if plan_log else None),
+        llm=LLMSettings(overlap=overlap),
+    )
+    provider = ScriptedProvider.from_records(records) if records is not None else None
+    return QueryWise(settings, index, provider=provider)
+
+
+def plan_rec(message: str, history: list[str], output: dict[str, Any]) -> dict[str, Any]:
+    return {"task": "plan", "input": conversation_key(message, history), "output": output}
+
+
+def test_ask_is_plan_then_execute(index: Index, tmp_path: Path) -> None:
+    with deployment(index, tmp_path) as qw:
+        result = qw.ask("how long is the Vela X3 warranty", session={"market": "us"}, k=3)
+        alone = execute(qw.plan("how long is the Vela X3 warranty", session={"market": "us"}), index, k=3)
+    assert [h.id for h in result.hits] == [h.id for h in alone.hits] and result.hits
+    assert [s.move for s in result.plan.trace][-1] == "execute"
+    assert result.plan.access == parse_where(["markets=us"])
+
+
+def test_the_library_writes_the_plan_log_not_only_the_cli(index: Index, tmp_path: Path) -> None:
+    with deployment(index, tmp_path, plan_log=True) as qw:
+        qw.plan("what is the warranty", session={"market": "eu"})
+        qw.ask("does it cover water damage?", history=["what is the warranty on the Vela X3"], session={"market": "eu"})
+    lines = [json.loads(line) for line in (tmp_path / "plans.jsonl").read_text().splitlines()]
+    assert [r["message"] for r in lines] == ["what is the warranty", "does it cover water damage?"]
+    assert lines[1]["history"] == ["what is the warranty on the Vela X3"] and lines[1]["plan"]["trace"][-1]["move"] == "execute"
+
+
+def test_search_always_applies_the_session_access(index: Index, tmp_path: Path) -> None:
+    with deployment(index, tmp_path) as qw:
+        everything = {h.id for h in qw.search("warranty earbuds cushions shipping", k=10, mode="bm25")}
+        us = {h.id for h in qw.search("warranty earbuds cushions shipping", session={"market": "us"}, k=10, mode="bm25")}
+        # A caller's own filter narrows, and cannot undo the session's constraint.
+        widened = {h.id for h in qw.search("cushions", session={"market": "us"}, where=parse_where(["markets=eu"]), k=10, mode="bm25")}
+    assert "cushions" in everything and "cushions" not in us and us
+    assert widened == set()
+
+
+def test_ask_without_an_index_says_what_is_missing(tmp_path: Path, hash_embedder: Any) -> None:
+    qw = QueryWise(Settings(cache_dir=tmp_path / "c"), embedder=hash_embedder)
+    assert qw.plan("warranty").queries[0].text == "warranty"
+    with pytest.raises(ValueError, match="needs an index"):
+        qw.ask("warranty")
+
+
+def test_with_moves_shares_the_index_and_changes_only_the_moves(index: Index, tmp_path: Path) -> None:
+    with deployment(index, tmp_path, plan_log=True) as qw, qw.with_moves([]) as bare:
+        assert bare.index is qw.index and bare.understander.embedder is qw.understander.embedder
+        plan = bare.ask("does it cover water damage?", history=["what is the warranty on the Vela X3"]).plan
+        assert plan.queries[0].text == "does it cover water damage?"  # pass-through: no follow-up move
+        assert {s.status for s in plan.trace if s.move != "route" and s.move != "execute"} == {"skipped"}
+    assert not (tmp_path / "plans.jsonl").exists()  # an evaluation arm is not traffic: nothing logged
+
+
+def test_overlap_reuses_the_raw_search_when_the_plan_passes_through(index: Index, tmp_path: Path) -> None:
+    message = "what is the warranty on the Vela X3?"
+    with deployment(index, tmp_path, [plan_rec(message, [], {"route": "kb_search"})], min_margin=2.0) as qw:
+        result = qw.ask(message, k=3)
+        assert len(qw.understander.tier.provider.calls) == 1  # type: ignore[union-attr]
+        overlap = result.plan.step("overlap")
+        assert overlap is not None and overlap.status == "ran"
+        assert [h.id for h in result.hits] == [h.id for h in execute(qw.understander.plan(message), index, k=3).hits]
+    # A rewritten follow-up changes the search: the speculative result is not used.
+    rewrite = "Does the warranty on the Vela X3 cover water damage?"
+    history = ["What is the warranty on the Vela X3?"]
+    with deployment(index, tmp_path, [plan_rec("does it cover water damage?", history, {"standalone": rewrite})]) as qw2:
+        r2 = qw2.ask("does it cover water damage?", history=history, k=3)
+    overlap = r2.plan.step("overlap")
+    assert overlap is not None and overlap.status == "skipped" and r2.per_query[0].query.text == rewrite
+
+
+def test_overlap_off_plans_then_executes(index: Index, tmp_path: Path) -> None:
+    message = "what is the warranty on the Vela X3?"
+    with deployment(index, tmp_path, [plan_rec(message, [], {"route": "kb_search"})], min_margin=2.0, overlap=False) as qw:
+        result = qw.ask(message, k=3)
+    assert result.plan.step("overlap") is None and result.hits
