@@ -1,4 +1,4 @@
-"""Route classifiers of querywise.understand.classify on CLINC150 (150 intents + out-of-scope).
+"""Route classifiers of querywise.understand.classifiers (gated by understand.decision, thresholds from understand.calibration) on CLINC150 (150 intents + out-of-scope).
 
     python bench/router_clinc150.py [--data ../shared/data/clinc150/data_full.json]
 

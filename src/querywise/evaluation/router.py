@@ -13,6 +13,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel
 
+from querywise.embed import Embedder
 from querywise.files import InputError, read_jsonl
 from querywise.understand.calibration import choose_thresholds
 from querywise.understand.classifiers import CentroidClassifier, TrainedClassifier
@@ -128,7 +129,7 @@ def evaluate_router(
     train: Labelled,
     test: Labelled,
     *,
-    embedder: Any,
+    embedder: Embedder,
     val: Labelled | None = None,
     classifier: ClassifierKind = "auto",
     min_margin: float | None = None,

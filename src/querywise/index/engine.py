@@ -119,7 +119,7 @@ def break_ties(hits: list[EngineHit], limit: int) -> list[EngineHit]:
 class EdgeEngine:
     """Qdrant's embedded engine on a folder: a named dense vector and a BM25 sparse vector."""
 
-    def __init__(self, path: Path, shard: Any) -> None:
+    def __init__(self, path: Path, shard: qe.EdgeShard) -> None:
         self.path, self._shard = path, shard
 
     @classmethod

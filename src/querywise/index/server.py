@@ -10,15 +10,18 @@ Differences from the embedded engine, stated once:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from querywise.conditions import AnyOf, Match, Range, Where
 from querywise.index.engine import DENSE, SPARSE, EngineHit, EnginePoint, EngineQuery, PayloadKind, break_ties, fused_limit
 
+if TYPE_CHECKING:  # imported at run time only when a server is used
+    from qdrant_client import QdrantClient
+
 __all__ = ["ServerEngine", "connect"]
 
 
-def connect(url: str) -> Any:
+def connect(url: str) -> QdrantClient:
     """A QdrantClient for `url` (":memory:" for the local test double); key from QDRANT_API_KEY."""
     import os
 
@@ -48,12 +51,12 @@ def _filter(where: Where | None) -> Any:
 class ServerEngine:
     """One collection (reached through its alias) on a Qdrant server."""
 
-    def __init__(self, client: Any, collection: str, alias: str | None = None) -> None:
+    def __init__(self, client: QdrantClient, collection: str, alias: str | None = None) -> None:
         self.client, self.collection, self.alias = client, collection, alias
 
     @classmethod
     def create(
-        cls, client: Any, alias: str, build_id: str, *, dim: int, hnsw_m: int, hnsw_ef_construct: int
+        cls, client: QdrantClient, alias: str, build_id: str, *, dim: int, hnsw_m: int, hnsw_ef_construct: int
     ) -> ServerEngine:
         from qdrant_client import models as m
 
@@ -72,7 +75,7 @@ class ServerEngine:
         return cls(client, name, alias)
 
     @classmethod
-    def open(cls, client: Any, alias: str) -> ServerEngine:
+    def open(cls, client: QdrantClient, alias: str) -> ServerEngine:
         return cls(client, alias)
 
     def upsert(self, points: Sequence[EnginePoint]) -> None:

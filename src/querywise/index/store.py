@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -31,6 +31,9 @@ from querywise.embed import Embedder, embedder_for
 from querywise.index.engine import EdgeEngine, Engine, EngineHit, EnginePoint, EngineQuery, Mode, PayloadKind
 from querywise.index.lexical import Lexicon
 from querywise.index.server import ServerEngine, connect
+
+if TYPE_CHECKING:  # imported at run time only when a server is used
+    from qdrant_client import QdrantClient
 
 __all__ = ["FORMAT_VERSION", "Hit", "Index", "IndexStoreError", "Manifest", "Progress", "build_index"]
 
@@ -132,7 +135,7 @@ def build_index(
     *,
     settings: Settings | None = None,
     embedder: Embedder | None = None,
-    client: Any = None,  # a qdrant_client.QdrantClient, for engine = "server"
+    client: QdrantClient | None = None,  # for engine = "server"
     progress: Progress = _quiet,
 ) -> Index:
     """Build an index of `chunks` in folder `path`, atomically replacing any previous build.
@@ -234,7 +237,7 @@ class Index:
         self.settings, self._embedder = settings, embedder
 
     @classmethod
-    def open(cls, path: Path | str, *, settings: Settings | None = None, embedder: Embedder | None = None, client: Any = None) -> Index:
+    def open(cls, path: Path | str, *, settings: Settings | None = None, embedder: Embedder | None = None, client: QdrantClient | None = None) -> Index:
         """Open the live build of index folder `path`."""
         root = Path(path)
         current = root / "CURRENT"

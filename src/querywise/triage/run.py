@@ -8,7 +8,6 @@ call, not 240.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -89,7 +88,7 @@ def triage_cases(
             texts += [f.question, ev.literal_probe, ev.generated_probe, gold.search_text]
         evidence.append(ev)
 
-    vectors: Any = None
+    vectors = np.zeros((0, 0), dtype=np.float32)  # no gold located: nothing is embedded or probed
     if texts:
         step("embedding probes", None)
         vectors = np.asarray(ix.embedder.embed(texts), dtype=np.float32)

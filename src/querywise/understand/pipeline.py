@@ -16,7 +16,7 @@ Every move adds a trace step saying whether it ran and why.
 The LLM tier (`[llm]` + LLM moves in `[understanding] moves`) pays only when it helps. Gating:
 no LLM for an identifier lookup (a routing rule fired), for a route away from search, for a
 first turn without references, or for what a deterministic move already resolved. What is
-left goes out in ONE structured call (`llm.plan_call`: standalone rewrite, unsure route,
+left goes out in ONE structured call (`understand.llm_plan`: standalone rewrite, unsure route,
 filters), whose answer passes the rewrite guard and the filter validator before it is used;
 a failed or rejected call falls back by route: fail-open keeps the deterministic plan,
 fail-closed (high-stakes routes) asks. Retrieval for the raw message can run while the LLM

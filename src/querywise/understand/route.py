@@ -12,11 +12,12 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 import numpy as np
 
 from querywise.config import RoutingSettings
+from querywise.embed import Embedder
 from querywise.files import InputError, read_jsonl
 from querywise.plan import RouteEvidence, TraceStep
 from querywise.understand.classifiers import CentroidClassifier, TrainedClassifier
@@ -81,7 +82,7 @@ class Router:
     'exact_lookup'
     """
 
-    def __init__(self, routing: RoutingSettings, examples: Sequence[tuple[str, str]], embedder: Any, *, llm_tier: bool = False) -> None:
+    def __init__(self, routing: RoutingSettings, examples: Sequence[tuple[str, str]], embedder: Embedder, *, llm_tier: bool = False) -> None:
         """`llm_tier`: an LLM decides unsure messages (the pipeline calls it); only the wording
         of the reason changes here."""
         self.settings, self.embedder, self.llm_tier = routing, embedder, llm_tier
