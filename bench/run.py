@@ -307,7 +307,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="10k chunks, no HNSW sweep, 10k BM25 speed run")
     ap.add_argument("--readme", action="store_true", help="only re-render README.md")
-    ap.add_argument("--skip", default="", help="comma-separated: scale,bm25,embed,latency,rewrite,router,triage,evaluation,weak_followups,llm_latency")
+    ap.add_argument("--skip", default="", help="comma-separated: scale,bm25,embed,latency,adversarial,access,rewrite,router,triage,evaluation,weak_followups,llm_latency")
     a = ap.parse_args()
     if a.readme:
         log(f"wrote {render_readme()}")
@@ -332,6 +332,10 @@ def main() -> None:
         subprocess.run(cmd, check=True, cwd=ROOT)
     if "latency" not in skip:
         run_module("bench.latency", ["--n", "1000"])
+    if "adversarial" not in skip:  # bounded time per request: crafted messages at 1, 10 and 100 KB
+        run_module("bench.adversarial", ["--repeats", "1" if a.quick else "3"])
+    if "access" not in skip:  # generated attacks on access, with a hostile LLM: 0 widenings, 0 fail-open
+        run_module("bench.access_attack", ["--n", "2000" if a.quick else "10000"])
     if "rewrite" not in skip:
         run_module("bench.rewrite_cast2019", [])
     if "router" not in skip and not a.quick:  # about 12 minutes: the full run only

@@ -34,8 +34,8 @@ unit = "usd"
 aliases = ["price"]
 
 [access]
-fields = { market = "markets" }
-required = ["market"]
+fields = { market = "markets", region = "regions" }
+optional = ["region"]
 """
 
 
@@ -47,7 +47,7 @@ def test_a_deployment_file_loads_with_paths_relative_to_it(tmp_path: Path) -> No
     assert s.deployment.catalog == (tmp_path / "conf" / "data" / "catalog.jsonl").resolve()
     assert s.deployment.plan_log == (tmp_path / "conf" / "logs" / "plans.jsonl").resolve()
     assert [r.name for r in s.routing.routes] == ["kb_search", "account"]
-    assert s.filters.fields["price_usd"].unit == "usd" and s.access.fields == {"market": "markets"}
+    assert s.filters.fields["price_usd"].unit == "usd" and s.access.fields == {"market": "markets", "region": "regions"} and s.access.optional == ["region"]
 
 
 @pytest.mark.parametrize(

@@ -87,8 +87,8 @@ def test_folder_of_markdown_and_text_is_chunked_with_provenance(tmp_path: Path) 
 
 
 def test_folder_with_non_utf8_file_names_it(tmp_path: Path) -> None:
-    (tmp_path / "bad.txt").write_bytes(b"caf\xe9")
-    with pytest.raises(CorpusError, match=re.escape("bad.txt: not UTF-8")):
+    (tmp_path / "bad.txt").write_bytes(b"fine\ncaf\xe9")
+    with pytest.raises(CorpusError, match=re.escape("bad.txt:2: not UTF-8")):
         load_corpus(tmp_path)
 
 

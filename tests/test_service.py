@@ -28,6 +28,7 @@ from querywise.index import Index, build_index
 from querywise.llm.scripted import ScriptedProvider
 from querywise.llm.structured import conversation_key
 from querywise.service import QueryWise
+from querywise.understand.access import AccessError
 
 ROUTES = [
     RouteSpec(name="kb_search", search=True, description="help-centre questions",
@@ -35,6 +36,7 @@ ROUTES = [
                         "how do I pair my headphones"]),
     RouteSpec(name="account", description="the user's own orders", examples=["where is my order", "cancel my order please"]),
 ]
+EU = {"market": "eu"}
 LLM_MOVES = ["follow_up", "filters", "spelling", "ambiguity", "llm_rewrite", "llm_route"]
 
 
@@ -83,7 +85,9 @@ def test_the_library_writes_the_plan_log_not_only_the_cli(index: Index, tmp_path
 
 def test_search_always_applies_the_session_access(index: Index, tmp_path: Path) -> None:
     with deployment(index, tmp_path) as qw:
-        everything = {h.id for h in qw.search("warranty earbuds cushions shipping", k=10, mode="bm25")}
+        everything = {h.id for h in index.search("warranty earbuds cushions shipping", k=10, mode="bm25")}
+        with pytest.raises(AccessError, match="market"):  # no session, no search: access fails closed
+            qw.search("warranty earbuds cushions shipping", k=10, mode="bm25")
         us = {h.id for h in qw.search("warranty earbuds cushions shipping", session={"market": "us"}, k=10, mode="bm25")}
         # A caller's own filter narrows, and cannot undo the session's constraint.
         widened = {h.id for h in qw.search("cushions", session={"market": "us"}, where=parse_where(["markets=eu"]), k=10, mode="bm25")}
@@ -101,7 +105,7 @@ def test_ask_without_an_index_says_what_is_missing(tmp_path: Path, hash_embedder
 def test_with_moves_shares_the_index_and_changes_only_the_moves(index: Index, tmp_path: Path) -> None:
     with deployment(index, tmp_path, plan_log=True) as qw, qw.with_moves([]) as bare:
         assert bare.index is qw.index and bare.understander.embedder is qw.understander.embedder
-        plan = bare.ask("does it cover water damage?", history=["what is the warranty on the Vela X3"]).plan
+        plan = bare.ask("does it cover water damage?", history=["what is the warranty on the Vela X3"], session=EU).plan
         assert plan.queries[0].text == "does it cover water damage?"  # pass-through: no follow-up move
         assert {s.status for s in plan.trace if s.move != "route" and s.move != "execute"} == {"skipped"}
     assert not (tmp_path / "plans.jsonl").exists()  # an evaluation arm is not traffic: nothing logged
@@ -110,16 +114,16 @@ def test_with_moves_shares_the_index_and_changes_only_the_moves(index: Index, tm
 def test_overlap_reuses_the_raw_search_when_the_plan_passes_through(index: Index, tmp_path: Path) -> None:
     message = "what is the warranty on the Vela X3?"
     with deployment(index, tmp_path, [plan_rec(message, [], {"route": "kb_search"})], min_margin=2.0) as qw:
-        result = qw.ask(message, k=3)
+        result = qw.ask(message, session=EU, k=3)
         assert len(qw.understander.tier.provider.calls) == 1  # type: ignore[union-attr]
         overlap = result.plan.step("overlap")
         assert overlap is not None and overlap.status == "ran"
-        assert [h.id for h in result.hits] == [h.id for h in execute(qw.understander.plan(message), index, k=3).hits]
+        assert [h.id for h in result.hits] == [h.id for h in execute(qw.understander.plan(message, session=EU), index, k=3).hits]
     # A rewritten follow-up changes the search: the speculative result is not used.
     rewrite = "Does the warranty on the Vela X3 cover water damage?"
     history = ["What is the warranty on the Vela X3?"]
     with deployment(index, tmp_path, [plan_rec("does it cover water damage?", history, {"standalone": rewrite})]) as qw2:
-        r2 = qw2.ask("does it cover water damage?", history=history, k=3)
+        r2 = qw2.ask("does it cover water damage?", history=history, session=EU, k=3)
     overlap = r2.plan.step("overlap")
     assert overlap is not None and overlap.status == "skipped" and r2.per_query[0].query.text == rewrite
 
@@ -127,5 +131,5 @@ def test_overlap_reuses_the_raw_search_when_the_plan_passes_through(index: Index
 def test_overlap_off_plans_then_executes(index: Index, tmp_path: Path) -> None:
     message = "what is the warranty on the Vela X3?"
     with deployment(index, tmp_path, [plan_rec(message, [], {"route": "kb_search"})], min_margin=2.0, overlap=False) as qw:
-        result = qw.ask(message, k=3)
+        result = qw.ask(message, session=EU, k=3)
     assert result.plan.step("overlap") is None and result.hits

@@ -68,6 +68,8 @@ class Catalog:
                 bucket = self._by_form.setdefault(_key(form), [])
                 if e not in bucket:
                     bucket.append(e)
+        # One tuple per form, shared by every mention of it (a long message may repeat a name).
+        self._named: dict[str, tuple[Entity, ...]] = {form: tuple(bucket) for form, bucket in self._by_form.items()}
         # Longest first, so "Aero X2 Pro" is found before "Aero X2" can claim its first words.
         forms = sorted(self._by_form, key=lambda f: (-len(f), f))
         alternation = "|".join(re.escape(f).replace(r"\ ", r"[\s\-]+") for f in forms if f)
@@ -109,10 +111,14 @@ class Catalog:
         folded = normalize(text)
         if len(folded) != len(text):
             folded = text.lower()
-        return [
-            Mention(text[m.start() : m.end()], m.start(), m.end(), tuple(self._by_form[_key(m.group(0))]))
-            for m in self._pattern.finditer(folded)
-        ]
+        keys: dict[str, tuple[Entity, ...]] = {}  # matched text -> entities (each spelling normalised once)
+        out = []
+        for m in self._pattern.finditer(folded):
+            said = m.group(0)
+            if (entities := keys.get(said)) is None:
+                entities = keys[said] = self._named[_key(said)]
+            out.append(Mention(text[m.start() : m.end()], m.start(), m.end(), entities))
+        return out
 
     def values(self, field_name: str) -> list[Any]:
         """Distinct values of a field across entities (list fields are flattened), in order seen."""

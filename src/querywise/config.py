@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, Self, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from querywise.files import InputError, read_jsonl
 
 __all__ = [
+    "EMBEDDING_KINDS",
     "AccessSettings",
     "ChunkingSettings",
     "ConfigError",
@@ -23,12 +28,14 @@ __all__ = [
     "IndexSettings",
     "LLMMove",
     "LLMSettings",
+    "LimitsSettings",
     "Move",
     "Price",
     "RouteSpec",
     "RoutingSettings",
     "Settings",
     "UnderstandingSettings",
+    "check_routes_declared",
     "default_cache_dir",
     "load_settings",
 ]
@@ -45,17 +52,43 @@ def default_cache_dir() -> Path:
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with `update` applied, validated like settings read from a file: pydantic's own
+        copy skips validators, so a changed section could otherwise name a route nobody declared."""
+        copied = super().model_copy(update=update, deep=deep)
+        return type(self).model_validate(copied.model_dump()) if update else copied
+
+
+# The embedder kinds of `querywise.embed` (its EMBEDDER_KINDS; a test keeps the two in step), and
+# "auto", which picks the fastest path that keeps the reference numbers. Validated here, so a bad
+# value is a config error naming the key, not a failure when the first text is embedded.
+EMBEDDING_KINDS: tuple[str, ...] = ("auto", "torch", "onnx", "onnx-int8")
+
 
 class EmbeddingSettings(_Section):
-    kind: str = "auto"  # "auto" picks the fastest path that keeps the reference numbers
+    kind: str = "auto"  # one of EMBEDDING_KINDS
     batch_size: int = Field(64, ge=1)
     cache: bool = True  # on-disk cache keyed by model and text hash
+
+    @model_validator(mode="after")
+    def _known_kind(self) -> EmbeddingSettings:
+        if self.kind not in EMBEDDING_KINDS:
+            raise ValueError(f"embedding.kind: unknown embedder kind {self.kind!r}; expected one of {', '.join(EMBEDDING_KINDS)}")
+        return self
 
 
 class ChunkingSettings(_Section):
     max_chars: int = Field(1000, ge=50)
     overlap: int = Field(0, ge=0)
     identifier_pattern: str = r"\b[A-Z]{2,}-\d{3,}\b"
+
+    @model_validator(mode="after")
+    def _pattern_compiles(self) -> ChunkingSettings:
+        try:
+            re.compile(self.identifier_pattern, re.IGNORECASE)
+        except re.error as exc:
+            raise ValueError(f"chunking.identifier_pattern {self.identifier_pattern!r} does not compile: {exc}") from None
+        return self
 
 
 class IndexSettings(_Section):
@@ -76,6 +109,9 @@ class IndexSettings(_Section):
     depth: int = Field(100, ge=1)  # how deep each list goes into hybrid fusion
     # Payload fields to index for fast filtering; None = every short scalar field.
     payload_indexes: list[str] | None = None
+    # Builds kept in the index folder, the live one included: the previous one stays for readers
+    # that opened it and for `querywise index --rollback` (a build a reader holds is never removed).
+    keep_builds: int = Field(2, ge=1)
 
 
 class RouteSpec(_Section):
@@ -115,6 +151,37 @@ class RoutingSettings(_Section):
     out_of_scope_route: str | None = None
     high_stakes: list[str] = Field(default_factory=list)  # fail closed (ask) on error
 
+    def route_references(self) -> list[tuple[str, str]]:
+        """(config key, route name) for every setting here that names a route."""
+        refs = [(f"routing.rules[{i}].route", r.route) for i, r in enumerate(self.rules)]
+        refs += [(key, name) for key, name in (("routing.default_route", self.default_route), ("routing.out_of_scope_route", self.out_of_scope_route)) if name is not None]
+        return refs + [(f"routing.high_stakes[{i}]", r) for i, r in enumerate(self.high_stakes)]
+
+    @model_validator(mode="after")
+    def _routes_declared(self) -> RoutingSettings:
+        names = [r.name for r in self.routes]
+        doubled = sorted({n for n in names if names.count(n) > 1})
+        if doubled:
+            raise ValueError(f"routing.routes: route {doubled[0]!r} is declared more than once")
+        if names or self.examples_file is None:  # else the examples file declares them: load_settings reads it
+            check_routes_declared(set(names), self.route_references())
+        return self
+
+
+def check_routes_declared(declared: set[str], references: list[tuple[str, str]], *, source: str = "[[routing.routes]]") -> None:
+    """Raise ValueError for the first reference to a route that is not declared.
+
+    A deployment's routes are declared by `[[routing.routes]]`; when it lists none, by the
+    labels of `routing.examples_file` (`source` then names it); with neither, no route exists
+    and every message goes to the one implicit search route, so nothing may name a route.
+    """
+    for key, name in references:
+        if name in declared:
+            continue
+        if declared:
+            raise ValueError(f"{key}: unknown route {name!r} (routes declared by {source}: {', '.join(sorted(declared))})")
+        raise ValueError(f"{key}: unknown route {name!r}: no route is declared (add [[routing.routes]] or a routing.examples_file)")
+
 
 class FilterField(_Section):
     """One filterable field of the index payload, as the filter validator sees it."""
@@ -133,10 +200,20 @@ class FilterSettings(_Section):
 
 
 class AccessSettings(_Section):
-    """Session fields that become access constraints, AND-ed into every search."""
+    """Session fields that become access constraints, AND-ed into every search.
+
+    Every field is required: a session without it (or with an empty value) searches nothing.
+    A field listed in `optional` may be absent, and then constrains nothing."""
 
     fields: dict[str, str] = Field(default_factory=dict)  # session key -> payload field
-    required: list[str] = Field(default_factory=list)  # session keys without which nothing is searched
+    optional: list[str] = Field(default_factory=list)  # session keys that may be absent
+
+    @model_validator(mode="after")
+    def _optional_are_fields(self) -> AccessSettings:
+        unknown = [k for k in self.optional if k not in self.fields]
+        if unknown:
+            raise ValueError(f"optional names no access field: {', '.join(unknown)} (fields: {', '.join(self.fields) or 'none'})")
+        return self
 
 
 # LLM moves (off by default; each needs an `[llm]` provider): the three plan moves share one
@@ -177,11 +254,12 @@ class LLMSettings(_Section):
     model: str | None = None
     base_url: str | None = None  # OpenAI-compatible servers: Ollama, vLLM, llama.cpp server, LM Studio
     api_key_env: str | None = None  # default ANTHROPIC_API_KEY / OPENAI_API_KEY
-    timeout_s: float = Field(2.0, gt=0)
+    timeout_s: float = Field(2.0, gt=0)  # one deadline per message for all its LLM moves, retries included
     timeouts: dict[str, float] = Field(default_factory=dict)  # route -> seconds
     fail_policy: dict[str, Literal["open", "closed"]] = Field(default_factory=dict)  # route -> policy
     fail_closed_question: str = "Sorry, I could not work that out. Could you ask again with the product name?"
-    max_retries: int = Field(1, ge=0)
+    max_retries: int = Field(1, ge=0)  # retries of 429 / 5xx / connection errors, made only when their wait fits in the deadline
+    max_response_bytes: int = Field(65_536, ge=1024)  # a reply larger than this is a `too_large` fallback, never parsed
     max_tokens: int = Field(400, ge=16)
     anthropic_output: Literal["json_schema", "tool"] = "json_schema"  # "tool": a forced tool call
     prices: dict[str, Price] = Field(default_factory=dict)  # model -> price
@@ -212,10 +290,30 @@ class LLMSettings(_Section):
         return self.prices.get(model or "", self.default_price)
 
 
+class LimitsSettings(_Section):
+    """Bounds on one request, so that its time is bounded (every move is linear in its input,
+    and these bound the input). A message or a history turn over its limit is an error
+    (`understand.limits.LimitError`, an `InputError`); history beyond `max_history_turns` is
+    dropped, oldest first: the moves weigh the conversation by recency (the follow-up reads the
+    last turn; ambiguity halves a turn's weight for each turn back), and a long conversation is
+    ordinary traffic, not a mistake. A rewrite (the LLM's or the deterministic one) longer than
+    `max_rewrite_chars` is not read by the guard but rejected."""
+
+    max_message_chars: int = Field(4_000, ge=1)
+    max_turn_chars: int = Field(4_000, ge=1)
+    max_history_turns: int = Field(20, ge=0)  # the most recent ones are kept
+    max_rewrite_chars: int = Field(10_000, ge=1)
+
+
 class DeploymentSettings(_Section):
     name: str = "default"
     catalog: Path | None = None  # JSONL of products/entities
-    plan_log: Path | None = None  # every plan is appended here next to its raw message
+    plan_log: Path | None = None  # every plan is appended here next to its raw message (mode 0600)
+    # Session values in the log (the access constraints of each plan): "redact" writes
+    # "[redacted]", "hash" a short SHA-256 (lets you group requests, not read the value), "keep" the value.
+    plan_log_session_values: Literal["redact", "hash", "keep"] = "redact"
+    plan_log_max_bytes: int = Field(50_000_000, ge=1_000)  # rotate past this size ...
+    plan_log_backups: int = Field(5, ge=0)  # ... keeping this many old files (plans.jsonl.1 is the newest)
 
 
 class Settings(_Section):
@@ -231,24 +329,26 @@ class Settings(_Section):
     access: AccessSettings = AccessSettings()
     understanding: UnderstandingSettings = UnderstandingSettings()
     llm: LLMSettings = LLMSettings()
+    limits: LimitsSettings = LimitsSettings()
 
     def fails_closed(self, route: str | None) -> bool:
         """Whether an LLM failure on `route` asks (closed) rather than searching (open)."""
         policy = self.llm.fail_policy.get(route or "")
         return policy == "closed" if policy is not None else route in self.routing.high_stakes
 
+    def route_references(self) -> list[tuple[str, str]]:
+        """(config key, route name) for every setting that names a route."""
+        llm = [(f"llm.timeouts.{r}", r) for r in self.llm.timeouts] + [(f"llm.fail_policy.{r}", r) for r in self.llm.fail_policy]
+        return self.routing.route_references() + llm
+
     @model_validator(mode="after")
     def _routes_exist(self) -> Settings:
-        names = {r.name for r in self.routing.routes}
-        if not names:
-            return self
-        referenced: list[tuple[str, str | None]] = [(f"routing.rules[{i}].route", r.route) for i, r in enumerate(self.routing.rules)]
-        referenced += [("routing.default_route", self.routing.default_route), ("routing.out_of_scope_route", self.routing.out_of_scope_route)]
-        referenced += [(f"routing.high_stakes[{i}]", r) for i, r in enumerate(self.routing.high_stakes)]
-        referenced += [(f"llm.timeouts.{r}", r) for r in self.llm.timeouts] + [(f"llm.fail_policy.{r}", r) for r in self.llm.fail_policy]
-        for where, name in referenced:
-            if name is not None and name not in names:
-                raise ValueError(f"{where}: unknown route {name!r} (routes: {', '.join(sorted(names))})")
+        # `RoutingSettings` checks its own references; the LLM section's are checked here. With
+        # routes declared only by an examples file, `load_settings` checks all of them against
+        # its labels (this model does no I/O). `model_copy(update=...)` validates again (`_Section`).
+        routing = self.routing
+        if routing.routes or routing.examples_file is None:
+            check_routes_declared({r.name for r in routing.routes}, self.route_references()[len(routing.route_references()) :])
         return self
 
 
@@ -256,7 +356,9 @@ class ConfigError(ValueError):
     """A settings file that cannot be read or does not validate; the message says where."""
 
 
-_PATH_KEYS = {("deployment", "catalog"), ("deployment", "plan_log"), ("routing", "examples_file"), ("llm", "scripted_file"), ("llm", "gguf_path")}
+_PATH_KEYS = {
+    ("deployment", "catalog"), ("deployment", "plan_log"), ("routing", "examples_file"), ("routing", "encoder"), ("llm", "scripted_file"), ("llm", "gguf_path"),
+}
 
 
 def _resolve_paths(data: dict[str, object], base: Path) -> None:
@@ -269,32 +371,114 @@ def _resolve_paths(data: dict[str, object], base: Path) -> None:
         data["cache_dir"] = str((base / str(data["cache_dir"])).expanduser().resolve())
 
 
+def _read_toml(p: Path) -> dict[str, Any]:
+    """The TOML table of file `p`; a ConfigError naming the file (and line) otherwise."""
+    import tomllib
+
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{p}: is a folder, not a settings file") from None
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{p}:{line}: not UTF-8 text ({exc.reason}); TOML files are UTF-8: save it as UTF-8") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{p}: invalid TOML: arrays or tables nested too deeply") from None
+    except ValueError as exc:  # an integer longer than Python converts
+        long = re.search(rf"\d[\d_]{{{sys.get_int_max_str_digits() - 1},}}", text)
+        where = f"{p}:{text.count(chr(10), 0, long.start()) + 1}" if long else str(p)
+        raise ConfigError(f"{where}: invalid TOML: {exc}".split("; use sys.set_int_max_str_digits")[0]) from None
+
+
+def _problems(exc: ValidationError) -> str:
+    """Pydantic's errors as `key: problem; ...` (a validator that names its key says it once)."""
+    out = []
+    for e in exc.errors():
+        loc, msg = ".".join(map(str, e["loc"])), e["msg"].removeprefix("Value error, ")
+        out.append(msg if not loc or msg.startswith(loc) else f"{loc}: {msg}")
+    return "; ".join(out)
+
+
+def _plan_log_problem(log: Path) -> str | None:
+    """Why plans cannot be appended to `log`, or None. Checked when settings are loaded, so a
+    bad plan log stops a command before it searches, not after."""
+    try:
+        if log.is_dir():
+            return f"{log} is a folder; name a file to append plans to"
+        if log.exists():
+            return None if os.access(log, os.W_OK) else f"{log} is not writable"
+        parent = log.parent
+        while not parent.exists():
+            parent = parent.parent
+        if not parent.is_dir():
+            return f"{log} cannot be created: {parent} is a file, not a folder"
+        if not os.access(parent, os.W_OK | os.X_OK):
+            return f"{log} cannot be created: the folder {parent} is not writable"
+    except OSError as exc:
+        return f"{log}: {exc.strerror or exc}"
+    return None
+
+
+def _check_files(s: Settings, p: Path) -> None:
+    """What only the file system can tell: the encoder folder exists, the plan log can be written,
+    and, when routes are declared by the examples file alone, every route named is one of its labels."""
+    encoder = s.routing.encoder
+    if encoder is not None and not encoder.is_dir():
+        raise ConfigError(f"{p}: routing.encoder: {encoder}: no such folder; fine-tune one with `querywise router-train`, or remove the key")
+    if s.deployment.plan_log is not None and (problem := _plan_log_problem(s.deployment.plan_log)):
+        raise ConfigError(f"{p}: deployment.plan_log: {problem}")
+    examples = s.routing.examples_file
+    if examples is None:
+        return
+    declared = {r.name for r in s.routing.routes}
+    labels: set[str] = set()
+    try:
+        for line, rec in read_jsonl(examples):
+            label = rec.get("label")
+            if not isinstance(rec.get("text"), str) or not isinstance(label, str):
+                raise InputError(examples, line, 'expected {"text": ..., "label": ...}')
+            if declared and label not in declared:
+                raise InputError(examples, line, f"label {label!r} is not a declared route (routes: {', '.join(sorted(declared))}); add it to [[routing.routes]]")
+            labels.add(label)
+    except InputError as exc:
+        raise ConfigError(f"{p}: routing.examples_file: {exc}") from None
+    if not declared:
+        try:
+            check_routes_declared(labels, s.route_references(), source=f"the labels of {examples.name}")
+        except ValueError as exc:
+            raise ConfigError(f"{p}: {exc}") from None
+
+
 def load_settings(path: Path | str | None) -> Settings:
-    """Settings from a TOML file (sections `[embedding]`, `[chunking]`, `[index]`), or the
-    embedded defaults when `path` is None.
+    """Settings from a TOML file, or the embedded defaults when `path` is None. Paths in the
+    file are relative to it. Anything wrong — unreadable or invalid TOML, an unknown section or
+    key, a bad value, a route nobody declared, a missing encoder folder, a plan log that cannot
+    be written — is a `ConfigError` naming the file and the key (or line).
 
     >>> load_settings(None).index.rrf_k
     60
     """
     if path is None:
         return Settings()
-    import tomllib
-
-    from pydantic import ValidationError
-
     p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: no such file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{p}: invalid TOML: {exc}") from None
+    data = _read_toml(p)
     unknown = sorted(set(data) - set(Settings.model_fields))
     if unknown:
         raise ConfigError(f"{p}: unknown section(s) {', '.join(unknown)}; known: {', '.join(Settings.model_fields)}")
     _resolve_paths(data, p.parent)
     try:
-        return Settings.model_validate(data)
+        settings = Settings.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"{p}: {problems}") from None
+        raise ConfigError(f"{p}: {_problems(exc)}") from None
+    _check_files(settings, p)
+    return settings

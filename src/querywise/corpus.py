@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from querywise.chunking import Chunker
-from querywise.files import InputError, open_text, read_jsonl
+from querywise.files import InputError, read_jsonl, read_lines
 
 __all__ = ["Chunk", "CorpusError", "load_corpus"]
 
@@ -61,41 +62,110 @@ def _record_to_chunk(rec: dict[str, Any], path: Path, line: int) -> Chunk:
     return Chunk(id=str(raw_id), text=text, title=title.strip(), payload=payload)
 
 
-def _csv_value(raw: str) -> Any:
+def _csv_value(raw: str, path: Path, line: int, column: str) -> Any:
     # CSV has no types; numbers must be numbers for range filters to work.
-    if _INT.fullmatch(raw):
-        return int(raw)
-    if _FLOAT.fullmatch(raw):
-        return float(raw)
+    try:
+        if _INT.fullmatch(raw):
+            return int(raw)
+        if _FLOAT.fullmatch(raw):
+            return float(raw)
+    except ValueError:  # more digits than Python converts
+        limit = sys.get_int_max_str_digits()
+        raise CorpusError(path, line, f"column {column!r} holds a {len(raw.lstrip('-'))}-digit number, more than the {limit} digits read as a number; shorten it") from None
     return raw
 
 
 def _read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with open_text(path) as fh:
-        reader = csv.DictReader(fh)
-        header = reader.fieldnames or []
+    # Windows line ends read as "\n", inside quoted fields too (as a text-mode file would give them).
+    reader = csv.reader(line.replace("\r\n", "\n") for _, line in read_lines(path, error=CorpusError))
+    try:
+        header = next(reader, None) or []
         if not ({"id", "_id"} & set(header)) or "text" not in header:
             raise CorpusError(path, 1, f"header must name an 'id' and a 'text' column, got {header}")
+        doubled = sorted({h for h in header if header.count(h) > 1})
+        if doubled:
+            raise CorpusError(path, 1, f"the header names {', '.join(map(repr, doubled))} more than once")
+        start = reader.line_num + 1
+        for row in reader:
+            line, start = start, reader.line_num + 1
+            if not row:  # a blank line
+                continue
+            if len(row) > len(header):
+                raise CorpusError(path, line, f"more fields than the header names ({len(row)} fields, {len(header)} columns)")
+            if len(row) < len(header):
+                missing = ", ".join(repr(h) for h in header[len(row) :])
+                raise CorpusError(path, line, f"fewer fields than the header names ({len(row)} of {len(header)}: no {missing})")
+            rec = {k: (v if k in _RESERVED else _csv_value(v, path, line, k)) for k, v in zip(header, row, strict=True)}
+            yield line, rec
+    except csv.Error as exc:
+        raise CorpusError(path, reader.line_num, f"invalid CSV: {exc}") from None
+
+
+_TEXT_SUFFIXES = (".txt", ".md")
+
+
+def _folder_files(root: Path, *, follow_symlinks: bool = False) -> list[Path]:
+    """The .txt and .md files under `root`, sorted.
+
+    A symbolic link that leads outside `root` is an error naming it, unless `follow_symlinks`:
+    nothing outside the folder is indexed unasked (`docs/passwd.md -> /etc/passwd`). A link that
+    stays inside is read as before: a file link as a file, a folder link not descended into
+    (its files are read where they are). With `follow_symlinks`, every link is followed, each
+    folder once (no loops). A dangling link has nothing to read and is passed over.
+    """
+    base = root.resolve()
+    files: list[Path] = []
+    visited = {base}
+
+    def walk(folder: Path) -> None:
         try:
-            for row in reader:
-                if None in row:
-                    raise CorpusError(path, reader.line_num, "more fields than the header names")
-                rec = {k: (v if k in _RESERVED else _csv_value(v)) for k, v in row.items()}
-                yield reader.line_num, rec
-        except csv.Error as exc:
-            raise CorpusError(path, reader.line_num, f"invalid CSV: {exc}") from None
+            entries = sorted(folder.iterdir())
+        except OSError as exc:
+            raise CorpusError(folder, None, f"cannot list: {exc.strerror or exc}") from None
+        for entry in entries:
+            is_dir = entry.is_dir()
+            if entry.is_symlink():
+                target = entry.resolve()
+                if not target.exists() or not (is_dir or entry.suffix.lower() in _TEXT_SUFFIXES):
+                    continue
+                if not follow_symlinks:
+                    if target != base and base not in target.parents:
+                        raise CorpusError(
+                            entry, None,
+                            f"a symbolic link to {target}, outside the folder {root}; not followed "
+                            "(remove the link, or pass --follow-symlinks to index what it points to)",
+                        )
+                    if is_dir:
+                        continue
+                elif is_dir:
+                    if target in visited:
+                        continue
+                    visited.add(target)
+            if is_dir:
+                walk(entry)
+            elif entry.is_file() and entry.suffix.lower() in _TEXT_SUFFIXES:
+                files.append(entry)
+
+    walk(root)
+    return sorted(files)
 
 
-def _read_folder(root: Path, chunker: Chunker) -> Iterator[tuple[Path, int | None, Chunk]]:
-    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in (".txt", ".md"))
+def _read_folder(root: Path, chunker: Chunker, *, follow_symlinks: bool = False) -> Iterator[tuple[Path, int | None, Chunk]]:
+    files = _folder_files(root, follow_symlinks=follow_symlinks)
     if not files:
         raise CorpusError(root, None, "no .txt or .md files in this folder")
     for path in files:
         doc_id = path.relative_to(root).with_suffix("").as_posix()
         try:
-            text = path.read_text(encoding="utf-8")
+            data = path.read_bytes()
+        except OSError as exc:
+            raise CorpusError(path, None, f"cannot read: {exc.strerror or exc}") from None
+        try:
+            text = data.decode("utf-8").removeprefix("\ufeff")
         except UnicodeDecodeError as exc:
-            raise CorpusError(path, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+            line = data.count(b"\n", 0, exc.start) + 1
+            column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+            raise CorpusError(path, line, f"not UTF-8 text ({exc.reason} at byte {column} of the line); save the file as UTF-8") from None
         for piece in chunker.split(text, doc_id=doc_id, markdown=path.suffix.lower() == ".md"):
             chunk = Chunk(
                 id=piece.chunk_id,
@@ -112,8 +182,9 @@ def _read_folder(root: Path, chunker: Chunker) -> Iterator[tuple[Path, int | Non
             yield path, None, chunk
 
 
-def load_corpus(source: Path | str, *, chunker: Chunker | None = None) -> list[Chunk]:
-    """Load every chunk of `source`: a .jsonl[.gz], .csv[.gz] file or a folder of .txt/.md.
+def load_corpus(source: Path | str, *, chunker: Chunker | None = None, follow_symlinks: bool = False) -> list[Chunk]:
+    """Load every chunk of `source`: a .jsonl[.gz], .csv[.gz] file or a folder of .txt/.md
+    (`follow_symlinks`: also read links that lead outside the folder, see `_folder_files`).
 
     >>> chunks = load_corpus("corpus.jsonl")  # doctest: +SKIP
     """
@@ -122,7 +193,7 @@ def load_corpus(source: Path | str, *, chunker: Chunker | None = None) -> list[C
         raise CorpusError(path, None, "no such file or folder")
     records: Iterator[tuple[Path, int | None, Chunk]]
     if path.is_dir():
-        records = _read_folder(path, chunker or Chunker())
+        records = _read_folder(path, chunker or Chunker(), follow_symlinks=follow_symlinks)
     else:
         name = path.name.lower().removesuffix(".gz")
         if name.endswith((".jsonl", ".json", ".ndjson")):

@@ -1,15 +1,30 @@
-"""Reading input files with errors that name the file and line."""
+"""Reading input files with errors that name the file and line.
+
+Every reader here turns what can go wrong with a file someone hands us into an `InputError`
+(or the subclass the caller names) that says where and what to do: a missing file or a folder
+where a file belongs, bytes that are not UTF-8 (with the line), a `.gz` that is not gzip or is
+cut short, JSON that is invalid, nested deeper than `MAX_DEPTH` or holds a number longer than
+Python converts. Lone surrogates (`"\\ud800"` in JSON) become U+FFFD, so no text read here can
+fail to encode later.
+"""
 
 from __future__ import annotations
 
 import gzip
 import io
 import json
+import re
+import sys
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["InputError", "open_text", "read_jsonl"]
+__all__ = ["MAX_DEPTH", "InputError", "open_text", "read_jsonl", "read_lines", "replace_surrogates"]
+
+#: How deeply a JSON record may nest (objects and arrays). Real records nest a few levels; a
+#: deeper one is an attack or an accident, and would reach Python's recursion limit later on.
+MAX_DEPTH = 64
 
 
 class InputError(ValueError):
@@ -21,29 +36,113 @@ class InputError(ValueError):
         self.path, self.line, self.problem = str(path), line, problem
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def replace_surrogates(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD (a valid pair becomes its character).
+
+    Lone surrogates come from JSON escapes (`"\\ud800"`) and from command-line bytes that are
+    not UTF-8 (Python decodes them with `surrogateescape`); they cannot be encoded, so they
+    are replaced once, where text enters.
+
+    >>> replace_surrogates("warranty \\udcff")
+    'warranty \\ufffd'
+    """
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 def open_text(path: Path) -> io.TextIOBase:
-    """Open UTF-8 text, transparently gunzipping `.gz` files."""
+    """Open UTF-8 text, transparently gunzipping `.gz` files (errors surface on reading; prefer
+    `read_lines`, which names the line)."""
     if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig")
+    return open(path, encoding="utf-8-sig")
+
+
+def _open_binary(path: Path, error: type[InputError]) -> io.BufferedIOBase:
+    try:
+        if path.is_dir():
+            raise error(path, None, "is a folder, not a file")
+        return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+    except FileNotFoundError:
+        raise error(path, None, "no such file") from None
+    except OSError as exc:
+        raise error(path, None, f"cannot open: {exc.strerror or exc}") from None
+
+
+def read_lines(path: Path | str, *, error: type[InputError] = InputError) -> Iterator[tuple[int, str]]:
+    """Yield (line number, text) for every line of a UTF-8 file (`.gz`: gunzipped), line
+    endings kept; a byte-order mark is dropped. Raise `error` naming the file (and the line)
+    for anything unreadable."""
+    path = Path(path)
+    n = 0
+    with _open_binary(path, error) as fh:
+        try:
+            for n, data in enumerate(fh, start=1):
+                try:
+                    text = data.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise error(path, n, f"not UTF-8 text ({exc.reason} at byte {exc.start + 1} of the line); save the file as UTF-8") from None
+                yield n, text.removeprefix("\ufeff") if n == 1 else text
+        except gzip.BadGzipFile:
+            raise error(path, None, "not a gzip file, though its name ends in .gz; decompress it or rename it") from None
+        except (EOFError, zlib.error) as exc:
+            raise error(path, n + 1, f"the gzip data is cut short or corrupt ({exc}); compress the file again") from None
+        except OSError as exc:
+            raise error(path, n + 1, f"cannot read: {exc.strerror or exc}") from None
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    """Whether `value` nests objects/arrays more than `limit` deep (iterative: no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
+def _scrubbed(value: Any) -> Any:
+    """`value` with lone surrogates replaced in every string, keys included."""
+    if isinstance(value, str):
+        return replace_surrogates(value)
+    if isinstance(value, dict):
+        return {replace_surrogates(k): _scrubbed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(v) for v in value]
+    return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+_LONG_DIGITS = "integer string conversion"
 
 
 def read_jsonl(path: Path | str, *, error: type[InputError] = InputError) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line; raise `error` naming the line."""
     path = Path(path)
-    if not path.exists():
-        raise error(path, None, "no such file")
-    with open_text(path) as fh:
+    for n, line in read_lines(path, error=error):
+        if not line.strip():
+            continue
         try:
-            for n, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise error(path, n, f"invalid JSON ({exc.msg} at column {exc.colno})") from None
-                if not isinstance(rec, dict):
-                    raise error(path, n, f"expected a JSON object, got {type(rec).__name__}")
-                yield n, rec
-        except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
-            raise error(path, None, f"cannot read: {exc}") from None
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise error(path, n, f"invalid JSON ({exc.msg} at column {exc.colno})") from None
+        except RecursionError:
+            raise error(path, n, f"JSON nested too deeply (querywise reads at most {MAX_DEPTH} levels)") from None
+        except ValueError as exc:  # a number longer than Python converts
+            if _LONG_DIGITS not in str(exc):
+                raise error(path, n, f"invalid JSON ({exc})") from None
+            limit = sys.get_int_max_str_digits()
+            raise error(path, n, f"a number has more than {limit} digits; write it as a string") from None
+        if not isinstance(rec, dict):
+            raise error(path, n, f"expected a JSON object, got {type(rec).__name__}")
+        if line.count("{") + line.count("[") > MAX_DEPTH and _depth_over(rec, MAX_DEPTH):
+            raise error(path, n, f"JSON nested too deeply (querywise reads at most {MAX_DEPTH} levels)")
+        if _SURROGATE_ESCAPE.search(line):
+            rec = _scrubbed(rec)
+        yield n, rec

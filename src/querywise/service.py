@@ -28,15 +28,25 @@ from querywise.conditions import Where
 from querywise.config import Move, Settings, UnderstandingSettings, load_settings
 from querywise.embed import Embedder
 from querywise.execute import PlanResult, execute
+from querywise.files import replace_surrogates
 from querywise.index import Hit, Index
 from querywise.index.engine import Mode
 from querywise.llm.provider import Provider
 from querywise.plan import PlanQuery, QueryPlan, TraceStep
-from querywise.planlog import append_plan
+from querywise.planlog import PlanLog
 from querywise.understand.access import access_from_session
 from querywise.understand.pipeline import Understander
 
 __all__ = ["QueryWise"]
+
+
+def _clean(
+    message: str, history: Sequence[str], session: Mapping[str, str] | None
+) -> tuple[str, list[str], dict[str, str] | None]:
+    """Text as it enters the library: lone surrogates (from JSON escapes or non-UTF-8 bytes)
+    cannot be encoded anywhere downstream, so they become U+FFFD here, once."""
+    clean_session = None if session is None else {replace_surrogates(k): replace_surrogates(v) for k, v in session.items()}
+    return replace_surrogates(message), [replace_surrogates(t) for t in history], clean_session
 
 
 def _reusable(plan: QueryPlan, message: str) -> bool:
@@ -70,6 +80,11 @@ class QueryWise:
             embedder = index.embedder
         self.understander = Understander(settings, embedder=embedder, lexicon=index.lexicon if index is not None else None, provider=provider)
         self._provider = provider
+        d = settings.deployment
+        self.plan_log = (
+            PlanLog(d.plan_log, session_values=d.plan_log_session_values, max_bytes=d.plan_log_max_bytes, backups=d.plan_log_backups)
+            if d.plan_log is not None else None
+        )
         self._owns_index = False
         self._pool: ThreadPoolExecutor | None = None
 
@@ -108,6 +123,7 @@ class QueryWise:
         today: dt.date | None = None,
     ) -> QueryPlan:
         """The query plan for `message` (logged when `[deployment] plan_log` is set)."""
+        message, history, session = _clean(message, history, session)
         plan = self.understander.plan(message, history=history, session=session, today=today)
         self._log(plan, history, session)
         return plan
@@ -124,6 +140,7 @@ class QueryWise:
         depth: int = 50,
     ) -> PlanResult:
         """Plan `message` and run the plan: the plan (with its `execute` step) and the fused top `k`."""
+        message, history, session = _clean(message, history, session)
         index = self._need_index("ask")
         tier = self.understander.tier
         if tier is None or not self.settings.llm.overlap:
@@ -148,6 +165,7 @@ class QueryWise:
         mode: Mode = "hybrid",
     ) -> list[Hit]:
         """Search `text` as typed, no understanding, with `where` AND the session's access constraints."""
+        text, _, session = _clean(text, (), session)
         access = access_from_session(session or {}, self.settings.access)
         combined = (where or Where()) & access
         return self._need_index("search").search(text, mode=mode, k=k, where=combined or None)
@@ -160,8 +178,8 @@ class QueryWise:
         return self.index
 
     def _log(self, plan: QueryPlan, history: Sequence[str], session: Mapping[str, str] | None) -> None:
-        if self.settings.deployment.plan_log is not None:
-            append_plan(self.settings.deployment.plan_log, plan, history=history, session=session)
+        if self.plan_log is not None:
+            self.plan_log.append(plan, history=history, session=session)
 
     def _overlapped(
         self, index: Index, message: str, history: Sequence[str], session: Mapping[str, str] | None, today: dt.date | None,

@@ -5,20 +5,41 @@ One tokenizer for documents and queries, so that what is indexed is what is sear
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Protocol
 
-__all__ = ["IDENTIFIER_COMPOUND", "STOPWORDS_EN", "analyze", "normalize", "terms_of", "words"]
+__all__ = [
+    "ANALYSIS_CHARS",
+    "HISTORY_ANALYSIS_CHARS",
+    "IDENTIFIER_COMPOUND",
+    "STOPWORDS_EN",
+    "SpanSet",
+    "analysed_history",
+    "analysed_part",
+    "analyze",
+    "compounds",
+    "normalize",
+    "terms_of",
+    "words",
+]
 
 # Words of two or more characters (as Lucene/bm25s do) plus single digits, which matter
 # in product names ("X2", "5 seconds") more than they cost.
 _WORD = re.compile(r"\w\w+|\d", re.UNICODE)
 # Hyphenated or dotted compounds with at least one digit ("xk-4471", "3.2", "wi-fi-6") are
-# also kept whole, so an identifier can match as one token as well as by its parts.
+# also kept whole, so an identifier can match as one token as well as by its parts. The digit
+# may come later in the same run of word characters, dots and hyphens: the pattern reads
+# `\b(?=[\w.-]*\d)` + `_COMPOUND`. That lookahead scans to the end of the run from every word
+# start (quadratic on "et-et-et-..."), so `compounds` matches `_COMPOUND` alone and checks the
+# digit once per run; `IDENTIFIER_COMPOUND` is kept as the pattern's definition.
 IDENTIFIER_COMPOUND = re.compile(r"\b(?=[\w.-]*\d)[a-z0-9]+(?:[-.][a-z0-9]+)+\b")
+_COMPOUND = re.compile(r"\b[a-z0-9]+(?:[-.][a-z0-9]+)+\b")
+_RUN = re.compile(r"[\w.-]*")
+_LAST_DIGIT = re.compile(r".*\d", re.DOTALL)
 
 
 def normalize(text: str) -> str:
@@ -36,7 +57,31 @@ def normalize(text: str) -> str:
 def words(text: str) -> list[str]:
     """The normalised word tokens of `text`, before stop-word removal and stemming."""
     norm = normalize(text)
-    return _WORD.findall(norm) + IDENTIFIER_COMPOUND.findall(norm)
+    return _WORD.findall(norm) + compounds(norm)
+
+
+def compounds(norm: str) -> list[str]:
+    r"""`IDENTIFIER_COMPOUND.findall(norm)`, in time linear in `norm`.
+
+    A match of `_COMPOUND` at p is one of the pattern's exactly when the run of `[\w.-]` from p
+    holds a digit; where it does not, no later start in that run can match either, so skipping
+    to the match's end loses nothing. The run's last digit is found once per run.
+
+    >>> compounds("xk-4471, wi-fi-6, e-mail and v1.2")
+    ['xk-4471', 'wi-fi-6', 'v1.2']
+    """
+    out: list[str] = []
+    run_end = last_digit = -1
+    for m in _COMPOUND.finditer(norm):
+        start = m.start()
+        if start >= run_end:
+            run = _RUN.match(norm, start)
+            run_end = run.end() if run else start
+            digit = _LAST_DIGIT.match(norm, start, run_end)
+            last_digit = digit.end() - 1 if digit else -1
+        if last_digit >= start:
+            out.append(m.group(0))
+    return out
 
 
 # Lucene's classic English stop set, the list bm25s uses for its SciFact numbers (a test keeps
@@ -79,3 +124,79 @@ def terms_of(tokens: Iterable[str], *, stopwords: bool = True, stem: bool = True
         return tokens
     stemmer = _stemmer()
     return [t if ("-" in t or "." in t) else stemmer.stemWord(t) for t in tokens]
+
+
+class SpanSet:
+    """Character spans taken so far, for asking "is this span still free?" in O(log n).
+
+    `free(start, end)` is `all(end <= a or start >= b for a, b in taken)`: the span overlaps no
+    taken span by a positive length. Overlapping spans are kept merged, so a long message with
+    thousands of taken spans does not make every question cost thousands of comparisons.
+
+    >>> spans = SpanSet()
+    >>> spans.add(3, 7); spans.add(10, 12)
+    >>> spans.free(0, 3), spans.free(6, 8), spans.free(7, 10), spans.free(11, 11)
+    (True, False, True, False)
+    """
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+
+    def free(self, start: int, end: int) -> bool:
+        k = bisect.bisect_right(self._starts, start) - 1
+        if k >= 0 and self._starts[k] < end and self._ends[k] > start:
+            return False
+        return not (k + 1 < len(self._starts) and self._starts[k + 1] < end)
+
+    def add(self, start: int, end: int) -> None:
+        # Merge with the spans this one overlaps by a positive length (touching spans stay apart).
+        lo = bisect.bisect_left(self._ends, start + 1) if start < end else bisect.bisect_right(self._ends, start)
+        hi = lo
+        while hi < len(self._starts) and self._starts[hi] < end and self._ends[hi] > start:
+            hi += 1
+        if hi > lo:
+            start, end = min(start, self._starts[lo]), max(end, self._ends[hi - 1])
+        self._starts[lo:hi] = [start]
+        self._ends[lo:hi] = [end]
+
+
+# How much of a message, and of the conversation before it, the moves read. The limits
+# (`[limits]`) reject longer messages by default; a deployment that raises them still gets moves
+# whose work is bounded: past these, text is searched but not read for references,
+# constraints, typos or product mentions.
+ANALYSIS_CHARS = 4_000
+HISTORY_ANALYSIS_CHARS = 16_000
+
+
+def analysed_part(text: str, limit: int = ANALYSIS_CHARS) -> str:
+    """`text` if it has at most `limit` characters; else its first `limit` characters cut back
+    to the last space, so that no word is read in half ("" when there is no space to cut at).
+
+    >>> analysed_part("under $150 please", 12)
+    'under $150'
+    """
+    if len(text) <= limit:
+        return text
+    for cut in range(limit, -1, -1):
+        if text[cut].isspace():
+            return text[:cut]
+    return ""
+
+
+def analysed_history(history: Sequence[str], budget: int = HISTORY_ANALYSIS_CHARS) -> list[str]:
+    """The most recent turns of `history` (oldest first, as given) that fit in `budget`
+    characters; the turn that does not fit whole is cut with `analysed_part`.
+
+    >>> analysed_history(["old turn", "recent turn"], 12)
+    ['recent turn']
+    """
+    kept: list[str] = []
+    for turn in reversed(history):
+        if budget <= 0:
+            break
+        part = analysed_part(turn, budget)
+        if part or not turn:
+            kept.append(part)
+        budget -= len(turn) + 1
+    return kept[::-1]

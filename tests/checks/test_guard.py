@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 from querywise.catalog import Catalog, Entity
 from querywise.checks.guard import GuardResult, check_rewrite, terms
+from querywise.demo import demo_file
 
 DEMO = Path(__file__).resolve().parents[2] / "src" / "querywise" / "demo"
 
@@ -169,3 +171,24 @@ def test_names_do_not_run_across_sentences() -> None:
     assert check_rewrite("How can I request?", "Yes. How can I request?", ["Yes"]).ok
     assert check_rewrite("Yes, I do.", "I live in NY. Yes, I do.", ["I live in NY."]).ok
     assert check_rewrite("Yes.", "My husband is a Veteran. Yes.", ["My husband is a Veteran."]).ok
+
+
+# --- bounded time (issue #12) ---------------------------------------------------------------------
+
+
+def test_a_rewrite_longer_than_the_guard_reads_is_rejected_unread() -> None:
+    result = check_rewrite("is it covered?", "Is the Solace 7 covered? " * 1_000, ["Solace 7 warranty"], max_chars=10_000)
+    assert not result.ok and result.lost == () and result.invented == ("25,000 characters unread",)
+    assert result.reason == "rewrite of 25,000 characters is longer than the guard reads (10,000, [limits] max_rewrite_chars)"
+    assert check_rewrite("is it covered?", "Is the Solace 7 covered?", ["Solace 7 warranty"], max_chars=24).ok
+
+
+@pytest.mark.parametrize("unit", ["HC-3417 ", "1,", "Ab Cd ", "Solace 7 Pro ", "1 ", "ET-", "Ａb Ｃd "])
+@pytest.mark.parametrize("with_catalog", [True, False])
+def test_the_guard_is_linear_in_its_texts(unit: str, with_catalog: bool) -> None:
+    # "HC-3417 " * 12,500 no longer rescans taken spans, mentions and names for every term.
+    catalog = Catalog.load(demo_file("catalog.jsonl")) if with_catalog else None
+    text = (unit * (100_000 // len(unit) + 1))[:100_000]
+    started = time.perf_counter()
+    result = check_rewrite(text, f"{text}. {text}", [text], catalog=catalog, max_chars=10**9)
+    assert time.perf_counter() - started < 2.0 and result.lost == ()

@@ -33,13 +33,36 @@ def test_server_and_embedded_engines_agree(both, mode: str) -> None:  # type: ig
         assert sorted((-round(h.score, 3), h.id) for h in a) == sorted((-round(h.score, 3), h.id) for h in b)
 
 
-def test_rebuild_moves_the_alias_and_drops_the_old_collection(tmp_path: Path, both, shop: list[Chunk], hash_embedder, settings: Settings) -> None:  # type: ignore[no-untyped-def]
-    _, _, client = both
+def test_rebuild_moves_the_alias_and_keeps_the_previous_collection(tmp_path: Path, both, shop: list[Chunk], hash_embedder, settings: Settings) -> None:  # type: ignore[no-untyped-def]
+    _, server, client = both
     old = {c.name for c in client.get_collections().collections}
     s = settings.model_copy(update={"index": IndexSettings(engine="server", collection="shop")})
     rebuilt = build_index(shop[:2], tmp_path / "server-ix", settings=s, embedder=hash_embedder, client=client)
     assert len(rebuilt) == 2 and rebuilt.engine.count() == 2
     now = {c.name for c in client.get_collections().collections}
-    assert len(now) == 1 and now.isdisjoint(old)
+    assert len(now) == 2 and old < now  # the previous build's collection stays (keep_builds = 2)
+    (alias,) = client.get_aliases().aliases
+    assert alias.alias_name == "shop" and alias.collection_name == f"shop-{rebuilt.manifest.build_id}"
+    # An index opened before the rebuild still reads its own build, not the alias's.
+    assert server.engine.count() == len(shop) and "cushions" in {h.id for h in server.search("replacement cushions", mode="bm25")}
     reopened = Index.open(tmp_path / "server-ix", settings=s, embedder=hash_embedder, client=client)
     assert {h.id for h in reopened.search("warranty", mode="bm25", k=10)} <= {shop[0].id, shop[1].id}
+    # A third build drops the first build's collection with its folder.
+    server.close()
+    third = build_index(shop[:3], tmp_path / "server-ix", settings=s, embedder=hash_embedder, client=client)
+    assert {c.name for c in client.get_collections().collections} == {
+        f"shop-{rebuilt.manifest.build_id}", f"shop-{third.manifest.build_id}"
+    }
+
+
+def test_rollback_moves_the_alias_back(tmp_path: Path, shop: list[Chunk], hash_embedder, settings: Settings) -> None:  # type: ignore[no-untyped-def]
+    from querywise.index import rollback
+
+    client = connect(":memory:")
+    s = settings.model_copy(update={"index": IndexSettings(engine="server", collection="shop")})
+    first = build_index(shop, tmp_path / "ix", settings=s, embedder=hash_embedder, client=client)
+    build_index(shop[:2], tmp_path / "ix", settings=s, embedder=hash_embedder, client=client)
+    assert rollback(tmp_path / "ix", client=client).build_id == first.manifest.build_id
+    (alias,) = client.get_aliases().aliases
+    assert alias.collection_name == f"shop-{first.manifest.build_id}"
+    assert len(Index.open(tmp_path / "ix", settings=s, embedder=hash_embedder, client=client)) == len(shop)

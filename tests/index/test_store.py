@@ -119,11 +119,22 @@ def test_a_failed_build_leaves_the_previous_index_usable(tmp_path: Path, index: 
     assert len(builds) == 1
 
 
-def test_a_rebuild_replaces_and_cleans_up(tmp_path: Path, index: Index, shop: list[Chunk], hash_embedder, settings: Settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_rebuild_replaces_and_keeps_one_previous_build(tmp_path: Path, index: Index, shop: list[Chunk], hash_embedder, settings: Settings) -> None:  # type: ignore[no-untyped-def]
+    first = index.manifest.build_id
     index.close()
-    rebuilt = build_index(shop[:3], tmp_path / "ix", settings=settings, embedder=hash_embedder)
-    assert len(rebuilt) == 3
-    assert len(list((tmp_path / "ix" / "builds").iterdir())) == 1
+    for n in (3, 2):
+        rebuilt = build_index(shop[:n], tmp_path / "ix", settings=settings, embedder=hash_embedder)
+        assert len(rebuilt) == n
+        rebuilt.close()
+    kept = sorted(p.name for p in (tmp_path / "ix" / "builds").iterdir())
+    assert len(kept) == 2 and first not in kept and rebuilt.manifest.build_id in kept  # keep_builds = 2
+
+
+def test_keep_builds_one_keeps_only_the_live_build(tmp_path: Path, index: Index, shop: list[Chunk], hash_embedder, settings: Settings) -> None:  # type: ignore[no-untyped-def]
+    index.close()
+    one = settings.model_copy(update={"index": settings.index.model_copy(update={"keep_builds": 1})})
+    rebuilt = build_index(shop[:3], tmp_path / "ix", settings=one, embedder=hash_embedder)
+    assert [p.name for p in (tmp_path / "ix" / "builds").iterdir()] == [rebuilt.manifest.build_id]
     rebuilt.close()
 
 

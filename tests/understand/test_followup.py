@@ -168,3 +168,9 @@ def test_concat_standalone() -> None:
     )
     assert concat_standalone("And the Pro?", ["first", "second "]) == "second. And the Pro?"
     assert concat_standalone("Hello", []) == "Hello"
+
+
+def test_a_message_longer_than_the_gate_reads_stands_alone() -> None:
+    # Elliptical follow-ups are short; past 4,000 characters the gate does no work at all.
+    verdict = check_follow_up("does it cover water damage? " + "x" * 4_000, ["Is the Solace 7 warranty 18 months?"])
+    assert not verdict.needs_context and "stands alone" in verdict.reason

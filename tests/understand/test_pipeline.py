@@ -12,12 +12,14 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from querywise import cli
+from querywise.conditions import Where
 from querywise.config import Settings, load_settings
 from querywise.demo import demo_file
 from querywise.understand.access import AccessError, access_from_session
 from querywise.understand.pipeline import Understander
 
 CONFIG = demo_file("querywise.toml")
+EU = {"market": "eu"}
 pytestmark = pytest.mark.model  # the demo deployment routes with the real embedder
 
 
@@ -47,9 +49,9 @@ def test_demo_messages_route_where_expected(understander: Understander, message:
 
 
 def test_search_routes_search_the_message_as_typed(understander: Understander) -> None:
-    plan = understander.plan("How long is the warranty on the Halden Solace 7?")
+    plan = understander.plan("How long is the warranty on the Halden Solace 7?", session=EU)
     assert [(q.text, q.kind) for q in plan.queries] == [("How long is the warranty on the Halden Solace 7?", "original")]
-    account = understander.plan("cancel my order please")
+    account = understander.plan("cancel my order please", session=EU)
     assert account.queries == [] and account.step("retrieve").status == "skipped"  # type: ignore[union-attr]
 
 
@@ -61,10 +63,11 @@ def test_no_message_can_change_access(understander: Understander, message: str) 
     assert plan.access == access_from_session(session, understander.settings.access)
 
 
-def test_a_required_session_field_is_enforced(demo_settings: Settings) -> None:
-    strict = demo_settings.model_copy(update={"access": demo_settings.access.model_copy(update={"required": ["market"]})})
+def test_every_access_field_is_required_unless_optional(demo_settings: Settings) -> None:
     with pytest.raises(AccessError, match="market"):
-        Understander(strict).plan("warranty?", session={})
+        Understander(demo_settings).plan("warranty?", session={})
+    lenient = demo_settings.model_copy(update={"access": demo_settings.access.model_copy(update={"optional": ["market"]})})
+    assert Understander(lenient).plan("warranty?", session={}).access == Where()
 
 
 def test_plan_cli_prints_one_json_line_and_logs_it(tmp_path: Path, demo_settings: Settings) -> None:
@@ -77,22 +80,24 @@ def test_plan_cli_prints_one_json_line_and_logs_it(tmp_path: Path, demo_settings
     plan = json.loads(result.stdout)
     assert plan["route"] == "exact_lookup" and plan["access"]["conditions"][0]["value"] == "eu"
     logged = json.loads((tmp_path / "plans.jsonl").read_text().splitlines()[0])
-    assert logged["message"] == "is hc-3417 in stock?" and logged["plan"] == plan
+    assert logged["message"] == "is hc-3417 in stock?" and logged["session_keys"] == ["market"]
+    assert logged["plan"]["access"]["conditions"][0]["value"] == "[redacted]"  # session values are not logged
+    assert {k: v for k, v in logged["plan"].items() if k != "access"} == {k: v for k, v in plan.items() if k != "access"}
 
 
 def test_a_move_turned_off_passes_its_input_through_and_says_so(demo_settings: Settings) -> None:
     message, history = "and the pro?", ["how long is the warranty on the aero x2?"]
-    on = Understander(demo_settings).plan(message, history=history)
+    on = Understander(demo_settings).plan(message, history=history, session=EU)
     assert on.queries[0].kind == "standalone"
     off_settings = demo_settings.model_copy(update={"understanding": demo_settings.understanding.model_copy(update={"moves": ["filters", "spelling", "ambiguity"]})})
-    off = Understander(off_settings).plan(message, history=history)
+    off = Understander(off_settings).plan(message, history=history, session=EU)
     assert [(q.text, q.kind) for q in off.queries][:1] == [(message, "original")]
     assert off.step("follow_up").reason == "turned off in [understanding] moves"  # type: ignore[union-attr]
 
 
 def test_a_weak_follow_up_searches_the_message_as_typed_and_the_standalone_form_beside_it(understander: Understander) -> None:
     history = ["Can I swim with the Corra Tide 4?"]
-    plan = understander.plan("Describe strap cleaning.", history=history)  # names nothing, repeats nothing
+    plan = understander.plan("Describe strap cleaning.", history=history, session=EU)  # names nothing, repeats nothing
     assert [(q.text, q.kind) for q in plan.queries][:2] == [
         ("Describe strap cleaning.", "original"),
         ("Can I swim with the Corra Tide 4? Describe strap cleaning.", "standalone"),

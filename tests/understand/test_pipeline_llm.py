@@ -37,7 +37,7 @@ def make(embedder: Any, records: list[dict[str, Any]], *, moves: list[str] = LLM
     provider = ScriptedProvider.from_records(records)
     s = Settings(
         routing=RoutingSettings(routes=ROUTES, min_margin=min_margin, rules=[IdentifierRule(pattern=r"\bQR-?\d{4}\b", route="kb_search")]),
-        access=AccessSettings(fields={"market": "markets"}),
+        access=AccessSettings(fields={"market": "markets"}, optional=["market"]),  # these tests are not about access
         understanding=UnderstandingSettings(moves=moves),  # type: ignore[arg-type]
         llm=LLMSettings(**llm),
     )
@@ -103,6 +103,24 @@ def test_unsure_route_goes_to_the_llm_tier(hash_embedder: Any) -> None:
     assert plan.step("route").routing.deferred and "sent to the LLM tier" in plan.step("route").reason  # type: ignore[union-attr]
     assert plan.route == "account" and plan.queries == []
     assert "route = account" in (plan.step("llm_plan").changed or "")  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("high_stakes", [["account"], []])
+def test_an_unsure_message_that_could_be_high_stakes_fails_closed_and_searches_nothing(hash_embedder: Any, high_stakes: list[str]) -> None:
+    """The policy is decided on the routes the message could have, not on the default that
+    replaced the unsure one; a fail-closed plan asks and retrieves nothing."""
+    u, provider = make(hash_embedder, [], min_margin=2.0)  # everything is unsure; the LLM answers nothing
+    u = Understander(u.settings.model_copy(update={"routing": u.settings.routing.model_copy(update={"high_stakes": high_stakes})}),
+                     embedder=hash_embedder, provider=provider)
+    plan = u.plan("my headphones got wet, am I covered?")
+    assert plan.route == "kb_search"  # the top route is the search one
+    step = plan.step("llm_plan")
+    assert step is not None and step.llm is not None and step.llm.fallback == "not_scripted"
+    if high_stakes:
+        assert step.llm.policy == "closed" and plan.action.type == "ask" and plan.queries == []
+        assert plan.step("retrieve") is not None
+    else:
+        assert step.llm.policy == "open" and plan.action.type == "answer" and plan.queries[0].kind == "original"
 
 
 def test_clarify_outcome_asks_and_assumption_is_stated(hash_embedder: Any) -> None:

@@ -9,11 +9,13 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from querywise.corpus import load_corpus
 from querywise.demo import demo_file
 from querywise.index.lexical import Lexicon
-from querywise.understand.spelling import SpellChecker, Spelling, query_log_counts
+from querywise.understand.spelling import _QUOTED, _TOKEN, SpellChecker, Spelling, _quoted_spans, _tokens, query_log_counts
 
 
 @pytest.fixture(scope="module")
@@ -187,3 +189,39 @@ def test_building_for_300k_words_is_cheap() -> None:
     checker = SpellChecker(vocabulary, {}, real_words=())
     assert time.perf_counter() - started < 2.0  # ~0.05 s measured; a SymSpell delete index takes ~20 s
     assert {c.word for c in checker.candidates("abcdq")} >= {"abcd", "abcq"}
+
+
+# -- bounded work (issue #12) ------------------------------------------------------------------
+
+_TEXTS = st.text(alphabet=st.sampled_from(list("aB1-._ '\u2019\"\u201c\u201d\u2018`\n,é")), max_size=24)
+
+
+@given(_TEXTS)
+def test_tokens_are_the_token_pattern_s_matches(text: str) -> None:
+    assert [(m.span(), m.group(0)) for m in _tokens(text)] == [(m.span(), m.group(0)) for m in _TOKEN.finditer(text)]
+
+
+@given(_TEXTS)
+def test_quoted_spans_are_the_quote_pattern_s_matches(text: str) -> None:
+    assert _quoted_spans(text) == [m.span() for m in _QUOTED.finditer(text)]
+
+
+def test_look_ups_are_bounded_by_the_index_words_compared(lexicon: Lexicon) -> None:
+    checker = SpellChecker.from_lexicon(lexicon)
+
+    def cost(word: str) -> int:  # the vocabulary words of nearby lengths, compared in one look-up
+        return sum(len(checker._by_length.get(n, [])) for n in range(len(word) - 2, len(word) + 3))
+
+    typos = "warrenty firmwear warrenty cushons replacment"
+    assert checker.check(typos).corrected == "warranty firmware warranty cushions replacement"
+    bounded = SpellChecker.from_lexicon(lexicon, max_compared=cost("warrenty") + cost("firmwear") + cost("cushons"))
+    result = bounded.check(typos)  # "warrenty" is looked up once; "replacment" no longer fits
+    assert result.corrected == "warranty firmware warranty cushions replacment"
+    assert "left the other unknown words as typed" in result.reason
+
+
+def test_a_message_past_the_analysed_part_is_corrected_in_its_first_part_only(checker: SpellChecker) -> None:
+    message = "warrenty " + "ok " * 2_000 + "warrenty"
+    result = checker.check(message)
+    assert result.corrected == "warranty " + "ok " * 2_000 + "warrenty"
+    assert "read the first 3,998 of 6,017 characters" in result.reason

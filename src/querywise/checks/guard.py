@@ -14,24 +14,45 @@ Terms of a text, first come first served (a span claimed once is not read again)
 
 Longest first matters both ways: "Solace 7 Pro" does not contain "Solace 7", so a rewrite that
 says "Solace 7 Pro" after a history that said "Solace 7" has invented it.
+
+Time is linear in the texts (taken spans, identifiers, names and numbers are looked up in sets
+and indexes, never by rescanning), and bounded: a rewrite longer than `max_chars` is not read
+at all but rejected (an LLM answer of that size is no standalone question), and the history is
+read back to `text.HISTORY_ANALYSIS_CHARS` characters (a term only older turns said counts as
+invented).
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from contextvars import ContextVar, Token
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from typing import Literal
 
-from querywise.catalog import Catalog
-from querywise.text import analyze
+from querywise.catalog import Catalog, Mention
+from querywise.text import SpanSet, analysed_history, analyze
 
-__all__ = ["DEFAULT_IDENTIFIER_PATTERNS", "GuardResult", "Term", "check_rewrite", "terms"]
+__all__ = ["DEFAULT_IDENTIFIER_PATTERNS", "DEFAULT_MAX_REWRITE_CHARS", "GuardResult", "Term", "check_rewrite", "rewrite_limit", "terms"]
 
 # Two or more letters, an optional hyphen, three or more digits: part numbers and SKUs in any case.
 DEFAULT_IDENTIFIER_PATTERNS: tuple[str, ...] = (r"\b[A-Za-z]{2,}-?\d{3,}\b",)
 
 Kind = Literal["identifier", "name", "number"]
+# The longest rewrite the guard reads; `[limits] max_rewrite_chars` in a deployment.
+DEFAULT_MAX_REWRITE_CHARS = 10_000
+_REWRITE_LIMIT: ContextVar[int] = ContextVar("querywise_rewrite_limit", default=DEFAULT_MAX_REWRITE_CHARS)
+
+
+def rewrite_limit(max_chars: int) -> Token[int]:
+    """Make `max_chars` the limit of every `check_rewrite` in this context that names none.
+
+    The planner sets its deployment's `[limits] max_rewrite_chars` at the start of each plan, so
+    the guard checks of that plan (the deterministic rewrite, the LLM's answer) all keep it
+    without each caller passing it along (a thread or an asyncio task has its own context)."""
+    return _REWRITE_LIMIT.set(max_chars)
 
 
 @dataclass(frozen=True)
@@ -58,11 +79,14 @@ class GuardResult:
     ok: bool
     lost: tuple[str, ...]
     invented: tuple[str, ...]
+    too_long: tuple[int, int] | None = field(default=None, repr=False)  # (length, limit) of a rewrite not read
 
     @property
     def reason(self) -> str:
         if self.ok:
             return "every name, identifier and number kept; nothing added"
+        if self.too_long is not None:
+            return f"rewrite of {self.too_long[0]:,} characters is longer than the guard reads ({self.too_long[1]:,}, [limits] max_rewrite_chars)"
         parts = []
         if self.lost:
             parts.append("lost " + ", ".join(repr(t) for t in self.lost))
@@ -76,29 +100,42 @@ _SENTENCE_WORDS = frozenset(
     ["what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was", "were", "be", "do", "does", "did", "can", "could", "will", "would", "should", "shall", "may", "might", "must", "has", "have", "had", "the", "a", "an", "this", "that", "these", "those", "and", "but", "or", "if", "so", "in", "on", "at", "for", "to", "of", "with", "from", "by", "about", "tell", "describe", "explain", "compare", "show", "give", "list", "find", "i", "my", "our", "your", "please", "any", "some", "there", "it", "its", "they", "their", "yes", "no", "not", "ok", "okay", "sure", "thanks", "thank", "hi", "hello", "hey", "we", "he", "she", "you"]
 )
 _WORD = re.compile(r"[^\W_]+(?:[.'\u2019][^\W_]+)*\.?|[^\w\s]|_")
+_ABBREVIATION = re.compile(r"\w\.\w")
+_JOIN = re.compile(r"[ \t-]?")
+_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
 _NUMBER = re.compile(r"(?<![\w.])([A-Za-z]*\d+(?:[.,:/]\d+)*)((?:%|[A-Za-z]+)?(?:-[A-Za-z]+)?)(?![\w])")
 
 
-@dataclass(frozen=True)
 class _Word:
-    text: str
-    start: int
-    end: int
-    stem: str
-    initial: bool
+    """One token of a text; its stem is worked out when first asked (most never are)."""
+
+    __slots__ = ("end", "initial", "start", "text")
+
+    def __init__(self, text: str, start: int, end: int, initial: bool) -> None:
+        self.text, self.start, self.end, self.initial = text, start, end, initial
+
+    @property
+    def stem(self) -> str:
+        return _stem(self.text) if self.text[0].isalnum() else self.text
 
     @property
     def name_like(self) -> bool:
         """Could be part of a name: a capital (not explained by starting the sentence), or a digit."""
-        if not self.text[0].isalnum() or re.split(r"['\u2019]", self.text)[0] == "I":
-            return False  # "I", "I'm": capitalised by spelling rules
-        if any(c.isdigit() for c in self.text):
-            return True
-        if not self.text[0].isupper():
-            return False
-        return not (self.initial and self.text.lower() in _SENTENCE_WORDS)
+        return _name_like(self.text, self.initial)
 
 
+@lru_cache(maxsize=1 << 16)
+def _name_like(text: str, initial: bool) -> bool:
+    if not text[0].isalnum() or re.split(r"['\u2019]", text)[0] == "I":
+        return False  # "I", "I'm": capitalised by spelling rules
+    if any(c.isdigit() for c in text):
+        return True
+    if not text[0].isupper():
+        return False
+    return not (initial and text.lower() in _SENTENCE_WORDS)
+
+
+@lru_cache(maxsize=1 << 16)
 def _stem(word: str) -> str:
     # Plurals and possessives are not losses: "Irish Wolfhounds" keeps "Irish Wolfhound".
     bare = re.sub(r"['\u2019]s?$", "", word.lower()).replace(".", "")
@@ -111,31 +148,34 @@ def _words(text: str) -> list[_Word]:
     initial = True
     for m in _WORD.finditer(text):
         tok = m.group(0)
-        if tok[0].isalnum():
-            out.append(_Word(tok, m.start(), m.end(), _stem(tok), initial))
-            initial = tok.endswith(".") and not re.search(r"\w\.\w", tok)  # "D.C." ends no sentence
-        else:
-            out.append(_Word(tok, m.start(), m.end(), tok, initial))
-            initial = tok in ".?!" or (initial and tok in "\"'(")
+        out.append(_Word(tok, m.start(), m.end(), initial))
+        # "D.C." ends no sentence.
+        initial = (tok.endswith(".") and not _ABBREVIATION.search(tok)) if tok[0].isalnum() else (tok in ".?!" or (initial and tok in "\"'("))
     return out
 
 
+@lru_cache(maxsize=1 << 16)
 def _identifier_key(raw: str) -> str:
     compact = re.sub(r"[\s_-]+", "", raw.upper())
     return re.sub(r"(?<=[A-Z])(?=\d)", "-", compact, count=1)
 
 
-def _free(span: tuple[int, int], claimed: list[tuple[int, int]]) -> bool:
-    return all(span[1] <= a or span[0] >= b for a, b in claimed)
+def _overlapping(mentions: Sequence[Mention], ends: list[int], span: tuple[int, int]) -> Iterable[Mention]:
+    """The mentions (in reading order, not overlapping each other) that overlap `span`."""
+    k = bisect.bisect_right(ends, span[0])
+    while k < len(mentions) and mentions[k].start < span[1]:
+        if not (span[1] <= mentions[k].start or span[0] >= mentions[k].end):
+            yield mentions[k]
+        k += 1
 
 
-def _capitalised_names(text: str, claimed: list[tuple[int, int]]) -> list[Term]:
+def _capitalised_names(text: str, claimed: SpanSet) -> list[Term]:
     """Runs of two or more name-like words, adjacent but for a space or a hyphen, that start
     with a capitalised word."""
-    words = [w for w in _words(text) if _free((w.start, w.end), claimed)]
+    words = [w for w in _words(text) if claimed.free(w.start, w.end)]
     runs: list[list[_Word]] = []
     for w in words:
-        joined = runs and runs[-1] and re.fullmatch(r"[ \t-]?", text[runs[-1][-1].end : w.start]) is not None
+        joined = runs and runs[-1] and _JOIN.fullmatch(text, runs[-1][-1].end, w.start) is not None
         # A name does not run across a sentence end ("... in NY. Yes, I do."): a word that
         # starts a sentence starts a new run.
         if w.name_like and joined and runs[-1][-1].name_like and not w.initial:
@@ -147,7 +187,7 @@ def _capitalised_names(text: str, claimed: list[tuple[int, int]]) -> list[Term]:
         run = [w for w in run if w.name_like]
         if len(run) >= 2 and run[0].text[0].isupper():
             out.append(Term("name", text[run[0].start : run[-1].end], tuple(w.stem for w in run)))
-            claimed.append((run[0].start, run[-1].end))
+            claimed.add(run[0].start, run[-1].end)
     return out
 
 
@@ -162,50 +202,95 @@ def terms(
     >>> [t.text for t in terms("Does the Solace 7 Pro last 40 hours? Part hc3471")]
     ['HC-3471', 'Solace 7 Pro', '40']
     """
-    claimed: list[tuple[int, int]] = []
+    claimed = SpanSet()
     out: list[Term] = []
     mentions = catalog.mentions(text) if catalog is not None else []
+    ends = [x.end for x in mentions]
     for pattern in identifier_patterns:
         for m in re.finditer(pattern, text, flags=re.IGNORECASE):
-            if _free(m.span(), claimed):
+            if claimed.free(*m.span()):
                 key = _identifier_key(m.group(0))
                 # A catalog part number also names its product, so a rewrite may name it instead.
-                named = frozenset(e.id for x in mentions if not _free((x.start, x.end), [m.span()]) for e in x.entities)
+                named = frozenset(e.id for x in _overlapping(mentions, ends, m.span()) for e in x.entities)
                 out.append(Term("identifier", key, (key,), named))
-                claimed.append(m.span())
+                claimed.add(*m.span())
     if catalog is not None:
         for mention in mentions:
-            if _free((mention.start, mention.end), claimed):
+            if claimed.free(mention.start, mention.end):
                 ids = frozenset(e.id for e in mention.entities)
                 out.append(Term("name", mention.text, tuple(w.stem for w in _words(mention.text)), ids))
-                claimed.append((mention.start, mention.end))
+                claimed.add(mention.start, mention.end)
     else:
         out.extend(_capitalised_names(text, claimed))
     for m in _NUMBER.finditer(text):
-        if _free(m.span(), claimed):
+        if claimed.free(*m.span()):
             out.append(Term("number", m.group(0), (m.group(1).lower().replace(",", ""),)))
     return tuple(out)
-
-
-def _contains_name(text_words: list[_Word], key: tuple[str, ...]) -> bool:
-    """The stems of `key` occur in a row in the text and the run does not go on into a longer
-    name ("Solace 7" is not in "Solace 7 Pro")."""
-    stems = [w.stem for w in text_words]
-    n = len(key)
-    for i in range(len(stems) - n + 1):
-        if tuple(stems[i : i + n]) != key:
-            continue
-        after = text_words[i + n] if i + n < len(text_words) else None
-        if after is not None and after.name_like and after.start - text_words[i + n - 1].end <= 1:
-            continue
-        return True
-    return False
 
 
 def _numbers_in(text: str) -> set[str]:
     """Every number of the text, even inside a name or an identifier: for a number, being said
     at all is enough."""
-    return {m.group(1).lower().replace(",", "") for m in _NUMBER.finditer(text)} | set(re.findall(r"\d+(?:[.,]\d+)*", text))
+    return {m.group(1).lower().replace(",", "") for m in _NUMBER.finditer(text)} | set(_DIGITS.findall(text))
+
+
+class _Runs:
+    """Which runs of word stems occur in some texts, ending where no further name word follows
+    ("Solace 7" is not in "Solace 7 Pro"): a suffix automaton over the texts' stems, each state
+    marked when one of its occurrences ends at such a place. Built in linear time; a question
+    costs the length of the run asked about."""
+
+    def __init__(self, texts: Sequence[list[_Word]]) -> None:
+        self.next: list[dict[object, int]] = [{}]
+        self.link, self.length, self.ends_free = [-1], [0], [False]
+        self.last = 0
+        for n, words in enumerate(texts):
+            if n:
+                self._add(("text", n))  # a separator no stem equals: no run crosses texts
+            for i, w in enumerate(words):
+                self._add(w.stem)
+                after = words[i + 1] if i + 1 < len(words) else None
+                if not (after is not None and after.name_like and after.start - w.end <= 1):
+                    self.ends_free[self.last] = True
+        for v in sorted(range(1, len(self.length)), key=self.length.__getitem__, reverse=True):
+            if self.ends_free[v]:
+                self.ends_free[self.link[v]] = True
+
+    def _add(self, symbol: object) -> None:
+        nxt, link, length = self.next, self.link, self.length
+        cur = len(length)
+        nxt.append({})
+        link.append(0)
+        length.append(length[self.last] + 1)
+        self.ends_free.append(False)
+        p = self.last
+        while p != -1 and symbol not in nxt[p]:
+            nxt[p][symbol] = cur
+            p = link[p]
+        if p != -1:
+            q = nxt[p][symbol]
+            if length[p] + 1 == length[q]:
+                link[cur] = q
+            else:
+                clone = len(length)
+                nxt.append(dict(nxt[q]))
+                link.append(link[q])
+                length.append(length[p] + 1)
+                self.ends_free.append(False)
+                while p != -1 and nxt[p].get(symbol) == q:
+                    nxt[p][symbol] = clone
+                    p = link[p]
+                link[q] = link[cur] = clone
+        self.last = cur
+
+    def __contains__(self, key: tuple[str, ...]) -> bool:
+        state = 0
+        for stem in key:
+            found = self.next[state].get(stem)
+            if found is None:
+                return False
+            state = found
+        return self.ends_free[state]
 
 
 class _Said:
@@ -218,28 +303,60 @@ class _Said:
     def __init__(self, texts: Iterable[str], found: Iterable[Term], *, compose: bool = False) -> None:
         self.texts = list(texts)
         self.found = list(found)
-        self.words = [_words(t) for t in self.texts]
+        self.compose = compose
+        self.identifiers = {f.key for f in self.found if f.kind == "identifier"}
+        self.entity_sets = {f.entities for f in self.found if f.entities}
         self.numbers = set().union(*(_numbers_in(t) for t in self.texts))
-        self.said = {w.stem for words in self.words for w in words if w.text[0].isalnum()} if compose else set()
+        self._names: dict[tuple[str, ...], bool] = {}
+
+    @cached_property
+    def words(self) -> list[list[_Word]]:
+        return [_words(t) for t in self.texts]
+
+    @cached_property
+    def said(self) -> set[str]:
+        return {w.stem for words in self.words for w in words if w.text[0].isalnum()} if self.compose else set()
+
+    @cached_property
+    def runs(self) -> _Runs:
+        return _Runs(self.words)
+
+    @cached_property
+    def name_sets(self) -> dict[str, list[frozenset[str]]]:
+        """The word sets of the names found, each listed under every one of its words."""
+        by_word: dict[str, list[frozenset[str]]] = {}
+        for key in {frozenset(f.key) for f in self.found if f.kind == "name"}:
+            for word in key:
+                by_word.setdefault(word, []).append(key)
+        return by_word
 
     def has(self, term: Term) -> bool:
         if term.kind == "identifier":
-            return any(f.kind == "identifier" and f.key == term.key for f in self.found)
+            return term.key in self.identifiers
         if term.kind == "number":
             return term.key[0] in self.numbers
         # Only names remain.
         if term.entities:
             # Catalog names: as specific or more ("S7" is kept by "Solace 7 Pro", one of the two
             # products it names; "Solace 7" is not kept by "Solace 7 Pro", a different product).
-            if any(f.entities and f.entities <= term.entities for f in self.found):
+            if any(found <= term.entities for found in self.entity_sets):
                 return True
-        elif any(_contains_name(words, term.key) for words in self.words):
+        elif term.key in self.runs:
             return True
         return self._completes(term)
 
     def _completes(self, term: Term) -> bool:
-        wanted = set(term.key)
-        return any(f.kind == "name" and set(f.key) < wanted <= self.said for f in self.found)
+        wanted = frozenset(term.key)
+        if not wanted <= self.said:
+            return False
+        done = self._names.get(term.key)
+        if done is None:
+            seen: dict[frozenset[str], int] = {}
+            for word in wanted:
+                for key in self.name_sets.get(word, ()):
+                    seen[key] = seen.get(key, 0) + 1
+            done = self._names[term.key] = any(n == len(key) < len(wanted) for key, n in seen.items())
+        return done
 
 
 def check_rewrite(
@@ -249,20 +366,31 @@ def check_rewrite(
     *,
     catalog: Catalog | None = None,
     identifier_patterns: Sequence[str] = DEFAULT_IDENTIFIER_PATTERNS,
+    max_chars: int | None = None,
 ) -> GuardResult:
     """Compare a rewrite with the message and the history it may draw on.
 
     `lost`: terms of the message missing from the rewrite; `invented`: terms of the rewrite that
     neither the message nor the history contains. Both keep the order of first appearance.
+    A rewrite longer than `max_chars` is rejected unread (`too_long`); None means the limit in
+    force (`rewrite_limit`: the planning deployment's `[limits] max_rewrite_chars`, else
+    `DEFAULT_MAX_REWRITE_CHARS`). An LLM's answer has no other bound.
 
     >>> check_rewrite("is it covered?", "Is the Solace 7 Pro covered?", ["Solace 7 warranty"]).invented
     ('Solace 7 Pro',)
     """
 
+    limit = _REWRITE_LIMIT.get() if max_chars is None else max_chars
+    if len(rewrite) > limit:
+        # Nothing an unread rewrite says is vouched for: it counts as inventing, so every caller
+        # that rejects inventions rejects it.
+        return GuardResult(ok=False, lost=(), invented=(f"{len(rewrite):,} characters unread",), too_long=(len(rewrite), limit))
+
     def of(text: str) -> tuple[Term, ...]:
         return terms(text, catalog=catalog, identifier_patterns=identifier_patterns)
 
     said_terms, rewrite_terms = of(message), of(rewrite)
+    history = analysed_history(history)  # the most recent turns, up to HISTORY_ANALYSIS_CHARS: bounded work
     history_terms = [t for turn in history for t in of(turn)]
 
     in_rewrite = _Said([rewrite], rewrite_terms)

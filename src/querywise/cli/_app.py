@@ -1,27 +1,132 @@
 """The shared pieces of the command line: the app, consoles, option types and small helpers.
-Command modules register on `app`; none holds logic of its own."""
+Command modules register on `app`; none holds logic of its own.
+
+Every command is guarded (`QueryWiseApp.command`): text arguments have lone surrogates replaced
+(bytes that are not UTF-8 arrive as surrogates), output streams replace what they cannot encode,
+and a user's error — a bad file, config, index, session, LLM failure, an OS error on a path — is
+one line `error: ...` and exit code 2, never a traceback. Renderers print user and data text
+through `esc` (rich markup is never interpreted in it); the consoles do not turn `:name:` into
+emoji.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import io
+import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
+from querywise.conditions import WhereSyntaxError
 from querywise.config import ConfigError, Settings, load_settings
+from querywise.evaluation.metrics import MetricError
+from querywise.files import InputError, replace_surrogates
 from querywise.index.engine import MODES, Mode
+from querywise.index.store import IndexStoreError
+from querywise.llm.provider import LLMError
+from querywise.understand.access import AccessError
 
-app = typer.Typer(
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Errors whose message is written for the person at the terminal: printed as they are.
+USER_ERRORS: tuple[type[Exception], ...] = (ConfigError, InputError, IndexStoreError, LLMError, AccessError, WhereSyntaxError, MetricError)
+DEBUG_ENV = "QUERYWISE_DEBUG"  # set to 1 to get the traceback of an unexpected error
+
+
+def esc(value: object) -> str:
+    """`value` as text that rich prints literally: `[/x]` or `[link=...]` in a message, a chunk
+    or a file name is shown, never interpreted as markup."""
+    return escape(str(value))
+
+
+def _os_problem(exc: OSError) -> str:
+    if exc.filename is None:
+        return str(exc)
+    target = f" -> {exc.filename2}" if exc.filename2 is not None else ""
+    return f"{exc.filename}{target}: {exc.strerror or exc}"
+
+
+def _clean_arg(value: Any) -> Any:
+    if isinstance(value, str):
+        return replace_surrogates(value)
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return type(value)(replace_surrogates(v) for v in value)
+    return value
+
+
+def _safe_streams() -> None:
+    """Replace what stdout/stderr cannot encode (a lone surrogate in a path, a non-UTF-8 terminal)
+    instead of raising in the middle of the output."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            with contextlib.suppress(ValueError, OSError):  # a stream that cannot change keeps its ways
+                stream.reconfigure(errors="replace")
+
+
+def guarded(f: F) -> F:
+    """Wrap a command: arguments cleaned, output streams safe, errors one line and exit code 2."""
+
+    @functools.wraps(f)
+    def command(*args: Any, **kwargs: Any) -> Any:
+        _safe_streams()
+        try:
+            return f(*(_clean_arg(a) for a in args), **{k: _clean_arg(v) for k, v in kwargs.items()})
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise
+        except USER_ERRORS as exc:
+            raise fail(str(exc)) from None
+        except OSError as exc:
+            raise fail(_os_problem(exc)) from None
+        except ValueError as exc:  # the library's own checks (ablation names, sample sizes, ...)
+            if not isinstance(exc, ValidationError):  # a model the code built itself: a bug
+                raise fail(str(exc)) from None
+            if os.environ.get(DEBUG_ENV):
+                raise
+            raise fail(_bug(exc)) from None
+        except Exception as exc:
+            if os.environ.get(DEBUG_ENV):
+                raise
+            raise fail(_bug(exc)) from None
+
+    return command  # type: ignore[return-value]
+
+
+def _bug(exc: Exception) -> str:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return (f"unexpected {type(exc).__name__}{': ' + first if first else ''} — a bug in querywise; "
+            f"please report it with the command (set {DEBUG_ENV}=1 to see the traceback)")
+
+
+class QueryWiseApp(typer.Typer):
+    """A typer app whose every command is `guarded`."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Callable[[F], F]:
+        register = super().command(*args, **kwargs)
+
+        def decorator(f: F) -> F:
+            register(guarded(f))
+            return f
+
+        return decorator
+
+
+app = QueryWiseApp(
     help="querywise: understand each message before retrieval, and diagnose why retrieval fails.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-err = Console(stderr=True)
-out = Console()
+err = Console(stderr=True, emoji=False)
+out = Console(emoji=False)
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="Settings TOML file.", exists=True, dir_okay=False)]
 IndexOpt = Annotated[Path, typer.Option("--index", "-i", help="Index folder.")]
@@ -31,8 +136,8 @@ SessionOpt = Annotated[list[str] | None, typer.Option("--session", help="KEY=VAL
 
 
 def fail(message: str) -> typer.Exit:
-    """Print MESSAGE as an error and return the exit (code 2) to raise."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    """Print MESSAGE (plain text: never read as markup) as an error and return the exit (code 2) to raise."""
+    err.print(f"[bold red]error:[/] {esc(replace_surrogates(message))}", highlight=False, soft_wrap=True)
     return typer.Exit(code=2)
 
 
@@ -73,10 +178,22 @@ def session_from(pairs: list[str] | None) -> dict[str, str]:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise fail(f"--session expects KEY=VALUE, got {pair!r}")
+        if key.strip() in session:  # a second value would silently replace (or clear) the first
+            raise fail(f"--session {key.strip()} given twice; give each session key once")
         session[key.strip()] = value.strip()
     return session
 
 
+
+
+def output_path(path: Path | None, option: str) -> None:
+    """Fail before any work is done when the file an option names (--html) cannot be written there."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise fail(f"{option} {path} is a folder; name a file")
+    if not path.parent.is_dir():
+        raise fail(f"{option} {path}: the folder {path.parent} does not exist")
 
 
 def mode_from(name: str) -> Mode:

@@ -13,12 +13,16 @@ from rich.table import Table
 from querywise.cli._app import (
     ConfigOpt,
     IndexOpt,
+    SessionOpt,
     app,
     err,
+    esc,
     fail,
     mode_from,
     out,
+    output_path,
     progress,
+    session_from,
     settings_from,
 )
 from querywise.evaluation.metrics import DEFAULT_METRICS
@@ -49,6 +53,7 @@ def router_eval_cmd(
         case _:
             raise fail(f"--classifier must be centroid, trained or auto, not {classifier!r}")
     settings = settings_from(config)
+    output_path(html, "--html")
     try:
         rows = {name: load_labelled(str(p)) if p else None for name, p in (("train", train), ("test", test), ("val", val))}
     except InputError as exc:
@@ -66,7 +71,7 @@ def router_eval_cmd(
         sys.stdout.write(json.dumps(data) + "\n")
         return
     out.print(
-        f"[bold]{report.classifier}[/] (min_margin {report.min_margin:.4f}, min_in_scope "
+        f"[bold]{esc(report.classifier)}[/] (min_margin {report.min_margin:.4f}, min_in_scope "
         + (f"{report.min_in_scope:.4f}" if report.min_in_scope is not None else "off") + f") on {report.n} test messages",
         highlight=False,
     )
@@ -76,7 +81,7 @@ def router_eval_cmd(
     table.add_row(*(f"{v:.1%}" for v in (report.in_scope_accuracy, report.answered_accuracy, report.deferred_share, report.oos_recall, report.oos_precision)))
     out.print(table)
     if report.confusions:
-        out.print("most confused (gold → predicted): " + "; ".join(f"{c.gold} → {c.predicted} ×{c.count}" for c in report.confusions[:5]), highlight=False)
+        out.print("most confused (gold → predicted): " + esc("; ".join(f"{c.gold} → {c.predicted} ×{c.count}" for c in report.confusions[:5])), highlight=False)
 
 
 @app.command("rewrite-eval")
@@ -109,11 +114,11 @@ def rewrite_eval_cmd(
         highlight=False,
     )
     for ex in report.missed[:5]:
-        out.print(f"  [yellow]missed[/] {ex.model_dump()}", highlight=False)
+        out.print(f"  [yellow]missed[/] {esc(ex.model_dump())}", highlight=False)
     for ex in report.false_flags[:5]:
-        out.print(f"  [yellow]flagged needlessly[/] {ex.model_dump()}", highlight=False)
+        out.print(f"  [yellow]flagged needlessly[/] {esc(ex.model_dump())}", highlight=False)
     for g in report.guard_false_alarms[:5]:
-        out.print(f"  [red]guard rejected a human rewrite[/] {g.model_dump()}", highlight=False)
+        out.print(f"  [red]guard rejected a human rewrite[/] {esc(g.model_dump())}", highlight=False)
 
 
 
@@ -130,8 +135,11 @@ def eval_cmd(
     no_access_probe: Annotated[bool, typer.Option("--no-access-probe", help="Skip the adversarial access set.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run as JSON (save it for `querywise compare`).")] = False,
     html: Annotated[Path | None, typer.Option("--html", help="Also write a standalone HTML report here.")] = None,
+    session: SessionOpt = None,
 ) -> None:
-    """Run labelled cases through understanding and retrieval: metrics per slice, components, ablation."""
+    """Run labelled cases through understanding and retrieval: metrics per slice, components, ablation.
+
+    Cases run under their own "session"; --session KEY=VALUE is the session of cases that have none."""
     from querywise.catalog import Catalog
     from querywise.cli.render_eval import render_terminal
     from querywise.evaluation.cases import load_beir, load_cases
@@ -143,6 +151,7 @@ def eval_cmd(
 
     settings = settings_from(config)
     search_mode = mode_from(mode)
+    output_path(html, "--html")
     try:
         wanted = parse_metrics([metrics])
     except MetricError as exc:
@@ -158,6 +167,9 @@ def eval_cmd(
         ix = Index.open(index, settings=settings)
     except (InputError, IndexStoreError) as exc:
         raise fail(str(exc)) from None
+    default_session = session_from(session)
+    if default_session:
+        loaded = [c if c.session else c.model_copy(update={"session": default_session}) for c in loaded]
     requested = None if ablate is None else [a for a in ablate if a != "all"]
     try:
         from querywise.evaluation.ablation import plan_ablation
@@ -175,7 +187,7 @@ def eval_cmd(
         from querywise.evaluation.eval_html import eval_report_html
 
         html.write_text(eval_report_html(report), encoding="utf-8")
-        err.print(f"wrote {html}", highlight=False)
+        err.print(f"wrote {esc(html)}", highlight=False)
     if as_json:
         sys.stdout.write(EvalResult.from_report(report).model_dump_json() + "\n")
         return
@@ -220,7 +232,7 @@ def compare_cmd(
         for r in report.rows:
             d = r.diff
             colour = "red" if d.direction < 0 else "green" if d.direction > 0 else "dim"
-            table.add_row(r.slice, r.metric, str(d.n) + ("" if r.gates else "*"), f"{d.a:.3f}", f"{d.b:.3f}",
+            table.add_row(esc(r.slice), esc(r.metric), str(d.n) + ("" if r.gates else "*"), f"{d.a:.3f}", f"{d.b:.3f}",
                           f"[{colour}]{d.delta:+.3f}[/]", f"({d.low:+.3f}, {d.high:+.3f})", f"{d.p_value:.3f}")
         out.print(table)
         if report.only_in_a or report.only_in_b:
@@ -228,7 +240,7 @@ def compare_cmd(
         if any(not r.gates for r in report.rows):
             out.print(f"[dim]* fewer than {min_cases} cases: shown, not gating[/]")
         verdict = (
-            "[bold red]regression[/]: " + "; ".join(f"{r.slice} {r.metric} {r.diff.delta:+.3f}" for r in report.regressions)
+            "[bold red]regression[/]: " + esc("; ".join(f"{r.slice} {r.metric} {r.diff.delta:+.3f}" for r in report.regressions))
             if report.regressed else "[green]no significant regression[/]"
         )
         out.print(verdict, highlight=False)

@@ -11,27 +11,42 @@ import typer
 from rich.table import Table
 
 from querywise.chunking import Chunker
-from querywise.cli._app import ConfigOpt, IndexOpt, app, err, fail, mode_from, out, progress, settings_from
+from querywise.cli._app import ConfigOpt, IndexOpt, app, err, esc, fail, mode_from, out, progress, settings_from
 from querywise.conditions import WhereSyntaxError, parse_where
 from querywise.corpus import CorpusError, load_corpus
 
 
 @app.command("index")
 def index_cmd(
-    source: Annotated[Path, typer.Argument(help="A .jsonl[.gz] or .csv[.gz] file, or a folder of .txt/.md files.")],
     index: IndexOpt,
+    source: Annotated[Path | None, typer.Argument(metavar="SOURCE", help="A .jsonl[.gz] or .csv[.gz] file, or a folder of .txt/.md files.")] = None,
     config: ConfigOpt = None,
+    follow_symlinks: Annotated[bool, typer.Option("--follow-symlinks", help="In a folder SOURCE, also read links that lead outside it.")] = False,
+    roll_back: Annotated[bool, typer.Option("--rollback", help="Switch --index back to its previous build (no SOURCE).")] = False,
 ) -> None:
-    """Build (or atomically rebuild) an index of SOURCE in the folder --index."""
-    from querywise.index import IndexStoreError, build_index
+    """Build (or atomically rebuild) an index of SOURCE in the folder --index; or, with --rollback,
+    switch it back to the previous build (the setting index.keep_builds says how many builds are kept)."""
+    from querywise.index import IndexStoreError, build_index, rollback
 
     settings = settings_from(config)
+    if roll_back:
+        if source is not None:
+            raise fail("--rollback takes no SOURCE")
+        try:
+            back = rollback(index)
+        except IndexStoreError as exc:
+            raise fail(str(exc)) from None
+        err.print(f"[green]rolled back[/] {esc(index)} to build {esc(back.build_id)} ({back.n_chunks:,} chunks)", highlight=False)
+        return
+    if source is None:
+        raise fail("missing SOURCE: the corpus to index (or --rollback)")
     c = settings.chunking
     try:
-        chunks = load_corpus(source, chunker=Chunker(max_chars=c.max_chars, overlap=c.overlap, identifier_pattern=c.identifier_pattern))
+        chunker = Chunker(max_chars=c.max_chars, overlap=c.overlap, identifier_pattern=c.identifier_pattern)
+        chunks = load_corpus(source, chunker=chunker, follow_symlinks=follow_symlinks)
     except CorpusError as exc:
         raise fail(str(exc)) from None
-    err.print(f"read {len(chunks):,} chunks from {source}")
+    err.print(f"read {len(chunks):,} chunks from {esc(source)}", highlight=False)
     try:
         with progress() as report:
             ix = build_index(chunks, index, settings=settings, progress=report)
@@ -39,8 +54,9 @@ def index_cmd(
         raise fail(str(exc)) from None
     m = ix.manifest
     err.print(
-        f"[green]indexed[/] {m.n_chunks:,} chunks into {index} in {m.build_seconds:.1f} s "
-        f"(embedder {m.embedder}; filterable fields: {', '.join(sorted(m.payload_indexes))})"
+        f"[green]indexed[/] {m.n_chunks:,} chunks into {esc(index)} in {m.build_seconds:.1f} s "
+        f"(embedder {esc(m.embedder)}; filterable fields: {esc(', '.join(sorted(m.payload_indexes)))})",
+        highlight=False,
     )
     ix.close()
 
@@ -72,13 +88,13 @@ def search_cmd(
     if as_json:
         sys.stdout.write(json.dumps([{"id": h.id, "score": round(h.score, 6), "rank": h.rank} for h in hits]) + "\n")
         return
-    table = Table(title=f"{mode} · {query}", title_justify="left")
+    table = Table(title=esc(f"{mode} · {query}"), title_justify="left")
     table.add_column("#", justify="right")
     table.add_column("id", style="cyan", no_wrap=True)
     table.add_column("score", justify="right")
     table.add_column("text")
     for h in hits:
-        table.add_row(str(h.rank), h.id, f"{h.score:.4f}", (h.title + " · " if h.title else "") + h.text[:160])
+        table.add_row(str(h.rank), esc(h.id), f"{h.score:.4f}", esc((h.title + " · " if h.title else "") + h.text[:160]))
     out.print(table)
     if not hits:
         err.print("no results" + (" (the filter may exclude everything)" if condition else ""))

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from querywise.cli._app import ConfigOpt, app, fail, out, settings_from
+from querywise.cli._app import ConfigOpt, app, esc, fail, out, settings_from
 
 
 def _pair(text: str, option: str) -> tuple[int, int]:
@@ -65,4 +65,4 @@ def cost_cmd(
     g = model.gated
     table.add_row(f"gated to {g.share:.0%}", "one call, when needed", f"+{g.added_s_mean:.2f} s mean, +{g.added_s_p95:.2f} s p95", f"{g.usd_per_1000:.2f}")
     out.print(table)
-    out.print(f"p95: {g.p95_note}", highlight=False)
+    out.print(f"p95: {esc(g.p95_note)}", highlight=False)

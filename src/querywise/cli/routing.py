@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from querywise.cli._app import app, err, fail, progress
+from querywise.cli._app import app, err, esc, fail, progress
 from querywise.files import InputError
 
 
@@ -43,4 +43,4 @@ def router_train_cmd(
             manifest = fine_tune_encoder(rows, out_dir, epochs=epochs, seed=seed, batch_size=batch_size, on_progress=on_progress)
     except ValueError as exc:
         raise fail(str(exc)) from None
-    err.print(f"[green]wrote[/] {out_dir}: {manifest.n_examples:,} examples over {manifest.n_routes} routes, {epochs} epoch(s), model id {manifest.model_id}")
+    err.print(f"[green]wrote[/] {esc(out_dir)}: {manifest.n_examples:,} examples over {manifest.n_routes} routes, {epochs} epoch(s), model id {esc(manifest.model_id)}", highlight=False)

@@ -16,14 +16,15 @@ from querywise.cli._app import (
     ConfigOpt,
     IndexOpt,
     app,
+    esc,
     fail,
     mode_from,
     out,
+    output_path,
     progress,
     settings_from,
 )
 from querywise.files import InputError
-from querywise.llm.provider import LLMError
 from querywise.triage import TriageReport
 from querywise.triage.probe_writer import probe_writer_from
 
@@ -61,6 +62,7 @@ def triage_cmd(
 
     search_mode = mode_from(mode)
     settings = settings_from(config)
+    output_path(html, "--html")
     try:
         data = load_failures(failures)
         docs = load_sources(sources) if sources else None
@@ -75,10 +77,7 @@ def triage_cmd(
         ix = Index.open(index, settings=settings)
     except IndexStoreError as exc:
         raise fail(str(exc)) from None
-    try:
-        write_probe = probe_writer_from(settings)
-    except LLMError as exc:
-        raise fail(str(exc)) from None
+    write_probe = probe_writer_from(settings)
     started = time.perf_counter()
     with ix:
         if as_json:
@@ -95,7 +94,7 @@ def triage_cmd(
         return
     _render(report)
     if html is not None:
-        out.print(f"HTML report written to {html}", highlight=False)
+        out.print(f"HTML report written to {esc(html)}", highlight=False)
 
 
 def _render(report: TriageReport) -> None:
@@ -105,7 +104,7 @@ def _render(report: TriageReport) -> None:
     line = f"[bold]{s.n}[/] failures triaged" + (f" of {pop.failures}" if pop.failures is not None else "")
     if s.failing_points is not None:
         line += f" · eval set {pop.eval_total} at {pop.acceptable_rate:.0%} acceptable → {s.failing_points:g} points fail"
-    out.print(line + f" · k = {s.k}, mode {s.mode}", highlight=False)
+    out.print(line + f" · k = {s.k}, mode {esc(s.mode)}", highlight=False)
     table = Table()
     columns: tuple[tuple[str, JustifyMethod], ...] = (("bucket", "left"), ("count", "right"), ("share", "right"), ("± SE", "right"),
                                                       ("points of traffic", "right"), ("repaired in", "left"))
@@ -113,8 +112,8 @@ def _render(report: TriageReport) -> None:
         table.add_column(col, justify=justify)
     for b in BUCKETS:
         pts = report.points[b]
-        table.add_row(b, str(report.buckets[b]), f"{report.shares[b]}%", f"{100 * report.se[b]:.1f}",
-                      "–" if pts is None else f"{pts:.1f}", report.repair[b])
+        table.add_row(esc(b), str(report.buckets[b]), f"{report.shares[b]}%", f"{100 * report.se[b]:.1f}",
+                      "–" if pts is None else f"{pts:.1f}", esc(report.repair[b]))
     out.print(table)
     out.print(f"reachable by the query layer: [bold]{report.reachable_share:.0%}[/] of failures (± {100 * report.reachable_se:.1f})", highlight=False)
     if report.reachable_points is not None and report.unreachable_points is not None:  # set together
@@ -127,6 +126,6 @@ def _render(report: TriageReport) -> None:
         )
     else:
         out.print("points of traffic: unknown (give --eval-total and --acceptable)", highlight=False)
-    out.print(f"SE: {s.se_method}", highlight=False)
+    out.print(f"SE: {esc(s.se_method)}", highlight=False)
     for note in report.notes:
-        out.print(f"[dim]· {note}[/]", highlight=False)
+        out.print(f"[dim]· {esc(note)}[/]", highlight=False)

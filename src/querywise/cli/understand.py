@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from querywise.cli._app import DeploymentOpt, HistoryOpt, IndexOpt, SessionOpt, app, err, fail, mode_from, out, progress, session_from, settings_from
+from querywise.cli._app import DeploymentOpt, HistoryOpt, IndexOpt, SessionOpt, app, err, esc, fail, mode_from, out, progress, session_from, settings_from
 from querywise.conditions import describe, parse_where
 from querywise.config import load_settings
 from querywise.demo import SAMPLE_SEARCHES, demo_conversation, demo_corpus, demo_file
@@ -27,20 +27,21 @@ _DEMO_MODES: tuple[Mode, ...] = ("bm25", "dense", "hybrid")
 
 
 def render_plan(plan: QueryPlan) -> None:
-    out.print(f"[bold]route[/] {plan.route}    [bold]action[/] {plan.action.type}", highlight=False)
+    # Every piece of the plan may carry the user's words or the data's: printed through `esc`.
+    out.print(f"[bold]route[/] {esc(plan.route)}    [bold]action[/] {esc(plan.action.type)}", highlight=False)
     for q in plan.queries:
-        out.print(f"  [cyan]{q.kind}[/] (weight {q.weight:g}{', ' + q.mode if q.mode else ''}): {q.text}", highlight=False)
+        out.print(f"  [cyan]{esc(q.kind)}[/] (weight {q.weight:g}{esc(', ' + q.mode) if q.mode else ''}): {esc(q.text)}", highlight=False)
     for label, where in (("filters", plan.filters), ("inferred filters", plan.inferred_filters), ("access", plan.access)):
         if where:
-            out.print(f"  [bold]{label}[/] " + " and ".join(describe(c) for c in where.conditions), highlight=False)
+            out.print(f"  [bold]{label}[/] " + esc(" and ".join(describe(c) for c in where.conditions)), highlight=False)
     if plan.action.type != "answer":
-        out.print(f"  [bold]{plan.action.type}[/] {plan.action.model_dump(exclude={'type'})}", highlight=False)
+        out.print(f"  [bold]{esc(plan.action.type)}[/] {esc(plan.action.model_dump(exclude={'type'}))}", highlight=False)
     table = Table(title="trace", title_justify="left")
     for col in ("move", "status", "ms", "reason / change"):
         table.add_column(col)
     for step in plan.trace:
         note = step.reason + (f" → {step.changed}" if step.changed else "")
-        table.add_row(step.move, step.status, f"{step.latency_ms:.1f}", note)
+        table.add_row(esc(step.move), esc(step.status), f"{step.latency_ms:.1f}", esc(note))
     out.print(table)
 
 
@@ -69,11 +70,11 @@ def plan_cmd(
 def render_result(result: PlanResult, k: int) -> None:
     render_plan(result.plan)
     if result.relaxed:
-        out.print(f"[yellow]relaxed inferred filter(s):[/] {', '.join(result.relaxed)}", highlight=False)
+        out.print(f"[yellow]relaxed inferred filter(s):[/] {esc(', '.join(result.relaxed))}", highlight=False)
     if result.empty_because:
-        out.print(f"[red]no results because of:[/] {', '.join(result.empty_because)}", highlight=False)
+        out.print(f"[red]no results because of:[/] {esc(', '.join(result.empty_because))}", highlight=False)
     for h in result.hits[:k]:
-        out.print(f"  {h.rank}. [cyan]{h.id}[/] [dim]{h.score:.4f}[/] {h.text[:110]}", highlight=False)
+        out.print(f"  {h.rank}. [cyan]{esc(h.id)}[/] [dim]{h.score:.4f}[/] {esc(h.text[:110])}", highlight=False)
 
 
 @app.command("ask")
@@ -126,22 +127,22 @@ def demo_cmd(
     settings = load_settings(demo_file("querywise.toml"))
     with progress() as report:
         ix = build_index(demo_corpus(), index, settings=settings, progress=report)
-    err.print(f"[green]demo index[/] {index}: {len(ix)} chunks, embedder {ix.manifest.embedder}")
+    err.print(f"[green]demo index[/] {esc(index)}: {len(ix)} chunks, embedder {esc(ix.manifest.embedder)}", highlight=False)
     with ix:
         for query, where in SAMPLE_SEARCHES[:2]:
             condition = parse_where(where) or None
-            table = Table(title=f"{query}" + (f"  [dim]where {' and '.join(where)}[/]" if where else ""), title_justify="left")
+            table = Table(title=esc(query) + (f"  [dim]where {esc(' and '.join(where))}[/]" if where else ""), title_justify="left")
             for mode in ("bm25", "dense", "hybrid"):
                 table.add_column(mode)
             columns = [ix.search(query, mode=m, k=k, where=condition) for m in _DEMO_MODES]
             for rank in range(k):
-                table.add_row(*(f"{c[rank].id} [dim]{c[rank].score:.4f}[/]" if rank < len(c) else "" for c in columns))
+                table.add_row(*(f"{esc(c[rank].id)} [dim]{c[rank].score:.4f}[/]" if rank < len(c) else "" for c in columns))
             out.print(table)
         with QueryWise(settings, ix) as qw:
             history: list[str] = []
             for turn in demo_conversation():
-                out.rule(f"turn {turn['turn']} · {turn['demonstrates']}")
-                out.print(f"[bold]user:[/] {turn['message']}", highlight=False)
+                out.rule(esc(f"turn {turn['turn']} · {turn['demonstrates']}"))
+                out.print(f"[bold]user:[/] {esc(turn['message'])}", highlight=False)
                 render_result(qw.ask(turn["message"], history=history, session={"market": market}, k=k), k)
                 history.append(turn["message"])
 

@@ -34,7 +34,7 @@ from querywise.catalog import Catalog
 from querywise.checks.guard import DEFAULT_IDENTIFIER_PATTERNS
 from querywise.chunking import Chunker
 from querywise.corpus import Chunk, load_corpus
-from querywise.files import InputError, open_text, read_jsonl
+from querywise.files import InputError, read_jsonl, read_lines
 from querywise.understand.followup import check_follow_up
 
 __all__ = ["Case", "CaseError", "derive_slices", "load_beir", "load_cases", "load_doc2dial"]
@@ -156,25 +156,24 @@ def _first_existing(folder: Path, names: Sequence[str]) -> Path:
 
 def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
-    with open_text(path) as fh:
-        for n, raw in enumerate(fh, start=1):
-            line = raw.strip()
-            if not line:
-                continue
-            parts = line.split("\t") if "\t" in line else line.split()
-            if n == 1 and parts[0].lower() in ("query-id", "query_id", "qid"):
-                continue  # the header BEIR writes
-            if len(parts) == 4:  # TREC form: qid 0 docid grade
-                parts = [parts[0], parts[2], parts[3]]
-            if len(parts) != 3:
-                raise CaseError(path, n, f"expected 'query-id<TAB>corpus-id<TAB>score', got {len(parts)} fields")
-            try:
-                grade = int(float(parts[2]))
-            except ValueError:
-                raise CaseError(path, n, f"score {parts[2]!r} is not a number") from None
-            qrels.setdefault(parts[0], {})
-            if grade > 0:  # BEIR: 0 marks judged non-relevant
-                qrels[parts[0]][parts[1]] = grade
+    for n, raw in read_lines(path, error=CaseError):
+        line = raw.strip()
+        if not line:
+            continue
+        parts = line.split("\t") if "\t" in line else line.split()
+        if n == 1 and parts[0].lower() in ("query-id", "query_id", "qid"):
+            continue  # the header BEIR writes
+        if len(parts) == 4:  # TREC form: qid 0 docid grade
+            parts = [parts[0], parts[2], parts[3]]
+        if len(parts) != 3:
+            raise CaseError(path, n, f"expected 'query-id<TAB>corpus-id<TAB>score', got {len(parts)} fields")
+        try:
+            grade = int(float(parts[2]))
+        except (ValueError, OverflowError):  # not a number, NaN, or infinite
+            raise CaseError(path, n, f"score {parts[2][:40]!r} is not a finite number") from None
+        qrels.setdefault(parts[0], {})
+        if grade > 0:  # BEIR: 0 marks judged non-relevant
+            qrels[parts[0]][parts[1]] = grade
     return qrels
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel
 
+from querywise.config import Settings
 from querywise.evaluation.ablation import AblationReport, plan_ablation, run_ablation
 from querywise.evaluation.cases import Case
 from querywise.evaluation.components import (
@@ -23,6 +24,7 @@ from querywise.evaluation.harness import Arm, ArmResult, run_arm
 from querywise.evaluation.metrics import Metric
 from querywise.index.engine import Mode
 from querywise.service import QueryWise
+from querywise.understand.access import AccessError, access_from_session
 
 __all__ = ["EvalReport", "evaluate"]
 
@@ -51,6 +53,7 @@ def evaluate(
     and, when `ablate` is given (possibly empty = every move and mode), the ablation against
     pass-through. Plans are not logged: an evaluation is not traffic."""
     settings = deployment.settings
+    _check_sessions(cases, settings)
     main_arm = Arm(name="configured", mode=mode, moves=tuple(settings.understanding.moves))
     main = run_arm(cases, deployment, main_arm, metrics, on_case=on_phase(f"{main_arm.name} ({mode})", len(cases)) if on_phase else None)
     probe = access_probe(cases, deployment) if probe_access else None
@@ -61,3 +64,23 @@ def evaluate(
         ablation = run_ablation(cases, deployment, plan, metrics, reuse=main, on_phase=on_phase)
     return EvalReport(source=source, run=main, components=components, ablation=ablation)
 
+
+
+def _check_sessions(cases: Sequence[Case], settings: Settings) -> None:
+    """Every case must carry a session the deployment accepts: a case without one would search
+    nothing (access fails closed) and score zero, which measures the case file, not the moves."""
+    problems = [(c.id, why) for c in cases if (why := _session_problem(c, settings)) is not None]
+    if problems:
+        first, why = problems[0]
+        raise ValueError(
+            f"{len(problems)} of {len(cases)} cases have no session this deployment accepts (case {first!r}: {why}); "
+            'give each case a "session", or a default for cases without one (`querywise eval --session KEY=VALUE`)'
+        )
+
+
+def _session_problem(case: Case, settings: Settings) -> str | None:
+    try:
+        access_from_session(case.session, settings.access)
+    except AccessError as exc:
+        return str(exc)
+    return None

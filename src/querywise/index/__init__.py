@@ -1,6 +1,6 @@
 """Hybrid (BM25 + dense) index on Qdrant: embedded by default, a server beyond one machine."""
 
 from querywise.index.fusion import rrf
-from querywise.index.store import Hit, Index, IndexStoreError, Manifest, build_index
+from querywise.index.store import Hit, Index, IndexStoreError, Manifest, build_index, rollback
 
-__all__ = ["Hit", "Index", "IndexStoreError", "Manifest", "build_index", "rrf"]
+__all__ = ["Hit", "Index", "IndexStoreError", "Manifest", "build_index", "rollback", "rrf"]

@@ -105,7 +105,9 @@ class Lexicon:
                     spellings.setdefault(code.lower(), Counter())[code] += 1
             lex.n_docs += 1
             lex.total_len += doc_length(terms)
-            for term in set(terms):
+            # First-seen order, not set order (which varies with PYTHONHASHSEED): the same corpus
+            # gets the same term ids, so the same sparse vectors and the same BM25 sums, bit for bit.
+            for term in dict.fromkeys(terms):
                 tid = lex.terms.setdefault(term, len(lex.terms))
                 if tid == len(lex.df):
                     lex.df.append(0)
@@ -127,6 +129,10 @@ class Lexicon:
         return ids, [float(tf[i]) for i in ids]
 
     def save(self, path: Path) -> None:
+        path.write_bytes(self.dumps())
+
+    def dumps(self) -> bytes:
+        """The lexicon as JSON bytes (what `save` writes, `loads` reads)."""
         data = {
             "terms": sorted(self.terms, key=self.terms.__getitem__),
             "df": self.df,
@@ -136,12 +142,19 @@ class Lexicon:
             "bigrams": dict(self.bigram_counts.most_common()),
             "surface": self.surface,
         }
-        path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        return json.dumps(data, ensure_ascii=False).encode("utf-8")
 
     @classmethod
     def load(cls, path: Path) -> Lexicon:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return cls(
+        return cls.loads(path.read_bytes())
+
+    @classmethod
+    def loads(cls, raw: bytes) -> Lexicon:
+        """Parse `dumps` output; ValueError (or KeyError, TypeError) when it is not a lexicon."""
+        data = json.loads(raw.decode("utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        lex = cls(
             terms={t: i for i, t in enumerate(data["terms"])},
             df=data["df"],
             word_counts=Counter(data["words"]),
@@ -151,6 +164,9 @@ class Lexicon:
             bigram_counts=Counter(data.get("bigrams", {})),
             surface=data.get("surface", {}),
         )
+        if len(lex.terms) != len(lex.df):
+            raise ValueError(f"{len(lex.terms)} terms but {len(lex.df)} document frequencies")
+        return lex
 
 
 def _bounded(counts: Counter[str], limit: int) -> Counter[str]:

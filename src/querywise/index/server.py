@@ -1,8 +1,10 @@
 """The same engine seam on a Qdrant server (qdrant-client), for corpora beyond one machine.
 
 Differences from the embedded engine, stated once:
-- A build writes a fresh collection and then moves an alias onto it in one call, so readers
-  switch atomically; the previous collection is dropped afterwards.
+- A build writes a fresh collection (`<alias>-<build id>`) and then moves an alias onto it in one
+  call, for other clients. An opened index reads its own build's collection by name, never the
+  alias: a rebuild cannot move it onto another build's points while it holds that build's
+  lexicon. A collection is dropped with its build folder (`[index] keep_builds`, see store.py).
 - `QdrantClient(":memory:")` (local mode) is a pure-Python exact scan. It exercises this code
   path in tests and nothing more: never use it as an embedded engine.
 """
@@ -13,12 +15,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from querywise.conditions import AnyOf, Match, Range, Where
-from querywise.index.engine import DENSE, SPARSE, EngineHit, EnginePoint, EngineQuery, PayloadKind, break_ties, fused_limit
+from querywise.index.engine import DENSE, SPARSE, EngineHit, EnginePoint, EngineQuery, PayloadKind, run_query
 
 if TYPE_CHECKING:  # imported at run time only when a server is used
     from qdrant_client import QdrantClient
 
-__all__ = ["ServerEngine", "connect"]
+__all__ = ["ServerEngine", "collection_of", "connect", "drop_collection", "point_alias"]
 
 
 def connect(url: str) -> QdrantClient:
@@ -30,6 +32,27 @@ def connect(url: str) -> QdrantClient:
     if url == ":memory:":
         return QdrantClient(":memory:")
     return QdrantClient(url=url, api_key=os.environ.get("QDRANT_API_KEY"))
+
+
+def collection_of(alias: str, build_id: str) -> str:
+    """The collection that holds build `build_id` of the index behind `alias`."""
+    return f"{alias}-{build_id}"
+
+
+def point_alias(client: QdrantClient, alias: str, collection: str) -> None:
+    """Move `alias` onto `collection` in one call (readers through the alias switch atomically)."""
+    from qdrant_client import models as m
+
+    old = [a.collection_name for a in client.get_aliases().aliases if a.alias_name == alias]
+    ops: list[Any] = [m.DeleteAliasOperation(delete_alias=m.DeleteAlias(alias_name=alias))] if old else []
+    ops.append(m.CreateAliasOperation(create_alias=m.CreateAlias(collection_name=collection, alias_name=alias)))
+    client.update_collection_aliases(change_aliases_operations=ops)
+
+
+def drop_collection(client: QdrantClient, collection: str) -> None:
+    """Delete `collection` if it exists (a build folder removed, its points go with it)."""
+    if client.collection_exists(collection):
+        client.delete_collection(collection)
 
 
 def _filter(where: Where | None) -> Any:
@@ -60,7 +83,7 @@ class ServerEngine:
     ) -> ServerEngine:
         from qdrant_client import models as m
 
-        name = f"{alias}-{build_id}"
+        name = collection_of(alias, build_id)
         client.create_collection(
             name,
             vectors_config={
@@ -75,8 +98,9 @@ class ServerEngine:
         return cls(client, name, alias)
 
     @classmethod
-    def open(cls, client: QdrantClient, alias: str) -> ServerEngine:
-        return cls(client, alias)
+    def open(cls, client: QdrantClient, collection: str) -> ServerEngine:
+        """Read `collection` (a build's own, from `collection_of`)."""
+        return cls(client, collection)
 
     def upsert(self, points: Sequence[EnginePoint]) -> None:
         from qdrant_client import models as m
@@ -104,47 +128,31 @@ class ServerEngine:
         self.client.create_payload_index(self.collection, field, schema[kind], wait=True)
 
     def finish(self) -> None:
-        """Point the alias at the new collection in one call, then drop the old one."""
-        from qdrant_client import models as m
-
-        if self.alias is None:
-            return
-        old = [a.collection_name for a in self.client.get_aliases().aliases if a.alias_name == self.alias]
-        ops: list[Any] = [m.DeleteAliasOperation(delete_alias=m.DeleteAlias(alias_name=self.alias))] if old else []
-        ops.append(m.CreateAliasOperation(create_alias=m.CreateAlias(collection_name=self.collection, alias_name=self.alias)))
-        self.client.update_collection_aliases(change_aliases_operations=ops)
-        for name in old:
-            if name != self.collection:
-                self.client.delete_collection(name)
+        """Point the alias at the new collection in one call. The previous collection stays: it
+        belongs to the previous build, which readers may hold and `--rollback` may bring back."""
+        if self.alias is not None:
+            point_alias(self.client, self.alias, self.collection)
 
     def query(self, q: EngineQuery) -> list[EngineHit]:
         from qdrant_client import models as m
 
         params = m.SearchParams(hnsw_ef=q.hnsw_ef, exact=q.exact)
         flt = _filter(q.where)
-        has_sparse = bool(q.sparse and q.sparse[0])
-        sparse = m.SparseVector(indices=q.sparse[0], values=q.sparse[1]) if has_sparse and q.sparse else None
-        if q.mode == "hybrid":
-            prefetch = [m.Prefetch(query=list(q.dense or ()), using=DENSE, limit=q.depth, filter=flt, params=params)]
-            if sparse is not None:
-                prefetch.append(m.Prefetch(query=sparse, using=SPARSE, limit=q.depth, filter=flt))
-            res = self.client.query_points(
-                self.collection, prefetch=prefetch, query=m.RrfQuery(rrf=m.Rrf(k=q.rrf_k + 1)),
-                limit=fused_limit(q), with_payload=q.with_payload,
-            )
-            return break_ties([EngineHit(int(p.id), float(p.score), dict(p.payload or {})) for p in res.points], q.limit)
-        if q.mode == "bm25":
-            if sparse is None:
-                return []
-            res = self.client.query_points(
-                self.collection, query=sparse, using=SPARSE, query_filter=flt, limit=q.limit, with_payload=q.with_payload
-            )
-        else:
-            res = self.client.query_points(
-                self.collection, query=list(q.dense or ()), using=DENSE, query_filter=flt,
-                search_params=params, limit=q.limit, with_payload=q.with_payload,
-            )
-        return [EngineHit(int(p.id), float(p.score), dict(p.payload or {})) for p in res.points]
+
+        def search(kind: str, n: int) -> m.QueryRequest:
+            if kind == "dense":
+                return m.QueryRequest(query=list(q.dense or ()), using=DENSE, filter=flt, params=params, limit=n, with_payload=False)
+            indices, values = q.sparse or ([], [])
+            return m.QueryRequest(query=m.SparseVector(indices=list(indices), values=list(values)), using=SPARSE, filter=flt, limit=n, with_payload=False)
+
+        def batch(requests: list[m.QueryRequest]) -> list[list[EngineHit]]:
+            answers = self.client.query_batch_points(self.collection, requests=requests)
+            return [[EngineHit(int(p.id), float(p.score), dict(p.payload or {})) for p in a.points] for a in answers]
+
+        def payloads(ids: list[int]) -> dict[int, dict[str, Any]]:
+            return {int(r.id): dict(r.payload or {}) for r in self.client.retrieve(self.collection, ids, with_payload=True)}
+
+        return run_query(q, search, batch, payloads)
 
     def count(self) -> int:
         return int(self.client.count(self.collection, exact=True).count)

@@ -2,27 +2,56 @@
 
 Layout of DIR:
 
-    CURRENT              name of the live build (replaced atomically when a build finishes)
+    CURRENT              the live build's id: a bare folder name in builds/ (replaced atomically)
+    .lock                held by a build or a rollback while it runs
     builds/<build_id>/   manifest.json, chunks.jsonl, lexicon.json, shard/ (Qdrant edge)
     builds/.tmp-<id>/    a build in progress; never read, removed by the next build
 
-A build killed half-way leaves CURRENT pointing at the previous build, which stays usable.
+A build writes a new folder, makes it durable (fsync), then switches CURRENT: a build killed
+half-way leaves the previous index usable, and a folder left by a first build that failed (only
+builds/.tmp-* and .lock) is still a querywise folder the next build cleans up and uses.
+
+Generations. A build keeps `[index] keep_builds` builds (default 2: the new one and the one it
+replaced), so `rollback` can switch CURRENT back. An opened index holds a shared lock on its
+build's manifest.json until it is closed and never reads CURRENT again; a build removes an old
+build only after taking that lock exclusively, so a build a reader holds is never removed (the
+next build tries again). A reader that opened the previous build just before a switch keeps
+searching it, however many rebuilds follow.
+
+Checks on open, each an `IndexStoreError` naming the folder, the part and what to do: CURRENT is
+a bare build id of a folder in builds/ (no separator, no `..`, not a link); the manifest parses, is
+this format and this build's; every file the build recorded (chunks.jsonl, lexicon.json, every
+shard file) is there at its recorded size; lexicon.json matches its recorded digest (it is read
+whole anyway: +0.1 ms on the demo index); the shard's own config has the manifest's dimension and
+the shard holds n_chunks points; the embedder's dimension is the manifest's. These cost ~1 ms on
+the demo index, whose open is ~60 ms of Qdrant loading its shard. Whole-file digests of the shard
+and chunks.jsonl run on demand (`Index.verify()`, `Index.open(..., verify=True)`; `Index.chunks()`
+checks chunks.jsonl as it reads it): they scale with the corpus (the demo shard is 179 MB of
+preallocated, mostly sparse files; 40 ms even with holes skipped), which would make opening cost
+a read of the whole index. Sizes catch what was seen in practice: truncation, a missing file.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
+import hashlib
+import json
+import math
 import os
+import re
 import shutil
+import stat
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from querywise.conditions import Where
 from querywise.config import Settings
@@ -30,19 +59,47 @@ from querywise.corpus import Chunk
 from querywise.embed import Embedder, embedder_for
 from querywise.index.engine import EdgeEngine, Engine, EngineHit, EnginePoint, EngineQuery, Mode, PayloadKind
 from querywise.index.lexical import Lexicon
-from querywise.index.server import ServerEngine, connect
+from querywise.index.server import ServerEngine, collection_of, connect, drop_collection, point_alias
 
 if TYPE_CHECKING:  # imported at run time only when a server is used
     from qdrant_client import QdrantClient
 
-__all__ = ["FORMAT_VERSION", "Hit", "Index", "IndexStoreError", "Manifest", "Progress", "build_index"]
+__all__ = ["FORMAT_VERSION", "FileSum", "Hit", "Index", "IndexStoreError", "Manifest", "Progress", "build_index", "rollback"]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the manifest records each file's size and digest
 _BATCH = 512
+# What CURRENT may hold: a bare folder name, so it can only name a folder in builds/.
+_BUILD_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}")
+_INTEGERS = (-(2**63), 2**64 - 1)  # what the engine stores as an integer (beyond: a float, digits lost)
+_BLOCK = 1 << 20
+_ZEROS = bytes(_BLOCK)
+_OPEN_ATTEMPTS = 5
+Part = Literal["folder", "CURRENT", "builds", "manifest", "chunks", "lexicon", "shard", "embedder", "payload"]
 
 
 class IndexStoreError(RuntimeError):
-    """The index folder is missing, foreign, or was built for something else."""
+    """The index folder is missing, foreign, damaged, or was built for something else.
+    `part` names what is wrong: folder, CURRENT, builds, manifest, chunks, lexicon, shard,
+    embedder or payload (None for other build errors)."""
+
+    def __init__(self, message: str, *, part: Part | None = None) -> None:
+        super().__init__(message)
+        self.part = part
+
+
+def _damaged(root: Path, part: Part, problem: str, remedy: str | None = None) -> IndexStoreError:
+    """An open error: the folder, the part, the problem, and what to do."""
+    todo = remedy or f"rebuild it with `querywise index SOURCE --index {root}`"
+    previous = _previous_hint(root) if part in ("manifest", "chunks", "lexicon", "shard") else ""
+    return IndexStoreError(f"{root}: index {part}: {problem}; {todo}{previous}", part=part)
+
+
+def _previous_hint(root: Path) -> str:
+    try:
+        kept = [d for d in (root / "builds").iterdir() if _BUILD_ID.fullmatch(d.name)]
+    except OSError:
+        return ""
+    return f", or go back to the previous build with `querywise index --rollback --index {root}`" if len(kept) > 1 else ""
 
 
 class Progress(Protocol):
@@ -53,6 +110,14 @@ class Progress(Protocol):
 
 def _quiet(phase: str, total: int | None) -> Callable[[int], None]:
     return lambda n: None
+
+
+class FileSum(BaseModel):
+    """A file's size and digest (see `_BlockDigest`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    size: int
+    digest: str
 
 
 class Manifest(BaseModel):
@@ -72,6 +137,8 @@ class Manifest(BaseModel):
     hnsw_ef_construct: int
     payload_indexes: dict[str, str]
     build_seconds: float
+    # Every file of the build but manifest.json, by path relative to the build folder.
+    files: dict[str, FileSum]
 
 
 class Hit(BaseModel):
@@ -129,6 +196,177 @@ def _build_lock(root: Path) -> Iterator[None]:
         yield
 
 
+def _unstorable(value: Any, where: str) -> str | None:
+    """Why `value` cannot be a payload value (JSON inside the engine), or None if it can."""
+    if value is None or isinstance(value, bool | str):
+        return None
+    if isinstance(value, int):
+        if _INTEGERS[0] <= value <= _INTEGERS[1]:
+            return None
+        return f"{where} = {value} is beyond 64-bit integers (the engine would keep it as a float, digits lost)"
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{where} = {value} (JSON has no NaN or infinity)"
+    if isinstance(value, list | tuple):
+        return next((why for i, v in enumerate(value) if (why := _unstorable(v, f"{where}[{i}]"))), None)
+    if isinstance(value, dict):
+        for key, v in value.items():
+            if not isinstance(key, str):
+                return f"{where} has a key {key!r} that is not a string"
+            if why := _unstorable(v, f"{where}.{key}"):
+                return why
+        return None
+    return f"{where} is a {type(value).__name__}, not a JSON value"
+
+
+def _check_storable(chunks: Sequence[Chunk]) -> None:
+    """Every payload value can be stored; else an error naming the chunk, before anything is written."""
+    for c in chunks:
+        for key, value in c.payload.items():
+            if why := _unstorable(value, f"payload field {key!r}"):
+                raise IndexStoreError(f"chunk {c.id!r}: {why}; fix or drop that value (nothing was written)", part="payload")
+
+
+def _check_vectors(vectors: np.ndarray, chunks: Sequence[Chunk], embedder: Embedder) -> None:
+    if vectors.shape != (len(chunks), embedder.dim):
+        raise IndexStoreError(
+            f"{embedder.model_id} returned vectors of shape {vectors.shape}, expected ({len(chunks)}, {embedder.dim})",
+            part="embedder",
+        )
+    finite = np.isfinite(vectors).all(axis=1)
+    if not finite.all():
+        c = chunks[int(np.argmin(finite))]
+        raise IndexStoreError(f"chunk {c.id!r}: {embedder.model_id} embedded it as NaN or infinity (nothing was written)", part="embedder")
+
+
+def _ours_in_builds(entry: Path) -> bool:
+    if entry.name.startswith((".tmp-", ".trash-")):
+        return True
+    return _BUILD_ID.fullmatch(entry.name) is not None and entry.is_dir() and not entry.is_symlink()
+
+
+def _claim(root: Path) -> None:
+    """Refuse to write into a folder that is not a querywise index folder. What a failed or killed
+    first build leaves (builds/ with only .tmp-* or complete builds, .lock, CURRENT.tmp) is one."""
+    if not root.exists():
+        return
+    if not root.is_dir():
+        raise IndexStoreError(f"{root} is a file, not an index folder; choose another --index", part="folder")
+    names = {e.name for e in root.iterdir()}
+    builds = root / "builds"
+    if names and "CURRENT" not in names:
+        ours = names <= {"builds", ".lock", "CURRENT.tmp"} and (
+            not builds.exists() or (builds.is_dir() and all(_ours_in_builds(d) for d in builds.iterdir()))
+        )
+        if not ours:
+            raise IndexStoreError(f"{root} exists and is not a querywise index; refusing to write into it", part="folder")
+    current = root / "CURRENT"
+    if current.exists() and not current.is_file():
+        raise IndexStoreError(f"{root}: index CURRENT: {current} is not a file; remove it and build again", part="CURRENT")
+    if builds.exists() and not builds.is_dir():
+        raise IndexStoreError(f"{root}: index builds: {builds} is not a folder; remove it and build again", part="builds")
+
+
+def _clear_stale(root: Path) -> None:
+    """Remove what killed builds and removals left: builds/.tmp-*, builds/.trash-*, CURRENT.tmp."""
+    for entry in (root / "builds").iterdir():
+        if entry.name.startswith((".tmp-", ".trash-")):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+    (root / "CURRENT.tmp").unlink(missing_ok=True)
+
+
+class _BlockDigest:
+    """sha256 over a file's 1 MiB blocks: a block enters as b"D" + its own sha256, or, all zeros,
+    as b"Z" + its length. Qdrant preallocates sparse files (the demo index: 179 MB apparent, 1.2 MB
+    on disk): `_digest` skips their holes unread, and the digest is the same whether or not a copy
+    kept the holes. Hashing the demo index this way takes ~40 ms, plain sha256 of it ~140 ms."""
+
+    def __init__(self) -> None:
+        self._h, self._pending = hashlib.sha256(), bytearray()
+
+    def zeros(self, n: int) -> None:
+        self._h.update(b"Z%d" % n)
+
+    def block(self, data: bytes) -> None:
+        if data == _ZEROS[: len(data)]:
+            self.zeros(len(data))
+        else:
+            self._h.update(b"D" + hashlib.sha256(data).digest())
+
+    def update(self, data: bytes) -> None:
+        """Feed a stream in pieces of any size."""
+        self._pending += data
+        while len(self._pending) >= _BLOCK:
+            self.block(bytes(self._pending[:_BLOCK]))
+            del self._pending[:_BLOCK]
+
+    def hexdigest(self) -> str:
+        if self._pending:
+            self.block(bytes(self._pending))
+            self._pending.clear()
+        return self._h.hexdigest()
+
+
+def _next_data(fd: int, offset: int, size: int) -> int:
+    """Where data starts at or after `offset` (a hole before it reads as zeros); `offset` itself
+    where the file system cannot tell."""
+    if not hasattr(os, "SEEK_DATA"):
+        return offset
+    try:
+        return os.lseek(fd, offset, os.SEEK_DATA)
+    except OSError as exc:
+        return size if exc.errno == errno.ENXIO else offset
+
+
+def _digest(path: Path, *, sync: bool = False) -> tuple[int, str]:
+    """The size and digest of the file at `path` (`sync`: also flush it to disk first)."""
+    digest = _BlockDigest()
+    with open(path, "rb") as fh:
+        fd = fh.fileno()
+        if sync:
+            os.fsync(fd)
+        size = os.fstat(fd).st_size
+        for offset in range(0, size, _BLOCK):
+            n = min(_BLOCK, size - offset)
+            if _next_data(fd, offset, size) >= offset + n:
+                digest.zeros(n)  # a hole: zeros, unread
+                continue
+            fh.seek(offset)
+            digest.block(fh.read(n))
+    return size, digest.hexdigest()
+
+
+def _digest_bytes(data: bytes) -> str:
+    digest = _BlockDigest()
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):  # some file systems cannot sync a directory
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _seal(build: Path) -> dict[str, FileSum]:
+    """Size and digest of every file of `build` (manifest.json aside), each synced to disk."""
+    sums: dict[str, FileSum] = {}
+    for folder, _, names in os.walk(build):
+        for name in names:
+            path = Path(folder, name)
+            rel = path.relative_to(build).as_posix()
+            if rel != "manifest.json":
+                size, digest = _digest(path, sync=True)
+                sums[rel] = FileSum(size=size, digest=digest)
+        _fsync_dir(Path(folder))
+    return dict(sorted(sums.items()))
+
+
 def build_index(
     chunks: Sequence[Chunk],
     path: Path | str,
@@ -140,82 +378,103 @@ def build_index(
 ) -> Index:
     """Build an index of `chunks` in folder `path`, atomically replacing any previous build.
 
+    Payload values that cannot be stored (NaN, infinity, non-JSON) are refused before anything
+    is written. The same chunks give the same index: the same term ids, points and rankings.
+
     >>> index = build_index(load_corpus("docs/"), "my-index")  # doctest: +SKIP
     """
     settings = settings or Settings()
     root = Path(path)
-    if root.exists() and any(root.iterdir()) and not (root / "CURRENT").exists():
-        raise IndexStoreError(f"{root} exists and is not a querywise index; refusing to write into it")
     if not chunks:
         raise IndexStoreError("nothing to index")
+    _check_storable(chunks)
+    _claim(root)
     (root / "builds").mkdir(parents=True, exist_ok=True)
     started = time.time()
+    s = settings.index
     with _build_lock(root):
-        for stale in (root / "builds").glob(".tmp-*"):
-            shutil.rmtree(stale, ignore_errors=True)
+        _clear_stale(root)
+        previous = _current_id(root)
         build_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-        tmp = root / "builds" / f".tmp-{build_id}"
-        tmp.mkdir()
         embedder = embedder or embedder_for(settings)
         texts = [c.search_text for c in chunks]
-
         vectors = np.asarray(embedder.embed(texts, on_progress=progress("embedding", len(texts))), dtype=np.float32)
+        _check_vectors(vectors, chunks, embedder)
         lexicon, analysed = Lexicon.build(texts)
-        s = settings.index
-        if s.engine == "edge":
-            engine: Engine = EdgeEngine.create(
-                tmp / "shard", dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct
+        tmp = root / "builds" / f".tmp-{build_id}"
+        tmp.mkdir()
+        engine: Engine | None = None
+        try:
+            if s.engine == "edge":
+                engine = EdgeEngine.create(tmp / "shard", dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct)
+            else:
+                client = client or connect(s.server_url or ":memory:")
+                engine = ServerEngine.create(
+                    client, s.collection, build_id, dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct
+                )
+            kinds = _payload_index_kinds(chunks, s.payload_indexes)
+            for field, kind in kinds.items():
+                engine.create_payload_index(field, kind)
+            advance = progress("indexing", len(chunks))
+            with open(tmp / "chunks.jsonl", "w", encoding="utf-8") as fh:
+                for start in range(0, len(chunks), _BATCH):
+                    batch = []
+                    for i in range(start, min(start + _BATCH, len(chunks))):
+                        c = chunks[i]
+                        fh.write(c.model_dump_json() + "\n")
+                        payload = {**c.payload, "id": c.id, "text": c.text, "title": c.title}
+                        batch.append(EnginePoint(i, vectors[i], lexicon.document_vector(analysed[i], k1=s.k1, b=s.b), payload))
+                    engine.upsert(batch)
+                    advance(len(batch))
+            progress("building HNSW graph", None)
+            if s.engine == "edge":
+                engine.finish()
+            (tmp / "lexicon.json").write_bytes(lexicon.dumps())
+            engine.close()
+            if s.engine == "edge":
+                # Qdrant completes its files on the first load (edge_config.json gains defaults,
+                # tracker journals are applied); load once so that what is sealed is what readers find.
+                EdgeEngine.open(tmp / "shard").close()
+            files = _seal(tmp)
+            manifest = Manifest(
+                build_id=build_id,
+                created=time.time(),
+                n_chunks=len(chunks),
+                embedder=embedder.model_id,
+                dim=embedder.dim,
+                engine=s.engine,
+                collection=s.collection if s.engine == "server" else None,
+                server_url=s.server_url if s.engine == "server" else None,
+                k1=s.k1,
+                b=s.b,
+                hnsw_m=s.hnsw_m,
+                hnsw_ef_construct=s.hnsw_ef_construct,
+                payload_indexes=kinds,
+                build_seconds=round(time.time() - started, 3),
+                files=files,
             )
-        else:
-            client = client or connect(s.server_url or ":memory:")
-            engine = ServerEngine.create(
-                client, s.collection, build_id, dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct
-            )
-        kinds = _payload_index_kinds(chunks, s.payload_indexes)
-        for field, kind in kinds.items():
-            engine.create_payload_index(field, kind)
-        advance = progress("indexing", len(chunks))
-        with open(tmp / "chunks.jsonl", "w", encoding="utf-8") as fh:
-            for start in range(0, len(chunks), _BATCH):
-                batch = []
-                for i in range(start, min(start + _BATCH, len(chunks))):
-                    c = chunks[i]
-                    fh.write(c.model_dump_json() + "\n")
-                    payload = {**c.payload, "id": c.id, "text": c.text, "title": c.title}
-                    batch.append(EnginePoint(i, vectors[i], lexicon.document_vector(analysed[i], k1=s.k1, b=s.b), payload))
-                engine.upsert(batch)
-                advance(len(batch))
-        progress("building HNSW graph", None)
-        if s.engine == "edge":
-            engine.finish()
-        lexicon.save(tmp / "lexicon.json")
-        manifest = Manifest(
-            build_id=build_id,
-            created=time.time(),
-            n_chunks=len(chunks),
-            embedder=embedder.model_id,
-            dim=embedder.dim,
-            engine=s.engine,
-            collection=s.collection if s.engine == "server" else None,
-            server_url=s.server_url if s.engine == "server" else None,
-            k1=s.k1,
-            b=s.b,
-            hnsw_m=s.hnsw_m,
-            hnsw_ef_construct=s.hnsw_ef_construct,
-            payload_indexes=kinds,
-            build_seconds=round(time.time() - started, 3),
-        )
-        (tmp / "manifest.json").write_text(manifest.model_dump_json(indent=2), encoding="utf-8")
-        engine.close()
-        final = root / "builds" / build_id
-        os.replace(tmp, final)
+            with open(tmp / "manifest.json", "w", encoding="utf-8") as mf:
+                mf.write(manifest.model_dump_json(indent=2))
+                mf.flush()
+                os.fsync(mf.fileno())
+            _fsync_dir(tmp)
+        except BaseException:
+            # A clean failure leaves nothing behind (a killed build leaves .tmp-*, removed next time).
+            if engine is not None:
+                with contextlib.suppress(Exception):
+                    engine.close()
+                if isinstance(engine, ServerEngine):
+                    with contextlib.suppress(Exception):
+                        drop_collection(engine.client, engine.collection)
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        os.replace(tmp, root / "builds" / build_id)
+        _fsync_dir(root / "builds")
         if s.engine == "server":
             engine.finish()  # the alias moves only once the local half is complete
         _point_current(root, build_id)
-        for old in (root / "builds").iterdir():
-            if old.name != build_id:
-                shutil.rmtree(old, ignore_errors=True)
-    return Index.open(root, settings=settings, embedder=embedder, client=client)
+        _prune(root, [build_id, previous], s.keep_builds, client)
+        return Index.open(root, settings=settings, embedder=embedder, client=client)  # under the lock: this build
 
 
 def _point_current(root: Path, build_id: str) -> None:
@@ -225,51 +484,375 @@ def _point_current(root: Path, build_id: str) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, root / "CURRENT")
+    _fsync_dir(root)
+
+
+def _current_id(root: Path) -> str | None:
+    """The build CURRENT names, or None when it names none (the lenient read of a build)."""
+    try:
+        return _read_current(root)
+    except IndexStoreError:
+        return None
+
+
+def _manifest_of(build: Path) -> Manifest | None:
+    """The manifest of a complete build folder, None if it has no valid one."""
+    try:
+        manifest = Manifest.model_validate_json((build / "manifest.json").read_bytes())
+    except (OSError, ValidationError):
+        return None
+    return manifest if manifest.build_id == build.name and manifest.format_version == FORMAT_VERSION else None
+
+
+def _kept_builds(root: Path) -> list[tuple[Path, Manifest | None]]:
+    builds = root / "builds"
+    entries = [d for d in builds.iterdir() if _BUILD_ID.fullmatch(d.name) and d.is_dir() and not d.is_symlink()]
+    return [(d, _manifest_of(d)) for d in entries]
+
+
+def _prune(root: Path, first: list[str | None], keep: int, client: QdrantClient | None) -> None:
+    """Keep `keep` builds: the new one, the one it replaced, then the newest; remove the rest
+    that no reader holds (a held one goes in a later build). Builds without a valid manifest
+    are not generations and go too."""
+    found = _kept_builds(root)
+    complete = {d.name: m for d, m in found if m is not None}
+    order = [b for b in dict.fromkeys(first) if b is not None and b in complete]
+    order += [m.build_id for m in sorted(complete.values(), key=lambda m: -m.created) if m.build_id not in order]
+    kept = set(order[:keep])
+    for build, _ in found:
+        if build.name not in kept:
+            _remove_build(build, client)
+
+
+def _remove_build(build: Path, client: QdrantClient | None) -> None:
+    if not (build / "manifest.json").is_file():  # never complete: no reader can hold it
+        shutil.rmtree(build, ignore_errors=True)
+        return
+    with open(build / "manifest.json", "rb") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return  # a reader holds it
+        manifest = _manifest_of(build)
+        if manifest is not None and manifest.engine == "server" and manifest.collection:
+            if client is None:
+                return  # its collection can only go with a client: a later build removes both
+            try:
+                drop_collection(client, collection_of(manifest.collection, manifest.build_id))
+            except Exception:
+                return  # keep the folder, so that a later build tries again
+        trash = build.with_name(f".trash-{build.name}")
+        os.replace(build, trash)  # under the lock: a reader locking after this finds the folder gone
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def rollback(path: Path | str, *, client: QdrantClient | None = None) -> Manifest:
+    """Switch CURRENT back to the newest kept build older than the live one (see `keep_builds`).
+
+    >>> rollback("my-index").build_id  # doctest: +SKIP
+    """
+    root = Path(path)
+    current_id = _read_current(root)
+    _build_folder(root, current_id)
+    with _build_lock(root):
+        found = {d.name: m for d, m in _kept_builds(root)}
+        current = found.get(current_id)
+        older = [m for name, m in found.items() if m is not None and name != current_id and (current is None or m.created < current.created)]
+        if not older:
+            raise IndexStoreError(
+                f"{root}: no earlier build to go back to (builds kept: {', '.join(sorted(found)) or 'none'}; "
+                "`[index] keep_builds` sets how many a build keeps)",
+                part="builds",
+            )
+        target = max(older, key=lambda m: m.created)
+        _check_files(root, root / "builds" / target.build_id, target, full=False)
+        if target.engine == "server" and target.collection:
+            point_alias(client or connect(target.server_url or ":memory:"), target.collection, collection_of(target.collection, target.build_id))
+        _point_current(root, target.build_id)
+    return target
+
+
+def _read_current(root: Path) -> str:
+    how = f"build one with `querywise index SOURCE --index {root}`"
+    if not root.is_dir():
+        raise IndexStoreError(f"{root} is not a querywise index (no such folder); {how}", part="folder")
+    current = root / "CURRENT"
+    try:
+        st = os.stat(current)
+    except FileNotFoundError:
+        raise IndexStoreError(f"{root} is not a querywise index (no CURRENT file); {how}", part="CURRENT") from None
+    except OSError as exc:
+        raise _damaged(root, "CURRENT", f"{current} cannot be read ({exc.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise _damaged(root, "CURRENT", f"{current} is not a file", f"remove it and rebuild with `querywise index SOURCE --index {root}`")
+    try:
+        raw = current.read_bytes()[:512]
+    except OSError as exc:
+        raise _damaged(root, "CURRENT", f"{current} cannot be read ({exc.strerror})") from None
+    try:
+        build_id = raw.decode("ascii").strip()
+    except UnicodeDecodeError:
+        build_id = ""
+    if not _BUILD_ID.fullmatch(build_id):
+        raise _damaged(root, "CURRENT", f"holds {raw[:80]!r}, not a build id (a bare folder name in builds/)")
+    return build_id
+
+
+def _build_folder(root: Path, build_id: str) -> Path:
+    builds = root / "builds"
+    if not builds.is_dir():
+        problem = "is not a folder" if builds.exists() else "is missing"
+        raise _damaged(root, "builds", f"{builds} {problem}", f"remove it and rebuild with `querywise index SOURCE --index {root}`" if builds.exists() else None)
+    build = builds / build_id
+    if build.is_symlink():
+        raise _damaged(root, "CURRENT", f"names {build}, a link (a build is a folder inside builds/)")
+    if not build.is_dir():
+        raise _damaged(root, "CURRENT", f"names build {build_id}, which is not in {builds}")
+    return build
+
+
+def _hold(root: Path, build: Path) -> int | None:
+    """Open the build's manifest.json and hold a shared lock on it (until `Index.close`, or until
+    the index is garbage-collected): no build removes a build while that lock is held. None when
+    a build removed it since CURRENT was read."""
+    path = build / "manifest.json"
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        if not build.exists():
+            return None
+        raise _damaged(root, "manifest", f"{path} is missing") from None
+    except OSError as exc:
+        raise _damaged(root, "manifest", f"{path} cannot be read ({exc.strerror})") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None  # a build is removing it right now
+    except OSError:
+        pass  # a file system without locks: the index opens, unprotected from removal
+    try:
+        same = os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        same = False
+    if not same:  # moved away between open and lock
+        os.close(fd)
+        return None
+    return fd
+
+
+def _read_fd(fd: int) -> bytes:
+    with open(fd, "rb", closefd=False) as fh:
+        return fh.read()
+
+
+def _parse_manifest(root: Path, build: Path, raw: bytes) -> Manifest:
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise _damaged(root, "manifest", f"{build / 'manifest.json'} is not valid JSON (truncated or overwritten)") from None
+    if not isinstance(data, dict):
+        raise _damaged(root, "manifest", f"{build / 'manifest.json'} is not a JSON object")
+    version = data.get("format_version")
+    if version != FORMAT_VERSION:
+        raise _damaged(root, "manifest", f"index format {version}, this querywise reads {FORMAT_VERSION}")
+    try:
+        manifest = Manifest.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "(top)"
+        raise _damaged(root, "manifest", f"{where}: {first['msg']}") from None
+    if manifest.build_id != build.name:
+        raise _damaged(root, "manifest", f"belongs to build {manifest.build_id!r}, found in {build}")
+    if manifest.dim <= 0 or manifest.n_chunks <= 0:
+        raise _damaged(root, "manifest", f"dim {manifest.dim} and n_chunks {manifest.n_chunks} must be positive")
+    for rel in manifest.files:
+        if rel.startswith("/") or ".." in rel.split("/") or "\\" in rel:
+            raise _damaged(root, "manifest", f"lists a file outside its build: {rel!r}")
+    for needed in ("chunks.jsonl", "lexicon.json"):
+        if needed not in manifest.files:
+            raise _damaged(root, "manifest", f"records no size and checksum for {needed}")
+    if manifest.engine == "edge" and "shard/edge_config.json" not in manifest.files:
+        raise _damaged(root, "manifest", "says engine edge but records no shard")
+    if manifest.engine == "server" and not manifest.collection:
+        raise _damaged(root, "manifest", "says engine server but names no collection")
+    return manifest
+
+
+def _part_of(rel: str) -> Part:
+    return "chunks" if rel == "chunks.jsonl" else "lexicon" if rel == "lexicon.json" else "shard"
+
+
+def _check_files(root: Path, build: Path, manifest: Manifest, *, full: bool) -> None:
+    """Every recorded file is there at its recorded size; with `full`, with its digest too."""
+    for rel, want in manifest.files.items():
+        part, path = _part_of(rel), build / rel
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise _damaged(root, part, f"{rel} is missing from {build}") from None
+        except OSError as exc:
+            raise _damaged(root, part, f"{rel} cannot be read ({exc.strerror})") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise _damaged(root, part, f"{rel} is not a file")
+        if st.st_size != want.size:
+            raise _damaged(root, part, f"{rel} is {st.st_size:,} bytes, the build wrote {want.size:,} (truncated or changed)")
+        if full and _digest(path)[1] != want.digest:
+            raise _damaged(root, part, f"{rel} does not match the checksum recorded at build time (changed since)")
+
+
+def _check_embedder(root: Path, manifest: Manifest, embedder: Embedder) -> None:
+    if embedder.model_id.split("/")[0] != manifest.embedder.split("/")[0]:
+        raise IndexStoreError(
+            f"{root} was embedded with {manifest.embedder}, not {embedder.model_id}; "
+            f"rebuild it with `querywise index SOURCE --index {root}` or configure that model", part="embedder",
+        )
+    if embedder.dim != manifest.dim:
+        raise _damaged(root, "manifest", f"dim {manifest.dim}, but {embedder.model_id} makes {embedder.dim}-dimensional vectors")
+
+
+def _load_lexicon(root: Path, build: Path, manifest: Manifest) -> Lexicon:
+    path = build / "lexicon.json"
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise _damaged(root, "lexicon", f"{path} cannot be read ({exc.strerror})") from None
+    if _digest_bytes(raw) != manifest.files["lexicon.json"].digest:
+        raise _damaged(root, "lexicon", f"{path} does not match the checksum recorded at build time (changed since)")
+    try:
+        lexicon = Lexicon.loads(raw)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise _damaged(root, "lexicon", f"{path} is not a lexicon ({exc})") from None
+    if lexicon.n_docs != manifest.n_chunks:
+        raise _damaged(root, "lexicon", f"counts {lexicon.n_docs} documents, the manifest {manifest.n_chunks}")
+    return lexicon
+
+
+def _is_engine_failure(exc: BaseException) -> bool:
+    """The engine's own errors, including a Rust panic (pyo3's PanicException is a BaseException)."""
+    return isinstance(exc, Exception) or type(exc).__name__ == "PanicException"
+
+
+def _open_edge(root: Path, build: Path, manifest: Manifest) -> EdgeEngine:
+    config = build / "shard" / "edge_config.json"
+    try:
+        dim = json.loads(config.read_bytes())["vectors"]["dense"]["size"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise _damaged(root, "shard", f"{config} does not give the dense vectors' size") from None
+    if dim != manifest.dim:
+        raise _damaged(root, "manifest", f"dim {manifest.dim}, but the shard holds {dim}-dimensional vectors")
+    try:
+        engine = EdgeEngine.open(build / "shard")
+    except BaseException as exc:
+        if not _is_engine_failure(exc):
+            raise
+        raise _damaged(root, "shard", f"Qdrant cannot load {build / 'shard'} ({str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__})") from None
+    try:
+        count = engine.count()
+    except BaseException as exc:
+        engine.close()
+        if not _is_engine_failure(exc):
+            raise
+        raise _damaged(root, "shard", f"Qdrant cannot read {build / 'shard'}") from None
+    if count != manifest.n_chunks:
+        engine.close()
+        raise _damaged(root, "shard", f"holds {count} points, the manifest {manifest.n_chunks}")
+    return engine
 
 
 class Index:
-    """An opened index: search by dense vectors, BM25 or both fused."""
+    """An opened index: search by dense vectors, BM25 or both fused.
+
+    It reads one build, the one CURRENT named when it was opened, until it is closed: a rebuild
+    meanwhile neither moves it nor removes its files."""
 
     def __init__(
-        self, root: Path, manifest: Manifest, engine: Engine, lexicon: Lexicon, settings: Settings, embedder: Embedder | None
+        self,
+        root: Path,
+        manifest: Manifest,
+        engine: Engine,
+        lexicon: Lexicon,
+        settings: Settings,
+        embedder: Embedder | None,
+        *,
+        build: Path | None = None,
+        hold: int | None = None,
     ) -> None:
         self.root, self.manifest, self.engine, self.lexicon = root, manifest, engine, lexicon
         self.settings, self._embedder = settings, embedder
+        self._embedder_checked = False
+        self.build = build or root / "builds" / manifest.build_id
+        # The reader's lock on its build (see _hold), released by close() or with the object.
+        self._release = weakref.finalize(self, os.close, hold) if hold is not None else None
 
     @classmethod
-    def open(cls, path: Path | str, *, settings: Settings | None = None, embedder: Embedder | None = None, client: QdrantClient | None = None) -> Index:
-        """Open the live build of index folder `path`."""
+    def open(
+        cls,
+        path: Path | str,
+        *,
+        settings: Settings | None = None,
+        embedder: Embedder | None = None,
+        client: QdrantClient | None = None,
+        verify: bool = False,
+    ) -> Index:
+        """Open the live build of index folder `path` (`verify`: check every file's checksum too).
+
+        Any damage is an `IndexStoreError` naming the folder, the part and what to do."""
         root = Path(path)
-        current = root / "CURRENT"
-        if not current.exists():
-            raise IndexStoreError(f"{root} is not a querywise index (no CURRENT file); build one with `querywise index`")
-        build = root / "builds" / current.read_text().strip()
+        for _ in range(_OPEN_ATTEMPTS):
+            build = _build_folder(root, _read_current(root))
+            hold = _hold(root, build)
+            if hold is None:
+                continue  # a build removed it after CURRENT moved on: read CURRENT again
+            try:
+                return cls._load(root, build, hold, settings or Settings(), embedder, client, verify)
+            except BaseException:
+                os.close(hold)
+                raise
+        raise _damaged(root, "CURRENT", "kept naming builds that were being removed", "try again once the running builds finish")
+
+    @classmethod
+    def _load(
+        cls, root: Path, build: Path, hold: int, settings: Settings,
+        embedder: Embedder | None, client: QdrantClient | None, verify: bool,
+    ) -> Index:
         try:
-            manifest = Manifest.model_validate_json((build / "manifest.json").read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise IndexStoreError(f"{build}: manifest missing; rebuild the index") from None
-        if manifest.format_version != FORMAT_VERSION:
-            raise IndexStoreError(f"{root}: index format {manifest.format_version}, this querywise reads {FORMAT_VERSION}; rebuild it")
-        if embedder is not None and embedder.model_id.split("/")[0] != manifest.embedder.split("/")[0]:
-            raise IndexStoreError(f"{root} was embedded with {manifest.embedder}, not {embedder.model_id}")
+            raw = _read_fd(hold)
+        except OSError as exc:
+            raise _damaged(root, "manifest", f"{build / 'manifest.json'} cannot be read ({exc.strerror})") from None
+        manifest = _parse_manifest(root, build, raw)
+        _check_files(root, build, manifest, full=verify)
+        lexicon = _load_lexicon(root, build, manifest)
+        if embedder is not None:
+            _check_embedder(root, manifest, embedder)
         engine: Engine
         if manifest.engine == "edge":
-            engine = EdgeEngine.open(build / "shard")
+            engine = _open_edge(root, build, manifest)
         else:
-            engine = ServerEngine.open(client or connect(manifest.server_url or ":memory:"), manifest.collection or "")
-        return cls(root, manifest, engine, Lexicon.load(build / "lexicon.json"), settings or Settings(), embedder)
+            server = client or connect(manifest.server_url or ":memory:")
+            engine = ServerEngine.open(server, collection_of(manifest.collection or "", manifest.build_id))
+        return cls(root, manifest, engine, lexicon, settings, embedder, build=build, hold=hold)
+
+    def verify(self) -> None:
+        """Check every file of this build against the checksum recorded at build time."""
+        _check_files(self.root, self.build, self.manifest, full=True)
 
     def __len__(self) -> int:
         return self.manifest.n_chunks
 
     @property
     def embedder(self) -> Embedder:
-        """The query embedder, loaded on first use (BM25-only searches never load a model)."""
+        """The query embedder, loaded on first use (BM25-only searches never load a model). It
+        may serve other moves too; it is checked against the index when it embeds a query."""
         if self._embedder is None:
             self._embedder = embedder_for(self.settings)
         return self._embedder
 
     def embed_query(self, text: str) -> np.ndarray:
+        """The query's dense vector; an `IndexStoreError` if the embedder is not the index's."""
+        if not self._embedder_checked:
+            _check_embedder(self.root, self.manifest, self.embedder)
+            self._embedder_checked = True
         return np.asarray(self.embedder.embed([text])[0], dtype=np.float32)
 
     def query(
@@ -283,6 +866,8 @@ class Index:
         exact: bool = False,
     ) -> list[Hit]:
         """Search with precomputed query vectors (the plan executor reuses them)."""
+        if dense is not None and mode != "bm25" and len(dense) != self.manifest.dim:
+            raise ValueError(f"a {len(dense)}-dimensional query vector for an index of dimension {self.manifest.dim}")
         s = self.settings.index
         hits = self.engine.query(
             EngineQuery(
@@ -305,20 +890,42 @@ class Index:
         return self.query(mode=mode, k=k, dense=dense, sparse=sparse, where=where, exact=exact)
 
     def chunks(self) -> Iterator[Chunk]:
-        """Every indexed chunk, in index order."""
-        build = self.root / "builds" / self.manifest.build_id
-        with open(build / "chunks.jsonl", encoding="utf-8") as fh:
-            for line in fh:
-                yield Chunk.model_validate_json(line)
+        """Every indexed chunk, in index order (checked against its checksum as it is read: an
+        `IndexStoreError` after the last chunk if the file changed since the build)."""
+        path = self.build / "chunks.jsonl"
+        digest = _BlockDigest()
+        try:
+            lines = _lines(path)
+            for n, line in enumerate(lines, start=1):
+                digest.update(line)
+                try:
+                    chunk = Chunk.model_validate_json(line)
+                except ValidationError:
+                    raise _damaged(self.root, "chunks", f"{path}:{n} is not a chunk") from None
+                yield chunk
+        except OSError as exc:
+            raise _damaged(self.root, "chunks", f"{path} cannot be read ({exc.strerror})") from None
+        if digest.hexdigest() != self.manifest.files["chunks.jsonl"].digest:
+            raise _damaged(self.root, "chunks", f"{path} does not match the checksum recorded at build time (changed since)")
 
     def close(self) -> None:
-        self.engine.close()
+        """Close the engine, then let builds remove this build again."""
+        try:
+            self.engine.close()
+        finally:
+            if self._release is not None:
+                self._release()
 
     def __enter__(self) -> Index:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _lines(path: Path) -> Iterator[bytes]:
+    with open(path, "rb") as fh:
+        yield from fh
 
 
 def _hit(h: EngineHit, rank: int) -> Hit:

@@ -21,6 +21,7 @@ from querywise.llm.provider import (
     Provider,
     StructuredRequest,
     StructuredResult,
+    UnavailableProvider,
     Usage,
 )
 from querywise.llm.scripted import ScriptedProvider
@@ -41,6 +42,7 @@ __all__ = [
     "ScriptedProvider",
     "StructuredRequest",
     "StructuredResult",
+    "UnavailableProvider",
     "Usage",
     "call_structured",
     "cost_model",

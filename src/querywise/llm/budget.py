@@ -31,6 +31,7 @@ class BudgetReport(BaseModel):
     requests: int = 0  # messages planned
     requests_with_llm: int = 0  # ... of which at least one LLM call was attempted (or served from cache)
     calls: int = 0  # LLM calls attempted (successful or not)
+    skipped: int = 0  # LLM moves that fell back without a call (provider unavailable, the request's deadline already spent)
     cache_hits: int = 0
     fallbacks: dict[str, int] = Field(default_factory=dict)  # reason -> count
     dropped: dict[str, int] = Field(default_factory=dict)  # proposed filters the validator dropped, by kind
@@ -39,7 +40,7 @@ class BudgetReport(BaseModel):
     cost_usd: float = 0.0
     latency_p50_ms: float | None = None
     latency_p95_ms: float | None = None
-    fallback_rate: float = 0.0  # fallbacks / calls
+    fallback_rate: float = 0.0  # fallbacks / (calls + skipped): the share of LLM moves that fell back
     warning: str | None = None
 
     @property
@@ -61,7 +62,7 @@ class Budget:
         self._fallbacks: Counter[str] = Counter()
         self._dropped: Counter[str] = Counter()
         self._latencies: list[float] = []
-        self._calls = self._hits = self._in = self._out = self._requests = self._with_llm = 0
+        self._calls = self._skipped = self._hits = self._in = self._out = self._requests = self._with_llm = 0
         self._cost = 0.0
         self._warned = False
 
@@ -80,6 +81,11 @@ class Budget:
             self._cost += cost
             self._latencies.append(latency_s)
         return cost
+
+    def record_skipped(self) -> None:
+        """An LLM move that fell back without calling (its fallback is recorded separately)."""
+        with self._lock:
+            self._skipped += 1
 
     def record_cache_hit(self) -> None:
         with self._lock:
@@ -102,13 +108,15 @@ class Budget:
         with self._lock:
             lat = np.asarray(self._latencies, dtype=np.float64) * 1000
             n_fb = sum(self._fallbacks.values())
-            rate = n_fb / self._calls if self._calls else 0.0
+            moves = self._calls + self._skipped
+            rate = n_fb / moves if moves else 0.0
             warning = None
-            if self._calls >= self.min_calls and rate > self.warn_rate:
+            if moves >= self.min_calls and rate > self.warn_rate:
                 top = ", ".join(f"{r} {c}" for r, c in self._fallbacks.most_common(3))
-                warning = f"LLM fallback rate {rate:.1%} of {self._calls} calls is above {self.warn_rate:.1%} ({top})"
+                counted = f"{self._calls} calls" + (f" and {self._skipped} moves not called" if self._skipped else "")
+                warning = f"LLM fallback rate {rate:.1%} of {counted} is above {self.warn_rate:.1%} ({top})"
             return BudgetReport(
-                requests=self._requests, requests_with_llm=self._with_llm, calls=self._calls, cache_hits=self._hits,
+                requests=self._requests, requests_with_llm=self._with_llm, calls=self._calls, skipped=self._skipped, cache_hits=self._hits,
                 fallbacks=dict(self._fallbacks), dropped=dict(self._dropped), input_tokens=self._in, output_tokens=self._out, cost_usd=round(self._cost, 8),
                 latency_p50_ms=round(float(np.percentile(lat, 50)), 3) if lat.size else None,
                 latency_p95_ms=round(float(np.percentile(lat, 95)), 3) if lat.size else None,

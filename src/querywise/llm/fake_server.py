@@ -6,6 +6,27 @@ clients (`anthropic.Anthropic(base_url=server.url)`, `openai.OpenAI(base_url=ser
 through their real retry, timeout and parsing code. A reply can wait like a real model: time to
 first token plus output tokens at a decoding rate.
 
+Faults (`Reply(fault=...)`; "the answer's list" is OpenAI's `choices`, Anthropic's `content`):
+
+| fault | what the server does |
+|---|---|
+| `timeout` | hangs `hang_s` before replying (a hung provider) |
+| `429`, `500` | that status, `retry-after-ms: 1`, `x-should-retry: true` |
+| `retry_after_30`, `retry_after_3600` | 429 with `Retry-After: 30` / `3600` |
+| `disconnect` | closes the connection without a reply |
+| `trickle` | a correct reply, one byte every `trickle_s` |
+| `malformed_json`, `refusal`, `max_tokens` | the model's text cut, a refusal, a max-tokens stop |
+| `html` | 200 with an HTML page (`text/html`) |
+| `json_list`, `empty_object` | 200 with `[...]` / `{}` |
+| `choices_null` | the answer's list is `null` |
+| `no_message` | OpenAI: a choice without `message`; Anthropic: a text block without `text` |
+| `content_null` | OpenAI: `message.content` null; Anthropic: a text block's `text` null |
+| `no_usage` | a correct reply without `usage` (an answer, not a fault, for the client) |
+| `deep_nesting` | a correct reply with a 10,000-deep array in an extra field |
+| `deep_output` | the model's text is a 10,000-deep array |
+| `oversized` | a 30 MB reply, chunked (no `Content-Length`) |
+| `oversized_declared` | a 30 MB reply with its `Content-Length` |
+
     >>> with FakeLLMServer() as server:                       # doctest: +SKIP
     ...     server.respond_with(Reply(output={"standalone": None}))
     ...     OpenAIProvider(model="m", base_url=server.url + "/v1").complete(request)
@@ -21,12 +42,19 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 __all__ = ["FAULTS", "FakeLLMServer", "Fault", "Reply"]
 
-Fault = Literal["timeout", "429", "500", "malformed_json", "refusal", "max_tokens"]
-FAULTS: tuple[Fault, ...] = ("timeout", "429", "500", "malformed_json", "refusal", "max_tokens")
+Fault = Literal[
+    "timeout", "429", "500", "malformed_json", "refusal", "max_tokens",
+    "retry_after_30", "retry_after_3600", "disconnect", "trickle",
+    "html", "json_list", "empty_object", "choices_null", "no_message", "content_null", "no_usage",
+    "deep_nesting", "deep_output", "oversized", "oversized_declared",
+]  # fmt: skip
+FAULTS: tuple[Fault, ...] = get_args(Fault)
+_DEEP = 10_000  # ten times the interpreter's recursion limit, and still far below the size limit
+_OVERSIZED = 30 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -48,6 +76,7 @@ class _State:
     ttft_s: float = 0.0
     tokens_per_s: float | None = None
     hang_s: float = 5.0
+    trickle_s: float = 0.05
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -64,8 +93,8 @@ class _Server(ThreadingHTTPServer):
 class FakeLLMServer:
     """Start with `with FakeLLMServer() as server:` (or `start()`/`stop()`); `server.url` is the base."""
 
-    def __init__(self, *, ttft_s: float = 0.0, tokens_per_s: float | None = None, hang_s: float = 5.0) -> None:
-        self.state = _State(ttft_s=ttft_s, tokens_per_s=tokens_per_s, hang_s=hang_s)
+    def __init__(self, *, ttft_s: float = 0.0, tokens_per_s: float | None = None, hang_s: float = 5.0, trickle_s: float = 0.05) -> None:
+        self.state = _State(ttft_s=ttft_s, tokens_per_s=tokens_per_s, hang_s=hang_s, trickle_s=trickle_s)
         self._httpd = _Server(("127.0.0.1", 0), _handler(self.state))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -154,21 +183,51 @@ def _handler(state: _State) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             return
 
-        def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(payload).encode()
+        def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+            self._send_bytes(status, json.dumps(payload).encode(), headers)
+
+        def _send_bytes(self, status: int, data: bytes, headers: dict[str, str] | None = None, *, content_type: str = "application/json",
+                        declare: bool = True) -> None:
             try:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Content-Type", content_type)
+                if declare:
+                    self.send_header("Content-Length", str(len(data)))
+                else:
+                    self.send_header("Transfer-Encoding", "chunked")
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
                 # Headers and body in one write: two small writes meet Nagle's algorithm and the
                 # client's delayed ACK, which adds ~40 ms to every reply on loopback.
                 self._headers_buffer.append(b"\r\n")
-                self.wfile.write(b"".join(self._headers_buffer) + data)
+                head = b"".join(self._headers_buffer)
                 self._headers_buffer = []
-            except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
-                pass
+                if declare:
+                    self.wfile.write(head + data)
+                    return
+                self.wfile.write(head)
+                step = 1 << 16
+                for i in range(0, len(data), step):
+                    piece = data[i : i + step]
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout, size limit)
+                self.close_connection = True
+
+        def _trickle(self, data: bytes) -> None:
+            """A 200 whose body arrives one byte every `trickle_s` (each byte resets a read timeout)."""
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.flush()
+                for i in range(len(data)):
+                    self.wfile.write(data[i : i + 1])
+                    self.wfile.flush()
+                    time.sleep(state.trickle_s)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
@@ -184,31 +243,67 @@ def _handler(state: _State) -> type[BaseHTTPRequestHandler]:
             self._reply(api, body, reply)
 
         def _reply(self, api: str, body: dict[str, Any], reply: Reply) -> None:
-            if reply.fault == "timeout":
+            fault = reply.fault
+            if fault == "timeout":
                 time.sleep(state.hang_s)
-            if reply.fault in ("429", "500"):
-                status = int(reply.fault)
+            if fault == "disconnect":
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            if fault in ("429", "500", "retry_after_30", "retry_after_3600"):
+                status = 500 if fault == "500" else 429
                 kind = "rate_limit_error" if status == 429 else "api_error"
                 err = {"type": "error", "error": {"type": kind, "message": f"fake {status}"}}
-                self._send(status, err, {"retry-after-ms": "1", "x-should-retry": "true"})
+                after = {"retry_after_30": {"retry-after": "30"}, "retry_after_3600": {"retry-after": "3600"}}.get(fault or "")
+                self._send(status, err, after or {"retry-after-ms": "1", "x-should-retry": "true"})
+                return
+            if fault == "html":
+                page = b"<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gateway</h1></body></html>"
+                self._send_bytes(200, page, content_type="text/html")
+                return
+            if fault in ("json_list", "empty_object"):
+                self._send(200, [{"text": "{}"}] if fault == "json_list" else {})
+                return
+            if fault in ("oversized", "oversized_declared"):
+                filler = b'{"padding": "' + b"x" * _OVERSIZED + b'"}'
+                self._send_bytes(200, filler, declare=fault == "oversized_declared")
                 return
             wait = state.ttft_s + (reply.output_tokens / state.tokens_per_s if state.tokens_per_s else 0.0)
             if wait > 0:
                 _wait_precisely(wait)
             text = json.dumps(reply.output if reply.output is not None else {})
-            if reply.fault == "malformed_json":
+            if fault == "malformed_json":
                 text = text[: max(1, len(text) // 2)] + " <- cut"
+            elif fault == "deep_output":
+                text = "[" * _DEEP + "]" * _DEEP
             if api == "anthropic":
-                stop = {"refusal": "refusal", "max_tokens": "max_tokens"}.get(reply.fault or "", "end_turn")
-                if reply.fault == "refusal":
+                stop = {"refusal": "refusal", "max_tokens": "max_tokens"}.get(fault or "", "end_turn")
+                if fault == "refusal":
                     text = "I can't help with that."
-                elif reply.fault == "max_tokens":
+                elif fault == "max_tokens":
                     text = text[: max(1, len(text) // 2)]
-                self._send(200, _anthropic_body(body, reply, text, stop))
+                payload = _anthropic_body(body, reply, text, stop)
+                if fault in ("choices_null", "no_message", "content_null"):
+                    payload["content"] = None if fault == "choices_null" else [{"type": "text"} if fault == "no_message" else {"type": "text", "text": None}]
             else:
-                finish = "length" if reply.fault == "max_tokens" else "stop"
-                refusal = "I can't help with that." if reply.fault == "refusal" else None
-                content = None if refusal else (text[: max(1, len(text) // 2)] if reply.fault == "max_tokens" else text)
-                self._send(200, _openai_body(body, reply, content, finish, refusal))
+                finish = "length" if fault == "max_tokens" else "stop"
+                refusal = "I can't help with that." if fault == "refusal" else None
+                content = None if refusal else (text[: max(1, len(text) // 2)] if fault == "max_tokens" else text)
+                payload = _openai_body(body, reply, content, finish, refusal)
+                if fault == "choices_null":
+                    payload["choices"] = None
+                elif fault == "no_message":
+                    del payload["choices"][0]["message"]
+                elif fault == "content_null":
+                    payload["choices"][0]["message"]["content"] = None
+            if fault == "no_usage":
+                del payload["usage"]
+            data = json.dumps(payload).encode()
+            if fault == "deep_nesting":
+                data = data[:-1] + b', "debug": ' + b"[" * _DEEP + b"]" * _DEEP + b"}"
+            if fault == "trickle":
+                self._trickle(data)
+            else:
+                self._send_bytes(200, data)
 
     return Handler

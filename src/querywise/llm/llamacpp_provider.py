@@ -15,8 +15,8 @@ from querywise.llm.provider import (
     LLMError,
     StructuredRequest,
     StructuredResult,
-    Usage,
     parse_json_object,
+    usage_of,
 )
 
 __all__ = ["LlamaCppProvider"]
@@ -39,23 +39,33 @@ class LlamaCppProvider:
         self.llama, self.model = llama, Path(gguf_path).name
 
     def complete(self, request: StructuredRequest) -> StructuredResult:
-        # In-process generation cannot be interrupted: the timeout is checked after the fact
-        # (the pipeline still falls back, but the time is spent).
+        # In-process generation cannot be interrupted: the LLM tier stops waiting at the deadline
+        # (the call is abandoned and runs on in its thread); the timeout is checked after the fact too.
         messages = [{"role": "system", "content": request.instructions}]
         messages += [{"role": m.role, "content": m.content} for m in request.messages]
         started = time.perf_counter()
-        out = self.llama.create_chat_completion(
-            messages=messages, response_format={"type": "json_object", "schema": request.schema}, max_tokens=request.max_tokens
-        )
+        try:
+            out = self.llama.create_chat_completion(
+                messages=messages, response_format={"type": "json_object", "schema": request.schema}, max_tokens=request.max_tokens
+            )
+        except Exception as exc:
+            raise LLMError("provider_error", f"{type(exc).__name__}: {exc}", latency_s=time.perf_counter() - started) from exc
         latency = time.perf_counter() - started
-        u = out.get("usage") or {}
-        usage = Usage(input_tokens=u.get("prompt_tokens", 0), output_tokens=u.get("completion_tokens", 0))
+        usage = usage_of(out.get("usage") if isinstance(out, dict) else None, "prompt_tokens", "completion_tokens")
         if latency > request.timeout_s:
             raise LLMError("timeout", f"{latency:.2f}s > {request.timeout_s}s", usage=usage, latency_s=latency)
-        choice = out["choices"][0]
-        if choice.get("finish_reason") != "stop":
-            raise LLMError("max_tokens" if choice.get("finish_reason") == "length" else "stop", f"finish reason {choice.get('finish_reason')!r}", usage=usage, latency_s=latency)
-        parsed = parse_json_object(choice["message"].get("content") or "", usage=usage, latency_s=latency)
+        choices = out.get("choices") if isinstance(out, dict) else None
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(choice, dict) or not isinstance(message, dict):
+            raise LLMError("malformed_response", "not a chat completion: no choice with a message", usage=usage, latency_s=latency)
+        finish = choice.get("finish_reason")
+        if finish != "stop":
+            raise LLMError("max_tokens" if finish == "length" else "stop", f"finish reason {finish!r}", usage=usage, latency_s=latency)
+        content = message.get("content")
+        if not isinstance(content, str):
+            raise LLMError("malformed_response", "not a chat completion: the message's content is not text", usage=usage, latency_s=latency)
+        parsed = parse_json_object(content, usage=usage, latency_s=latency)
         return StructuredResult(parsed=parsed, usage=usage, latency_s=latency, stop_reason="stop", model=self.model)
 
     def close(self) -> None:

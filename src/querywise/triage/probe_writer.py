@@ -36,7 +36,8 @@ def generate_probe(provider: Provider, passage: str, *, timeout_s: float = 5.0) 
 
 def probe_writer_from(settings: Settings) -> WriteProbe | None:
     """The LLM probe writer of the `[llm]` provider, or None without one (deterministic probes).
-    Raises `LLMError` when the provider cannot be set up."""
+    A provider that cannot be set up (no API key) fails every call; each case then keeps the
+    deterministic probe and records the error."""
     provider = provider_from(settings.llm)
     if provider is None:
         return None

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from querywise.catalog import Catalog, Entity
 from querywise.plan import Action, Answer, Ask, Assume, Cover, TraceStep
-from querywise.text import analyze, normalize
+from querywise.text import SpanSet, analysed_history, analysed_part, analyze, normalize
 
 __all__ = [
     "HISTORY_MASS",
@@ -58,6 +58,8 @@ MAX_COVER_READINGS = 3
 _TIE_ORDER: tuple[Choice, ...] = ("cover", "ask", "assume")
 
 _TOKEN = re.compile(r"[a-z0-9]+")
+_JOINER = re.compile(r"[\s-]*")  # what may separate the words of one partial mention
+_LETTER, _DIGIT = re.compile(r"[a-z]"), re.compile(r"\d")
 # Words that tell model variants apart but name nothing alone.
 _VARIANT_WORDS = frozenset({"pro", "max", "mini", "lite", "plus", "sport", "ultra", "go", "air", "se", "new", "one"})
 # Questions whose answers are procedures: covering several of them doubles a long read.
@@ -199,43 +201,63 @@ class _Names:
                     if isinstance(item, str):
                         generic.update(_TOKEN.findall(normalize(item)))  # brand, category, market values
         self.generic = generic
+        # The forms that hold each word (in catalog order), and answers already worked out: a
+        # long message repeats its words, and each answer depends on the words alone.
+        self.holding: dict[str, list[tuple[Entity, tuple[str, ...]]]] = {}
+        for e, tokens in self.forms:
+            for t in dict.fromkeys(tokens):
+                self.holding.setdefault(t, []).append((e, tokens))
+        self._containing: dict[tuple[str, ...], tuple[_Candidate, ...]] = {}
+        self._distinctive: dict[tuple[str, ...], bool] = {}
 
     def containing(self, seq: tuple[str, ...]) -> tuple[_Candidate, ...]:
         """Entities with a name or alias that contains `seq` as a run of words."""
+        if (known := self._containing.get(seq)) is not None:
+            return known
         best: dict[str, _Candidate] = {}
-        for e, tokens in self.forms:
-            n = len(seq)
+        n = len(seq)
+        for e, tokens in self.holding.get(seq[0], []) if seq else self.forms:
             if any(tokens[i : i + n] == seq for i in range(len(tokens) - n + 1)):
                 unsaid = len(tokens) - n
                 if e.id not in best or unsaid < best[e.id].unsaid:
                     best[e.id] = _Candidate(e, unsaid)
-        return tuple(best.values())
+        found = self._containing[seq] = tuple(best.values())
+        return found
 
     def distinctive(self, seq: tuple[str, ...]) -> bool:
         """A model code (letters and digits, "x2") or a word that only names things ("solace")."""
-        for t in seq:
-            if re.search(r"[a-z]", t) and re.search(r"\d", t):
-                return True
-            if len(t) > 1 and not t.isdigit() and t not in self.generic and analyze(t, stem=False):
-                return True
-        return False
+        if (known := self._distinctive.get(seq)) is None:
+            known = self._distinctive[seq] = any(
+                (_LETTER.search(t) and _DIGIT.search(t))
+                or (len(t) > 1 and not t.isdigit() and t not in self.generic and analyze(t, stem=False))
+                for t in seq
+            )
+        return known
 
     def find(self, text: str) -> list[_Found]:
         """Exact mentions (longest name first), then partial ones in the words left over."""
-        found = [
-            _Found(m.text, m.start, m.end, tuple(_Candidate(e, 0) for e in m.entities), partial=False)
-            for m in self.catalog.mentions(text)
-        ]
+        exact: dict[int, tuple[_Candidate, ...]] = {}  # by the catalog's entity tuple of a name (one per form)
+        found = []
+        for m in self.catalog.mentions(text):
+            if (candidates := exact.get(id(m.entities))) is None:
+                candidates = exact[id(m.entities)] = tuple(_Candidate(e, 0) for e in m.entities)
+            found.append(_Found(m.text, m.start, m.end, candidates, partial=False))
         folded = normalize(text)
         if len(folded) != len(text):
             folded = text.lower()
         tokens = [(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(folded)]
-        free = [all(e <= f.start or s >= f.end for f in found) for _, s, e in tokens]
+        taken = SpanSet()
+        for f in found:
+            taken.add(f.start, f.end)
         i = 0
         while i < len(tokens):
+            if tokens[i][0] not in self.vocabulary:  # no name holds the word: nothing starts here
+                i += 1
+                continue
             best: tuple[int, tuple[_Candidate, ...]] | None = None
             for j in range(i + 1, len(tokens) + 1):
-                if not free[j - 1] or (j - 1 > i and not re.fullmatch(r"[\s-]*", folded[tokens[j - 2][2] : tokens[j - 1][1]])):
+                _, start, end = tokens[j - 1]
+                if not taken.free(start, end) or (j - 1 > i and not _JOINER.fullmatch(folded, tokens[j - 2][2], start)):
                     break
                 candidates = self.containing(tuple(t for t, _, _ in tokens[i:j]))
                 if not candidates:
@@ -268,16 +290,21 @@ def link_mentions(
     [('Aero X2', 0.67), ('Aero X2 Pro', 0.33)]
     """
     names = _Names(catalog)
-    named = _named_in(history, names)
+    named = _named_in(analysed_history(history), names)
+    message = analysed_part(message)  # (mentions past it are not linked: bounded work at any length)
     asked = _asked_fields(message, catalog, field_words or {})
     out = []
+    # By candidate tuple: `find` hands out one tuple per name or run of words, alive until the end.
+    weighed: dict[int, tuple[tuple[Reading, ...], bool, tuple[str, ...]]] = {}
     for f in names.find(message):
-        readings = _weigh(f.candidates, named)
-        entities = [r.entity for r in readings]
-        differing = tuple(k for k in asked if len({repr(e.fields.get(k)) for e in entities}) > 1)
-        # Asked about catalog fields: the answers differ when those values do. Asked about anything
-        # else (warranty, battery): different products, so assume they differ.
-        differ = bool(differing) if asked else len(entities) > 1
+        if id(f.candidates) not in weighed:  # the same candidates read the same way wherever they are
+            readings = _weigh(f.candidates, named)
+            entities = [r.entity for r in readings]
+            differing = tuple(k for k in asked if len({repr(e.fields.get(k)) for e in entities}) > 1)
+            # Asked about catalog fields: the answers differ when those values do. Asked about anything
+            # else (warranty, battery): different products, so assume they differ.
+            weighed[id(f.candidates)] = readings, (bool(differing) if asked else len(entities) > 1), differing
+        readings, differ, differing = weighed[id(f.candidates)]
         out.append(LinkedMention(f.text, f.start, f.end, readings, f.partial, differ, differing))
     return out
 
@@ -418,7 +445,7 @@ def disambiguate(
             agree = [m for m in mentions if m.ambiguous]
             reason = "no ambiguous mention" if not agree else f"the readings of {agree[0].text!r} agree on what is asked"
             return Disambiguation(Answer(), mentions, None, None, reason)
-        can_cover, why_not = cover_possible(target, message, max_readings=max_cover_readings)
+        can_cover, why_not = cover_possible(target, analysed_part(message), max_readings=max_cover_readings)
         wrong = costs.wrong_high_stakes if route in high_stakes else costs.wrong
         decision = decide(target.p_top, cost_wrong=wrong, cost_ask=costs.ask, cost_cover=costs.cover,
                           cover_possible=can_cover)

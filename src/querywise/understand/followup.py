@@ -18,17 +18,23 @@ A product named in the message (from the catalog) anchors the description detect
 the referent of a pronoun. The gate does not resolve anything: the rewriter does, and the guard
 checks it. `concat_standalone` is the deterministic standalone form used until an LLM rewriter
 is configured: the previous user turn followed by the message.
+
+The gate is linear in the message (every lookup a detector makes is indexed), and bounded: a
+message longer than `text.ANALYSIS_CHARS` (4,000 characters) stands alone, and topic continuity
+reads the most recent `text.HISTORY_ANALYSIS_CHARS` of the conversation.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 from querywise.catalog import Catalog
-from querywise.text import analyze  # the shared stemmer, so "language" meets "languages"
+from querywise.text import ANALYSIS_CHARS, analysed_history, analyze  # the shared stemmer, so "language" meets "languages"
 
 __all__ = ["FollowUp", "check_follow_up", "concat_standalone"]
 
@@ -143,39 +149,37 @@ _TOKEN = re.compile(
     r"[A-Za-z0-9]+(?=n't\b)|n't\b|[A-Za-z0-9]+(?:[-./][A-Za-z0-9]+)*|'(?:s|re|ve|d|ll|m)\b|[^\sA-Za-z0-9]"
 )
 _CLAUSE_PUNCT = _set(". ? ! ; : ,")
+_SENTENCE_END = _set(". ? !")
 _SHORT = 2
 
 
-@dataclass(frozen=True)
 class _Tok:
-    text: str
-    low: str
-    start: int
-    initial: bool = False  # first word of a sentence, capitalised by spelling rules only
+    """One token, with its word classes worked out once (the detectors ask them per token)."""
 
-    @property
-    def word(self) -> bool:
-        return self.low[0].isalnum() or self.low[0] == "'"
+    __slots__ = ("content", "initial", "low", "named", "start", "text", "word")
 
-    @property
-    def content(self) -> bool:
-        return self.word and self.low not in _FUNCTION and not self.low.isdigit()
+    def __init__(self, text: str, low: str, start: int, initial: bool = False) -> None:
+        self.text, self.low, self.start = text, low, start
+        self.initial = initial  # first word of a sentence, capitalised by spelling rules only
+        self.word = low[0].isalnum() or low[0] == "'"
+        self.content = self.word and low not in _FUNCTION and not low.isdigit()
+        # Part of a name ("Solace 7", "the 321 method"): a digit, or a capital that sentence
+        # spelling does not explain; an acronym ("US", "ACL") even when it spells a function word.
+        self.named = self.word and (
+            (len(text) > 1 and text.isupper())
+            or (low not in _FUNCTION and (any(c.isdigit() for c in text) or (text[0].isupper() and not initial)))
+        )
 
-    @property
-    def named(self) -> bool:
-        """Part of a name ("Solace 7", "the 321 method"): a digit, or a capital that sentence
-        spelling does not explain."""
-        if not self.word:
-            return False
-        if len(self.text) > 1 and self.text.isupper():
-            return True  # an acronym ("US", "ACL") even when it spells a function word
-        if self.low in _FUNCTION:
-            return False
-        return any(c.isdigit() for c in self.text) or (self.text[0].isupper() and not self.initial)
+    def __repr__(self) -> str:
+        return f"_Tok({self.text!r}, {self.start})"
 
 
 class _Message:
-    """Tokens of one message with the lookups the detectors share."""
+    """Tokens of one message with the lookups the detectors share.
+
+    Every lookup a detector makes per token is O(1) or O(log n) (indexes built once per
+    message), so the gate is linear in the message: no detector rescans the rest or the start
+    of the message from each token."""
 
     def __init__(self, text: str, anchors: Sequence[tuple[int, int]], *, catalog: bool = False) -> None:
         self.text = text
@@ -185,9 +189,10 @@ class _Message:
         self.toks: list[_Tok] = []
         initial = True
         for found in _TOKEN.finditer(text):
-            tok = _Tok(found.group(0), found.group(0).lower(), found.start(), initial and found.group(0)[0].isalnum())
+            raw = found.group(0)
+            tok = _Tok(raw, raw.lower(), found.start(), initial and raw[0].isalnum())
             self.toks.append(tok)
-            initial = tok.low in {".", "?", "!"} or (initial and not tok.word)
+            initial = tok.low in _SENTENCE_END or (initial and not tok.word)
         self.low = [t.low for t in self.toks]
         self.words = [t for t in self.toks if t.word]
         # Catalog mentions anchor a message: they are what its descriptions and pronouns are
@@ -195,6 +200,9 @@ class _Message:
         self.anchors = list(anchors)
         self.referents = list(anchors) if catalog else self._name_runs()
         self.clause_starts = self._clause_starts()
+        # Where each word last occurs; the first token that is content or named (len: none).
+        self.last = {w: i for i, w in enumerate(self.low)}
+        self.first_topic = next((i for i, t in enumerate(self.toks) if t.content or t.named), len(self.toks))
 
     def _name_runs(self) -> list[tuple[int, int]]:
         """Model-like names ("Solace 7", "Knoll Max 2"): a capitalised word with a number in the
@@ -231,29 +239,67 @@ class _Message:
     def antecedent_before(self, i: int) -> bool:
         """A noun in an earlier clause can be the referent (a pronoun cannot take one from its own
         clause); so can the first conjunct of "X and its Y"."""
-        clause = max(s for s in self.clause_starts if s <= i)
-        if clause > 0 and any(t.content or t.named for t in self.toks[:clause]):
+        clause = self.clause_starts[bisect.bisect_right(self.clause_starts, i) - 1]
+        if clause > 0 and self.first_topic < clause:
             return True
         return self.at(i - 1) == "and" and self.low[i] in _POSSESSIVE and i >= 2 and self.toks[i - 2].content
+
+    def after(self, i: int, words: Sequence[str]) -> bool:
+        """Whether any of `words` occurs after position `i`."""
+        return any(self.last.get(w, -1) > i for w in words)
 
     def anchor_after(self, i: int) -> bool:
         """A named product after the pronoun in an adjunct ("reset it ... on the Solace 7") is its
         referent; as an object or a comparison ("does it fit the X?") it is not."""
-        for start, _end in self.referents:
-            j = next((k for k, t in enumerate(self.toks) if t.start >= start), len(self.toks))
-            k = j - 1
-            while k > i and (self.low[k] in _ARTICLE or self.toks[k].named):
-                k -= 1
-            if j > i and k > i and self.low[k] in {"on", "for", "of", "about"}:
-                return True
-        return False
+        return self._adjunct_anchor > i
 
-    def noun_phrase(self, i: int) -> tuple[list[_Tok], int]:
-        """The modifiers and head after position `i`, and the index just after them."""
-        j = i + 1
-        while j < len(self.toks) and (self.toks[j].content or self.toks[j].named or self.low[j] in {"most", "least"}):
-            j += 1
-        return self.toks[i + 1 : j], j
+    @cached_property
+    def _adjunct_anchor(self) -> int:
+        """The last token k that introduces a referent as an adjunct: "on/for/of/about", then only
+        articles and name words up to the referent (-1: none). A pronoun before k is anchored."""
+        if not self.referents:
+            return -1
+        # stop[k]: the last index <= k that is neither an article nor a name word (-1: none).
+        stop, last = [], -1
+        for k, t in enumerate(self.toks):
+            if not (self.low[k] in _ARTICLE or t.named):
+                last = k
+            stop.append(last)
+        starts = [t.start for t in self.toks]
+        best = -1
+        for start, _end in self.referents:
+            j = bisect.bisect_left(starts, start)
+            k = stop[j - 1] if j > 0 else -1
+            if k >= 0 and self.low[k] in {"on", "for", "of", "about"}:
+                best = max(best, k)
+        return best
+
+    @cached_property
+    def _phrase_end(self) -> list[int]:
+        """For each position, the first index at or after it that cannot be part of a noun phrase."""
+        end, j = [0] * (len(self.toks) + 1), len(self.toks)
+        end[j] = j
+        for k in range(len(self.toks) - 1, -1, -1):
+            if not (self.toks[k].content or self.toks[k].named or self.low[k] in {"most", "least"}):
+                j = k
+            end[k] = j
+        return end
+
+    @cached_property
+    def _named_before(self) -> list[int]:
+        """How many name words come before each position."""
+        counts = [0]
+        for t in self.toks:
+            counts.append(counts[-1] + t.named)
+        return counts
+
+    def noun_phrase_end(self, i: int) -> int:
+        """The index just after the modifiers and head that follow position `i`."""
+        return self._phrase_end[i + 1] if i + 1 <= len(self.toks) else len(self.toks)
+
+    def names_in(self, i: int, j: int) -> bool:
+        """Whether a name word lies in positions [i, j)."""
+        return self._named_before[j] > self._named_before[i]
 
     def completed(self, j: int) -> bool:
         """A complement at `j` finishes the noun phrase before it: an of/for/about phrase, a
@@ -267,6 +313,7 @@ class _Message:
             return any(t.content or t.named for t in following)
         return nxt in _PREP and any(t.named or t.low in _SPEAKERS_POSSESSIVE for t in following)
 
+    @cached_property
     def coordinated(self) -> bool:
         """Two content words joined by "and"/"or": a relation gets both of its terms."""
         return any(
@@ -276,6 +323,7 @@ class _Message:
             for i in range(1, len(self.toks) - 1)
         )
 
+    @cached_property
     def restricted_wh(self) -> bool:
         """True for "which language ...", "what type ...": the wh-phrase supplies a head noun."""
         return any(self.low[i] in {"which", "what"} and self.toks[i + 1].content for i in range(len(self.toks) - 1))
@@ -401,21 +449,21 @@ def _presupposed_sets(m: _Message) -> Iterator[Cue]:
 
 def _relations(m: _Message) -> Iterator[Cue]:
     for i, t in enumerate(m.toks):
-        w, rest = t.low, m.low[i + 1 :]
+        w = t.low
         if w in _RELATION_NOUN:
-            two_terms = "between" in rest or ("of" in rest and any(x in rest for x in ("with", "to", "from", "and")))
-            if two_terms or m.coordinated() or m.at(i - 1) in _POSSESSIVE:
+            two_terms = m.after(i, ("between",)) or (m.after(i, ("of",)) and m.after(i, ("with", "to", "from", "and")))
+            if two_terms or m.coordinated or m.at(i - 1) in _POSSESSIVE:
                 continue
             yield f"relation:{w}", f"'{t.text}' relates two things and the message names at most one"
         elif (
             w in _PART_IN
-            and not any(x in rest for x in ("in", "to", "within", "for", "on"))
+            and not m.after(i, ("in", "to", "within", "for", "on"))
             and m.at(i - 1) not in _POSSESSIVE
         ):
             yield f"relation:{w}", f"'{t.text}' is a part in something the message does not name"
         elif w in _RELATION_PRED and not m.toks[min(i + 1, len(m.toks) - 1)].content:
             # Attributive "different types of X" means "various"; only the predicate is relational.
-            if any(x in _STANDARD for x in rest[:3]) or m.coordinated():
+            if any(x in _STANDARD for x in m.low[i + 1 : i + 4]) or m.coordinated:
                 continue
             yield f"relation:{w}", f"'{t.text}' needs a second term the message does not give"
 
@@ -424,61 +472,73 @@ def _comparatives(m: _Message) -> Iterator[Cue]:
     """A comparative with no "than" ("Is the Lite cheaper?") compares with something said before.
     Only a clause-final "-er" word after a copula or a degree word, or after the subject of a
     yes/no question, counts: elsewhere "-er" words are mostly nouns ("charger", "order")."""
-    if "than" in m.low or not m.words:
+    if "than" in m.last or not m.words:
         return
+    # "Is [the] <subject words> cheaper?": a copula first, then only the subject before it, which
+    # starts at `first` and runs up to the first token that is neither content nor named.
+    first = 2 if m.at(1) in _ARTICLE | {"this", "that", "these", "those"} else 1
+    subject_end = next((k for k in range(first, len(m.toks)) if not (m.toks[k].content or m.toks[k].named)), len(m.toks))
     for i, t in enumerate(m.toks):
         w, prev, nxt = t.low, m.at(i - 1), m.at(i + 1)
         if not (t.word and not t.named and w.endswith("er") and len(w) > 4 and (not nxt or nxt in _CLAUSE_PUNCT)):
             continue
-        # "Is [the] <subject words> cheaper?": a copula first, then only the subject before it.
-        subject = m.low[1:i] if m.low[0] in _BE else []
-        if subject and subject[0] in _ARTICLE | {"this", "that", "these", "those"}:
-            subject = subject[1:]
-        inverted = bool(subject) and all(m.toks[k].content or m.toks[k].named for k in range(i - len(subject), i))
+        inverted = m.low[0] in _BE and first < i <= subject_end
         if prev in _BE or prev in _DEGREE or inverted:
             yield f"comparative:{w}", f"'{t.text}' than what? the message does not say"
 
 
 def _anchorless(m: _Message) -> Iterator[Cue]:
-    """Descriptions that need an anchor: skipped when the message names a catalog product."""
+    """Descriptions that need an anchor: skipped when the message names a catalog product.
+
+    Noun phrases are read by position (`noun_phrase_end`, `names_in`), and a cue is worded only
+    the first time its key comes up (the gate keeps the first reason for a key): a phrase can be
+    as long as the message, and wording it again for every "the" before it would be quadratic."""
     if m.anchors:
         return
+    said: set[str] = set()
     for i, t in enumerate(m.toks):
         w, prev = t.low, m.at(i - 1)
         if w == "the":
-            np, j = m.noun_phrase(i)
-            if not np:
+            j = m.noun_phrase_end(i)
+            if j == i + 1:
                 continue
-            words = " ".join(x.text for x in np)
+            first, last = m.low[i + 1], m.low[j - 1]
             # A superlative with nothing after it but "most"/"least" has lost its noun. Words in
             # -est may also be nouns ("the forest in Oregon"): a complement that names something
             # says so.
-            superlative = np[0].low in _SUPERLATIVE or (np[0].low.endswith("est") and not m.completed(j))
-            if superlative and (len(np) == 1 or (len(np) == 2 and np[0].low in {"most", "least"})):
+            superlative = first in _SUPERLATIVE or (first.endswith("est") and not m.completed(j))
+            if superlative and (j - i - 1 == 1 or (j - i - 1 == 2 and first in {"most", "least"})):
                 # "the cheapest in the range": the superlative's noun was left out, unless a
                 # wh-phrase ("which language ... the easiest") or a partitive supplies it.
-                if m.at(j) not in {"of", "among"} and not m.restricted_wh():
-                    yield f"ellipsis:{np[-1].low}", f"'the {words}' leaves out its noun"
+                if m.at(j) not in {"of", "among"} and not m.restricted_wh and f"ellipsis:{last}" not in said:
+                    said.add(f"ellipsis:{last}")
+                    yield f"ellipsis:{last}", f"'the {_words(m, i + 1, j)}' leaves out its noun"
             elif (
-                not any(x.named for x in np)
-                and np[-1].low not in _UNIQUE
-                and np[0].low not in _DEICTIC_ORDER
+                not m.names_in(i + 1, j)
+                and last not in _UNIQUE
+                and first not in _DEICTIC_ORDER
                 and not m.completed(j)
+                and f"definite:{last}" not in said
             ):
-                yield f"definite:{np[-1].low}", f"'the {words}' refers to something the message does not introduce"
+                said.add(f"definite:{last}")
+                yield f"definite:{last}", f"'the {_words(m, i + 1, j)}' refers to something the message does not introduce"
         elif w in _CLASSIFIER and m.at(i + 1) != "of" and not (i + 1 < len(m.toks) and m.toks[i + 1].content):
             yield f"classifier:{w}", f"'{t.text}' of what? the message does not say"
         elif w in _DOMAIN_ADJ and prev != "the" and i + 1 < len(m.toks) and m.toks[i + 1].content:
-            np, j = m.noun_phrase(i - 1)
-            if not any(x.named for x in np) and not m.completed(j):
+            j = m.noun_phrase_end(i - 1)
+            if not m.names_in(i, j) and not m.completed(j):
                 yield f"domain:{w}", f"'{t.text}' is relative to a domain the message does not name"
         elif w == "there" and (prev in _BE or m.at(i + 1) in _BE):
             k = i + 1
             while m.at(k) in _BE or m.at(k) in {"any", "some", "a", "an", "no"}:
                 k += 1
-            np, j = m.noun_phrase(k - 1)
-            if not any(x.named for x in np) and not m.completed(j) and (np or m.at(k) in _CLAUSE_PUNCT or not m.at(k)):
+            j = m.noun_phrase_end(k - 1)
+            if not m.names_in(k, j) and not m.completed(j) and (j > k or m.at(k) in _CLAUSE_PUNCT or not m.at(k)):
                 yield "existential", "'there is/are' with no place or topic of its own"
+
+
+def _words(m: _Message, i: int, j: int) -> str:
+    return " ".join(x.text for x in m.toks[i:j])
 
 
 _DETECTORS: tuple[Callable[[_Message], Iterator[Cue]], ...] = (
@@ -495,13 +555,18 @@ _DETECTORS: tuple[Callable[[_Message], Iterator[Cue]], ...] = (
 
 # "What is X?", "what does X mean", "define X", "the meaning of X": asking about a term makes it
 # the topic. The term must be content words only, so "what is the role of ..." is not one.
+# Linear: the end (`\s*[?.!]?\s*$`) is possessive, and the term of "what does X mean" and
+# "define X" ends at its first character or after a non-space, so no space run is rescanned
+# from each of its positions (the lazy `(.+?)\s+mean` was cubic in a run of spaces: 2,000
+# spaces took 14 s). Unlike before, a term never consists of a single space taken from the
+# space after "does" or "define" ("what does  mean": no term, so no definition).
 _DEFINITIONS = (
     re.compile(
-        r"^\s*what\s+(?:is|are|was|were)\s+(?:an?\s+|the\s+)?(\w[\w'-]*(?:\s+\w[\w'-]*){0,2})\s*[?.!]?\s*$",
+        r"^\s*what\s+(?:is|are|was|were)\s+(?:an?\s+|the\s+)?(\w[\w'-]*(?:\s+\w[\w'-]*){0,2})\s*+(?:[?.!]\s*+)?$",
         re.IGNORECASE,
     ),
-    re.compile(r"^\s*what\s+does\s+(?:an?\s+|the\s+)?(.+?)\s+mean\s*[?.!]?\s*$", re.IGNORECASE),
-    re.compile(r"^\s*define\s+(?:an?\s+|the\s+)?(.+?)\s*[?.!]?\s*$", re.IGNORECASE),
+    re.compile(r"^\s*what\s+does\s++(?:an?\s++|the\s++)?(.(?:.*?\S)??)\s++mean\s*+(?:[?.!]\s*+)?$", re.IGNORECASE),
+    re.compile(r"^\s*define\s++(?:an?\s++|the\s++)?(.(?:.*?\S)??)\s*+(?:[?.!]\s*+)?$", re.IGNORECASE),
     re.compile(r"\b(?:definition|meaning)\s+of\s+(?:an?\s+|the\s+)?(\w[\w'-]*)", re.IGNORECASE),
 )
 
@@ -526,7 +591,11 @@ def _continues_topic(m: _Message, history: Sequence[str]) -> Iterator[Cue]:
     subject without names ("what is the return window for opened earbuds?")."""
 
     def stems(text: str) -> set[str]:
-        return set(analyze(" ".join(t.low for t in _Message(text, ()).toks if t.content), stopwords=False))
+        # The content words of `_Message(text, ()).toks`, without building the message (each
+        # distinct word is stemmed once).
+        lows = (found.group(0).lower() for found in _TOKEN.finditer(text.replace("\u2019", "'").replace("\u2018", "'")))
+        content = {w for w in lows if (w[0].isalnum() or w[0] == "'") and w not in _FUNCTION and not w.isdigit()}
+        return set(analyze(" ".join(content), stopwords=False))
 
     if m.anchors or any(t.named for t in m.toks) or _asks_definition(m.text):
         return
@@ -556,6 +625,8 @@ def check_follow_up(
     """
     if not history:
         return FollowUp(False, "first turn: there is no history to depend on")
+    if len(message) > ANALYSIS_CHARS:  # (and the gate's work stays bounded whatever the limits)
+        return FollowUp(False, f"a message of {len(message):,} characters stands alone (the gate reads up to {ANALYSIS_CHARS:,})")
     anchors = [(x.start, x.end) for x in catalog.mentions(message)] if catalog is not None else []
     m = _Message(message, anchors, catalog=catalog is not None)
     if not m.words:
@@ -566,7 +637,7 @@ def check_follow_up(
             cues.setdefault(key, why)
     strength: Literal["strong", "weak"] = "strong"
     if not cues:
-        cues.update(_continues_topic(m, history))
+        cues.update(_continues_topic(m, analysed_history(history)))
         strength = "weak"
     if not cues:
         return FollowUp(False, "no reference outside the message: searched as typed")

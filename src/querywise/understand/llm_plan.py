@@ -95,15 +95,15 @@ def plan_call(
         if out.standalone is not None and out.standalone.strip():
             g = check_rewrite(message, out.standalone, history, catalog=catalog)
             if not g.ok:
-                raise reject("guard_rejected", f"rewrite {out.standalone!r} lost {list(g.lost)}, invented {list(g.invented)}")
+                raise reject("guard_rejected", g.reason if g.too_long else f"rewrite {out.standalone!r} lost {list(g.lost)}, invented {list(g.invented)}")
             standalone, guard = out.standalone.strip(), "kept every term, invented none"
         elif out.clarifying_question:
             ask = Ask(question=out.clarifying_question, options=list(out.options or []))
     assume = None
     if out.assumption and out.assumption.strip() and ask is None:
-        invented = check_rewrite(message, out.assumption, history, catalog=catalog).invented
-        if invented:
-            raise reject("guard_rejected", f"assumption {out.assumption!r} invents {list(invented)}")
+        g = check_rewrite(message, out.assumption, history, catalog=catalog)
+        if g.invented:
+            raise reject("guard_rejected", f"assumption: {g.reason}" if g.too_long else f"assumption {out.assumption!r} invents {list(g.invented)}")
         assume = Assume(text=out.assumption.strip())
     where, semantic = Where(), None
     dropped: list[Dropped] = []
@@ -111,8 +111,8 @@ def plan_call(
         where, dropped = validate_filters(clean_filters(out.filters), filter_settings, catalog=catalog, access=access)
         if where and out.semantic_query and out.semantic_query.strip():
             semantic = out.semantic_query.strip()
-            invented = check_rewrite(message, semantic, history, catalog=catalog).invented
-            if invented:
-                raise reject("guard_rejected", f"semantic query {semantic!r} invents {list(invented)}")
+            g = check_rewrite(message, semantic, history, catalog=catalog)
+            if g.invented:
+                raise reject("guard_rejected", f"semantic query: {g.reason}" if g.too_long else f"semantic query {semantic!r} invents {list(g.invented)}")
     outcome = PlanOutcome(standalone, ask, assume, route, semantic, where, tuple(dropped), guard)
     return Called(outcome, result, version, dropped=tuple(dropped))

@@ -53,6 +53,7 @@ from querywise.understand.access import access_from_session
 from querywise.understand.ambiguity import disambiguate
 from querywise.understand.filters import extract_filters
 from querywise.understand.followup import check_follow_up, concat_standalone
+from querywise.understand.limits import within_limits
 from querywise.understand.llm_plan import PlanNeeds, PlanOutcome, plan_call
 from querywise.understand.route import RouteDecision, Router, load_examples
 from querywise.understand.spelling import SpellChecker
@@ -74,6 +75,16 @@ class _LLMPlan:
 
     used: bool = False  # an LLM call was attempted (or served from the cache)
     filters: PlanOutcome | None = None  # the plan call's answer, when filters were asked for
+    closed: bool = False  # the call failed on a fail-closed route: ask, search nothing
+
+
+def _candidates(decision: RouteDecision) -> list[str]:
+    """The routes a message could have: the decided one and, when the classifier was unsure,
+    the two it hesitated between."""
+    if not decision.deferred:
+        return [decision.route]
+    top_two = sorted(decision.scores, key=lambda r: decision.scores[r], reverse=True)[:2]
+    return [decision.route, *top_two]
 
 
 def _off(move: str, trace: list[TraceStep], unchanged: T) -> T:
@@ -121,9 +132,12 @@ class Understander:
     ) -> QueryPlan:
         """The plan for `message`. Pass-through by default: a clear standalone message is
         searched as typed, and every change says why in the trace."""
+        message, history = within_limits(message, history, self.settings.limits)  # [limits]: LimitError over one; oldest turns dropped
         trace: list[TraceStep] = []
         access = access_from_session(session or {}, self.settings.access)
         on = set(self.settings.understanding.moves)
+        if self.tier is not None:
+            self.tier.start_request()  # every LLM move of this message shares one deadline
 
         needs_context, beside = False, list[PlanQuery]()
         if "follow_up" in on:
@@ -141,8 +155,9 @@ class Understander:
         llm = _LLMPlan()
         if self.tier is not None or on & set(LLM_MOVES):
             text, kind, route, action, llm = self._llm_plan(message, history, text, kind, decision, needs_context, on, trace)
-        if self._search_routes and route not in self._search_routes:
-            trace.append(TraceStep(move="retrieve", status="skipped", reason=f"route {route} does not search"))
+        if llm.closed or (self._search_routes and route not in self._search_routes):
+            why = "the LLM failed on a fail-closed route: ask, search nothing" if llm.closed else f"route {route} does not search"
+            trace.append(TraceStep(move="retrieve", status="skipped", reason=why))
             if self.tier is not None:
                 self.tier.budget.record_request(used_llm=llm.used)
             return QueryPlan(message=message, route=route, access=access, action=action, trace=trace)
@@ -209,6 +224,9 @@ class Understander:
             trace.append(TraceStep(move="llm_plan", status="skipped", reason=gate))
             return text, kind, route, Answer(), _LLMPlan()
         s, tier = self.settings, self.tier
+        # The failure policy is the strictest of the routes the message could have: an unsure
+        # message between a high-stakes route and another fails closed, whatever the default.
+        policy_route = next((r for r in _candidates(decision) if s.fails_closed(r)), route)
         cache_text = f"{needs.describe()}\n{message}"
         called, step = tier.run(
             "llm_plan",
@@ -216,13 +234,13 @@ class Understander:
                 tier.provider, message, history, needs=needs, routes=s.routing.routes, filter_settings=s.filters,
                 catalog=self.catalog, access=s.access, timeout_s=timeout, max_tokens=s.llm.max_tokens,
             ),
-            route=route, text=cache_text, history=history, why=gate,
+            route=policy_route, text=cache_text, history=history, why=gate,
         )
         trace.append(step)
         if called is None:  # failed or rejected: the deterministic path, or ask on a fail-closed route
-            if tier.policy(route) == "closed":
-                step.changed = "asked instead of guessing (fail-closed)"
-                return text, kind, route, Ask(question=s.llm.fail_closed_question), _LLMPlan(used=True)
+            if tier.policy(policy_route) == "closed":
+                step.changed = "asked instead of guessing (fail-closed): nothing is searched"
+                return text, kind, route, Ask(question=s.llm.fail_closed_question), _LLMPlan(used=True, closed=True)
             step.changed = f"kept the deterministic plan: searching {text!r} (fail-open)"
             return text, kind, route, Answer(), _LLMPlan(used=True)
         out = called.value

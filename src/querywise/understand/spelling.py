@@ -39,17 +39,26 @@ Candidate generation scans length buckets of the vocabulary with rapidfuzz's bit
 distance instead of a SymSpell delete index: the same candidate set, but building for 300k words
 takes ~0.05 s instead of ~20 s (symspellpy 6.10.1, prefix length 7), for ~7 ms per misspelt word
 instead of ~1 ms.
+
+Bounded work per message: the move reads the first `text.ANALYSIS_CHARS` characters (4,000: all
+of a message within the default limits; corrections are applied to the whole text), tokenising
+is linear in what it reads, and the costly look-ups are capped: each distinct unknown word (or
+code) is looked up once, and only while the index words compared stay within `max_compared`
+(default 1,000,000, in reading order); the rest are left as typed, and the reason says so.
+That is a dozen or so distinct unknown words on a 300k-word vocabulary (~7 ms each), and every
+word of a message within the default limits on a small one.
 """
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import importlib.util
 import math
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -57,8 +66,8 @@ from typing import Any
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
-from querywise.index.lexical import RUN_BREAK, Lexicon, word_runs
-from querywise.text import normalize, words
+from querywise.index.lexical import RUN_BREAK, Lexicon
+from querywise.text import analysed_part, normalize, words
 
 __all__ = [
     "Candidate",
@@ -71,12 +80,29 @@ __all__ = [
 ]
 
 MAX_DISTANCE = 2
+# Index words compared per message when looking up unknown words and codes (rapidfuzz compares
+# some 3-10 million a second): on a 300k-word vocabulary, a dozen or so distinct typos; on a
+# small one, every word of a message within the default limits.
+MAX_COMPARED = 1_000_000
 # A token in the message: an identifier compound with a digit ("xk-4741", "3.2") is one token;
 # otherwise a word, with its apostrophes ("don't" is a contraction, not a typo of "dont").
+# The definition is `_TOKEN`; its lookahead scans the rest of the run from every position
+# (quadratic on "ET-ET-ET-..."), so `_tokens` reads the same tokens with `_TOKEN_OR_WORD` and
+# checks the digit once per run.
 _TOKEN = re.compile(r"(?=[\w.-]*\d)\w+(?:[-.]\w+)+|\w+(?:['\u2019]\w+)*")
+_TOKEN_OR_WORD = re.compile(r"(\w+(?:[-.]\w+)+)|\w+(?:['\u2019]\w+)*")
+_WORDISH = re.compile(r"\w+(?:['\u2019]\w+)*")
+_RUN = re.compile(r"[\w.-]*")
+_LAST_DIGIT = re.compile(r".*\d", re.DOTALL)
+# Quoted spans, by definition `_QUOTED`; `_quoted_spans` finds the same spans in linear time
+# (the pattern rescans the rest of the line from every opening quote that is never closed).
 _QUOTED = re.compile(
     r"\"[^\"\n]*\"|\u201c[^\u201d\n]*\u201d|\u2018[^\u2019\n]*\u2019|`[^`\n]*`|(?<!\w)'[^'\n]*'(?!\w)"
 )
+_CLOSING = {'"': '"', "\u201c": "\u201d", "\u2018": "\u2019", "`": "`", "'": "'"}
+_OPENING = re.compile("[\"\u201c\u2018`']")
+_WORD_CHAR = re.compile(r"\w")
+_PIECES = re.compile(r"\w\w+|\d")  # the lexicon's words (`word_runs`) inside one token
 _SEPARATORS = re.compile(r"[-._\s]")
 _CACHE_SIZE = 10_000  # misspelt words whose nearby vocabulary is remembered
 
@@ -129,16 +155,38 @@ class Candidate:
     context: tuple[str, ...]
 
 
-@dataclass
-class _Slot:
-    """One token of the message with what the corrector needs to know about it."""
+class _Tokens:
+    """The tokens of a message, with what the corrector needs to know about them, worked out
+    only for the tokens it looks at (most tokens of a long message are never a neighbour).
 
-    match: re.Match[str]
-    pieces: list[str]  # its words as the lexicon counts them (maybe none: "a")
-    run_start: bool  # punctuation (or the start of the text) separates it from the previous token
-    quoted: bool
-    fix: str | None = None
-    declined: Declined | None = field(default=None, repr=False)
+    `pieces(j)`: the token's words as the lexicon counts them (maybe none: "a"); `run_start(j)`:
+    punctuation (or the start of the text) separates it from the previous token; `fix`: the
+    correction of a token, once made."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.matches = _tokens(text)
+        self.fix: dict[int, str] = {}
+        self._pieces: dict[str, list[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self.matches)
+
+    def token(self, j: int) -> str:
+        return self.matches[j].group(0)
+
+    def pieces(self, j: int) -> list[str]:
+        token = self.matches[j].group(0)
+        found = self._pieces.get(token)
+        if found is None:
+            found = self._pieces[token] = _PIECES.findall(normalize(token))
+        return found
+
+    def run_start(self, j: int) -> bool:
+        return j == 0 or bool(RUN_BREAK.search(self.text, self.matches[j - 1].end(), self.matches[j].start()))
+
+    def word(self, j: int, *, last: bool) -> str:
+        return self.fix.get(j) or self.pieces(j)[-1 if last else 0]
 
 
 @lru_cache(maxsize=1)
@@ -190,6 +238,7 @@ class SpellChecker:
         min_margin: float = 2.0,
         identifier_cutoff: float = 0.8,
         max_identifier_candidates: int = 5,
+        max_compared: int = MAX_COMPARED,
     ) -> None:
         if not 0 < edit_probability < 1:
             raise ValueError("edit_probability must be in (0, 1)")
@@ -205,6 +254,7 @@ class SpellChecker:
         self.eps, self.kappa = edit_probability, kappa
         self.min_margin = min_margin
         self.identifier_cutoff, self.max_identifier_candidates = identifier_cutoff, max_identifier_candidates
+        self.max_compared = max_compared
         self.n_total = sum(word_counts.values()) or 1
         self.log_total = sum(self.log.values()) or 1
         # Correction targets, bucketed by length; identifier-like words, for near misses.
@@ -216,6 +266,7 @@ class SpellChecker:
             elif any(ch.isdigit() for ch in word) and any(ch.isalpha() for ch in word):
                 self._identifiers.append(word)
         self._canonical = [_SEPARATORS.sub("", w) for w in self._identifiers]
+        self._bucket_sizes = {n: len(bucket) for n, bucket in self._by_length.items()}
         self._near_cache: dict[str, list[tuple[str, int]]] = {}
 
     @classmethod
@@ -227,48 +278,95 @@ class SpellChecker:
 
     def check(self, text: str) -> Spelling:
         """Corrections and identifier candidates for `text`; `corrected` is None if unchanged."""
-        slots = self._slots(text)
+        part = analysed_part(text)  # (all of a message within the default limits)
+        tokens = _Tokens(part)
+        quoted = _quoted_spans(part)
+        quote_starts = [a for a, _ in quoted]
+        kinds: dict[str, str] = {}  # token -> "skip", "code" (an unknown code) or "word" (an unknown word)
+        offers: dict[str, tuple[str, ...]] = {}  # normalised code -> near misses
         identifiers: dict[str, tuple[str, ...]] = {}
         todo: list[int] = []
-        for i, slot in enumerate(slots):
-            token = slot.match.group(0)
-            if slot.quoted or not slot.pieces:
+        looked_up: set[str] = set()  # distinct unknown words (a repeated word costs one look-up)
+        compared, capped = 0, False  # index words compared so far, and whether some look-up did not fit
+        for i, m in enumerate(tokens.matches):
+            token = m.group(0)
+            kind = kinds.get(token)
+            if kind is None:
+                kind = kinds[token] = self._kind(token, tokens.pieces(i))
+            if kind == "skip" or _inside(m.start(), m.end(), quote_starts, quoted):
                 continue
-            if self._is_identifier(token):
+            if kind == "code":
                 # Near misses are offered for codes (letters and digits) the index lacks; an
                 # all-caps word or a bare number is simply left as typed.
-                code = any(ch.isdigit() for ch in token) and any(ch.isalpha() for ch in token)
-                if code and normalize(token) not in self.counts and (offered := self.identifier_candidates(token)):
+                key = normalize(token)
+                offered = offers.get(key)
+                if offered is None:
+                    cost = 2 * len(self._identifiers)  # two scans of the index's identifiers
+                    if compared + cost > self.max_compared:
+                        capped = True
+                        continue
+                    compared += cost
+                    offered = offers[key] = self.identifier_candidates(token)
+                if offered:
                     identifiers[token] = offered
                 continue
-            if token.isalpha() and len(token) > 3 and normalize(token) not in self.counts:
-                todo.append(i)
+            word = normalize(token)
+            if word not in looked_up:
+                cost = sum(self._bucket_sizes.get(n, 0) for n in range(max(1, len(word) - MAX_DISTANCE), len(word) + MAX_DISTANCE + 1))
+                if compared + cost > self.max_compared:
+                    capped = True
+                    continue
+                compared += cost
+                looked_up.add(word)
+            todo.append(i)
 
         corrections: dict[int, Correction] = {}
+        declined_at: dict[int, Declined | None] = {}
         for _ in range(2):  # the second pass sees corrected neighbours ("replacment cushons")
             changed = False
+            seen: dict[tuple[str, bool, str | None, str | None], Correction | Declined | None] = {}
             for i in todo:
-                outcome = self._correct(slots, i)
+                left, right = _neighbours(tokens, i)
+                context = (tokens.token(i), tokens.run_start(i), left, right)
+                if context not in seen:
+                    seen[context] = self._correct(tokens, i, left, right)
+                outcome = seen[context]
                 if isinstance(outcome, Correction):
                     changed |= corrections.get(i) != outcome
-                    corrections[i], slots[i].fix, slots[i].declined = outcome, normalize(outcome.replacement), None
+                    corrections[i], tokens.fix[i], declined_at[i] = outcome, normalize(outcome.replacement), None
                 else:  # Declined, or None for a real word with nothing near it in the index
                     changed |= i in corrections
                     corrections.pop(i, None)
-                    slots[i].fix, slots[i].declined = None, outcome
+                    tokens.fix.pop(i, None)
+                    declined_at[i] = outcome
             if not changed:
                 break
 
         ordered = tuple(corrections[i] for i in sorted(corrections))
-        declined = tuple(s.declined for s in slots if s.declined is not None)
-        corrected = _apply(text, [(slots[i].match, corrections[i].replacement) for i in sorted(corrections)])
+        declined = tuple(d for _, d in sorted(declined_at.items()) if d is not None)
+        corrected = _apply(text, [(tokens.matches[i], corrections[i].replacement) for i in sorted(corrections)])
+        notes = [f"left the other unknown words as typed: looking them up would compare more than {self.max_compared:,} index words"] if capped else []
+        if len(part) < len(text):
+            notes.append(f"read the first {len(part):,} of {len(text):,} characters")
         return Spelling(
             corrected=corrected if ordered else None,
             corrections=ordered,
             identifier_candidates=identifiers,
-            reason=_reason(ordered, identifiers, declined),
+            reason="; ".join([_reason(ordered, identifiers, declined), *notes]),
             declined=declined,
         )
+
+    def _kind(self, token: str, pieces: list[str]) -> str:
+        """What the move does with a token: "code" (an identifier the index lacks: offer near
+        misses), "word" (a word the index lacks: try to correct it) or "skip"."""
+        if not pieces:
+            return "skip"
+        if self._is_identifier(token):
+            code = any(ch.isdigit() for ch in token) and any(ch.isalpha() for ch in token)
+            return "code" if code and normalize(token) not in self.counts else "skip"
+        if token.isalpha() and len(token) > 3 and normalize(token) not in self.counts:
+            return "word"
+        return "skip"
 
     def identifier_candidates(self, token: str) -> tuple[str, ...]:
         """The index's identifiers that `token` nearly matches, in their corpus spelling.
@@ -338,16 +436,14 @@ class SpellChecker:
         b = self.bigrams.get(pair, 0)
         return (b + self.kappa * p) / (n + self.kappa), ((f"{pair} x{b}",) if b else ())
 
-    def _correct(self, slots: list[_Slot], i: int) -> Correction | Declined | None:
-        slot = slots[i]
-        token = slot.match.group(0)
+    def _correct(self, tokens: _Tokens, i: int, left: str | None, right: str | None) -> Correction | Declined | None:
+        token = tokens.token(i)
         word = normalize(token)
         real = None
         if word in self.real_words:
             real = f"{token!r} is an English word"
-        elif token[:1].isupper() and token[1:].islower() and not slot.run_start:
+        elif token[:1].isupper() and token[1:].islower() and not tokens.run_start(i):
             real = f"{token!r} looks like a name"
-        left, right = _neighbours(slots, i)
         ranked = self.candidates(word, left, right)
         if not ranked:
             # A real word the index lacks is not a misspelling; anything else is worth a note.
@@ -402,38 +498,89 @@ class SpellChecker:
             or any(p.fullmatch(token) for p in self.identifier_patterns)
         )
 
-    def _slots(self, text: str) -> list[_Slot]:
-        quoted = [m.span() for m in _QUOTED.finditer(text)]
-        slots: list[_Slot] = []
-        end = 0
-        for m in _TOKEN.finditer(text):
-            pieces = [w for run in word_runs(m.group(0)) for w in run]
-            broken = not slots or bool(RUN_BREAK.search(text[end : m.start()]))
-            inside = any(a <= m.start() and m.end() <= b for a, b in quoted)
-            slots.append(_Slot(m, pieces, broken, inside))
-            end = m.end()
-        return slots
 
 
-def _neighbours(slots: list[_Slot], i: int) -> tuple[str | None, str | None]:
-    """The words next to slot i within its run (corrected, if they were), skipping slots that
+def _tokens(text: str) -> list[re.Match[str]]:
+    r"""`list(_TOKEN.finditer(text))`, in time linear in `text`.
+
+    Both of `_TOKEN`'s branches start at a word character, so each token starts at the first
+    word character after the previous one. There, a compound is a token exactly when the run of
+    `[\w.-]` from its start holds a digit; where it does not, no later start in that run can
+    begin a compound either, and the plain word branch alone reads up to the run's end."""
+    out: list[re.Match[str]] = []
+    pos = 0
+    plain_until = run_end = last_digit = -1
+    while True:
+        m = (_WORDISH if pos < plain_until else _TOKEN_OR_WORD).search(text, pos)
+        if m is None:
+            return out
+        start = m.start()
+        if pos < plain_until <= start:
+            m = _TOKEN_OR_WORD.match(text, start)
+            assert m is not None  # a word character starts a token
+        if m.lastindex == 1:  # a compound: a token only with a digit in its run
+            if start >= run_end:
+                run = _RUN.match(text, start)
+                run_end = run.end() if run else start
+                digit = _LAST_DIGIT.match(text, start, run_end)
+                last_digit = digit.end() - 1 if digit else -1
+            if last_digit < start:
+                plain_until = run_end
+                m = _WORDISH.match(text, start)
+                assert m is not None
+        out.append(m)
+        pos = m.end()
+
+
+def _quoted_spans(text: str) -> list[tuple[int, int]]:
+    """`[m.span() for m in _QUOTED.finditer(text)]`, in time linear in `text`: the next closing
+    quote and line break after a position are remembered, not searched again from every opening."""
+    spans: list[tuple[int, int]] = []
+    after: dict[str, int] = {}  # character -> its next index at or after the last position asked (-1: none)
+
+    def next_at(ch: str, pos: int) -> int:
+        k = after.get(ch)
+        if k is None or 0 <= k < pos:
+            k = after[ch] = text.find(ch, pos)
+        return k
+
+    pos = 0
+    while (m := _OPENING.search(text, pos)) is not None:
+        p, opening = m.start(), m.group(0)
+        pos = p + 1
+        if opening == "'" and p > 0 and _WORD_CHAR.match(text, p - 1):
+            continue
+        close, line_end = next_at(_CLOSING[opening], p + 1), next_at("\n", p + 1)
+        if close < 0 or 0 <= line_end < close:
+            continue
+        if opening == "'" and _WORD_CHAR.match(text, close + 1):
+            continue
+        spans.append((p, close + 1))
+        pos = close + 1
+    return spans
+
+
+def _inside(start: int, end: int, starts: list[int], spans: list[tuple[int, int]]) -> bool:
+    """Whether [start, end) lies inside one of `spans` (sorted, not overlapping)."""
+    k = bisect.bisect_right(starts, start) - 1
+    return k >= 0 and end <= spans[k][1]
+
+
+def _neighbours(tokens: _Tokens, i: int) -> tuple[str | None, str | None]:
+    """The words next to token i within its run (corrected, if they were), skipping tokens that
     the lexicon does not count ("a")."""
-
-    def word(slot: _Slot, last: bool) -> str:
-        return slot.fix or slot.pieces[-1 if last else 0]
-
     left = right = None
     j = i
-    while not slots[j].run_start:
+    while not tokens.run_start(j):
         j -= 1
-        if slots[j].pieces:
-            left = word(slots[j], last=True)
+        if tokens.pieces(j):
+            left = tokens.word(j, last=True)
             break
-    for j in range(i + 1, len(slots)):
-        if slots[j].run_start:
+    for j in range(i + 1, len(tokens)):
+        if tokens.run_start(j):
             break
-        if slots[j].pieces:
-            right = word(slots[j], last=False)
+        if tokens.pieces(j):
+            right = tokens.word(j, last=False)
             break
     return left, right
 

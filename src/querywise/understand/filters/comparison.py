@@ -24,6 +24,16 @@ _REL = "|".join(w.replace(" ", r"\s+") for w in sorted(_RELATIVE, key=len, rever
 _LIKE_VERB = re.compile(r"(?:\b(?:i|we|you|they|would|do|don't|really|also|should)|'d)\s*$", re.IGNORECASE)
 
 
+def _wish_before(message: str, end: int) -> bool:
+    """`_LIKE_VERB.search(message[:end])`, reading only the spaces and the word just before `end`
+    (the listed words are at most 6 characters long): searching the whole prefix for each "like"
+    was quadratic."""
+    start = end
+    while start > 0 and message[start - 1].isspace():
+        start -= 1
+    return _LIKE_VERB.search(message, max(0, start - 7), end) is not None
+
+
 @dataclass(frozen=True)
 class SimilarityCue:
     """A product or brand named as a comparison ("like the Kestrel ones but cheaper"): a cue for
@@ -50,7 +60,10 @@ def read_comparison(
     filter on the brand or product named. Returns the cue and the entities it refers to."""
     if catalog is None:
         return None
-    refs = _references(scan.message, schema, catalog, mentions)
+    refs: dict[int, tuple[int, int, tuple[Entity, ...]]] = {}  # start -> the longest reference there (the first, on a tie)
+    for found in _references(scan.message, schema, catalog, mentions):
+        if found[0] not in refs or found[1] > refs[found[0]][1]:
+            refs[found[0]] = found
     intro = re.compile(
         rf"(?<![\w-])(?:(?:something|anything|ones?|products?|models?)\s+)?(?:(?P<rel1>{_REL})\s+)?"
         rf"(?:like|similar\s+to|comparable\s+to|alternatives?\s+to|instead\s+of|(?P<rel2>{_REL})\s+than)"
@@ -58,10 +71,10 @@ def read_comparison(
         re.IGNORECASE,
     )
     for m in intro.finditer(scan.message):
-        ref = max((r for r in refs if r[0] == m.end()), key=lambda r: r[1], default=None)
+        ref = refs.get(m.end())
         if ref is None or not scan.free(m.start(), ref[1]):
             continue
-        if m.group(0).lower().startswith("like") and _LIKE_VERB.search(scan.message[: m.start()]):
+        if m.group(0).lower().startswith("like") and _wish_before(scan.message, m.start()):
             continue  # "I'd like the Knoll Max": a wish, not a comparison
         _, ref_end, entities = ref
         end = ref_end
@@ -95,10 +108,11 @@ def _references(
             continue
         key = spec.catalog_field or name
         for value in allowed_values(name, spec, catalog):
+            members = tuple(e for e in catalog.entities if e.fields.get(key) == value)
+            if not members:
+                continue
             for m in re.finditer(rf"(?<![\w-]){form_alternation(value)}(?![\w-])", message, re.IGNORECASE):
-                members = tuple(e for e in catalog.entities if e.fields.get(key) == value)
-                if members:
-                    refs.append((m.start(), m.end(), members))
+                refs.append((m.start(), m.end(), members))
     return refs
 
 

@@ -13,8 +13,8 @@ from querywise.understand.filters.scan import (
     Basis,
     Provenance,
     Scan,
+    Within,
     add_constraint,
-    inside,
 )
 
 __all__ = ["form_alternation", "is_product_search", "read_enums"]
@@ -34,6 +34,16 @@ _QUESTION_START = {
 _VERBS_BEFORE = re.compile(r"\b(?:to|can|could|i|you|we|they|will|would|should|not|don't|do|did|and)\s+$", re.IGNORECASE)
 
 
+def _verb_before(message: str, end: int) -> bool:
+    """`_VERBS_BEFORE.search(message[:end])`, reading only the spaces and the word just before
+    `end` (searching the whole prefix for every enum word was quadratic). The listed words are
+    at most 6 characters long."""
+    start = end
+    while start > 0 and message[start - 1].isspace():
+        start -= 1
+    return _VERBS_BEFORE.search(message, max(0, start - 7), end) is not None
+
+
 def form_alternation(value: str) -> str:
     """The singular and plural forms of `value` as a regex alternation, longest first."""
     return "|".join(re.escape(f).replace(r"\ ", r"[\s-]+") for f in sorted(word_forms(value), key=len, reverse=True))
@@ -44,6 +54,7 @@ def read_enums(
 ) -> None:
     """Enum values in the catalog's wording; several values of one field become any-of. Words inside
     a product name or a comparison are part of that name, not a filter."""
+    skipped = Within(skip)
     for name, spec in schema.fields.items():
         if spec.type not in ("enum", "list") or name.lower() in session_only:
             continue
@@ -52,14 +63,14 @@ def read_enums(
         compound: dict[str, list[Span]] = {}
         for value in allowed:
             for m in re.finditer(rf"(?<![\w-])(?:{form_alternation(value)})(?![\w-])", scan.message, re.IGNORECASE):
-                if any(inside((m.start(), m.end()), s) for s in skip) or not scan.free(m.start(), m.end()):
+                if skipped((m.start(), m.end())) or not scan.free(m.start(), m.end()):
                     continue
-                if m.group(0).lower() == value.lower() and _VERBS_BEFORE.search(scan.message[: m.start()]):
+                if m.group(0).lower() == value.lower() and _verb_before(scan.message, m.start()):
                     continue  # "I want to watch films", "I plan to": a verb, not a category
                 said.setdefault(value, []).append((m.start(), m.end()))
             if len(value) >= 4 and " " not in value:  # "smartwatch" -> watch: a compound ending in the value
                 for m in re.finditer(rf"(?<![\w-])[^\W\d_]{{3,}}(?:{form_alternation(value)})(?![\w-])", scan.message, re.IGNORECASE):
-                    if not any(inside((m.start(), m.end()), s) for s in skip):
+                    if not skipped((m.start(), m.end())):
                         compound.setdefault(value, []).append((m.start(), m.end()))
         chosen = said or compound
         provenance: Provenance = "stated" if said else "inferred"

@@ -10,6 +10,7 @@ from querywise.catalog import Catalog
 from querywise.checks.filters import Dropped, access_names
 from querywise.conditions import Where
 from querywise.config import AccessSettings, FilterSettings
+from querywise.text import analysed_part
 from querywise.understand.filters.comparison import SimilarityCue, read_comparison
 from querywise.understand.filters.dates import read_years
 from querywise.understand.filters.enums import is_product_search, read_enums
@@ -75,16 +76,18 @@ def extract_filters(
     inferred ones are ever relaxed (by the executor). `rates` gives the USD value of each currency
     for fields whose `unit` is a currency.
     """
-    scan = Scan(message)
+    # The readers read the first `ANALYSIS_CHARS` (all of a message within the default limits);
+    # the semantic query keeps the whole message.
+    scan = Scan(analysed_part(message))
     session_only = access_names(access)
     drop_session_words(scan, session_only, catalog)
     money_field, year_field = find_money_field(schema, rates), find_year_field(schema)
-    mentions = catalog.mentions(message) if catalog is not None else []
+    mentions = catalog.mentions(scan.message) if catalog is not None else []
     compared = read_comparison(scan, schema, catalog, mentions, money_field, year_field)
     cue = compared[0] if compared else None
     read_years(scan, schema, catalog, year_field, today)
     read_money(scan, schema, catalog, money_field, rates)
-    searching = bool(scan.found) or cue is not None or is_product_search(message)
+    searching = bool(scan.found) or cue is not None or is_product_search(scan.message)
     before = len(scan.found)
     taken_by_names = [(m.start, m.end) for m in mentions]
     read_enums(scan, schema, catalog, session_only, skip=taken_by_names + ([cue.span] if cue else []))

@@ -29,7 +29,11 @@ _CURRENCY = {
     "£": "gbp", "gbp": "gbp", "pound": "gbp", "pounds": "gbp", "quid": "gbp",
     "¥": "jpy", "jpy": "jpy", "yen": "jpy",
 }
-_NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+# Digit runs are possessive: giving digits back leaves a digit next, which `(?![\d,]*\d)` after
+# the number rejects anyway; backtracking them cost O(n) lookahead scans each, quadratic on a
+# long run of digits (100,000 digits: minutes). Only the decimals may be given up whole.
+_NUM = r"\d{1,3}+(?:,\d{3})++(?:\.\d++)?|\d++(?:\.\d++)?"
+_NEXT_WORD = re.compile(r"\s*([^\W\d_]+|%)")
 
 
 def _amount(tag: str) -> str:
@@ -138,5 +142,5 @@ def _convert(amount: float, currency: str | None, unit: str | None, rates: Mappi
 
 def _bare_ok(message: str, end: int) -> bool:
     """A number without currency is read as an amount only if what follows is not a noun of its own."""
-    nxt = re.match(r"\s*([^\W\d_]+|%)", message[end:])
+    nxt = _NEXT_WORD.match(message, end)
     return nxt is None or nxt.group(1).lower() in AFTER_BARE

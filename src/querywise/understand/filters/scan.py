@@ -3,6 +3,7 @@ and what was dropped. Every reader adds a candidate through `add_constraint`, wh
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Literal
@@ -11,8 +12,9 @@ from querywise.catalog import Catalog
 from querywise.checks.filters import Dropped, Span, check_value, format_number
 from querywise.conditions import AnyOf, Condition, Match
 from querywise.config import FilterSettings
+from querywise.text import SpanSet
 
-__all__ = ["Basis", "Constraint", "Provenance", "Scan", "add_constraint", "inside"]
+__all__ = ["Basis", "Constraint", "Provenance", "Scan", "Within", "add_constraint", "inside"]
 
 
 Provenance = Literal["stated", "inferred"]
@@ -56,17 +58,20 @@ class Scan:
     kept: list[Span] = field(default_factory=list)  # claimed, but stays in the semantic query
     found: list[Constraint] = field(default_factory=list)
     dropped: list[Dropped] = field(default_factory=list)
+    taken: SpanSet = field(default_factory=SpanSet, repr=False)  # `claimed`, for `free` in O(log n)
 
     def free(self, start: int, end: int) -> bool:
-        return all(end <= s or start >= e for s, e in self.claimed)
+        return self.taken.free(start, end)
 
     def claim(self, start: int, end: int, *, remove: bool = True) -> None:
         self.claimed.append((start, end))
+        self.taken.add(start, end)
         if not remove:
             self.kept.append((start, end))
 
     def removed(self) -> list[Span]:
-        return [s for s in self.claimed if s not in self.kept]
+        kept = set(self.kept)
+        return [s for s in self.claimed if s not in kept]
 
 
 def add_constraint(
@@ -101,3 +106,19 @@ def add_constraint(
 def inside(inner: Span, outer: Span) -> bool:
     """Whether the span `inner` lies within `outer`."""
     return outer[0] <= inner[0] and inner[1] <= outer[1]
+
+
+class Within:
+    """`any(inside(span, s) for s in spans)` in O(log n): the spans sorted by start, with the
+    furthest end reached by any span starting at or before each."""
+
+    def __init__(self, spans: list[Span]) -> None:
+        ordered = sorted(spans)
+        self.starts = [s for s, _ in ordered]
+        self.reach: list[int] = []
+        for _, e in ordered:
+            self.reach.append(max(e, self.reach[-1]) if self.reach else e)
+
+    def __call__(self, span: Span) -> bool:
+        k = bisect.bisect_right(self.starts, span[0]) - 1
+        return k >= 0 and self.reach[k] >= span[1]

@@ -16,6 +16,9 @@ CONNECTORS = {"and", "or", "but", "also", "then", "please", "that", "which", "wi
               "in", "to", "only", "sold", "available", "the", "a", "an", "so", "just"}
 
 
+_WORD = re.compile(r"\w")
+
+
 def text_left_for_search(message: str, claimed: list[Span], *, fallback: str) -> str:
     """The message without the constraint phrases, and without words left dangling at their edges."""
     spans = sorted(claimed)
@@ -32,9 +35,11 @@ def text_left_for_search(message: str, claimed: list[Span], *, fallback: str) ->
 
 def _trim(text: str, left: bool, right: bool) -> str:
     words = text.split()
-    while left and words and (words[0].lower().strip(",;:-") in CONNECTORS or not re.search(r"\w", words[0])):
-        words.pop(0)
-    while right and words and (words[-1].lower().strip(",;:-") in CONNECTORS or not re.search(r"\w", words[-1])):
+    first = 0  # (an index, not pop(0): that was quadratic in a long run of dangling words)
+    while left and first < len(words) and (words[first].lower().strip(",;:-") in CONNECTORS or not _WORD.search(words[first])):
+        first += 1
+    words = words[first:]
+    while right and words and (words[-1].lower().strip(",;:-") in CONNECTORS or not _WORD.search(words[-1])):
         words.pop()
     if right and words:
         words[-1] = words[-1].rstrip(",;:-")

@@ -18,7 +18,9 @@ def drop_session_words(scan: Scan, session_only: Mapping[str, str], catalog: Cat
     if not session_only:
         return
     keys = "|".join(re.escape(k) for k in sorted(session_only, key=len, reverse=True))
-    lead = r"(?:,\s*)?(?:(?:and|also|then|please|now)\s+)*"
+    # At most 8 lead words ("and also please set ..."): unbounded, every start inside a long
+    # run of them rescanned the run (quadratic: 8,000 "and"s took 5 s).
+    lead = r"(?:,\s*)?(?:(?:and|also|then|please|now)\s+){0,8}"
     # Instructions ("set market to us", "market: us") leave the semantic query; descriptions
     # ("in the us market", "sold in the EU") stay in it, as words of the question, but set nothing.
     patterns = [
