@@ -98,3 +98,11 @@ def test_unknown_format_and_missing_path(tmp_path: Path) -> None:
         load_corpus(tmp_path / "x.parquet")
     with pytest.raises(CorpusError, match="no such file"):
         load_corpus(tmp_path / "missing.jsonl")
+
+
+def test_a_record_over_the_limit_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "a", "text": "short"}\n{"id": "b", "text": "' + "x" * 2_000 + '"}\n', encoding="utf-8")
+    with pytest.raises(CorpusError, match=re.escape("c.jsonl:2: a record of 2,000 characters, over the limit of 1,000")):
+        load_corpus(path, max_record_chars=1_000)
+    assert [c.id for c in load_corpus(path)] == ["a", "b"]  # the default limit is far above

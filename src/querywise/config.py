@@ -303,6 +303,7 @@ class LimitsSettings(_Section):
     max_turn_chars: int = Field(4_000, ge=1)
     max_history_turns: int = Field(20, ge=0)  # the most recent ones are kept
     max_rewrite_chars: int = Field(10_000, ge=1)
+    max_record_chars: int = Field(1_000_000, ge=1)  # a corpus file record (JSONL, CSV); folders are chunked
 
 
 class DeploymentSettings(_Section):

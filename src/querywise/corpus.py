@@ -45,7 +45,10 @@ _INT = re.compile(r"-?\d+")
 _FLOAT = re.compile(r"-?\d+\.\d*|-?\.\d+")
 
 
-def _record_to_chunk(rec: dict[str, Any], path: Path, line: int) -> Chunk:
+MAX_RECORD_CHARS = 1_000_000  # the default of [limits] max_record_chars
+
+
+def _record_to_chunk(rec: dict[str, Any], path: Path, line: int, max_chars: int = MAX_RECORD_CHARS) -> Chunk:
     raw_id = rec.get("id", rec.get("_id"))
     if raw_id is None or (isinstance(raw_id, str) and not raw_id.strip()):
         raise CorpusError(path, line, "missing 'id' (or BEIR '_id')")
@@ -58,6 +61,9 @@ def _record_to_chunk(rec: dict[str, Any], path: Path, line: int) -> Chunk:
         raise CorpusError(path, line, "'title' must be a string")
     if not text.strip() and not title.strip():
         raise CorpusError(path, line, "empty 'text' and no 'title'")
+    if len(text) + len(title) > max_chars:  # everything downstream (analysis, embedding, payload) scales with it
+        raise CorpusError(path, line, f"a record of {len(text) + len(title):,} characters, over the limit of {max_chars:,} "
+                                      "([limits] max_record_chars): split it into several records")
     payload = {k: v for k, v in rec.items() if k not in _RESERVED}
     return Chunk(id=str(raw_id), text=text, title=title.strip(), payload=payload)
 
@@ -182,9 +188,12 @@ def _read_folder(root: Path, chunker: Chunker, *, follow_symlinks: bool = False)
             yield path, None, chunk
 
 
-def load_corpus(source: Path | str, *, chunker: Chunker | None = None, follow_symlinks: bool = False) -> list[Chunk]:
+def load_corpus(
+    source: Path | str, *, chunker: Chunker | None = None, follow_symlinks: bool = False, max_record_chars: int = MAX_RECORD_CHARS
+) -> list[Chunk]:
     """Load every chunk of `source`: a .jsonl[.gz], .csv[.gz] file or a folder of .txt/.md
-    (`follow_symlinks`: also read links that lead outside the folder, see `_folder_files`).
+    (`follow_symlinks`: also read links that lead outside the folder, see `_folder_files`). A
+    file record longer than `max_record_chars` is an error naming its line (folders are chunked).
 
     >>> chunks = load_corpus("corpus.jsonl")  # doctest: +SKIP
     """
@@ -202,7 +211,7 @@ def load_corpus(source: Path | str, *, chunker: Chunker | None = None, follow_sy
             rows = _read_csv(path)
         else:
             raise CorpusError(path, None, "unknown format: expected .jsonl, .csv (optionally .gz) or a folder")
-        records = ((path, n, _record_to_chunk(rec, path, n)) for n, rec in rows)
+        records = ((path, n, _record_to_chunk(rec, path, n, max_record_chars)) for n, rec in rows)
     chunks: list[Chunk] = []
     seen: dict[str, str] = {}
     for where, line, chunk in records:

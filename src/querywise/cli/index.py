@@ -43,7 +43,7 @@ def index_cmd(
     c = settings.chunking
     try:
         chunker = Chunker(max_chars=c.max_chars, overlap=c.overlap, identifier_pattern=c.identifier_pattern)
-        chunks = load_corpus(source, chunker=chunker, follow_symlinks=follow_symlinks)
+        chunks = load_corpus(source, chunker=chunker, follow_symlinks=follow_symlinks, max_record_chars=settings.limits.max_record_chars)
     except CorpusError as exc:
         raise fail(str(exc)) from None
     err.print(f"read {len(chunks):,} chunks from {esc(source)}", highlight=False)
