@@ -230,7 +230,7 @@ def markdown(result: dict[str, Any]) -> str:
         "Reading these figures:",
         "",
         "- In-sample. The gate's rules are general English (each cue is explained in "
-        "`src/querywise/understand/followup.py`), but they were written while reading this data's "
+        "`src/querywise/understand/followup/`), but they were written while reading this data's "
         "errors; expect lower recall on conversations nobody has read. No other data here has human "
         "rewrites to check that on.",
         "- Strong cues alone miss what has no surface cue: a turn that silently continues the topic "

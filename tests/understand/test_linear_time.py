@@ -23,6 +23,7 @@ from querywise.understand import ambiguity, followup, spelling
 from querywise.understand.filters import extract as filters_extract
 from querywise.understand.filters import extract_filters
 from querywise.understand.filters.semantic import text_left_for_search
+from querywise.understand.spelling import checker as spelling_checker
 
 KB100 = 100_000
 BOUND_S = 2.0
@@ -46,7 +47,7 @@ def finishes(fn: Callable[[], Any]) -> Any:
 def uncapped(monkeypatch: pytest.MonkeyPatch) -> None:
     """The moves read all of the text, however long."""
     whole: Callable[..., Any] = lambda text, *_: text  # noqa: E731
-    for module in (spelling, ambiguity, filters_extract):
+    for module in (spelling_checker, ambiguity, filters_extract):
         monkeypatch.setattr(module, "analysed_part", whole)
     monkeypatch.setattr(ambiguity, "analysed_history", lambda history, *_: list(history))
     monkeypatch.setattr(followup, "ANALYSIS_CHARS", 10**9)

@@ -4,7 +4,7 @@ Differences from the embedded engine, stated once:
 - A build writes a fresh collection (`<alias>-<build id>`) and then moves an alias onto it in one
   call, for other clients. An opened index reads its own build's collection by name, never the
   alias: a rebuild cannot move it onto another build's points while it holds that build's
-  lexicon. A collection is dropped with its build folder (`[index] keep_builds`, see store.py).
+  lexicon. A collection is dropped with its build folder (`[index] keep_builds`, see builds.py).
 - `QdrantClient(":memory:")` (local mode) is a pure-Python exact scan. It exercises this code
   path in tests and nothing more: never use it as an embedded engine.
 """

@@ -34,15 +34,10 @@ a read of the whole index. Sizes catch what was seen in practice: truncation, a 
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
-import hashlib
 import json
 import math
 import os
-import re
 import shutil
-import stat
 import time
 import uuid
 import weakref
@@ -57,49 +52,35 @@ from querywise.conditions import Where
 from querywise.config import Settings
 from querywise.corpus import Chunk
 from querywise.embed import Embedder, embedder_for
+from querywise.index.builds import (
+    FORMAT_VERSION,
+    Manifest,
+    build_folder,
+    build_lock,
+    check_files,
+    claim,
+    clear_stale,
+    current_id,
+    hold,
+    point_current,
+    prune,
+    read_current,
+    rollback,
+)
 from querywise.index.engine import EdgeEngine, Engine, EngineHit, EnginePoint, EngineQuery, Mode, PayloadKind
+from querywise.index.errors import IndexStoreError, damaged
+from querywise.index.integrity import BlockDigest, FileSum, digest_bytes, fsync_dir, seal
 from querywise.index.lexical import Lexicon
-from querywise.index.server import ServerEngine, collection_of, connect, drop_collection, point_alias
+from querywise.index.server import ServerEngine, collection_of, connect, drop_collection
 
 if TYPE_CHECKING:  # imported at run time only when a server is used
     from qdrant_client import QdrantClient
 
 __all__ = ["FORMAT_VERSION", "FileSum", "Hit", "Index", "IndexStoreError", "Manifest", "Progress", "build_index", "rollback"]
 
-FORMAT_VERSION = 2  # 2: the manifest records each file's size and digest
 _BATCH = 512
-# What CURRENT may hold: a bare folder name, so it can only name a folder in builds/.
-_BUILD_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}")
 _INTEGERS = (-(2**63), 2**64 - 1)  # what the engine stores as an integer (beyond: a float, digits lost)
-_BLOCK = 1 << 20
-_ZEROS = bytes(_BLOCK)
 _OPEN_ATTEMPTS = 5
-Part = Literal["folder", "CURRENT", "builds", "manifest", "chunks", "lexicon", "shard", "embedder", "payload"]
-
-
-class IndexStoreError(RuntimeError):
-    """The index folder is missing, foreign, damaged, or was built for something else.
-    `part` names what is wrong: folder, CURRENT, builds, manifest, chunks, lexicon, shard,
-    embedder or payload (None for other build errors)."""
-
-    def __init__(self, message: str, *, part: Part | None = None) -> None:
-        super().__init__(message)
-        self.part = part
-
-
-def _damaged(root: Path, part: Part, problem: str, remedy: str | None = None) -> IndexStoreError:
-    """An open error: the folder, the part, the problem, and what to do."""
-    todo = remedy or f"rebuild it with `querywise index SOURCE --index {root}`"
-    previous = _previous_hint(root) if part in ("manifest", "chunks", "lexicon", "shard") else ""
-    return IndexStoreError(f"{root}: index {part}: {problem}; {todo}{previous}", part=part)
-
-
-def _previous_hint(root: Path) -> str:
-    try:
-        kept = [d for d in (root / "builds").iterdir() if _BUILD_ID.fullmatch(d.name)]
-    except OSError:
-        return ""
-    return f", or go back to the previous build with `querywise index --rollback --index {root}`" if len(kept) > 1 else ""
 
 
 class Progress(Protocol):
@@ -110,35 +91,6 @@ class Progress(Protocol):
 
 def _quiet(phase: str, total: int | None) -> Callable[[int], None]:
     return lambda n: None
-
-
-class FileSum(BaseModel):
-    """A file's size and digest (see `_BlockDigest`)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    size: int
-    digest: str
-
-
-class Manifest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    format_version: int = FORMAT_VERSION
-    build_id: str
-    created: float
-    n_chunks: int
-    embedder: str
-    dim: int
-    engine: Literal["edge", "server"]
-    collection: str | None = None
-    server_url: str | None = None
-    k1: float
-    b: float
-    hnsw_m: int
-    hnsw_ef_construct: int
-    payload_indexes: dict[str, str]
-    build_seconds: float
-    # Every file of the build but manifest.json, by path relative to the build folder.
-    files: dict[str, FileSum]
 
 
 class Hit(BaseModel):
@@ -186,16 +138,6 @@ def _payload_index_kinds(chunks: Sequence[Chunk], wanted: list[str] | None) -> d
     return kinds
 
 
-@contextlib.contextmanager
-def _build_lock(root: Path) -> Iterator[None]:
-    with open(root / ".lock", "w") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise IndexStoreError(f"{root}: another build is running") from None
-        yield
-
-
 def _unstorable(value: Any, where: str) -> str | None:
     """Why `value` cannot be a payload value (JSON inside the engine), or None if it can."""
     if value is None or isinstance(value, bool | str):
@@ -238,135 +180,6 @@ def _check_vectors(vectors: np.ndarray, chunks: Sequence[Chunk], embedder: Embed
         raise IndexStoreError(f"chunk {c.id!r}: {embedder.model_id} embedded it as NaN or infinity (nothing was written)", part="embedder")
 
 
-def _ours_in_builds(entry: Path) -> bool:
-    if entry.name.startswith((".tmp-", ".trash-")):
-        return True
-    return _BUILD_ID.fullmatch(entry.name) is not None and entry.is_dir() and not entry.is_symlink()
-
-
-def _claim(root: Path) -> None:
-    """Refuse to write into a folder that is not a querywise index folder. What a failed or killed
-    first build leaves (builds/ with only .tmp-* or complete builds, .lock, CURRENT.tmp) is one."""
-    if not root.exists():
-        return
-    if not root.is_dir():
-        raise IndexStoreError(f"{root} is a file, not an index folder; choose another --index", part="folder")
-    names = {e.name for e in root.iterdir()}
-    builds = root / "builds"
-    if names and "CURRENT" not in names:
-        ours = names <= {"builds", ".lock", "CURRENT.tmp"} and (
-            not builds.exists() or (builds.is_dir() and all(_ours_in_builds(d) for d in builds.iterdir()))
-        )
-        if not ours:
-            raise IndexStoreError(f"{root} exists and is not a querywise index; refusing to write into it", part="folder")
-    current = root / "CURRENT"
-    if current.exists() and not current.is_file():
-        raise IndexStoreError(f"{root}: index CURRENT: {current} is not a file; remove it and build again", part="CURRENT")
-    if builds.exists() and not builds.is_dir():
-        raise IndexStoreError(f"{root}: index builds: {builds} is not a folder; remove it and build again", part="builds")
-
-
-def _clear_stale(root: Path) -> None:
-    """Remove what killed builds and removals left: builds/.tmp-*, builds/.trash-*, CURRENT.tmp."""
-    for entry in (root / "builds").iterdir():
-        if entry.name.startswith((".tmp-", ".trash-")):
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
-    (root / "CURRENT.tmp").unlink(missing_ok=True)
-
-
-class _BlockDigest:
-    """sha256 over a file's 1 MiB blocks: a block enters as b"D" + its own sha256, or, all zeros,
-    as b"Z" + its length. Qdrant preallocates sparse files (the demo index: 179 MB apparent, 1.2 MB
-    on disk): `_digest` skips their holes unread, and the digest is the same whether or not a copy
-    kept the holes. Hashing the demo index this way takes ~40 ms, plain sha256 of it ~140 ms."""
-
-    def __init__(self) -> None:
-        self._h, self._pending = hashlib.sha256(), bytearray()
-
-    def zeros(self, n: int) -> None:
-        self._h.update(b"Z%d" % n)
-
-    def block(self, data: bytes) -> None:
-        if data == _ZEROS[: len(data)]:
-            self.zeros(len(data))
-        else:
-            self._h.update(b"D" + hashlib.sha256(data).digest())
-
-    def update(self, data: bytes) -> None:
-        """Feed a stream in pieces of any size."""
-        self._pending += data
-        while len(self._pending) >= _BLOCK:
-            self.block(bytes(self._pending[:_BLOCK]))
-            del self._pending[:_BLOCK]
-
-    def hexdigest(self) -> str:
-        if self._pending:
-            self.block(bytes(self._pending))
-            self._pending.clear()
-        return self._h.hexdigest()
-
-
-def _next_data(fd: int, offset: int, size: int) -> int:
-    """Where data starts at or after `offset` (a hole before it reads as zeros); `offset` itself
-    where the file system cannot tell."""
-    if not hasattr(os, "SEEK_DATA"):
-        return offset
-    try:
-        return os.lseek(fd, offset, os.SEEK_DATA)
-    except OSError as exc:
-        return size if exc.errno == errno.ENXIO else offset
-
-
-def _digest(path: Path, *, sync: bool = False) -> tuple[int, str]:
-    """The size and digest of the file at `path` (`sync`: also flush it to disk first)."""
-    digest = _BlockDigest()
-    with open(path, "rb") as fh:
-        fd = fh.fileno()
-        if sync:
-            os.fsync(fd)
-        size = os.fstat(fd).st_size
-        for offset in range(0, size, _BLOCK):
-            n = min(_BLOCK, size - offset)
-            if _next_data(fd, offset, size) >= offset + n:
-                digest.zeros(n)  # a hole: zeros, unread
-                continue
-            fh.seek(offset)
-            digest.block(fh.read(n))
-    return size, digest.hexdigest()
-
-
-def _digest_bytes(data: bytes) -> str:
-    digest = _BlockDigest()
-    digest.update(data)
-    return digest.hexdigest()
-
-
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):  # some file systems cannot sync a directory
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _seal(build: Path) -> dict[str, FileSum]:
-    """Size and digest of every file of `build` (manifest.json aside), each synced to disk."""
-    sums: dict[str, FileSum] = {}
-    for folder, _, names in os.walk(build):
-        for name in names:
-            path = Path(folder, name)
-            rel = path.relative_to(build).as_posix()
-            if rel != "manifest.json":
-                size, digest = _digest(path, sync=True)
-                sums[rel] = FileSum(size=size, digest=digest)
-        _fsync_dir(Path(folder))
-    return dict(sorted(sums.items()))
-
-
 def build_index(
     chunks: Sequence[Chunk],
     path: Path | str,
@@ -388,13 +201,13 @@ def build_index(
     if not chunks:
         raise IndexStoreError("nothing to index")
     _check_storable(chunks)
-    _claim(root)
+    claim(root)
     (root / "builds").mkdir(parents=True, exist_ok=True)
     started = time.time()
     s = settings.index
-    with _build_lock(root):
-        _clear_stale(root)
-        previous = _current_id(root)
+    with build_lock(root):
+        clear_stale(root)
+        previous = current_id(root)
         build_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
         embedder = embedder or embedder_for(settings)
         texts = [c.search_text for c in chunks]
@@ -435,7 +248,7 @@ def build_index(
                 # Qdrant completes its files on the first load (edge_config.json gains defaults,
                 # tracker journals are applied); load once so that what is sealed is what readers find.
                 EdgeEngine.open(tmp / "shard").close()
-            files = _seal(tmp)
+            files = seal(tmp)
             manifest = Manifest(
                 build_id=build_id,
                 created=time.time(),
@@ -457,7 +270,7 @@ def build_index(
                 mf.write(manifest.model_dump_json(indent=2))
                 mf.flush()
                 os.fsync(mf.fileno())
-            _fsync_dir(tmp)
+            fsync_dir(tmp)
         except BaseException:
             # A clean failure leaves nothing behind (a killed build leaves .tmp-*, removed next time).
             if engine is not None:
@@ -469,176 +282,12 @@ def build_index(
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         os.replace(tmp, root / "builds" / build_id)
-        _fsync_dir(root / "builds")
+        fsync_dir(root / "builds")
         if s.engine == "server":
             engine.finish()  # the alias moves only once the local half is complete
-        _point_current(root, build_id)
-        _prune(root, [build_id, previous], s.keep_builds, client)
+        point_current(root, build_id)
+        prune(root, [build_id, previous], s.keep_builds, client)
         return Index.open(root, settings=settings, embedder=embedder, client=client)  # under the lock: this build
-
-
-def _point_current(root: Path, build_id: str) -> None:
-    tmp = root / "CURRENT.tmp"
-    with open(tmp, "w") as fh:
-        fh.write(build_id + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, root / "CURRENT")
-    _fsync_dir(root)
-
-
-def _current_id(root: Path) -> str | None:
-    """The build CURRENT names, or None when it names none (the lenient read of a build)."""
-    try:
-        return _read_current(root)
-    except IndexStoreError:
-        return None
-
-
-def _manifest_of(build: Path) -> Manifest | None:
-    """The manifest of a complete build folder, None if it has no valid one."""
-    try:
-        manifest = Manifest.model_validate_json((build / "manifest.json").read_bytes())
-    except (OSError, ValidationError):
-        return None
-    return manifest if manifest.build_id == build.name and manifest.format_version == FORMAT_VERSION else None
-
-
-def _kept_builds(root: Path) -> list[tuple[Path, Manifest | None]]:
-    builds = root / "builds"
-    entries = [d for d in builds.iterdir() if _BUILD_ID.fullmatch(d.name) and d.is_dir() and not d.is_symlink()]
-    return [(d, _manifest_of(d)) for d in entries]
-
-
-def _prune(root: Path, first: list[str | None], keep: int, client: QdrantClient | None) -> None:
-    """Keep `keep` builds: the new one, the one it replaced, then the newest; remove the rest
-    that no reader holds (a held one goes in a later build). Builds without a valid manifest
-    are not generations and go too."""
-    found = _kept_builds(root)
-    complete = {d.name: m for d, m in found if m is not None}
-    order = [b for b in dict.fromkeys(first) if b is not None and b in complete]
-    order += [m.build_id for m in sorted(complete.values(), key=lambda m: -m.created) if m.build_id not in order]
-    kept = set(order[:keep])
-    for build, _ in found:
-        if build.name not in kept:
-            _remove_build(build, client)
-
-
-def _remove_build(build: Path, client: QdrantClient | None) -> None:
-    if not (build / "manifest.json").is_file():  # never complete: no reader can hold it
-        shutil.rmtree(build, ignore_errors=True)
-        return
-    with open(build / "manifest.json", "rb") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return  # a reader holds it
-        manifest = _manifest_of(build)
-        if manifest is not None and manifest.engine == "server" and manifest.collection:
-            if client is None:
-                return  # its collection can only go with a client: a later build removes both
-            try:
-                drop_collection(client, collection_of(manifest.collection, manifest.build_id))
-            except Exception:
-                return  # keep the folder, so that a later build tries again
-        trash = build.with_name(f".trash-{build.name}")
-        os.replace(build, trash)  # under the lock: a reader locking after this finds the folder gone
-    shutil.rmtree(trash, ignore_errors=True)
-
-
-def rollback(path: Path | str, *, client: QdrantClient | None = None) -> Manifest:
-    """Switch CURRENT back to the newest kept build older than the live one (see `keep_builds`).
-
-    >>> rollback("my-index").build_id  # doctest: +SKIP
-    """
-    root = Path(path)
-    current_id = _read_current(root)
-    _build_folder(root, current_id)
-    with _build_lock(root):
-        found = {d.name: m for d, m in _kept_builds(root)}
-        current = found.get(current_id)
-        older = [m for name, m in found.items() if m is not None and name != current_id and (current is None or m.created < current.created)]
-        if not older:
-            raise IndexStoreError(
-                f"{root}: no earlier build to go back to (builds kept: {', '.join(sorted(found)) or 'none'}; "
-                "`[index] keep_builds` sets how many a build keeps)",
-                part="builds",
-            )
-        target = max(older, key=lambda m: m.created)
-        _check_files(root, root / "builds" / target.build_id, target, full=False)
-        if target.engine == "server" and target.collection:
-            point_alias(client or connect(target.server_url or ":memory:"), target.collection, collection_of(target.collection, target.build_id))
-        _point_current(root, target.build_id)
-    return target
-
-
-def _read_current(root: Path) -> str:
-    how = f"build one with `querywise index SOURCE --index {root}`"
-    if not root.is_dir():
-        raise IndexStoreError(f"{root} is not a querywise index (no such folder); {how}", part="folder")
-    current = root / "CURRENT"
-    try:
-        st = os.stat(current)
-    except FileNotFoundError:
-        raise IndexStoreError(f"{root} is not a querywise index (no CURRENT file); {how}", part="CURRENT") from None
-    except OSError as exc:
-        raise _damaged(root, "CURRENT", f"{current} cannot be read ({exc.strerror})") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise _damaged(root, "CURRENT", f"{current} is not a file", f"remove it and rebuild with `querywise index SOURCE --index {root}`")
-    try:
-        raw = current.read_bytes()[:512]
-    except OSError as exc:
-        raise _damaged(root, "CURRENT", f"{current} cannot be read ({exc.strerror})") from None
-    try:
-        build_id = raw.decode("ascii").strip()
-    except UnicodeDecodeError:
-        build_id = ""
-    if not _BUILD_ID.fullmatch(build_id):
-        raise _damaged(root, "CURRENT", f"holds {raw[:80]!r}, not a build id (a bare folder name in builds/)")
-    return build_id
-
-
-def _build_folder(root: Path, build_id: str) -> Path:
-    builds = root / "builds"
-    if not builds.is_dir():
-        problem = "is not a folder" if builds.exists() else "is missing"
-        raise _damaged(root, "builds", f"{builds} {problem}", f"remove it and rebuild with `querywise index SOURCE --index {root}`" if builds.exists() else None)
-    build = builds / build_id
-    if build.is_symlink():
-        raise _damaged(root, "CURRENT", f"names {build}, a link (a build is a folder inside builds/)")
-    if not build.is_dir():
-        raise _damaged(root, "CURRENT", f"names build {build_id}, which is not in {builds}")
-    return build
-
-
-def _hold(root: Path, build: Path) -> int | None:
-    """Open the build's manifest.json and hold a shared lock on it (until `Index.close`, or until
-    the index is garbage-collected): no build removes a build while that lock is held. None when
-    a build removed it since CURRENT was read."""
-    path = build / "manifest.json"
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        if not build.exists():
-            return None
-        raise _damaged(root, "manifest", f"{path} is missing") from None
-    except OSError as exc:
-        raise _damaged(root, "manifest", f"{path} cannot be read ({exc.strerror})") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None  # a build is removing it right now
-    except OSError:
-        pass  # a file system without locks: the index opens, unprotected from removal
-    try:
-        same = os.path.samestat(os.fstat(fd), os.stat(path))
-    except FileNotFoundError:
-        same = False
-    if not same:  # moved away between open and lock
-        os.close(fd)
-        return None
-    return fd
 
 
 def _read_fd(fd: int) -> bytes:
@@ -650,55 +299,33 @@ def _parse_manifest(root: Path, build: Path, raw: bytes) -> Manifest:
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
-        raise _damaged(root, "manifest", f"{build / 'manifest.json'} is not valid JSON (truncated or overwritten)") from None
+        raise damaged(root, "manifest", f"{build / 'manifest.json'} is not valid JSON (truncated or overwritten)") from None
     if not isinstance(data, dict):
-        raise _damaged(root, "manifest", f"{build / 'manifest.json'} is not a JSON object")
+        raise damaged(root, "manifest", f"{build / 'manifest.json'} is not a JSON object")
     version = data.get("format_version")
     if version != FORMAT_VERSION:
-        raise _damaged(root, "manifest", f"index format {version}, this querywise reads {FORMAT_VERSION}")
+        raise damaged(root, "manifest", f"index format {version}, this querywise reads {FORMAT_VERSION}")
     try:
         manifest = Manifest.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(map(str, first["loc"])) or "(top)"
-        raise _damaged(root, "manifest", f"{where}: {first['msg']}") from None
+        raise damaged(root, "manifest", f"{where}: {first['msg']}") from None
     if manifest.build_id != build.name:
-        raise _damaged(root, "manifest", f"belongs to build {manifest.build_id!r}, found in {build}")
+        raise damaged(root, "manifest", f"belongs to build {manifest.build_id!r}, found in {build}")
     if manifest.dim <= 0 or manifest.n_chunks <= 0:
-        raise _damaged(root, "manifest", f"dim {manifest.dim} and n_chunks {manifest.n_chunks} must be positive")
+        raise damaged(root, "manifest", f"dim {manifest.dim} and n_chunks {manifest.n_chunks} must be positive")
     for rel in manifest.files:
         if rel.startswith("/") or ".." in rel.split("/") or "\\" in rel:
-            raise _damaged(root, "manifest", f"lists a file outside its build: {rel!r}")
+            raise damaged(root, "manifest", f"lists a file outside its build: {rel!r}")
     for needed in ("chunks.jsonl", "lexicon.json"):
         if needed not in manifest.files:
-            raise _damaged(root, "manifest", f"records no size and checksum for {needed}")
+            raise damaged(root, "manifest", f"records no size and checksum for {needed}")
     if manifest.engine == "edge" and "shard/edge_config.json" not in manifest.files:
-        raise _damaged(root, "manifest", "says engine edge but records no shard")
+        raise damaged(root, "manifest", "says engine edge but records no shard")
     if manifest.engine == "server" and not manifest.collection:
-        raise _damaged(root, "manifest", "says engine server but names no collection")
+        raise damaged(root, "manifest", "says engine server but names no collection")
     return manifest
-
-
-def _part_of(rel: str) -> Part:
-    return "chunks" if rel == "chunks.jsonl" else "lexicon" if rel == "lexicon.json" else "shard"
-
-
-def _check_files(root: Path, build: Path, manifest: Manifest, *, full: bool) -> None:
-    """Every recorded file is there at its recorded size; with `full`, with its digest too."""
-    for rel, want in manifest.files.items():
-        part, path = _part_of(rel), build / rel
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            raise _damaged(root, part, f"{rel} is missing from {build}") from None
-        except OSError as exc:
-            raise _damaged(root, part, f"{rel} cannot be read ({exc.strerror})") from None
-        if not stat.S_ISREG(st.st_mode):
-            raise _damaged(root, part, f"{rel} is not a file")
-        if st.st_size != want.size:
-            raise _damaged(root, part, f"{rel} is {st.st_size:,} bytes, the build wrote {want.size:,} (truncated or changed)")
-        if full and _digest(path)[1] != want.digest:
-            raise _damaged(root, part, f"{rel} does not match the checksum recorded at build time (changed since)")
 
 
 def _check_embedder(root: Path, manifest: Manifest, embedder: Embedder) -> None:
@@ -708,7 +335,7 @@ def _check_embedder(root: Path, manifest: Manifest, embedder: Embedder) -> None:
             f"rebuild it with `querywise index SOURCE --index {root}` or configure that model", part="embedder",
         )
     if embedder.dim != manifest.dim:
-        raise _damaged(root, "manifest", f"dim {manifest.dim}, but {embedder.model_id} makes {embedder.dim}-dimensional vectors")
+        raise damaged(root, "manifest", f"dim {manifest.dim}, but {embedder.model_id} makes {embedder.dim}-dimensional vectors")
 
 
 def _load_lexicon(root: Path, build: Path, manifest: Manifest) -> Lexicon:
@@ -716,15 +343,15 @@ def _load_lexicon(root: Path, build: Path, manifest: Manifest) -> Lexicon:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise _damaged(root, "lexicon", f"{path} cannot be read ({exc.strerror})") from None
-    if _digest_bytes(raw) != manifest.files["lexicon.json"].digest:
-        raise _damaged(root, "lexicon", f"{path} does not match the checksum recorded at build time (changed since)")
+        raise damaged(root, "lexicon", f"{path} cannot be read ({exc.strerror})") from None
+    if digest_bytes(raw) != manifest.files["lexicon.json"].digest:
+        raise damaged(root, "lexicon", f"{path} does not match the checksum recorded at build time (changed since)")
     try:
         lexicon = Lexicon.loads(raw)
     except (ValueError, KeyError, TypeError) as exc:
-        raise _damaged(root, "lexicon", f"{path} is not a lexicon ({exc})") from None
+        raise damaged(root, "lexicon", f"{path} is not a lexicon ({exc})") from None
     if lexicon.n_docs != manifest.n_chunks:
-        raise _damaged(root, "lexicon", f"counts {lexicon.n_docs} documents, the manifest {manifest.n_chunks}")
+        raise damaged(root, "lexicon", f"counts {lexicon.n_docs} documents, the manifest {manifest.n_chunks}")
     return lexicon
 
 
@@ -738,25 +365,25 @@ def _open_edge(root: Path, build: Path, manifest: Manifest) -> EdgeEngine:
     try:
         dim = json.loads(config.read_bytes())["vectors"]["dense"]["size"]
     except (OSError, ValueError, KeyError, TypeError):
-        raise _damaged(root, "shard", f"{config} does not give the dense vectors' size") from None
+        raise damaged(root, "shard", f"{config} does not give the dense vectors' size") from None
     if dim != manifest.dim:
-        raise _damaged(root, "manifest", f"dim {manifest.dim}, but the shard holds {dim}-dimensional vectors")
+        raise damaged(root, "manifest", f"dim {manifest.dim}, but the shard holds {dim}-dimensional vectors")
     try:
         engine = EdgeEngine.open(build / "shard")
     except BaseException as exc:
         if not _is_engine_failure(exc):
             raise
-        raise _damaged(root, "shard", f"Qdrant cannot load {build / 'shard'} ({str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__})") from None
+        raise damaged(root, "shard", f"Qdrant cannot load {build / 'shard'} ({str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__})") from None
     try:
         count = engine.count()
     except BaseException as exc:
         engine.close()
         if not _is_engine_failure(exc):
             raise
-        raise _damaged(root, "shard", f"Qdrant cannot read {build / 'shard'}") from None
+        raise damaged(root, "shard", f"Qdrant cannot read {build / 'shard'}") from None
     if count != manifest.n_chunks:
         engine.close()
-        raise _damaged(root, "shard", f"holds {count} points, the manifest {manifest.n_chunks}")
+        raise damaged(root, "shard", f"holds {count} points, the manifest {manifest.n_chunks}")
     return engine
 
 
@@ -782,7 +409,7 @@ class Index:
         self.settings, self._embedder = settings, embedder
         self._embedder_checked = False
         self.build = build or root / "builds" / manifest.build_id
-        # The reader's lock on its build (see _hold), released by close() or with the object.
+        # The reader's lock on its build (see builds.hold), released by close() or with the object.
         self._release = weakref.finalize(self, os.close, hold) if hold is not None else None
 
     @classmethod
@@ -800,16 +427,16 @@ class Index:
         Any damage is an `IndexStoreError` naming the folder, the part and what to do."""
         root = Path(path)
         for _ in range(_OPEN_ATTEMPTS):
-            build = _build_folder(root, _read_current(root))
-            hold = _hold(root, build)
-            if hold is None:
+            build = build_folder(root, read_current(root))
+            held = hold(root, build)
+            if held is None:
                 continue  # a build removed it after CURRENT moved on: read CURRENT again
             try:
-                return cls._load(root, build, hold, settings or Settings(), embedder, client, verify)
+                return cls._load(root, build, held, settings or Settings(), embedder, client, verify)
             except BaseException:
-                os.close(hold)
+                os.close(held)
                 raise
-        raise _damaged(root, "CURRENT", "kept naming builds that were being removed", "try again once the running builds finish")
+        raise damaged(root, "CURRENT", "kept naming builds that were being removed", "try again once the running builds finish")
 
     @classmethod
     def _load(
@@ -819,9 +446,9 @@ class Index:
         try:
             raw = _read_fd(hold)
         except OSError as exc:
-            raise _damaged(root, "manifest", f"{build / 'manifest.json'} cannot be read ({exc.strerror})") from None
+            raise damaged(root, "manifest", f"{build / 'manifest.json'} cannot be read ({exc.strerror})") from None
         manifest = _parse_manifest(root, build, raw)
-        _check_files(root, build, manifest, full=verify)
+        check_files(root, build, manifest, full=verify)
         lexicon = _load_lexicon(root, build, manifest)
         if embedder is not None:
             _check_embedder(root, manifest, embedder)
@@ -835,7 +462,7 @@ class Index:
 
     def verify(self) -> None:
         """Check every file of this build against the checksum recorded at build time."""
-        _check_files(self.root, self.build, self.manifest, full=True)
+        check_files(self.root, self.build, self.manifest, full=True)
 
     def __len__(self) -> int:
         return self.manifest.n_chunks
@@ -893,7 +520,7 @@ class Index:
         """Every indexed chunk, in index order (checked against its checksum as it is read: an
         `IndexStoreError` after the last chunk if the file changed since the build)."""
         path = self.build / "chunks.jsonl"
-        digest = _BlockDigest()
+        digest = BlockDigest()
         try:
             lines = _lines(path)
             for n, line in enumerate(lines, start=1):
@@ -901,12 +528,12 @@ class Index:
                 try:
                     chunk = Chunk.model_validate_json(line)
                 except ValidationError:
-                    raise _damaged(self.root, "chunks", f"{path}:{n} is not a chunk") from None
+                    raise damaged(self.root, "chunks", f"{path}:{n} is not a chunk") from None
                 yield chunk
         except OSError as exc:
-            raise _damaged(self.root, "chunks", f"{path} cannot be read ({exc.strerror})") from None
+            raise damaged(self.root, "chunks", f"{path} cannot be read ({exc.strerror})") from None
         if digest.hexdigest() != self.manifest.files["chunks.jsonl"].digest:
-            raise _damaged(self.root, "chunks", f"{path} does not match the checksum recorded at build time (changed since)")
+            raise damaged(self.root, "chunks", f"{path} does not match the checksum recorded at build time (changed since)")
 
     def close(self) -> None:
         """Close the engine, then let builds remove this build again."""

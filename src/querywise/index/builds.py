@@ -1,0 +1,284 @@
+"""The index folder's builds: manifests, CURRENT, the build lock, readers' holds, pruning and rollback."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from querywise.index.errors import BUILD_ID, IndexStoreError, Part, damaged
+from querywise.index.integrity import FileSum, digest, fsync_dir
+from querywise.index.server import collection_of, connect, drop_collection, point_alias
+
+if TYPE_CHECKING:  # imported at run time only when a server is used
+    from qdrant_client import QdrantClient
+
+__all__ = [
+    "FORMAT_VERSION", "Manifest", "build_folder", "build_lock", "check_files", "claim", "clear_stale", "current_id",
+    "hold", "point_current", "prune", "read_current", "rollback",
+]
+
+FORMAT_VERSION = 2  # 2: the manifest records each file's size and digest
+
+
+class Manifest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    format_version: int = FORMAT_VERSION
+    build_id: str
+    created: float
+    n_chunks: int
+    embedder: str
+    dim: int
+    engine: Literal["edge", "server"]
+    collection: str | None = None
+    server_url: str | None = None
+    k1: float
+    b: float
+    hnsw_m: int
+    hnsw_ef_construct: int
+    payload_indexes: dict[str, str]
+    build_seconds: float
+    # Every file of the build but manifest.json, by path relative to the build folder.
+    files: dict[str, FileSum]
+
+
+@contextlib.contextmanager
+def build_lock(root: Path) -> Iterator[None]:
+    with open(root / ".lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise IndexStoreError(f"{root}: another build is running") from None
+        yield
+
+
+def _ours_in_builds(entry: Path) -> bool:
+    if entry.name.startswith((".tmp-", ".trash-")):
+        return True
+    return BUILD_ID.fullmatch(entry.name) is not None and entry.is_dir() and not entry.is_symlink()
+
+
+def claim(root: Path) -> None:
+    """Refuse to write into a folder that is not a querywise index folder. What a failed or killed
+    first build leaves (builds/ with only .tmp-* or complete builds, .lock, CURRENT.tmp) is one."""
+    if not root.exists():
+        return
+    if not root.is_dir():
+        raise IndexStoreError(f"{root} is a file, not an index folder; choose another --index", part="folder")
+    names = {e.name for e in root.iterdir()}
+    builds = root / "builds"
+    if names and "CURRENT" not in names:
+        ours = names <= {"builds", ".lock", "CURRENT.tmp"} and (
+            not builds.exists() or (builds.is_dir() and all(_ours_in_builds(d) for d in builds.iterdir()))
+        )
+        if not ours:
+            raise IndexStoreError(f"{root} exists and is not a querywise index; refusing to write into it", part="folder")
+    current = root / "CURRENT"
+    if current.exists() and not current.is_file():
+        raise IndexStoreError(f"{root}: index CURRENT: {current} is not a file; remove it and build again", part="CURRENT")
+    if builds.exists() and not builds.is_dir():
+        raise IndexStoreError(f"{root}: index builds: {builds} is not a folder; remove it and build again", part="builds")
+
+
+def clear_stale(root: Path) -> None:
+    """Remove what killed builds and removals left: builds/.tmp-*, builds/.trash-*, CURRENT.tmp."""
+    for entry in (root / "builds").iterdir():
+        if entry.name.startswith((".tmp-", ".trash-")):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+    (root / "CURRENT.tmp").unlink(missing_ok=True)
+
+
+def point_current(root: Path, build_id: str) -> None:
+    tmp = root / "CURRENT.tmp"
+    with open(tmp, "w") as fh:
+        fh.write(build_id + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, root / "CURRENT")
+    fsync_dir(root)
+
+
+def current_id(root: Path) -> str | None:
+    """The build CURRENT names, or None when it names none (the lenient read of a build)."""
+    try:
+        return read_current(root)
+    except IndexStoreError:
+        return None
+
+
+def _manifest_of(build: Path) -> Manifest | None:
+    """The manifest of a complete build folder, None if it has no valid one."""
+    try:
+        manifest = Manifest.model_validate_json((build / "manifest.json").read_bytes())
+    except (OSError, ValidationError):
+        return None
+    return manifest if manifest.build_id == build.name and manifest.format_version == FORMAT_VERSION else None
+
+
+def _kept_builds(root: Path) -> list[tuple[Path, Manifest | None]]:
+    builds = root / "builds"
+    entries = [d for d in builds.iterdir() if BUILD_ID.fullmatch(d.name) and d.is_dir() and not d.is_symlink()]
+    return [(d, _manifest_of(d)) for d in entries]
+
+
+def prune(root: Path, first: list[str | None], keep: int, client: QdrantClient | None) -> None:
+    """Keep `keep` builds: the new one, the one it replaced, then the newest; remove the rest
+    that no reader holds (a held one goes in a later build). Builds without a valid manifest
+    are not generations and go too."""
+    found = _kept_builds(root)
+    complete = {d.name: m for d, m in found if m is not None}
+    order = [b for b in dict.fromkeys(first) if b is not None and b in complete]
+    order += [m.build_id for m in sorted(complete.values(), key=lambda m: -m.created) if m.build_id not in order]
+    kept = set(order[:keep])
+    for build, _ in found:
+        if build.name not in kept:
+            _remove_build(build, client)
+
+
+def _remove_build(build: Path, client: QdrantClient | None) -> None:
+    if not (build / "manifest.json").is_file():  # never complete: no reader can hold it
+        shutil.rmtree(build, ignore_errors=True)
+        return
+    with open(build / "manifest.json", "rb") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return  # a reader holds it
+        manifest = _manifest_of(build)
+        if manifest is not None and manifest.engine == "server" and manifest.collection:
+            if client is None:
+                return  # its collection can only go with a client: a later build removes both
+            try:
+                drop_collection(client, collection_of(manifest.collection, manifest.build_id))
+            except Exception:
+                return  # keep the folder, so that a later build tries again
+        trash = build.with_name(f".trash-{build.name}")
+        os.replace(build, trash)  # under the lock: a reader locking after this finds the folder gone
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def rollback(path: Path | str, *, client: QdrantClient | None = None) -> Manifest:
+    """Switch CURRENT back to the newest kept build older than the live one (see `keep_builds`).
+
+    >>> rollback("my-index").build_id  # doctest: +SKIP
+    """
+    root = Path(path)
+    live_id = read_current(root)
+    build_folder(root, live_id)
+    with build_lock(root):
+        found = {d.name: m for d, m in _kept_builds(root)}
+        current = found.get(live_id)
+        older = [m for name, m in found.items() if m is not None and name != live_id and (current is None or m.created < current.created)]
+        if not older:
+            raise IndexStoreError(
+                f"{root}: no earlier build to go back to (builds kept: {', '.join(sorted(found)) or 'none'}; "
+                "`[index] keep_builds` sets how many a build keeps)",
+                part="builds",
+            )
+        target = max(older, key=lambda m: m.created)
+        check_files(root, root / "builds" / target.build_id, target, full=False)
+        if target.engine == "server" and target.collection:
+            point_alias(client or connect(target.server_url or ":memory:"), target.collection, collection_of(target.collection, target.build_id))
+        point_current(root, target.build_id)
+    return target
+
+
+def read_current(root: Path) -> str:
+    how = f"build one with `querywise index SOURCE --index {root}`"
+    if not root.is_dir():
+        raise IndexStoreError(f"{root} is not a querywise index (no such folder); {how}", part="folder")
+    current = root / "CURRENT"
+    try:
+        st = os.stat(current)
+    except FileNotFoundError:
+        raise IndexStoreError(f"{root} is not a querywise index (no CURRENT file); {how}", part="CURRENT") from None
+    except OSError as exc:
+        raise damaged(root, "CURRENT", f"{current} cannot be read ({exc.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise damaged(root, "CURRENT", f"{current} is not a file", f"remove it and rebuild with `querywise index SOURCE --index {root}`")
+    try:
+        raw = current.read_bytes()[:512]
+    except OSError as exc:
+        raise damaged(root, "CURRENT", f"{current} cannot be read ({exc.strerror})") from None
+    try:
+        build_id = raw.decode("ascii").strip()
+    except UnicodeDecodeError:
+        build_id = ""
+    if not BUILD_ID.fullmatch(build_id):
+        raise damaged(root, "CURRENT", f"holds {raw[:80]!r}, not a build id (a bare folder name in builds/)")
+    return build_id
+
+
+def build_folder(root: Path, build_id: str) -> Path:
+    builds = root / "builds"
+    if not builds.is_dir():
+        problem = "is not a folder" if builds.exists() else "is missing"
+        raise damaged(root, "builds", f"{builds} {problem}", f"remove it and rebuild with `querywise index SOURCE --index {root}`" if builds.exists() else None)
+    build = builds / build_id
+    if build.is_symlink():
+        raise damaged(root, "CURRENT", f"names {build}, a link (a build is a folder inside builds/)")
+    if not build.is_dir():
+        raise damaged(root, "CURRENT", f"names build {build_id}, which is not in {builds}")
+    return build
+
+
+def hold(root: Path, build: Path) -> int | None:
+    """Open the build's manifest.json and hold a shared lock on it (until `Index.close`, or until
+    the index is garbage-collected): no build removes a build while that lock is held. None when
+    a build removed it since CURRENT was read."""
+    path = build / "manifest.json"
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        if not build.exists():
+            return None
+        raise damaged(root, "manifest", f"{path} is missing") from None
+    except OSError as exc:
+        raise damaged(root, "manifest", f"{path} cannot be read ({exc.strerror})") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None  # a build is removing it right now
+    except OSError:
+        pass  # a file system without locks: the index opens, unprotected from removal
+    try:
+        same = os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        same = False
+    if not same:  # moved away between open and lock
+        os.close(fd)
+        return None
+    return fd
+
+
+def _part_of(rel: str) -> Part:
+    return "chunks" if rel == "chunks.jsonl" else "lexicon" if rel == "lexicon.json" else "shard"
+
+
+def check_files(root: Path, build: Path, manifest: Manifest, *, full: bool) -> None:
+    """Every recorded file is there at its recorded size; with `full`, with its digest too."""
+    for rel, want in manifest.files.items():
+        part, path = _part_of(rel), build / rel
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise damaged(root, part, f"{rel} is missing from {build}") from None
+        except OSError as exc:
+            raise damaged(root, part, f"{rel} cannot be read ({exc.strerror})") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise damaged(root, part, f"{rel} is not a file")
+        if st.st_size != want.size:
+            raise damaged(root, part, f"{rel} is {st.st_size:,} bytes, the build wrote {want.size:,} (truncated or changed)")
+        if full and digest(path)[1] != want.digest:
+            raise damaged(root, part, f"{rel} does not match the checksum recorded at build time (changed since)")

@@ -1,0 +1,281 @@
+"""A message as the follow-up gate reads it: tokens with their word classes, and the
+indexed lookups the detectors share (clauses, antecedents, noun phrases, anchors)."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Sequence
+from functools import cached_property
+
+# --- closed classes of English ----------------------------------------------------------------
+
+
+def _set(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+# Third-person personal pronouns point at something said before; first and second person point
+# at the speakers, who never need resolving.
+PERSONAL = _set("it its itself they them their theirs themselves he him his himself she her hers herself")
+POSSESSIVE = _set("its their his her")
+BE = _set("is are was were be been being am 's 're 'm")
+AUX = BE | _set("do does did can could will would shall should may might must has have had 've 'd 'll ca wo")
+_WH = _set("what why how where when who whom whose which")
+PREP = _set(
+    "of for on in at from to with about between among during after before around under over into onto "
+    "across through without within against toward towards than as by via like per near versus vs"
+)
+ARTICLE = _set("the a an")
+# The speakers anchor what they own or do: "the limit on my card", "the accent you use".
+_SPEAKERS_POSSESSIVE = _set("my our your")
+_SPEAKERS_SUBJECT = _set("i we you")
+_PERSONAL_SUBJECT = _set("he she they")
+DET = ARTICLE | _set("this that these those my your our his her its their some any no every each another")
+QUANTIFIER = _set("some any both either neither none each several many few all")
+FUNCTION = (
+    PERSONAL
+    | AUX
+    | _WH
+    | PREP
+    | ARTICLE
+    | QUANTIFIER
+    | _set(
+        "this that these those such no not n't i me my mine myself we us our ours you your yours yourself "
+        "one ones and or but nor so if then there here yes also too very really just only even still "
+        "already else more most less least much other others another same own please thanks thank ok okay "
+        "ever generally tell give show explain describe know let get got"
+    )
+)
+# Nouns whose definite form is unique in any situation ("the world", "the summer"): the article
+# needs no earlier mention.
+UNIQUE = _set(
+    "world earth sun moon sky universe internet web weather environment economy past present future "
+    "public morning afternoon evening night day weekend week month year summer winter spring autumn "
+    "fall time moment beginning end"
+)
+# After "this", these anchor it to the time of speaking, not to an earlier turn.
+DEICTIC_TIME = _set(
+    "year week month morning afternoon evening weekend season summer winter spring autumn fall century decade time moment"
+)
+# Verbs whose subject "it" is impersonal: "it seems that", "what does it mean", weather.
+IMPERSONAL = _set("mean means matter matters depend depends seem seems appear appears raining snowing rains snows")
+TIME_NOUNS = _set("time day date")
+# Tough-movement adjectives: in "is it easy to learn?" the infinitive has a gap that "it" fills,
+# so "it" refers; after other adjectives "is it ... to" is an expletive ("is it possible to").
+TOUGH = _set(
+    "easy easier easiest hard harder hardest difficult tough tougher simple simpler fun safe safer cheap cheaper expensive"
+)
+# Two-place relations need two terms; a message that gives one leaves the other to the context.
+RELATION_NOUN = _set(
+    "difference differences similarity similarities relationship relation relations connection link comparison"
+)
+# A role or a contribution is one thing's part *in* another: "the role of X" leaves the other out.
+PART_IN = _set("role roles contribution contributions")
+RELATION_PRED = _set("different differ differs compare compared compares similar alike related relate comparable")
+STANDARD = _set("from than to with as versus vs between")
+# Classifier nouns are relational: a type is a type *of* something. As a head without "of"
+# ("what kind do I need?") the something is whatever the conversation is about.
+CLASSIFIER = _set(
+    "kind kinds type types sort sorts variety varieties category categories class classes form forms "
+    "example examples version versions model models member members part parts style styles"
+)
+# Adjectives relative to a domain ("popular" where? "main" among what?): in front of a noun with
+# no complement, the domain is the conversation's.
+DOMAIN_ADJ = _set(
+    "main key major important popular common typical famous notable primary principal leading basic usual standard traditional"
+)
+SUPERLATIVE = _set("best worst first last most least next")
+# Ordered relative to the moment of speaking ("the next song", "the last input"), not to a turn.
+DEICTIC_ORDER = _set("next last previous current latest default")
+# Degree words before a comparative ("much cheaper", "any better").
+DEGREE = _set("much any even far way slightly bit lot no")
+OPENERS = _set("and but or also plus even")
+OPENER_PAIRS = {("what", "about"), ("how", "about"), ("if", "so"), ("if", "not"), ("why", "not"), ("same", "for")}
+# Additive and substitutive particles presuppose an earlier statement ("the Lite too?").
+FINAL_PARTICLES = _set("too instead either")
+# Complements that complete a noun phrase on their own: "the return window for X", "the one that".
+_COMPLEMENT = _set("of for about between among that which who whom whose where 's")
+
+TOKEN = re.compile(
+    r"[A-Za-z0-9]+(?=n't\b)|n't\b|[A-Za-z0-9]+(?:[-./][A-Za-z0-9]+)*|'(?:s|re|ve|d|ll|m)\b|[^\sA-Za-z0-9]"
+)
+CLAUSE_PUNCT = _set(". ? ! ; : ,")
+_SENTENCE_END = _set(". ? !")
+SHORT = 2
+
+
+class _Tok:
+    """One token, with its word classes worked out once (the detectors ask them per token)."""
+
+    __slots__ = ("content", "initial", "low", "named", "start", "text", "word")
+
+    def __init__(self, text: str, low: str, start: int, initial: bool = False) -> None:
+        self.text, self.low, self.start = text, low, start
+        self.initial = initial  # first word of a sentence, capitalised by spelling rules only
+        self.word = low[0].isalnum() or low[0] == "'"
+        self.content = self.word and low not in FUNCTION and not low.isdigit()
+        # Part of a name ("Solace 7", "the 321 method"): a digit, or a capital that sentence
+        # spelling does not explain; an acronym ("US", "ACL") even when it spells a function word.
+        self.named = self.word and (
+            (len(text) > 1 and text.isupper())
+            or (low not in FUNCTION and (any(c.isdigit() for c in text) or (text[0].isupper() and not initial)))
+        )
+
+    def __repr__(self) -> str:
+        return f"_Tok({self.text!r}, {self.start})"
+
+
+class Message:
+    """Tokens of one message with the lookups the detectors share.
+
+    Every lookup a detector makes per token is O(1) or O(log n) (indexes built once per
+    message), so the gate is linear in the message: no detector rescans the rest or the start
+    of the message from each token."""
+
+    def __init__(self, text: str, anchors: Sequence[tuple[int, int]], *, catalog: bool = False) -> None:
+        self.text = text
+        # Same length as the message, so catalog offsets still point at the right tokens. The
+        # token pattern splits "it's" into "it" + "'s": a contracted pronoun is still a pronoun.
+        text = text.replace("\u2019", "'").replace("\u2018", "'")
+        self.toks: list[_Tok] = []
+        initial = True
+        for found in TOKEN.finditer(text):
+            raw = found.group(0)
+            tok = _Tok(raw, raw.lower(), found.start(), initial and raw[0].isalnum())
+            self.toks.append(tok)
+            initial = tok.low in _SENTENCE_END or (initial and not tok.word)
+        self.low = [t.low for t in self.toks]
+        self.words = [t for t in self.toks if t.word]
+        # Catalog mentions anchor a message: they are what its descriptions and pronouns are
+        # about. Without a catalog, a run of name words can still be a pronoun's referent.
+        self.anchors = list(anchors)
+        self.referents = list(anchors) if catalog else self._name_runs()
+        self.clause_starts = self._clause_starts()
+        # Where each word last occurs; the first token that is content or named (len: none).
+        self.last = {w: i for i, w in enumerate(self.low)}
+        self.first_topic = next((i for i, t in enumerate(self.toks) if t.content or t.named), len(self.toks))
+
+    def _name_runs(self) -> list[tuple[int, int]]:
+        """Model-like names ("Solace 7", "Knoll Max 2"): a capitalised word with a number in the
+        run. Other capitalised words (places, holidays, institutions) are rarely what "it" is."""
+        runs: list[list[_Tok]] = []
+        for i, t in enumerate(self.toks):
+            if t.named and i and self.toks[i - 1].named and runs:
+                runs[-1].append(t)
+            elif t.named:
+                runs.append([t])
+        return [
+            (run[0].start, run[-1].start + len(run[-1].text))
+            for run in runs
+            if len(run) > 1 and run[0].text[0].isupper() and any(c.isdigit() for x in run for c in x.text)
+        ]
+
+    def at(self, i: int) -> str:
+        return self.low[i] if 0 <= i < len(self.low) else ""
+
+    def _clause_starts(self) -> list[int]:
+        """Where clauses start: after clause punctuation, or at a coordinator that starts one."""
+        starts = [0]
+        for i, w in enumerate(self.low[:-1]):
+            nxt = self.low[i + 1]
+            # "X, and why is it ...", "X and its Y", and a second verb with its own object
+            # ("move the money and put it ...").
+            coordinator = w in {"and", "but", "or", "so", "then"}
+            if w in CLAUSE_PUNCT or (
+                coordinator and (nxt in _WH or nxt in AUX or nxt in PERSONAL or self.at(i + 2) in PERSONAL)
+            ):
+                starts.append(i + 1)
+        return starts
+
+    def antecedent_before(self, i: int) -> bool:
+        """A noun in an earlier clause can be the referent (a pronoun cannot take one from its own
+        clause); so can the first conjunct of "X and its Y"."""
+        clause = self.clause_starts[bisect.bisect_right(self.clause_starts, i) - 1]
+        if clause > 0 and self.first_topic < clause:
+            return True
+        return self.at(i - 1) == "and" and self.low[i] in POSSESSIVE and i >= 2 and self.toks[i - 2].content
+
+    def after(self, i: int, words: Sequence[str]) -> bool:
+        """Whether any of `words` occurs after position `i`."""
+        return any(self.last.get(w, -1) > i for w in words)
+
+    def anchor_after(self, i: int) -> bool:
+        """A named product after the pronoun in an adjunct ("reset it ... on the Solace 7") is its
+        referent; as an object or a comparison ("does it fit the X?") it is not."""
+        return self._adjunct_anchor > i
+
+    @cached_property
+    def _adjunct_anchor(self) -> int:
+        """The last token k that introduces a referent as an adjunct: "on/for/of/about", then only
+        articles and name words up to the referent (-1: none). A pronoun before k is anchored."""
+        if not self.referents:
+            return -1
+        # stop[k]: the last index <= k that is neither an article nor a name word (-1: none).
+        stop, last = [], -1
+        for k, t in enumerate(self.toks):
+            if not (self.low[k] in ARTICLE or t.named):
+                last = k
+            stop.append(last)
+        starts = [t.start for t in self.toks]
+        best = -1
+        for start, _end in self.referents:
+            j = bisect.bisect_left(starts, start)
+            k = stop[j - 1] if j > 0 else -1
+            if k >= 0 and self.low[k] in {"on", "for", "of", "about"}:
+                best = max(best, k)
+        return best
+
+    @cached_property
+    def _phrase_end(self) -> list[int]:
+        """For each position, the first index at or after it that cannot be part of a noun phrase."""
+        end, j = [0] * (len(self.toks) + 1), len(self.toks)
+        end[j] = j
+        for k in range(len(self.toks) - 1, -1, -1):
+            if not (self.toks[k].content or self.toks[k].named or self.low[k] in {"most", "least"}):
+                j = k
+            end[k] = j
+        return end
+
+    @cached_property
+    def _named_before(self) -> list[int]:
+        """How many name words come before each position."""
+        counts = [0]
+        for t in self.toks:
+            counts.append(counts[-1] + t.named)
+        return counts
+
+    def noun_phrase_end(self, i: int) -> int:
+        """The index just after the modifiers and head that follow position `i`."""
+        return self._phrase_end[i + 1] if i + 1 <= len(self.toks) else len(self.toks)
+
+    def names_in(self, i: int, j: int) -> bool:
+        """Whether a name word lies in positions [i, j)."""
+        return self._named_before[j] > self._named_before[i]
+
+    def completed(self, j: int) -> bool:
+        """A complement at `j` finishes the noun phrase before it: an of/for/about phrase, a
+        relative clause (also without "that": "the accent you use"), an infinitive, or a phrase
+        that names something or belongs to the speakers ("on my card")."""
+        nxt = self.at(j)
+        following = self.toks[j + 1 : j + 5]
+        if nxt in _SPEAKERS_SUBJECT or nxt in _PERSONAL_SUBJECT:
+            return True
+        if nxt in _COMPLEMENT or (nxt == "to" and following[:1] and following[0].content):
+            return any(t.content or t.named for t in following)
+        return nxt in PREP and any(t.named or t.low in _SPEAKERS_POSSESSIVE for t in following)
+
+    @cached_property
+    def coordinated(self) -> bool:
+        """Two content words joined by "and"/"or": a relation gets both of its terms."""
+        return any(
+            self.low[i] in {"and", "or"}
+            and self.toks[i - 1].content
+            and (self.toks[i + 1].content or self.low[i + 1] in ARTICLE)
+            for i in range(1, len(self.toks) - 1)
+        )
+
+    @cached_property
+    def restricted_wh(self) -> bool:
+        """True for "which language ...", "what type ...": the wh-phrase supplies a head noun."""
+        return any(self.low[i] in {"which", "what"} and self.toks[i + 1].content for i in range(len(self.toks) - 1))
