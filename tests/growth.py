@@ -1,0 +1,26 @@
+"""A complexity check that holds on any machine: time that grows with the input, not a bound."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+
+def grows_linearly(run: Callable[[int], object], size: int = 100_000) -> object:
+    """Assert that `run(size)` takes under 8x the time of `run(size // 4)`, and return its result.
+
+    Linear work takes about 4x, quadratic about 16x. The check compares the machine with itself,
+    so a slow or busy CI runner does not fail it as an absolute bound would; the absolute
+    figures live in `bench/adversarial.py`. Runs too short to time (under 50 ms) pass.
+    """
+    def timed(n: int) -> tuple[float, object]:
+        started = time.perf_counter()
+        out = run(n)
+        return time.perf_counter() - started, out
+
+    small = min(timed(size // 4)[0] for _ in range(2))
+    elapsed, out = timed(size)
+    if elapsed > 8 * small and elapsed > 0.05:
+        elapsed = min(elapsed, timed(size)[0])  # once more: a pause of the machine is not growth
+    assert elapsed <= max(8 * small, 0.05), f"{size // 4:,}: {small:.3f} s, {size:,}: {elapsed:.3f} s (x{elapsed / max(small, 1e-9):.1f})"
+    return out
