@@ -66,3 +66,4 @@ SHOP = [
 @pytest.fixture
 def shop() -> list[Chunk]:
     return list(SHOP)
+

@@ -119,3 +119,44 @@ def test_router_train_names_the_bad_line(tmp_path: Path) -> None:
     train.write_text('{"text": "hi", "label": "greet"}\n{"text": "", "label": "greet"}\n', encoding="utf-8")
     result = runner.invoke(cli.app, ["router-train", "--train", str(train), "--out", str(tmp_path / "enc")])
     assert result.exit_code == 2 and "train.jsonl:2" in result.output
+
+
+def test_search_where_a_field_no_chunk_carries_names_the_field(index_dir: Path) -> None:
+    result = runner.invoke(cli.app, ["search", "warranty", "--index", str(index_dir), "--mode", "bm25", "--where", "nosuchfield=3"])
+    assert result.exit_code == 0, result.output
+    assert "no chunk carries the field 'nosuchfield' (fields: category, markets, price)" in result.stderr
+    assert "may exclude" not in result.stderr
+
+
+def test_search_whose_filter_empties_the_results_names_the_filter(index_dir: Path) -> None:
+    result = runner.invoke(cli.app, ["search", "warranty", "--index", str(index_dir), "--mode", "bm25", "--where", "price>5000", "--json"])
+    assert result.exit_code == 0 and json.loads(result.stdout) == []  # stdout stays the array
+    assert "no results: price > 5000" in result.stderr
+
+
+def test_ask_with_an_access_field_no_chunk_carries_is_an_error_at_start_up(tmp_path: Path, index_dir: Path) -> None:
+    cfg = tmp_path / "q.toml"
+    cfg.write_text(f'cache_dir = "{tmp_path / "cache"}"\n[access]\nfields = {{ tenant = "tenant" }}\n', encoding="utf-8")
+    result = runner.invoke(cli.app, ["ask", "warranty", "--config", str(cfg), "--index", str(index_dir), "--session", "tenant=acme", "--mode", "bm25"])
+    assert result.exit_code == 2
+    assert "error: access field 'tenant': no chunk of the index carries it" in result.stderr and "category, markets, price" in result.stderr
+
+
+@pytest.mark.model
+def test_ask_prints_start_up_warnings_on_stderr(tmp_path: Path, index_dir: Path) -> None:
+    cfg = tmp_path / "q.toml"
+    cfg.write_text(f'cache_dir = "{tmp_path / "cache"}"\n[filters.fields.colour]\ntype = "keyword"\n', encoding="utf-8")
+    result = runner.invoke(cli.app, ["ask", "Vela X3 warranty", "--config", str(cfg), "--index", str(index_dir), "--mode", "bm25", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "warning: filter field 'colour': no chunk of the index carries it" in result.stderr
+    assert json.loads(result.stdout)["hits"]  # stdout is still only the JSON
+
+
+def test_plan_warns_about_a_route_no_message_can_reach(tmp_path: Path) -> None:
+    cfg = tmp_path / "q.toml"
+    cfg.write_text(
+        '[routing]\ndefault_route = "kb"\n[[routing.routes]]\nname = "kb"\n[[routing.routes]]\nname = "refunds"\n', encoding="utf-8"
+    )
+    result = runner.invoke(cli.app, ["plan", "refund my order", "--config", str(cfg), "--json"])
+    assert result.exit_code == 0, result.output
+    assert "warning: route 'refunds' has no examples" in result.stderr and json.loads(result.stdout)["route"] == "kb"

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from querywise.chunking import Chunker
-from querywise.corpus import CorpusError, load_corpus
+from querywise.corpus import CorpusError, load_corpus, read_corpus
 
 
 def _jsonl(path: Path, rows: list[object]) -> Path:
@@ -105,4 +105,99 @@ def test_a_record_over_the_limit_names_its_line(tmp_path: Path) -> None:
     path.write_text('{"id": "a", "text": "short"}\n{"id": "b", "text": "' + "x" * 2_000 + '"}\n', encoding="utf-8")
     with pytest.raises(CorpusError, match=re.escape("c.jsonl:2: a record of 2,000 characters, over the limit of 1,000")):
         load_corpus(path, max_record_chars=1_000)
-    assert [c.id for c in load_corpus(path)] == ["a", "b"]  # the default limit is far above
+    assert [c.id for c in load_corpus(path)] == ["a", "b#0", "b#1"]  # the default limit is far above (b is chunked)
+
+
+# --- long records, BEIR folders, skipping bad rows ------------------------------------------------
+
+SENTENCES = [f"Sentence {i} tells about topic {i} at some length." for i in range(12)]  # 48-49 characters each
+LONG = " ".join(SENTENCES)
+
+
+def test_a_long_record_is_cut_with_offsets_into_its_own_text(tmp_path: Path) -> None:
+    p = _jsonl(tmp_path / "c.jsonl", [
+        {"id": "short", "text": "Fits in one chunk.", "title": "Small", "brand": "Vela"},
+        {"id": 7, "title": "Big", "text": LONG, "brand": "Pico"},
+    ])  # fmt: skip
+    report = read_corpus(p, chunker=Chunker(max_chars=200))
+    short, *pieces = report.chunks
+    # A record that fits is one chunk under its own id, with no key added.
+    assert short.id == "short" and short.payload == {"brand": "Vela"} and short.title == "Small"
+    assert [c.id for c in pieces] == ["7#0", "7#1", "7#2"]
+    for c in pieces:
+        assert c.text == LONG[c.payload["start"] : c.payload["end"]] and len(c.text) <= 200
+        assert c.title == "Big" and c.payload["doc_id"] == "7" and c.payload["brand"] == "Pico"
+    assert " ".join(c.text for c in pieces) == LONG  # cut at sentence ends, nothing lost
+    assert (report.n_records, report.n_cut, report.max_chars, report.kind) == (2, 1, 200, "jsonl")
+
+
+def test_a_beir_folder_is_read_as_its_corpus(tmp_path: Path) -> None:
+    root = tmp_path / "beir"
+    (root / "qrels").mkdir(parents=True)
+    with gzip.open(root / "corpus.jsonl.gz", "wt", encoding="utf-8") as fh:
+        fh.write(json.dumps({"_id": "d1", "title": "T", "text": "Cells divide."}) + "\n")
+    _jsonl(root / "queries.jsonl", [{"_id": "q1", "text": "how do cells divide"}])
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n", encoding="utf-8")
+    (root / "README.md").write_text("# not a document", encoding="utf-8")  # a BEIR folder is not a folder of text
+    report = read_corpus(root)
+    assert report.kind == "beir" and [(c.id, c.title, c.text) for c in report.chunks] == [("d1", "T", "Cells divide.")]
+    assert [c.id for c in load_corpus(root)] == ["d1"]
+
+
+def test_an_empty_folder_says_what_it_looked_for(tmp_path: Path) -> None:
+    with pytest.raises(CorpusError, match=re.escape("no .txt or .md files in this folder (nor a BEIR corpus.jsonl)")):
+        load_corpus(tmp_path)
+
+
+BAD_ROWS = [
+    '{"id": "a", "text": "good one"}',
+    '{"id": "e1", "text": "", "title": ""}',
+    '{"id": "b", "text": ',
+    "",
+    '{"id": "e2", "text": "   "}',
+    '{"id": "a", "text": "again"}',
+    '{"id": "huge", "text": "' + "y" * 300 + '"}',
+    '{"id": "c", "text": "good two", "title": "C"}',
+]
+
+
+def test_skip_invalid_loads_the_rest_and_lists_every_bad_row(tmp_path: Path) -> None:
+    p = tmp_path / "c.jsonl"
+    p.write_text("\n".join(BAD_ROWS) + "\n", encoding="utf-8")
+    report = read_corpus(p, skip_invalid=True, max_record_chars=200)
+    assert [c.id for c in report.chunks] == ["a", "c"] and report.n_records == 2
+    assert [(r.where, r.record_id) for r in report.skipped] == [
+        (f"{p}:2", "e1"), (f"{p}:3", None), (f"{p}:5", "e2"), (f"{p}:6", "a"), (f"{p}:7", "huge"),
+    ]  # fmt: skip
+    reasons = [r.reason for r in report.skipped]
+    assert reasons[0] == reasons[2] == "empty 'text' and no 'title'"
+    assert reasons[1].startswith("invalid JSON") and reasons[3].startswith("duplicate id 'a' (first seen at")
+    assert "over the limit of 200 ([limits] max_record_chars)" in reasons[4]
+    assert str(report.skipped[0]) == f"{p}:2: empty 'text' and no 'title'"
+
+
+def test_without_skip_invalid_the_first_bad_row_stops_the_load_and_says_how_to_skip(tmp_path: Path) -> None:
+    p = tmp_path / "c.jsonl"
+    p.write_text("\n".join(BAD_ROWS) + "\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match=re.escape(f"{p}:2: empty 'text' and no 'title'; --skip-invalid")):
+        read_corpus(p)
+
+
+def test_skip_invalid_in_csv_and_folders(tmp_path: Path) -> None:
+    csv = tmp_path / "c.csv"
+    csv.write_text("id,text,n\na,alpha,1\nb,beta\nc,,2\nd,delta,3,extra\ne,epsilon,5\n", encoding="utf-8")
+    report = read_corpus(csv, skip_invalid=True)
+    assert [c.id for c in report.chunks] == ["a", "e"]
+    assert [r.line for r in report.skipped] == [3, 4, 5]
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.md").write_text("# Good\n\nReadable.", encoding="utf-8")
+    (docs / "bad.txt").write_bytes(b"fine\ncaf\xe9")
+    report = read_corpus(docs, skip_invalid=True)
+    assert [c.id for c in report.chunks] == ["good#0"] and [r.where for r in report.skipped] == [f"{docs / 'bad.txt'}:2"]
+
+
+def test_nothing_left_is_still_an_error_naming_the_first_bad_row(tmp_path: Path) -> None:
+    p = _jsonl(tmp_path / "c.jsonl", [{"id": "a", "text": ""}])
+    with pytest.raises(CorpusError, match=re.escape(f"no chunks (1 bad rows skipped, the first {p}:1: empty")):
+        read_corpus(p, skip_invalid=True)

@@ -22,7 +22,9 @@ from querywise.embed import (
     OnnxEmbedder,
     ProgressCallback,
     SentenceTransformerEmbedder,
+    TokenWindow,
     Vectors,
+    count_over_window,
     load_embedder,
 )
 
@@ -152,6 +154,21 @@ class Counting:
     ) -> Vectors:
         self.seen.extend(texts)
         return self.inner.embed(texts, on_progress=on_progress)
+
+
+@pytest.mark.model
+def test_the_window_is_counted_where_the_model_cuts(embedder: Embedder, tmp_path: Path) -> None:
+    long = " ".join(SENTENCES * 4)  # ~ 400 word-pieces
+    assert isinstance(embedder, TokenWindow) and embedder.window == 256
+    short_count, long_count = embedder.token_counts(["Shipping", long])
+    assert short_count == 3 and long_count > 256  # [CLS] shipping [SEP]
+    assert count_over_window(embedder, [*SENTENCES, long]) == (1, 256)
+    # Words past the window change nothing: the model read the first 256 tokens only.
+    cut, longer = embedder.embed([long, long + " Volcanoes erupt lava and ash over the islands."])
+    assert float(cut @ longer) > 1 - 1e-6
+    with CachedEmbedder(embedder, tmp_path) as cache:
+        assert count_over_window(cache, [long]) == (1, 256)  # the cache counts as its model does
+    assert count_over_window(Counting(embedder), [long]) is None  # an embedder that does not say counts nothing
 
 
 @pytest.mark.model

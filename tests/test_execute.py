@@ -9,7 +9,7 @@ from querywise.config import Settings
 from querywise.corpus import Chunk
 from querywise.execute import execute
 from querywise.index import Index, build_index, rrf
-from querywise.plan import PlanQuery, QueryPlan
+from querywise.plan import PlanQuery, QueryPlan, TraceStep
 
 
 @pytest.fixture
@@ -65,3 +65,49 @@ def test_stated_filters_are_never_relaxed_and_the_culprit_is_named(index: Index)
 def test_a_plan_without_queries_searches_nothing(index: Index) -> None:
     result = execute(QueryPlan(message="where is my order", route="account"), index)
     assert result.hits == [] and result.per_query == []
+
+
+# --- every empty result says why ------------------------------------------------------------------
+
+
+def test_an_access_field_no_chunk_carries_is_named_without_the_session_value(index: Index) -> None:
+    plan = _plan(("Vela X3 warranty", "original", 1.0), access=parse_where(["tenant=acme-secret"]))
+    result = execute(plan, index, k=5, mode="bm25")
+    assert result.hits == [] and result.empty_because == ["no chunk of the index carries the access field 'tenant'"]
+    assert "acme-secret" not in " ".join(result.empty_because) + str(result.plan.trace[-1].details)
+
+
+def test_a_filter_field_no_chunk_carries_is_named(index: Index) -> None:
+    plan = _plan(("warranty", "original", 1.0), filters=parse_where(["colour=red", "price<300"]), access=parse_where(["markets=eu"]))
+    result = execute(plan, index, k=5, mode="dense")
+    assert result.empty_because == ["no chunk carries the field 'colour', so colour = red matches nothing"]
+
+
+def test_an_access_constraint_nothing_meets_is_named_by_its_field(index: Index) -> None:
+    result = execute(_plan(("Vela X3 warranty", "original", 1.0), access=parse_where(["markets=jp"])), index, k=5, mode="hybrid")
+    assert result.hits == [] and result.empty_because == ["no chunk matches this session's access (markets)"]
+    assert "jp" not in result.empty_because[0]
+
+
+def test_a_query_text_the_index_has_no_word_of_is_the_reason(index: Index) -> None:
+    plain = execute(_plan(("zzzz qqqq", "original", 1.0)), index, k=5, mode="bm25")
+    assert plain.empty_because == ["the index returned nothing for the query text (BM25: none of its words is in them)"]
+    kept = execute(_plan(("zzzz qqqq", "original", 1.0), filters=parse_where(["price<100"]), access=parse_where(["markets=us"])), index, mode="bm25")
+    assert kept.empty_because == ["the index returned nothing for the query text among the chunks the filters keep (BM25: none of its words is in them)"]
+
+
+def test_no_hits_always_come_with_a_reason(index: Index) -> None:
+    plans = [
+        _plan(("warranty", "original", 1.0), filters=parse_where(["price>5000"])),
+        _plan(("warranty", "original", 1.0), inferred_filters=parse_where(["category=nothing"]), access=parse_where(["markets=jp"])),
+        _plan(("zzzz", "original", 1.0), ("qqqq", "spelling", 0.5)),
+        _plan(("warranty", "original", 1.0), filters=parse_where(["price<50", "category=headphones"])),
+        QueryPlan(message="where is my order", route="account"),
+    ]
+    for plan in plans:
+        for mode in ("bm25", "dense", "hybrid"):
+            result = execute(plan, index, k=5, mode=mode)  # type: ignore[arg-type]
+            assert result.hits or result.empty_because, (plan.message, mode)
+    assert execute(plans[-1], index).empty_because == ["the plan searches nothing (route account, action answer)"]
+    skipped = TraceStep(move="retrieve", status="skipped", reason="route account does not search")
+    assert execute(QueryPlan(message="where is my order", route="account", trace=[skipped]), index).empty_because == ["route account does not search"]

@@ -16,19 +16,24 @@ from querywise.conditions import parse_where
 from querywise.config import (
     AccessSettings,
     DeploymentSettings,
+    FilterField,
+    FilterSettings,
     LLMSettings,
     RouteSpec,
     RoutingSettings,
     Settings,
     UnderstandingSettings,
+    load_settings,
 )
 from querywise.corpus import Chunk
+from querywise.demo import demo_corpus, demo_file
 from querywise.execute import execute
 from querywise.index import Index, build_index
 from querywise.llm.scripted import ScriptedProvider
 from querywise.llm.structured import conversation_key
 from querywise.service import QueryWise
 from querywise.understand.access import AccessError
+from querywise.validation import DeploymentError
 
 ROUTES = [
     RouteSpec(name="kb_search", search=True, description="help-centre questions",
@@ -133,3 +138,50 @@ def test_overlap_off_plans_then_executes(index: Index, tmp_path: Path) -> None:
     with deployment(index, tmp_path, [plan_rec(message, [], {"route": "kb_search"})], min_margin=2.0, overlap=False) as qw:
         result = qw.ask(message, session=EU, k=3)
     assert result.plan.step("overlap") is None and result.hits
+
+
+# --- the deployment checked against its index at start-up ---------------------------------------
+
+
+def test_an_access_field_no_chunk_carries_stops_the_deployment_at_start_up(index: Index, tmp_path: Path) -> None:
+    settings = Settings(cache_dir=tmp_path / "c", access=AccessSettings(fields={"tenant": "tenant"}))
+    with pytest.raises(DeploymentError) as caught:
+        QueryWise(settings, index)
+    message = str(caught.value)
+    assert "access field 'tenant': no chunk of the index carries it" in message
+    assert "chunks carry: category, markets, price" in message  # what to map the session key to instead
+    assert [p.subject for p in caught.value.problems] == ["access.fields.tenant"]
+
+
+def test_open_names_the_field_and_closes_the_index_it_opened(index: Index, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "querywise.toml"
+    config.write_text('[access]\nfields = { tenant = "tenant_id" }\n', encoding="utf-8")
+    closed: list[Path] = []
+    close = Index.close
+    monkeypatch.setattr(Index, "close", lambda self: (closed.append(self.root), close(self))[1])
+    embedder = index.embedder
+    monkeypatch.setattr(Index, "embedder", property(lambda self: embedder))  # the test's embedder, not the model
+    with pytest.raises(DeploymentError, match="access field 'tenant_id' \\(session key 'tenant'\\)"):
+        QueryWise.open(config, index.root)
+    assert closed == [index.root]
+
+
+def test_start_up_warnings_name_the_setting_and_the_deployment_still_answers(index: Index, tmp_path: Path) -> None:
+    settings = Settings(
+        cache_dir=tmp_path / "c",
+        access=AccessSettings(fields={"market": "markets"}),
+        filters=FilterSettings(fields={"price": FilterField(type="number"), "colour": FilterField(type="keyword")}),
+    )
+    with QueryWise(settings, index) as qw:
+        assert [(p.severity, p.subject) for p in qw.warnings] == [("warning", "filters.fields.colour")]
+        assert "filter field 'colour': no chunk of the index carries it" in qw.warnings[0].message
+        assert qw.ask("Vela X3 warranty", session=EU, mode="bm25").hits
+    with deployment(index, tmp_path) as clean:
+        assert clean.warnings == []
+
+
+def test_the_demo_deployment_starts_without_a_warning(tmp_path: Path, hash_embedder: Any) -> None:
+    settings = load_settings(demo_file("querywise.toml")).model_copy(update={"cache_dir": tmp_path / "c"})
+    with build_index(demo_corpus(), tmp_path / "demo", settings=settings, embedder=hash_embedder) as ix, QueryWise(settings, ix) as qw:
+        assert qw.warnings == []
+        assert ix.manifest.field_counts is not None and ix.manifest.field_counts["markets"] == len(ix)

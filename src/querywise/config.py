@@ -147,6 +147,11 @@ class RoutingSettings(_Section):
     # Below this in-scope signal a message is out of scope. None: no such gate. Choose it on
     # labelled data (`querywise router-eval --val`), never by guessing.
     min_in_scope: float | None = None
+    # The operating point `querywise router-eval` chooses min_margin and min_in_scope for on
+    # validation data: answered accuracy at least min_answered (None: no floor) with at most
+    # max_deferred of the messages deferred to the unsure tier. Read offline, never per message.
+    min_answered: float | None = Field(0.97, ge=0, le=1)
+    max_deferred: float = Field(0.10, ge=0, le=1)
     default_route: str | None = None  # applied when the classifier is unsure and no LLM tier is set
     out_of_scope_route: str | None = None
     high_stakes: list[str] = Field(default_factory=list)  # fail closed (ask) on error

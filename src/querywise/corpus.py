@@ -1,7 +1,13 @@
-"""Chunks and their loaders: JSONL (plain or .gz, BEIR's `_id`/`title`), CSV, folders of text.
+"""Chunks and their loaders: JSONL (plain or .gz, BEIR's `_id`/`title`), CSV, BEIR folders,
+folders of text.
 
-Every loader reads and validates the whole source before anything is indexed, and stops at
-the first malformed record with an error naming the file and line.
+Every loader reads and validates the whole source before anything is indexed. By default it
+stops at the first malformed record with an error naming the file and line; with
+`skip_invalid` it loads the rest and returns every bad row (`BadRow`: file, line, reason) in
+its `LoadReport`. A record longer than the chunker's `max_chars` is cut by the same `Chunker`
+as a folder's files (plain text): chunk ids `{record id}#{n}`, the record's title on every
+piece, payload `doc_id` (the record id), `start`, `end` (offsets into the record's text). A
+record that fits stays one chunk under its own id.
 """
 
 from __future__ import annotations
@@ -16,9 +22,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from querywise.chunking import Chunker
-from querywise.files import InputError, read_jsonl, read_lines
+from querywise.files import InputError, parse_jsonl_line, read_lines
 
-__all__ = ["Chunk", "CorpusError", "load_corpus"]
+__all__ = ["BadRow", "Chunk", "CorpusError", "LoadReport", "beir_corpus_file", "load_corpus", "read_corpus"]
 
 
 class Chunk(BaseModel):
@@ -40,12 +46,58 @@ class CorpusError(InputError):
     """Malformed corpus input; the message names the file and line."""
 
 
+#: Appended to the error that stops a load at a bad row: the way to load the rest.
+SKIP_HINT = "; --skip-invalid (skip_invalid=True) loads the other rows and lists every bad one"
+
+
+class BadRow(BaseModel):
+    """A row left out by a load with `skip_invalid`: where it is, why, and its id when it had one."""
+
+    model_config = ConfigDict(frozen=True)
+    path: str
+    line: int | None = None
+    reason: str
+    record_id: str | None = None  # the id the row gave, when it gave one (a skipped record's judgements go too)
+
+    @property
+    def where(self) -> str:
+        """`file:line` (or the file alone)."""
+        return f"{self.path}:{self.line}" if self.line is not None else self.path
+
+    @classmethod
+    def of(cls, exc: InputError, record_id: str | None = None) -> BadRow:
+        return cls(path=exc.path, line=exc.line, reason=exc.problem, record_id=record_id)
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.reason}"
+
+
+class LoadReport(BaseModel):
+    """What a load read: the chunks, the rows it left out, and how records were cut."""
+
+    source: str
+    kind: str  # jsonl | csv | beir | folder
+    chunks: list[Chunk]
+    skipped: list[BadRow] = Field(default_factory=list)
+    n_records: int = 0  # records (a folder: files) that became chunks
+    n_cut: int = 0  # of them, cut into more than one chunk
+    max_chars: int | None = None  # the chunker's limit (None: records were kept whole)
+
+
 _RESERVED = {"id", "_id", "text", "title"}
 _INT = re.compile(r"-?\d+")
 _FLOAT = re.compile(r"-?\d+\.\d*|-?\.\d+")
 
 
 MAX_RECORD_CHARS = 1_000_000  # the default of [limits] max_record_chars
+
+
+def _record_id(rec: dict[str, Any]) -> str | None:
+    """The id a record gives, if it is a usable one (for naming a skipped row)."""
+    raw_id = rec.get("id", rec.get("_id"))
+    if isinstance(raw_id, str | int) and not isinstance(raw_id, bool) and str(raw_id).strip():
+        return str(raw_id)
+    return None
 
 
 def _record_to_chunk(rec: dict[str, Any], path: Path, line: int, max_chars: int = MAX_RECORD_CHARS) -> Chunk:
@@ -68,6 +120,20 @@ def _record_to_chunk(rec: dict[str, Any], path: Path, line: int, max_chars: int 
     return Chunk(id=str(raw_id), text=text, title=title.strip(), payload=payload)
 
 
+def _cut(record: Chunk, chunker: Chunker | None) -> list[Chunk]:
+    """A record's chunks: itself when it fits `chunker.max_chars` (or no chunker), else its pieces
+    (plain text), each with the record's title and payload plus `doc_id`, `start`, `end`."""
+    if chunker is None or len(record.text) <= chunker.max_chars:
+        return [record]
+    pieces = chunker.split(record.text, doc_id=record.id, markdown=False)
+    if len(pieces) < 2:  # only surrounding whitespace was over the limit
+        return [record]
+    return [
+        Chunk(id=p.chunk_id, text=p.text, title=record.title, payload={**record.payload, "doc_id": record.id, "start": p.start, "end": p.end})
+        for p in pieces
+    ]
+
+
 def _csv_value(raw: str, path: Path, line: int, column: str) -> Any:
     # CSV has no types; numbers must be numbers for range filters to work.
     try:
@@ -81,7 +147,21 @@ def _csv_value(raw: str, path: Path, line: int, column: str) -> Any:
     return raw
 
 
-def _read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+Row = tuple[int, dict[str, Any] | CorpusError]  # (line, the record or what is wrong with it)
+
+
+def _read_jsonl(path: Path) -> Iterator[Row]:
+    for n, line in read_lines(path, error=CorpusError):
+        try:
+            rec = parse_jsonl_line(path, n, line, error=CorpusError)
+        except CorpusError as exc:
+            yield n, exc
+            continue
+        if rec is not None:
+            yield n, rec
+
+
+def _read_csv(path: Path) -> Iterator[Row]:
     # Windows line ends read as "\n", inside quoted fields too (as a text-mode file would give them).
     reader = csv.reader(line.replace("\r\n", "\n") for _, line in read_lines(path, error=CorpusError))
     try:
@@ -97,11 +177,17 @@ def _read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not row:  # a blank line
                 continue
             if len(row) > len(header):
-                raise CorpusError(path, line, f"more fields than the header names ({len(row)} fields, {len(header)} columns)")
+                yield line, CorpusError(path, line, f"more fields than the header names ({len(row)} fields, {len(header)} columns)")
+                continue
             if len(row) < len(header):
                 missing = ", ".join(repr(h) for h in header[len(row) :])
-                raise CorpusError(path, line, f"fewer fields than the header names ({len(row)} of {len(header)}: no {missing})")
-            rec = {k: (v if k in _RESERVED else _csv_value(v, path, line, k)) for k, v in zip(header, row, strict=True)}
+                yield line, CorpusError(path, line, f"fewer fields than the header names ({len(row)} of {len(header)}: no {missing})")
+                continue
+            try:
+                rec = {k: (v if k in _RESERVED else _csv_value(v, path, line, k)) for k, v in zip(header, row, strict=True)}
+            except CorpusError as exc:
+                yield line, exc
+                continue
             yield line, rec
     except csv.Error as exc:
         raise CorpusError(path, reader.line_num, f"invalid CSV: {exc}") from None
@@ -156,69 +242,139 @@ def _folder_files(root: Path, *, follow_symlinks: bool = False) -> list[Path]:
     return sorted(files)
 
 
-def _read_folder(root: Path, chunker: Chunker, *, follow_symlinks: bool = False) -> Iterator[tuple[Path, int | None, Chunk]]:
+#: One record (a folder: one file) as read: where, and its chunks or what is wrong with it, and
+#: the id it gave (None: it gave none, or a folder file).
+_Item = tuple[Path, int | None, list[Chunk] | CorpusError, str | None]
+
+
+def _read_folder(root: Path, chunker: Chunker, *, follow_symlinks: bool = False) -> Iterator[_Item]:
     files = _folder_files(root, follow_symlinks=follow_symlinks)
     if not files:
-        raise CorpusError(root, None, "no .txt or .md files in this folder")
+        raise CorpusError(root, None, "no .txt or .md files in this folder (nor a BEIR corpus.jsonl)")
     for path in files:
         doc_id = path.relative_to(root).with_suffix("").as_posix()
         try:
             data = path.read_bytes()
         except OSError as exc:
-            raise CorpusError(path, None, f"cannot read: {exc.strerror or exc}") from None
+            yield path, None, CorpusError(path, None, f"cannot read: {exc.strerror or exc}"), None
+            continue
         try:
             text = data.decode("utf-8").removeprefix("\ufeff")
         except UnicodeDecodeError as exc:
             line = data.count(b"\n", 0, exc.start) + 1
             column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-            raise CorpusError(path, line, f"not UTF-8 text ({exc.reason} at byte {column} of the line); save the file as UTF-8") from None
-        for piece in chunker.split(text, doc_id=doc_id, markdown=path.suffix.lower() == ".md"):
-            chunk = Chunk(
+            yield path, line, CorpusError(path, line, f"not UTF-8 text ({exc.reason} at byte {column} of the line); save the file as UTF-8"), None
+            continue
+        chunks = [
+            Chunk(
                 id=piece.chunk_id,
                 text=piece.text,
                 title=piece.context,
-                payload={
-                    "doc_id": doc_id,
-                    "section": piece.heading,
-                    "start": piece.start,
-                    "end": piece.end,
-                    "identifiers": piece.identifiers,
-                },
+                payload={"doc_id": doc_id, "section": piece.heading, "start": piece.start, "end": piece.end, "identifiers": piece.identifiers},
             )
-            yield path, None, chunk
+            for piece in chunker.split(text, doc_id=doc_id, markdown=path.suffix.lower() == ".md")
+        ]
+        yield path, None, chunks, None
+
+
+def _read_records(path: Path, chunker: Chunker | None, max_record_chars: int) -> Iterator[_Item]:
+    name = path.name.lower().removesuffix(".gz")
+    rows: Iterator[Row]
+    if name.endswith((".jsonl", ".json", ".ndjson")):
+        rows = _read_jsonl(path)
+    elif name.endswith(".csv"):
+        rows = _read_csv(path)
+    else:
+        raise CorpusError(path, None, "unknown format: expected .jsonl, .csv (optionally .gz), a BEIR folder or a folder of .txt/.md")
+    for n, rec in rows:
+        if isinstance(rec, CorpusError):
+            yield path, n, rec, None
+            continue
+        try:
+            yield path, n, _cut(_record_to_chunk(rec, path, n, max_record_chars), chunker), _record_id(rec)
+        except CorpusError as exc:
+            yield path, n, exc, _record_id(rec)
+
+
+_BEIR_CORPUS = ("corpus.jsonl", "corpus.jsonl.gz")
+
+
+def beir_corpus_file(folder: Path) -> Path | None:
+    """The corpus file that makes `folder` a BEIR folder (`corpus.jsonl[.gz]`), else None.
+
+    The one place that decides it: `querywise index`, `querywise eval` and `load_beir` all ask here.
+    """
+    for name in _BEIR_CORPUS:
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def read_corpus(
+    source: Path | str,
+    *,
+    chunker: Chunker | None = None,
+    follow_symlinks: bool = False,
+    max_record_chars: int = MAX_RECORD_CHARS,
+    skip_invalid: bool = False,
+    whole_records: bool = False,
+) -> LoadReport:
+    """Load every chunk of `source`, with what was left out and how records were cut.
+
+    `source` is a .jsonl[.gz] or .csv[.gz] file, a BEIR folder (one holding `corpus.jsonl[.gz]`;
+    only the corpus is read) or a folder of .txt/.md (`follow_symlinks`: also read links that
+    lead outside it, see `_folder_files`). Records longer than `chunker.max_chars` (default
+    `Chunker()`) are cut, unless `whole_records` (BEIR's own protocol scores whole documents).
+    A record longer than `max_record_chars`, empty, without an id, or repeating an earlier id
+    is a bad row: an error naming its file and line, or with `skip_invalid` a `BadRow` in the
+    report, and the load goes on. A file that cannot be read as a whole stays an error.
+
+    >>> report = read_corpus("corpus.jsonl", skip_invalid=True)  # doctest: +SKIP
+    >>> [str(row) for row in report.skipped]  # doctest: +SKIP
+    ["corpus.jsonl:7: empty 'text' and no 'title'"]
+    """
+    path = Path(source)
+    if not path.exists():
+        raise CorpusError(path, None, "no such file or folder")
+    chunker = chunker or Chunker()
+    beir = beir_corpus_file(path) if path.is_dir() else None
+    items: Iterator[_Item]
+    if path.is_dir() and beir is None:
+        kind, items = "folder", _read_folder(path, chunker, follow_symlinks=follow_symlinks)
+    else:
+        file = beir or path
+        kind = "beir" if beir else "csv" if file.name.lower().removesuffix(".gz").endswith(".csv") else "jsonl"
+        items = _read_records(file, None if whole_records else chunker, max_record_chars)
+    report = LoadReport(source=str(path), kind=kind, chunks=[], max_chars=None if whole_records and kind != "folder" else chunker.max_chars)
+    seen: dict[str, str] = {}
+    for where, line, got, record_id in items:
+        at = f"{where}:{line}" if line is not None else str(where)
+        if not isinstance(got, CorpusError):
+            twice = next((c.id for c in got if c.id in seen), None)
+            if twice is not None:
+                got = CorpusError(where, line, f"duplicate id {twice!r} (first seen at {seen[twice]})")
+        if isinstance(got, CorpusError):
+            if not skip_invalid:
+                raise CorpusError(got.path, got.line, got.problem + SKIP_HINT)
+            report.skipped.append(BadRow.of(got, record_id))
+            continue
+        for chunk in got:
+            seen[chunk.id] = at
+        report.chunks.extend(got)
+        report.n_records += 1 if got else 0
+        report.n_cut += len(got) > 1
+    if not report.chunks:
+        first = f" ({len(report.skipped):,} bad rows skipped, the first {report.skipped[0]})" if report.skipped else ""
+        raise CorpusError(path, None, "no chunks" + first)
+    return report
 
 
 def load_corpus(
     source: Path | str, *, chunker: Chunker | None = None, follow_symlinks: bool = False, max_record_chars: int = MAX_RECORD_CHARS
 ) -> list[Chunk]:
-    """Load every chunk of `source`: a .jsonl[.gz], .csv[.gz] file or a folder of .txt/.md
-    (`follow_symlinks`: also read links that lead outside the folder, see `_folder_files`). A
-    file record longer than `max_record_chars` is an error naming its line (folders are chunked).
+    """Every chunk of `source` (see `read_corpus`), stopping at the first bad row with an error
+    naming its file and line.
 
     >>> chunks = load_corpus("corpus.jsonl")  # doctest: +SKIP
     """
-    path = Path(source)
-    if not path.exists():
-        raise CorpusError(path, None, "no such file or folder")
-    records: Iterator[tuple[Path, int | None, Chunk]]
-    if path.is_dir():
-        records = _read_folder(path, chunker or Chunker(), follow_symlinks=follow_symlinks)
-    else:
-        name = path.name.lower().removesuffix(".gz")
-        if name.endswith((".jsonl", ".json", ".ndjson")):
-            rows = read_jsonl(path, error=CorpusError)
-        elif name.endswith(".csv"):
-            rows = _read_csv(path)
-        else:
-            raise CorpusError(path, None, "unknown format: expected .jsonl, .csv (optionally .gz) or a folder")
-        records = ((path, n, _record_to_chunk(rec, path, n, max_record_chars)) for n, rec in rows)
-    chunks: list[Chunk] = []
-    seen: dict[str, str] = {}
-    for where, line, chunk in records:
-        if chunk.id in seen:
-            raise CorpusError(where, line, f"duplicate id {chunk.id!r} (first seen at {seen[chunk.id]})")
-        seen[chunk.id] = f"{where}:{line}" if line is not None else str(where)
-        chunks.append(chunk)
-    if not chunks:
-        raise CorpusError(path, None, "no chunks")
-    return chunks
+    return read_corpus(source, chunker=chunker, follow_symlinks=follow_symlinks, max_record_chars=max_record_chars).chunks

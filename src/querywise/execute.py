@@ -1,9 +1,16 @@
 """Running a plan: search each query with the plan's filters and the session's access,
-fuse with weighted RRF on chunk ids, and say why when nothing comes back."""
+fuse with weighted RRF on chunk ids, and say why when nothing comes back.
+
+Every empty result carries a reason (`PlanResult.empty_because`, `explain_empty`): a field no
+chunk of the index carries (an access field, or a stated filter's), a stated filter that leaves
+nothing on its own or with the others, nothing this session's access lets it see, or an index
+that returned nothing for the query text. Reasons name access *fields*, never the session's
+values."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -12,7 +19,7 @@ from querywise.index import Hit, Index, rrf
 from querywise.index.engine import Mode
 from querywise.plan import PlanQuery, QueryPlan, TraceStep
 
-__all__ = ["PlanResult", "QueryResult", "execute"]
+__all__ = ["PlanResult", "QueryResult", "execute", "explain_empty"]
 
 class QueryResult(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -27,7 +34,7 @@ class PlanResult(BaseModel):
     hits: list[Hit] = Field(default_factory=list)
     per_query: list[QueryResult] = Field(default_factory=list)
     relaxed: list[str] = Field(default_factory=list)  # inferred constraints dropped to get results
-    empty_because: list[str] = Field(default_factory=list)  # stated constraints that emptied the results
+    empty_because: list[str] = Field(default_factory=list)  # why there are no hits: never empty when `hits` is
 
 
 def _search(plan: QueryPlan, index: Index, where: Where, *, k: int, depth: int, mode: Mode) -> tuple[list[Hit], list[QueryResult]]:
@@ -56,8 +63,10 @@ def execute(plan: QueryPlan, index: Index, *, k: int = 10, mode: Mode = "hybrid"
     >>> execute(understander.plan("warranty on the S7"), index).hits[0].id   # doctest: +SKIP
     """
     started = time.perf_counter()
-    if not plan.queries:
-        return PlanResult(plan=plan)
+    if not plan.queries:  # the route runs no search, or the plan asks instead: its trace says which
+        skipped = next((s for s in plan.trace if s.move == "retrieve" and s.status == "skipped"), None)
+        why = skipped.reason if skipped is not None else f"the plan searches nothing (route {plan.route}, action {plan.action.type})"
+        return PlanResult(plan=plan, empty_because=[why])
     where = plan.filters & plan.inferred_filters & plan.access
     hits, per_query = _search(plan, index, where, k=k, depth=depth, mode=mode)
     relaxed: list[str] = []
@@ -65,14 +74,9 @@ def execute(plan: QueryPlan, index: Index, *, k: int = 10, mode: Mode = "hybrid"
     if not hits and plan.inferred_filters:
         relaxed = [describe(c) for c in plan.inferred_filters.conditions]
         hits, per_query = _search(plan, index, plan.filters & plan.access, k=k, depth=depth, mode=mode)
-    if not hits and plan.filters:
-        # Which stated constraint, on its own, leaves nothing? (Access is never questioned.)
-        for cond in plan.filters.conditions:
-            alone = Where(conditions=(cond,)) & plan.access
-            if not index.search(plan.queries[0].text, mode="bm25" if mode == "bm25" else "dense", k=1, where=alone):
-                empty_because.append(describe(cond))
-        if not empty_because:
-            empty_because = ["the combination " + " and ".join(describe(c) for c in plan.filters.conditions)]
+    if not hits:
+        searched = [(q.text, q.mode or mode) for q in plan.queries]
+        empty_because = explain_empty(index, searched, filters=plan.filters, access=plan.access)
     step = TraceStep(
         move="execute",
         status="ran",
@@ -84,3 +88,49 @@ def execute(plan: QueryPlan, index: Index, *, k: int = 10, mode: Mode = "hybrid"
     )
     plan = plan.model_copy(update={"trace": [*plan.trace, step]})
     return PlanResult(plan=plan, hits=hits, per_query=per_query, relaxed=relaxed, empty_because=empty_because)
+
+
+def explain_empty(
+    index: Index,
+    queries: Sequence[tuple[str, Mode]],
+    *,
+    filters: Where | None = None,
+    access: Where | None = None,
+    name_fields: bool = False,
+) -> list[str]:
+    """Why searching `queries` (text, mode) with `filters` AND `access` found nothing, the most
+    basic cause first: a field no chunk carries (access, then filters); no chunk this session's
+    access lets it see; a stated filter that keeps no such chunk on its own, or the filters
+    together; else the query text, which matched nothing they keep (BM25 finds only chunks that
+    share a word with it). Access is named by its field, never by the session's value.
+    `name_fields`: also list the fields the chunks do carry (for whoever configures the index).
+
+    Costs a few one-result searches, made only once a search came back empty.
+    """
+    filters, access = filters or Where(), access or Where()
+    presence = index.field_presence()
+    carried = f" (fields: {presence.listing()})" if name_fields else ""
+    absent_access = [c.field for c in access.conditions if not presence.carries(c.field)]
+    if absent_access:
+        return [f"no chunk of the index carries the access field {f!r}{carried}" for f in dict.fromkeys(absent_access)]
+    absent = [c for c in filters.conditions if not presence.carries(c.field)]
+    if absent:
+        return [f"no chunk carries the field {c.field!r}{carried}, so {describe(c)} matches nothing" for c in absent]
+    if access and not _matches_any(index, access):
+        return [f"no chunk matches this session's access ({', '.join(dict.fromkeys(c.field for c in access.conditions))})"]
+    # Which stated constraint, on its own, leaves nothing? (Access is never questioned.)
+    culprits = [describe(c) for c in filters.conditions if not _matches_any(index, Where(conditions=(c,)) & access)]
+    if culprits:
+        return culprits
+    if filters and not _matches_any(index, filters & access):
+        return ["the combination " + " and ".join(describe(c) for c in filters.conditions)]
+    kept = " among the chunks the filters keep" if filters else " among the chunks this session may see" if access else ""
+    bm25 = " (BM25: none of its words is in them)" if all(m == "bm25" for _, m in queries) else ""
+    return [f"the index returned nothing for the query text{kept}{bm25}"]
+
+
+def _matches_any(index: Index, where: Where) -> bool:
+    """Whether any chunk meets `where`: a dense search with a fixed vector returns a chunk whenever
+    one is left to rank (no model runs); an empty approximate answer is confirmed exactly."""
+    probe = [1.0] + [0.0] * (index.manifest.dim - 1)
+    return bool(index.query(mode="dense", k=1, dense=probe, where=where) or index.query(mode="dense", k=1, dense=probe, where=where, exact=True))

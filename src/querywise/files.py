@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "InputError", "open_text", "read_jsonl", "read_lines", "replace_surrogates"]
+__all__ = ["MAX_DEPTH", "InputError", "open_text", "parse_jsonl_line", "read_jsonl", "read_lines", "replace_surrogates"]
 
 #: How deeply a JSON record may nest (objects and arrays). Real records nest a few levels; a
 #: deeper one is an attack or an accident, and would reach Python's recursion limit later on.
@@ -126,23 +126,31 @@ def read_jsonl(path: Path | str, *, error: type[InputError] = InputError) -> Ite
     """Yield (line number, object) for each non-blank line; raise `error` naming the line."""
     path = Path(path)
     for n, line in read_lines(path, error=error):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise error(path, n, f"invalid JSON ({exc.msg} at column {exc.colno})") from None
-        except RecursionError:
-            raise error(path, n, f"JSON nested too deeply (querywise reads at most {MAX_DEPTH} levels)") from None
-        except ValueError as exc:  # a number longer than Python converts
-            if _LONG_DIGITS not in str(exc):
-                raise error(path, n, f"invalid JSON ({exc})") from None
-            limit = sys.get_int_max_str_digits()
-            raise error(path, n, f"a number has more than {limit} digits; write it as a string") from None
-        if not isinstance(rec, dict):
-            raise error(path, n, f"expected a JSON object, got {type(rec).__name__}")
-        if line.count("{") + line.count("[") > MAX_DEPTH and _depth_over(rec, MAX_DEPTH):
-            raise error(path, n, f"JSON nested too deeply (querywise reads at most {MAX_DEPTH} levels)")
-        if _SURROGATE_ESCAPE.search(line):
-            rec = _scrubbed(rec)
-        yield n, rec
+        rec = parse_jsonl_line(path, n, line, error=error)
+        if rec is not None:
+            yield n, rec
+
+
+def parse_jsonl_line(path: Path, n: int, line: str, *, error: type[InputError] = InputError) -> dict[str, Any] | None:
+    """The object on line `n` of a JSONL file (None for a blank line); raise `error` naming the
+    line. Apart from `read_jsonl` so that a loader may skip a bad line and read on."""
+    if not line.strip():
+        return None
+    try:
+        rec = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise error(path, n, f"invalid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise error(path, n, f"JSON nested too deeply (querywise reads at most {MAX_DEPTH} levels)") from None
+    except ValueError as exc:  # a number longer than Python converts
+        if _LONG_DIGITS not in str(exc):
+            raise error(path, n, f"invalid JSON ({exc})") from None
+        limit = sys.get_int_max_str_digits()
+        raise error(path, n, f"a number has more than {limit} digits; write it as a string") from None
+    if not isinstance(rec, dict):
+        raise error(path, n, f"expected a JSON object, got {type(rec).__name__}")
+    if line.count("{") + line.count("[") > MAX_DEPTH and _depth_over(rec, MAX_DEPTH):
+        raise error(path, n, f"JSON nested too deeply (querywise reads at most {MAX_DEPTH} levels)")
+    if _SURROGATE_ESCAPE.search(line):
+        rec = _scrubbed(rec)
+    return rec

@@ -12,6 +12,11 @@ harness, the access probe, the benchmarks, and your application:
 (with the session's access) while the LLM works; when the final plan searches exactly the raw
 message, that search is reused and the LLM's latency is the only latency. Every plan is appended
 to the plan log when `[deployment] plan_log` is set.
+
+At start-up the deployment is checked against its index (`validation.check_deployment`): a
+setting that would make every search return nothing (a required access field no chunk carries)
+raises `DeploymentError` naming it; one that would empty some results or leave a route
+unreachable is kept in `warnings`, which the CLI prints.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from querywise.plan import PlanQuery, QueryPlan, TraceStep
 from querywise.planlog import PlanLog
 from querywise.understand.access import access_from_session
 from querywise.understand.pipeline import Understander
+from querywise.validation import DeploymentCheck, Problem, check_deployment, check_index_fields
 
 __all__ = ["QueryWise"]
 
@@ -64,6 +70,8 @@ class QueryWise:
     `index` may be None for a deployment that only plans (`plan`); `ask` and `search` need one.
     `provider` overrides the `[llm]` provider of the settings (tests, demos, benchmarks); the
     caller then owns it. `embedder` defaults to the index's.
+
+    Raises `DeploymentError` when the settings cannot work with the index (see `check`).
     """
 
     def __init__(
@@ -76,10 +84,17 @@ class QueryWise:
     ) -> None:
         self.settings = settings
         self.index = index
+        if index is not None:  # stop before any model loads when no search could work
+            DeploymentCheck(problems=tuple(check_index_fields(settings, index.field_presence()))).raise_errors()
         if embedder is None and index is not None:
             embedder = index.embedder
         self.understander = Understander(settings, embedder=embedder, lexicon=index.lexicon if index is not None else None, provider=provider)
         self._provider = provider
+        self.check = self._check(index)
+        if self.check.errors:
+            if provider is None:
+                self.understander.close()
+            self.check.raise_errors()
         d = settings.deployment
         self.plan_log = (
             PlanLog(d.plan_log, session_values=d.plan_log_session_values, max_bytes=d.plan_log_max_bytes, backups=d.plan_log_backups)
@@ -94,9 +109,20 @@ class QueryWise:
         closing it closes the index."""
         settings = load_settings(config)
         ix = Index.open(index, settings=settings) if index is not None else None
-        qw = cls(settings, ix, provider=provider)
+        try:
+            qw = cls(settings, ix, provider=provider)
+        except BaseException:
+            if ix is not None:
+                ix.close()
+            raise
         qw._owns_index = ix is not None
         return qw
+
+    @property
+    def warnings(self) -> list[Problem]:
+        """What the start-up check found that does not stop the deployment but empties some
+        results or leaves a route unreachable (each says which setting and why)."""
+        return self.check.warnings
 
     def with_moves(self, moves: Sequence[Move]) -> QueryWise:
         """The same deployment with other `[understanding] moves` and no plan log (an evaluation
@@ -171,6 +197,16 @@ class QueryWise:
         return self._need_index("search").search(text, mode=mode, k=k, where=combined or None)
 
     # --- plumbing ----------------------------------------------------------------------------
+
+    def _check(self, index: Index | None) -> DeploymentCheck:
+        """The settings, the catalog and the routes' examples against what the index's chunks carry."""
+        classifier = self.understander.router.classifier
+        return check_deployment(
+            self.settings,
+            catalog=self.understander.catalog,
+            routes_with_examples=classifier.labels if classifier is not None else (),
+            fields=index.field_presence() if index is not None else None,
+        )
 
     def _need_index(self, verb: str) -> Index:
         if self.index is None:

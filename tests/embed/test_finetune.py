@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from querywise.embed import fine_tune_encoder, load_embedder, read_manifest
+from querywise.embed.finetune import plan_fine_tune
 
 # Our own shop's routing examples: three routes whose wording overlaps on purpose.
 EXAMPLES = [
@@ -29,11 +31,50 @@ def _separation(vectors: np.ndarray, labels: list[str]) -> float:
     return float(sims[same].mean() - sims[other].mean())
 
 
+Events = list[tuple[str, int | None, int]]  # (phase, total, steps advanced so far)
+
+
 @pytest.fixture(scope="module")
-def encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Events]:
+    """One small fine-tune for the whole module, with every progress event it emitted."""
     out = tmp_path_factory.mktemp("encoder")
-    fine_tune_encoder(EXAMPLES, out, epochs=3, batch_size=4, learning_rate=5e-5, seed=1)
-    return out
+    events: Events = []
+
+    def progress(phase: str, total: int | None) -> Callable[[int], None]:
+        events.append((phase, total, 0))
+
+        def advance(n: int) -> None:
+            phase_, total_, done = events[-1]
+            events.append((phase_, total_, done + n))
+
+        return advance
+
+    fine_tune_encoder(EXAMPLES, out, epochs=3, batch_size=4, learning_rate=5e-5, seed=1, progress=progress)
+    return out, events
+
+
+@pytest.fixture(scope="module")
+def encoder(trained: tuple[Path, Events]) -> Path:
+    return trained[0]
+
+
+def test_the_plan_is_known_before_anything_loads() -> None:
+    plan = plan_fine_tune(EXAMPLES, epochs=3, batch_size=4)
+    # 12 in-scope examples, 4 a route: 2 pairs a route, 6 pairs an epoch, 2 batches of at most 4
+    assert (plan.n_examples, plan.n_left_out, plan.n_routes, plan.pairs_per_epoch, plan.steps) == (12, 2, 3, 6, 6)
+    with pytest.raises(ValueError, match="batch_size"):
+        plan_fine_tune(EXAMPLES, batch_size=1)
+
+
+@pytest.mark.model
+def test_fine_tuning_reports_progress_from_its_first_line(trained: tuple[Path, Events]) -> None:
+    _, events = trained
+    steps = plan_fine_tune(EXAMPLES, epochs=3, batch_size=4).steps
+    # the first event comes before torch and the model load; every training step is reported
+    assert events[0] == ("loading the encoder", 1, 0)
+    assert events[1] == ("loading the encoder", 1, 1)
+    assert [e for e in events if e[0] == "training"] == [("training", steps, i) for i in range(steps + 1)]
+    assert events[-2:] == [("saving", 1, 0), ("saving", 1, 1)]
 
 
 @pytest.mark.model

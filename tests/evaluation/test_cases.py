@@ -16,7 +16,10 @@ from querywise.evaluation.cases import (
     load_beir,
     load_cases,
     load_doc2dial,
+    read_beir,
+    read_cases,
 )
+from querywise.files import InputError
 
 
 def _jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
@@ -91,13 +94,68 @@ def test_beir_folder_gives_chunks_and_judged_queries(tmp_path: Path) -> None:
 
 def test_beir_errors_name_the_file(tmp_path: Path) -> None:
     root = _beir(tmp_path / "b", "query-id\tcorpus-id\tscore\n1\tnope\t1\n")
-    with pytest.raises(CaseError, match=re.escape("test.tsv: query '1' judges corpus ids not in the corpus")):
+    with pytest.raises(CaseError, match=re.escape("test.tsv:2: query '1' judges corpus id 'nope', which is not in the corpus; --skip-invalid")):
         load_beir(root)
     with pytest.raises(CaseError, match=re.escape("dev.tsv: no such qrels file (splits here: test)")):
         load_beir(root, split="dev")
     (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n1\td0\n", encoding="utf-8")
     with pytest.raises(CaseError, match=re.escape("test.tsv:2: expected")):
         load_beir(root)
+
+
+def _beir_with_bad_rows(root: Path) -> Path:
+    """Record d1 is empty, d3 has no text; queries 2 and 3 judge only them, query 1 judges d0 and d1."""
+    root.mkdir()
+    _jsonl(root / "corpus.jsonl", [
+        {"_id": "d0", "text": "Cells divide."}, {"_id": "d1", "title": "", "text": ""},
+        {"_id": "d2", "text": "Genes express."}, {"_id": "d3", "title": "no text"},
+    ])  # fmt: skip
+    _jsonl(root / "queries.jsonl", [{"_id": "1", "text": "cells"}, {"_id": "2", "text": "empty"}, {"_id": "3", "text": "untexted"},
+                                    {"_id": "4", "text": "genes"}])  # fmt: skip
+    (root / "qrels").mkdir()
+    qrels = "query-id\tcorpus-id\tscore\n1\td0\t1\n1\td1\t1\n2\td1\t2\n3\td3\t1\n4\td2\t1\n"
+    (root / "qrels" / "test.tsv").write_text(qrels, encoding="utf-8")
+    return root
+
+
+def test_beir_skip_invalid_drops_the_judgements_of_skipped_records_and_lists_them(tmp_path: Path) -> None:
+    root = _beir_with_bad_rows(tmp_path / "b")
+    with pytest.raises(InputError, match=re.escape("corpus.jsonl:2: empty 'text' and no 'title'; --skip-invalid")):
+        load_beir(root)
+    loaded = read_beir(root, skip_invalid=True)
+    assert [c.id for c in loaded.chunks] == ["d0", "d2"]
+    assert [(c.id, c.relevant) for c in loaded.cases] == [("1", {"d0": 1}), ("4", {"d2": 1})]
+    qrels = root / "qrels" / "test.tsv"
+    assert [str(r) for r in loaded.skipped] == [
+        f"{root / 'corpus.jsonl'}:2: empty 'text' and no 'title'",
+        f"{root / 'corpus.jsonl'}:4: missing 'text' (a string)",
+        f"{qrels}:3: query '1' judges 'd1', a corpus record skipped at {root / 'corpus.jsonl'}:2: judgement dropped",
+        f"{qrels}:4: query '2' judges 'd1', a corpus record skipped at {root / 'corpus.jsonl'}:2: judgement dropped",
+        f"{qrels}:4: query '2' dropped: none of its judgements is left",
+        f"{qrels}:5: query '3' judges 'd3', a corpus record skipped at {root / 'corpus.jsonl'}:4: judgement dropped",
+        f"{qrels}:5: query '3' dropped: none of its judgements is left",
+    ]
+
+
+def test_beir_judgements_may_name_documents_cut_elsewhere_and_bad_queries_are_skipped(tmp_path: Path) -> None:
+    root = _beir(tmp_path / "b", "query-id\tcorpus-id\tscore\n1\td0\t1\n2\td1\t1\n2\tghost\t1\n")
+    _jsonl(root / "queries.jsonl", [{"_id": "1", "text": "how do cells divide"}, {"_id": "2", "text": ""}])
+    loaded = read_beir(root, skip_invalid=True)
+    assert [c.id for c in loaded.cases] == ["1"]
+    assert [r.reason for r in loaded.skipped] == ['expected {"_id": ..., "text": "..."}', "query '2' is judged but not in queries.jsonl"]
+
+
+def test_case_file_skip_invalid_lists_every_bad_line(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "c.jsonl", [{"id": "a", "message": "fine"}, {"id": "b"}, {"id": "a", "message": "again"}, {"id": "c", "message": "ok"}])
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write("{not json\n")
+    loaded = read_cases(path, skip_invalid=True)
+    assert [c.id for c in loaded.cases] == ["a", "c"]
+    assert [(r.line, r.reason.split(" (")[0]) for r in loaded.skipped] == [
+        (2, "missing 'message'"), (3, "duplicate id 'a'"), (5, "invalid JSON"),
+    ]  # fmt: skip
+    with pytest.raises(CaseError, match=re.escape(f"{path}:2: missing 'message'")):
+        load_cases(path)
 
 
 def _doc2dial(root: Path, answer_start: int) -> Path:

@@ -81,6 +81,20 @@ def test_eval_errors_are_clean(case_file: Path, index_dir: Path, tmp_path: Path)
     assert code == 2 and f"{bad}:2: missing 'message'" in stderr
 
 
+@pytest.mark.model  # the CLI opens the index folder with the real embedder
+def test_eval_against_the_wrong_index_is_an_error_and_missing_ids_a_warning(index_dir: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other.jsonl"
+    other.write_text("".join(json.dumps({"id": f"q{i}", "message": "warranty", "relevant": [f"MED-{i}"]}) + "\n" for i in range(4)), encoding="utf-8")
+    code, stdout, stderr = _eval(other, index_dir, "--json")
+    assert code == 2 and stdout == ""
+    assert f"error: none of the 4 judged ids is in the index {index_dir}" in stderr and "wrong index?" in stderr
+    some = tmp_path / "some.jsonl"
+    some.write_text("".join(json.dumps(c) + "\n" for c in [*CASES, {"id": "x", "message": "warranty", "relevant": ["MED-1"]}]), encoding="utf-8")
+    code, stdout, stderr = _eval(some, index_dir, "--json")
+    assert code == 0 and "warning: 1 of 4 judged ids are not in the index" in stderr
+    assert json.loads(stdout)["warnings"][0].startswith("1 of 4 judged ids")
+
+
 def _run(path: Path, scores: list[float], slices: list[str]) -> Path:
     """A saved run with these per-case mrr scores (only the cases matter to `compare`)."""
     result = EvalResult(

@@ -22,7 +22,7 @@ from querywise.corpus import Chunk
 from querywise.evaluation.ablation import compare_arms, mixed_effects, plan_ablation
 from querywise.evaluation.cases import Case
 from querywise.evaluation.components import access_probe, component_scores
-from querywise.evaluation.harness import Arm, CaseRun, run_arm, summarise
+from querywise.evaluation.harness import Arm, CaseRun, JudgedIds, run_arm, summarise
 from querywise.evaluation.metrics import parse_metrics
 from querywise.evaluation.report import evaluate
 from querywise.evaluation.result import EvalResult
@@ -187,3 +187,50 @@ def test_evaluate_and_its_json(index: Index, settings: Settings) -> None:
     assert list(data["ablation"]["arms"]) == ["baseline", "+follow_up"]
     fu = next(d for d in data["ablation"]["deltas"] if d["arm"] == "+follow_up" and d["slice"] == "follow_up" and d["metric"] == "recall@1")
     assert fu["delta"] == 1.0 and {"low", "high", "p_value", "significant"} <= set(fu)
+
+
+# --- judged granularity: documents cut into chunks ------------------------------------------------
+
+MANUAL = (
+    "Unpacking the base station and its cable takes a minute.\n\n"
+    "The zebra mango tariff applies to deliveries on islands.\n\n"
+    "Recycling the old unit is free at every collection point."
+)
+
+
+@pytest.fixture
+def cut_index(tmp_path: Path, hash_embedder, settings: Settings) -> Iterator[Index]:  # type: ignore[no-untyped-def]
+    from querywise.chunking import Chunker
+    from querywise.corpus import read_corpus
+
+    source = tmp_path / "records.jsonl"
+    rows = [{"id": "hours", "text": "Opening hours of the shop: nine to five, tariff board at the door."}, {"id": "manual", "text": MANUAL}]
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    chunks = read_corpus(source, chunker=Chunker(max_chars=80)).chunks
+    assert [c.id for c in chunks] == ["hours", "manual#0", "manual#1", "manual#2"]
+    ix = build_index(chunks, tmp_path / "cut", settings=settings, embedder=hash_embedder)
+    yield ix
+    ix.close()
+
+
+def test_a_case_judging_a_cut_record_is_scored_per_document(cut_index: Index, settings: Settings) -> None:
+    metrics = parse_metrics(["hit_rate@1,ndcg@10,recall@5"])
+    cases = [
+        _case("doc", "zebra mango tariff islands", ["manual"], ["standalone", "prose"]),
+        _case("chunk", "zebra mango tariff islands", ["manual#1"], ["standalone", "prose"]),  # a chunk id: per chunk, as before
+        _case("short", "opening hours tariff board", ["hours"], ["standalone", "prose"]),
+    ]
+    by_id = {c.id: c for c in run_arm(cases, QueryWise(settings, cut_index), Arm(name="bm25", mode="bm25"), metrics).cases}
+    # The hit on the record's 2nd chunk counts as the record; its other chunks do not repeat it.
+    assert by_id["doc"].top[0] == "manual" and by_id["doc"].top.count("manual") == 1
+    assert by_id["doc"].scores == {"hit_rate@1": 1.0, "ndcg@10": 1.0, "recall@5": 1.0}
+    assert by_id["chunk"].top[0] == "manual#1" and by_id["chunk"].scores["hit_rate@1"] == 1.0
+    assert by_id["short"].top[0] == "hours" and by_id["short"].scores["hit_rate@1"] == 1.0
+    assert not any("#" in i for i in by_id["doc"].top) and any("#" in i for i in by_id["short"].top)
+
+
+def test_judged_ids_are_read_once_from_the_index(cut_index: Index) -> None:
+    judged = JudgedIds.of(cut_index)
+    assert judged.chunk_ids == {"hours", "manual#0", "manual#1", "manual#2"} and judged.doc_ids == {"manual"}
+    assert judged.per_document(["manual"]) and judged.per_document(["hours", "manual"])
+    assert not judged.per_document(["manual#1"]) and not judged.per_document(["hours"]) and not judged.per_document(["nowhere"])

@@ -165,3 +165,23 @@ def test_manifest_is_json(tmp_path: Path, index: Index) -> None:
     data = json.loads((build / "manifest.json").read_text())
     assert data["n_chunks"] == 6 and data["embedder"] == "hash-bow/test"
     assert np.isfinite(data["build_seconds"])
+
+
+def test_the_manifest_records_which_fields_the_chunks_carry(tmp_path: Path, hash_embedder, settings: Settings) -> None:  # type: ignore[no-untyped-def]
+    chunks = [Chunk(id="a", text="one", payload={"market": ["eu"], "price": 0, "note": None}), Chunk(id="b", text="two", payload={"market": []})]
+    with build_index(chunks, tmp_path / "ix", settings=settings, embedder=hash_embedder) as ix:
+        assert ix.manifest.field_counts == {"market": 1, "price": 1}  # a null and an empty list carry nothing
+        presence = ix.field_presence()
+        assert presence.n_chunks == 2 and presence.count("market") == 1 and not presence.carries("note")
+
+
+def test_an_index_built_before_field_counts_opens_and_counts_them_from_its_chunks(tmp_path: Path, index: Index, hash_embedder, settings: Settings) -> None:  # type: ignore[no-untyped-def]
+    manifest = tmp_path / "ix" / "builds" / index.manifest.build_id / "manifest.json"
+    recorded = index.manifest.field_counts
+    index.close()
+    data = json.loads(manifest.read_text())
+    del data["field_counts"]  # what an earlier querywise wrote
+    manifest.write_text(json.dumps(data, indent=2))
+    with Index.open(tmp_path / "ix", settings=settings, embedder=hash_embedder) as old:
+        assert old.manifest.field_counts is None
+        assert old.field_presence().counts == recorded == {"category": 6, "markets": 6, "price": 6}

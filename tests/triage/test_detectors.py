@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 
 from querywise.chunking import Chunker
+from querywise.text import words
 from querywise.triage.detectors import (
+    LabelCheck,
     anchors_of,
     check_boundary,
+    check_label,
     check_noise,
     check_query,
     check_vector,
+    shared_terms,
+    term_overlap,
 )
 
 
@@ -89,3 +96,75 @@ def test_query_defect_suggestions(question: str, history: list[str], gold: str, 
     check = check_query(question, history, gold)
     assert check.suggested == kind, check
     assert (kind is None) == (not check.cues)
+
+
+# --- words run together or split by the extractor (no ligature in sight) ---------------------
+
+RUN_TOGETHER = "the warrantycovers water damageif the strapis intact"
+CLEAN = "the warranty covers water damage if the strap is intact"
+# What the rest of an index says: these words exist, spelled apart.
+OTHER_CHUNKS = ["The warranty covers repairs for two years.", "Water damage is not covered if the seal is broken.",
+                "A new strap fits every model.", "Keep the receipt intact if you want a refund."]
+
+
+def _vocabulary(*texts: str) -> Counter[str]:
+    return Counter(w for t in texts for w in words(t))
+
+
+def test_run_together_words_against_the_gold_text_are_noise() -> None:
+    """The locator matched the gold only ignoring whitespace: its evidence reaches the rule."""
+    check = check_noise(RUN_TOGETHER, clean=CLEAN)
+    assert check.whitespace_damage == ["warrantycovers", "damageif", "strapis"]
+    assert check.flagged and "only ignoring whitespace" in check.reasons[0]
+    assert not check_noise(RUN_TOGETHER).flagged  # no ligature, no evidence: the old rule saw nothing
+    # one joined word in an otherwise clean passage is no pattern
+    assert not check_noise("the warrantycovers water damage", clean="the warranty covers water damage").flagged
+
+
+def test_run_together_and_split_words_against_the_index_vocabulary_are_noise() -> None:
+    vocab = _vocabulary(RUN_TOGETHER, *OTHER_CHUNKS)
+    check = check_noise(RUN_TOGETHER, vocabulary=vocab)
+    assert check.flagged and check.run_together == [
+        "warrantycovers = warranty + covers", "damageif = damage + if", "strapis = strap + is"]
+    split = "the war ranty covers water dam age if the strap is intact"
+    check = check_noise(split, vocabulary=_vocabulary(split, *OTHER_CHUNKS))
+    assert check.flagged and check.split_words == ["war ranty = warranty", "dam age = damage"]
+
+
+def test_clean_text_and_names_are_not_run_together() -> None:
+    vocab = _vocabulary(CLEAN, *OTHER_CHUNKS, "Bright colours. Clear water.", "Iron frames and a bridge.")
+    assert not check_noise(CLEAN, vocabulary=vocab).flagged
+    # capitalised names are written as one word on purpose; a word the index knows elsewhere is no accident
+    names = "The Brightwater and Ironbridge models: warranty covers water damage."
+    assert check_noise(names, vocabulary=vocab | _vocabulary(names)).run_together == []
+    # a single rare compound in a long chunk stays under the 5% share
+    long = (f"{CLEAN}. " + " ".join(OTHER_CHUNKS) + " Claims are handled by the service desk within five working days "
+            "of receipt, and a courier collects the watch from your home at no cost to you. The waterproof case and the "
+            "wristband are extra.")
+    vocab = _vocabulary(long, *OTHER_CHUNKS, "Proof of purchase.", "The wrist band.")
+    check = check_noise(long, vocabulary=vocab)
+    assert check.run_together == ["waterproof = water + proof", "wristband = wrist + band"]
+    assert check.n_tokens > 40 and not check.flagged  # 2 in 60 tokens: under 5%
+
+
+# --- the suspect-label evidence --------------------------------------------------------------
+
+def test_content_overlap_leaves_out_the_asking_words() -> None:
+    gold = "You can cancel your membership in Billing."
+    assert term_overlap("How can I stop paying?", gold) > 0  # "can" is shared, and says nothing
+    assert term_overlap("How can I stop paying?", gold, content_only=True) == 0
+    assert shared_terms("How can I stop paying?", ["I have a membership."], gold) == (["membership", "pay", "stop"], ["membership"])
+
+
+def test_label_check_needs_no_shared_term_no_search_hit_and_a_probe_hit() -> None:
+    def check(**kw: object) -> LabelCheck:
+        base: dict[str, object] = {"dense_rank": None, "lexical_rank": None, "probe_rank": 1, "searched": True, "k": 50}
+        return check_label(["pay", "stop"], [], **{**base, **kw})  # type: ignore[arg-type]
+
+    assert check().flagged and "re-judge the label" in check().reason
+    assert not check(dense_rank=7).flagged and "dense rank 7" in check(dense_rank=7).reason  # same topic, other words
+    assert not check(lexical_rank=30).flagged
+    assert not check(probe_rank=None).flagged and "index problem" in check(probe_rank=None).reason
+    assert not check(searched=False).flagged
+    shared = check_label(["pay", "stop"], ["stop"], dense_rank=None, lexical_rank=None, probe_rank=1, searched=False, k=50)
+    assert not shared.flagged and shared.reason == "shares 1 of the question's 2 content terms"

@@ -27,10 +27,12 @@ def test_reads_failures_and_counts_acceptable_rows(tmp_path: Path) -> None:
          "history": [{"role": "user", "text": "earlier"}, "plain turn"]},
         {"id": "b", "question": "q2", "acceptable": True},  # no gold needed for an acceptable row
         {"id": 3, "question": "q3", "gold_doc": "d", "gold_offset": 10, "retrieved": ["x", "y"]},
+        {"id": "doc", "question": "q4", "gold_doc": "manual", "retrieved": ["manual"]},  # a document gold (contract item 4)
     ])
     data = load_failures(p)
-    assert [f.id for f in data.failures] == ["a", "3"]
-    assert data.n_rows == 3 and data.n_acceptable == 1
+    assert [f.id for f in data.failures] == ["a", "3", "doc"]
+    assert data.n_rows == 4 and data.n_acceptable == 1
+    assert (data.failures[2].gold_doc, data.failures[2].gold_offset) == ("manual", None)
     assert data.failures[0].history == ["earlier", "plain turn"]
     assert data.failures[1].retrieved == ["x", "y"] and data.failures[1].gold_offset == 10
 
@@ -38,7 +40,7 @@ def test_reads_failures_and_counts_acceptable_rows(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("row", "problem"), [
     ('{"id": "a", "question": "q"', "invalid JSON"),
     ('{"id": "a", "question": "q"}', "no gold"),
-    ('{"id": "a", "question": "q", "gold_doc": "d"}', "gold_doc and gold_offset go together"),
+    ('{"id": "a", "question": "q", "gold_offset": 12}', "gold_offset needs gold_doc"),
     ('{"id": "a", "question": "q", "gold_chunk": "c", "gold_offset": -1, "gold_doc": "d"}', "gold_offset"),
     ('["not", "an", "object"]', "expected a JSON object"),
 ])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from querywise.chunking import Chunker
 from querywise.corpus import Chunk
 from querywise.triage import ChunkTable, Failure, locate
+from querywise.triage.locate import prefer_ranked
 
 DOC = ("Stylo scale calibration. Place the scale on a hard floor and wait for zero. "
        "Remove any objects from the platform before you begin.\n\n"
@@ -81,3 +82,28 @@ def test_bm25_fallback_needs_most_of_the_gold_terms() -> None:
     assert (loc.method, loc.chunk_id) == ("bm25", "plain#0")
     loc = locate(_f(gold_text="warranty claims for broken hinges"), t, bm25=lambda text: hit)
     assert loc.absent and loc.method == "not_found"
+
+
+def test_a_match_only_ignoring_whitespace_is_marked() -> None:
+    t = _table()
+    assert locate(_f(gold_text="The specific configuration of the firmware."), t).whitespace_only
+    assert not locate(_f(gold_text="REFUNDS are issued\n within  five"), t).whitespace_only
+
+
+def test_document_gold_without_offset_is_every_chunk_of_it() -> None:
+    """Contract item 4: `gold_doc` alone means any chunk of the document answers."""
+    t = _table()
+    q = {"question": "Does the scale beep when calibration finishes?"}
+    loc = locate(_f(gold_doc="scale", **q), t, question_ranked=["plain#0", "scale#1", "scale#0"])
+    assert (loc.method, loc.doc_id, loc.chunk_ids) == ("document", "scale", ["scale#0", "scale#1"])
+    assert loc.chunk_id == "scale#1" and "ranks best for the question (rank 2)" in loc.detail  # best-ranked chunk of it
+    assert not loc.crosses and not loc.absent
+    # none of its chunks among the question's results: the one sharing most terms with the question
+    loc = locate(_f(gold_doc="scale", **q), t)
+    assert loc.chunk_id == "scale#1" and "shares most of its terms" in loc.detail
+    loc = locate(_f(gold_doc="scale", question="Where do I place the scale before I begin?"), t)
+    assert loc.chunk_id == "scale#0"
+    # later results re-point it (the run searches the question after locating)
+    assert prefer_ranked(loc, ["scale#1"]).chunk_id == "scale#1"
+    gone = locate(_f(gold_doc="recall"), t, sources={"recall": "Recall notice."})
+    assert gone.absent and "no chunk of document 'recall'" in gone.detail

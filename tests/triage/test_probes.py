@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from querywise.checks.vocabulary import vocabulary_violations
+from querywise.text import analyze
 from querywise.triage.probes import (
+    PROBE_WORDS,
     deterministic_probe,
     generated_probe,
     key_sentence,
@@ -24,11 +28,51 @@ def test_literal_probe_is_the_first_40_tokens_verbatim() -> None:
     assert literal_probe("short  text\nhere") == "short text here"
 
 
-def test_deterministic_probe_uses_the_key_sentence_words_only() -> None:
+def test_deterministic_probe_is_the_key_sentence_asked() -> None:
     assert key_sentence(PASSAGE, _idf).startswith("The indicator blinks blue")
-    probe = deterministic_probe(PASSAGE, _idf)
-    assert probe.startswith("What about ") and probe.endswith("?") and "Vela X3" in probe
-    assert vocabulary_violations(probe, PASSAGE) == []
+    # Before: "What about indicator blinks blue while Vela X3 waits phone?" (its content words strung together).
+    assert deterministic_probe(PASSAGE, _idf) == "Does the indicator blink blue while the Vela X3 waits for a phone?"
+    assert vocabulary_violations(deterministic_probe(PASSAGE, _idf), PASSAGE) == []
+
+
+@pytest.mark.parametrize(("passage", "question"), [
+    # imperative, after a short heading that is kept
+    ("Faucet leaks: replace the cartridge washer.", "Faucet leaks: how do I replace the cartridge washer?"),
+    ("Step on the platform with bare feet and stand still.", "How do I step on the platform with bare feet and stand still?"),
+    # an auxiliary after a short subject moves to the front
+    ("Opened earbuds can be returned within 10 days if the hygiene seal is intact.",
+     "Can opened earbuds be returned within 10 days if the hygiene seal is intact?"),
+    ("Duplicate billing: refunds are issued within five working days.", "Duplicate billing: are refunds issued within five working days?"),
+    # a third-person verb becomes does + its plain form (same stem, so the vocabulary rule holds)
+    ("The Amberline adapter supports fast charging at 30 W with the supplied cable.",
+     "Does the Amberline adapter support fast charging at 30 W with the supplied cable?"),
+    ("The scale beeps twice when calibration finishes.", "Does the scale beep twice when calibration finishes?"),
+    # a plural noun after a number or an adjective is not read as a verb; a short phrase is asked about
+    ("Runtime per charge: eleven hours at moderate volume.", "Runtime per charge: what about eleven hours at moderate volume?"),
+    # the key clause of a sentence cut by a semicolon, not the whole sentence
+    ("Standard orders ship within 2 business days; express delivery arrives the next morning.",
+     "Does express delivery arrive the next morning?"),
+])
+def test_deterministic_probe_reads_as_a_question_from_the_passage(passage: str, question: str) -> None:
+    def idf(term: str) -> float:  # "express" and "morning" are the rare words of the second example
+        return {"express": 4.0, "morn": 4.0}.get(term, 1.0)
+
+    probe = deterministic_probe(passage, idf)
+    assert probe == question
+    assert vocabulary_violations(probe, passage) == []
+    # every word is the passage's own (same stem) or one of the few stated question words
+    own = set(analyze(passage, stopwords=False))
+    added = {w.lower() for w in PROBE_WORDS}
+    assert all(t in own or t in {a for w in added for a in analyze(w, stopwords=False)}
+               for t in analyze(probe, stopwords=False)), probe
+
+
+def test_deterministic_probe_of_a_long_clause_is_cut_at_a_comma() -> None:
+    passage = ("Patients who received the vaccine, compared with those given placebo, showed fewer infections, shorter "
+               "stays in hospital, lower costs of care, and no rise in adverse events over the two years of follow-up.")
+    probe = deterministic_probe(passage, lambda t: 1.0)
+    assert probe.endswith("?") and len(probe.split()) <= 24 and "What about" not in probe
+    assert vocabulary_violations(probe, passage) == []
 
 
 def test_vocabulary_check_reports_borrowed_words() -> None:

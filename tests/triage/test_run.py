@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,9 @@ class BrokenEmbedder:
 def _chunks() -> list[Chunk]:
     pieces = Chunker(max_chars=220).split(MANUAL, doc_id="manual", markdown=False)
     chunks = [Chunk(id=p.chunk_id, text=p.text, payload={"doc_id": "manual", "start": p.start, "end": p.end}) for p in pieces]
-    topics = ["shipping takes two business days", "returns need the original receipt", "gift cards never expire",
+    # faq1 shares one word ("sorry") with the filler question below: a gold sharing nothing with
+    # its question, which the hash embedder cannot relate by topic, would be a suspect label.
+    topics = ["shipping takes two business days", "sorry, returns need the original receipt", "gift cards never expire",
               "the store opens at nine on weekdays", "warranty claims need the serial number", "invoices arrive by email"]
     chunks += [Chunk(id=f"faq{i}", text=f"FAQ {i}: {t}.") for i, t in enumerate(topics)]
     # Greetings the support site publishes: what a message made of pleasantries finds first.
@@ -160,3 +163,154 @@ def test_cli_lets_a_configured_llm_write_the_generated_probe(
     assert (evidence["generation"]["generated_by"], evidence["generation"]["generated_probe"]) == ("llm", "Do gift cards expire?")
     # No recorded answer for the other passage: the deterministic question, and the reason kept.
     assert evidence["neighbour"]["generated_by"] == "deterministic" and evidence["neighbour"]["probe_error"]
+
+
+# --- issue 13: the cut-off, suspect labels, figures that add up, the chunks above the gold ----
+
+def _triage(index_dir: Path, settings: Settings, embedder: Any, rows: list[dict[str, Any]], **kw: Any) -> dict[str, Any]:
+    with Index.open(index_dir, settings=settings, embedder=embedder) as ix:
+        return {c.id: c for c in triage_cases([Failure.model_validate(r) for r in rows], ix, **kw)}
+
+
+def test_context_k_decides_generation_and_ranking(index_dir: Path, settings: Settings, broken: BrokenEmbedder) -> None:
+    row = {"id": "r3", "question": "Do gift cards expire?", "gold_chunk": "faq2", "retrieved": ["faq0", "faq1", "faq2"]}
+    wide = _triage(index_dir, settings, broken, [row], k=20, context_k=10)["r3"]
+    narrow = _triage(index_dir, settings, broken, [row], k=20, context_k=1)["r3"]
+    assert wide.evidence.retrieved_rank == narrow.evidence.retrieved_rank == 3
+    assert wide.bucket == "generation" and "within the top 10" in wide.evidence.reason
+    assert narrow.bucket == "ranking" and "below the top 1" in narrow.evidence.reason
+    # without `retrieved`, the index for the original question decides (faq2 is its rank 1 there)
+    bare = {k: v for k, v in row.items() if k != "retrieved"}
+    assert _triage(index_dir, settings, broken, [bare], k=20, context_k=1)["r3"].bucket == "generation"
+    with pytest.raises(ValueError, match="below --k"):
+        _triage(index_dir, settings, broken, [row], k=20, context_k=20)
+
+
+def test_cli_context_k_is_stated_and_validated(
+    index_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, broken: BrokenEmbedder
+) -> None:
+    monkeypatch.setattr("querywise.index.store.embedder_for", lambda settings: broken)
+    row = {"id": "r3", "question": "Do gift cards expire?", "gold_chunk": "faq2", "retrieved": ["faq0", "faq1", "faq2"]}
+    for ck, bucket in (("10", "generation"), ("1", "ranking")):
+        result = _cli(index_dir, tmp_path, [row], "--json", "--context-k", ck)
+        assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
+        data = json.loads(result.stdout)  # type: ignore[attr-defined]
+        assert data["sample"]["context_k"] == int(ck) and data["cases"][0]["bucket"] == bucket
+    result = _cli(index_dir, tmp_path, [row], "--context-k", "1")
+    assert "generation = the gold within the top 1 (--context-k)" in " ".join(result.stdout.split())  # type: ignore[attr-defined]
+    for bad, message in ((["--context-k", "20"], "must be below --k (20)"), (["--context-k", "0"], "--context-k")):
+        result = _cli(index_dir, tmp_path, [row], *bad)
+        assert result.exit_code == 2 and message in " ".join(result.output.split())  # type: ignore[attr-defined]
+        assert "Traceback" not in result.output  # type: ignore[attr-defined]
+
+
+SUSPECT = {"id": "suspect", "question": "Which form do I sign?", "gold_chunk": "faq3"}  # faq3: the store's opening hours
+
+
+def test_gold_sharing_nothing_with_the_question_is_a_suspect_label(index_dir: Path, settings: Settings, broken: BrokenEmbedder) -> None:
+    cases = _triage(index_dir, settings, broken, [SUSPECT, FAILURES[-1]], k=20)
+    case = cases["suspect"]
+    assert case.bucket == "suspect_label" and case.evidence.label_source is None
+    lc = case.evidence.label_check
+    assert lc is not None and lc.flagged and lc.searched
+    assert (lc.question_terms, lc.shared_terms, lc.dense_rank, lc.lexical_rank, lc.probe_rank) == (["form", "sign"], [], None, None, 1)
+    assert "re-judge" in case.evidence.reason
+    # the filler case shares "sorry" with its gold: a query defect, not a label problem
+    assert cases["filler"].bucket == "filler" and cases["filler"].evidence.label_check.shared_terms == ["sorri"]  # type: ignore[union-attr]
+    # not reachable: out of the reachable share and the ceiling, reported apart
+    report = build_report(list(cases.values()), Population(eval_total=10, acceptable_rate=0.8, failures=2), k=20, mode="hybrid")
+    assert report.reachable_share == 0.5 and report.part_points == {"reachable": 10, "suspect_label": 10, "rest": 0}
+    assert (report.reachable_points, report.unreachable_points, report.ceiling_points) == (10, 10, 10)
+    # a human query-defect label does not overrule the evidence; it is kept beside it
+    labelled = _triage(index_dir, settings, broken, [SUSPECT], k=20, labels={"suspect": "vocabulary"})["suspect"]
+    assert labelled.bucket == "suspect_label" and "human label 'vocabulary'" in labelled.evidence.reason
+
+
+def _numbers(line: str) -> list[int]:
+    return [int(x) for x in re.findall(r"\d+", line)]
+
+
+def test_cli_terminal_figures_add_up_as_printed(
+    index_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, broken: BrokenEmbedder
+) -> None:
+    monkeypatch.setattr("querywise.index.store.embedder_for", lambda settings: broken)
+    rows = [*FAILURES, SUSPECT, {"id": "r3", "question": "Do gift cards expire?", "gold_chunk": "faq2", "retrieved": ["a", "b", "faq2"]}]
+    result = _cli(index_dir, tmp_path, rows, "--eval-total", "300", "--acceptable", "0.832666", "--context-k", "1")  # 16.7334 fail
+    assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
+    out = result.stdout  # type: ignore[attr-defined]
+    table = {m.group(1): (int(m.group(2)), int(m.group(3)), int(m.group(4)))
+             for m in re.finditer(r"│ (\w[\w…]*)\s*│\s*(\d+) │\s*(\d+)% │\s*[\d.]+ │\s*(\d+) │", out)}
+    total = re.search(r"│ total\s*│\s*(\d+) │\s*(\d+)% │\s*│\s*(\d+) │", out)
+    assert total is not None and len(table) == 12
+    n, share, points = (int(g) for g in total.groups())
+    assert (n, share, points) == (9, 100, 17)  # 16.7334 failing points, as a whole number
+    assert sum(c for c, _, _ in table.values()) == n and sum(s for _, s, _ in table.values()) == share
+    assert sum(p for _, _, p in table.values()) == points
+    flat = " ".join(out.split())
+    reach, unreach, failing = _numbers(re.search(r"reachable points \d+ \+ unreachable points \d+ = \d+", flat).group(0))  # type: ignore[union-attr]
+    assert reach + unreach == failing == points
+    query = [b for b in table if b in ("vocabulary", "compound", "referent", "filler") or b.startswith("unlabelled")]
+    assert reach == sum(table[b][2] for b in query)
+    assert f"reachable by the query layer: {sum(table[b][1] for b in query)}% of failures" in flat
+    assert f"= {reach} points" in flat
+    assert f"suspect labels: 1 of 9 failures, {table['suspect_label'][1]}%" in flat
+    assert f"= {table['suspect_label'][2]} points" in flat and "re-judge those labels" in flat
+    assert flat.count("Rounding:") == 1 and "Failing points: 16.7334 → 17." in flat
+    assert "of 16.7334 failing" not in flat
+
+
+def test_chunks_above_the_gold_in_json_terminal_and_html(
+    index_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, broken: BrokenEmbedder
+) -> None:
+    monkeypatch.setattr("querywise.index.store.embedder_for", lambda settings: broken)
+    row = {"id": "second", "question": "charging case ear tips and pairing", "gold_chunk": "manual#1"}
+    html = tmp_path / "r.html"
+    result = _cli(index_dir, tmp_path, [row, SUSPECT], "--json", "--html", str(html))
+    assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
+    cases = {c["id"]: c["evidence"] for c in json.loads(result.stdout)["cases"]}  # type: ignore[attr-defined]
+    assert cases["second"]["rank_original"] == 2
+    [above] = cases["second"]["above_original"]
+    assert above["id"] == "manual#0" and above["rank"] == 1 and above["same_doc"] is True
+    assert above["snippet"].startswith("The Vela X3 headphones ship with a charging case")
+    top = cases["suspect"]["above_original"]  # gold outside the top k: the top results, all of them above it
+    assert [a["rank"] for a in top] == [1, 2, 3, 4, 5] and all(not a["same_doc"] for a in top)
+    page = html.read_text(encoding="utf-8")
+    assert "manual#0</b> <small>(same document)</small> The Vela X3 headphones" in page
+    assert "1 of 1 above the gold" in page and "top 5 (gold not in the top 20)" in page
+
+    result = _cli(index_dir, tmp_path, [row, SUSPECT], "--show-cases")
+    flat = " ".join(result.stdout.split())  # type: ignore[attr-defined]
+    assert "second generation — gold at rank 2 in the index for the original question" in flat
+    assert "gold manual#1 · ranks 2 / – / 1 / 1" in flat
+    assert "above the gold (rank 2) for the original question: 1. manual#0 (same document) The Vela X3 headphones" in flat
+    assert "suspect suspect_label" in flat and "the top 5 for the original question (the gold is not in the top 20)" in flat
+    assert "label evidence: question terms form, sign; shared with the gold: none; dense rank –, lexical rank –, probe rank 1" in flat
+
+
+def test_document_gold_ranks_by_its_best_chunk(index_dir: Path, settings: Settings, broken: BrokenEmbedder) -> None:
+    """Contract item 4 through the run: the document id or any of its chunks in `retrieved`."""
+    rows = [{"id": "doc", "question": "charging case ear tips", "gold_doc": "manual", "retrieved": ["faq1", "manual"]},
+            {"id": "chunks", "question": "How do I pair the headset with my phone?", "gold_doc": "manual",
+             "retrieved": ["faq1", "faq2", "manual#1"]}]
+    cases = _triage(index_dir, settings, broken, rows, k=20, context_k=1)
+    doc, chunks = cases["doc"].evidence, cases["chunks"].evidence
+    assert (doc.location.method, doc.location.chunk_id, doc.location.chunk_ids) == ("document", "manual#0", ["manual#0", "manual#1"])
+    assert doc.retrieved_rank == 2 and doc.rank_original == 1 and cases["doc"].bucket == "ranking"
+    assert chunks.location.chunk_id == "manual#1" and chunks.retrieved_rank == 3 and not chunks.location.crosses
+
+
+def test_run_together_gold_is_extraction_noise(tmp_path: Path, settings: Settings, hash_embedder: Any) -> None:
+    """No ligature anywhere: the locator's whitespace-only match, or the index vocabulary, tells."""
+    chunks = [Chunk(id="strap", text="Straps: the warrantycovers water damageif the strapis intact."),
+              Chunk(id="a", text="The warranty covers repairs for two years."),
+              Chunk(id="b", text="Water damage is not covered if the seal is broken."),
+              Chunk(id="c", text="A new strap fits every model; keep the receipt intact.")]
+    build_index(chunks, tmp_path / "ix", settings=settings, embedder=hash_embedder).close()
+    rows = [{"id": "by-text", "question": "Is water damage covered?", "gold_text": "the warranty covers water damage if the strap is intact"},
+            {"id": "by-id", "question": "Is water damage covered?", "gold_chunk": "strap"}]
+    cases = _triage(tmp_path / "ix", settings, hash_embedder, rows, k=3, context_k=1)
+    by_text, by_id = cases["by-text"], cases["by-id"]
+    assert by_text.evidence.location.whitespace_only and by_text.bucket == "extraction_noise"
+    assert by_text.evidence.noise.whitespace_damage == ["warrantycovers", "damageif", "strapis"]  # type: ignore[union-attr]
+    assert by_id.bucket == "extraction_noise" and "against the index vocabulary" in by_id.evidence.reason
+    assert by_id.evidence.noise.run_together[0] == "warrantycovers = warranty + covers"  # type: ignore[union-attr]

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 
-from querywise.understand.calibration import choose_thresholds
+from querywise.understand.calibration import Calibration, OperatingPoint, calibrate, choose_candidate, choose_thresholds
 from querywise.understand.classifiers import CentroidClassifier
 from querywise.understand.decision import RouteClassifier, Thresholds, decide_many
 
@@ -136,6 +136,112 @@ def test_choose_thresholds_validates_its_inputs(clusters: MakeClusters) -> None:
         choose_thresholds(clf, Xtr, ytr, max_deferred=1.5)
     with pytest.raises(ValueError, match="labels"):
         choose_thresholds(clf, Xtr, ytr[:-1])
+
+
+# ------------------------------------------------------------------------------------------------
+# calibrate(): the user's operating point, met or said to be missed
+# ------------------------------------------------------------------------------------------------
+
+
+def test_the_floor_on_val_is_the_stated_floor_plus_headroom() -> None:
+    assert OperatingPoint(min_answered=0.97, max_deferred=0.10).val_floor == 0.975
+    assert OperatingPoint(min_answered=0.97, max_deferred=0.10, headroom=0.0).val_floor == 0.97
+    assert OperatingPoint(min_answered=0.999, headroom=0.005).val_floor == 1.0
+    assert OperatingPoint(min_answered=0.97, max_deferred=0.10).describe() == "answered accuracy >= 97.0% (97.5% on val), deferred <= 10.0%"
+    with pytest.raises(ValueError, match="max_deferred"):
+        OperatingPoint(max_deferred=1.5)
+
+
+def test_calibrate_meets_a_stated_operating_point_at_its_cheapest(clusters: MakeClusters) -> None:
+    Xtr, ytr, _ = clusters(seed=1, n_per=40, noise=0.35, n_oos=0)
+    Xv, yv, _ = clusters(seed=2, n_per=60, noise=0.35, n_oos=20)
+    clf = CentroidClassifier().fit(Xtr, ytr)
+    free = outcome_rates(clf, Xv, yv, Thresholds(0.0, float("-inf")))
+    point = OperatingPoint(min_answered=free["answered_acc"] + 0.02, max_deferred=0.3, headroom=0.01)
+    cal = calibrate(clf, Xv, yv, point, n_candidates=len(yv))
+    got = outcome_rates(clf, Xv, yv, cal.thresholds)
+    assert cal.meets and cal.warning is None
+    assert got["answered_acc"] >= free["answered_acc"] + 0.03 and got["deferred"] <= 0.3  # floor + headroom, within budget
+    # the figures it reports are what decide() gives
+    assert (cal.answered_accuracy, cal.deferred_share, cal.in_scope_accuracy, cal.oos_recall) == pytest.approx(
+        (got["answered_acc"], got["deferred"], got["in_acc"], got["recall"]))
+    # cheapest: at the chosen in-scope gate, no lower margin gate meets the floor
+    srt = np.sort(clf.scores(Xv), axis=1)
+    lower = [m for m in srt[:, -1] - srt[:, -2] if m < cal.thresholds.min_margin]
+    assert lower  # the margin gate had to rise
+    for m in lower:
+        assert outcome_rates(clf, Xv, yv, Thresholds(float(m), cal.thresholds.min_in_scope))["answered_acc"] < point.val_floor
+
+
+def test_calibrate_warns_which_constraint_it_could_not_meet(clusters: MakeClusters) -> None:
+    Xtr, ytr, _ = clusters(seed=1, n_per=40, noise=0.35, n_oos=0)
+    Xv, yv, _ = clusters(seed=2, n_per=60, noise=0.35, n_oos=20)
+    clf = CentroidClassifier().fit(Xtr, ytr)
+    cal = calibrate(clf, Xv, yv, OperatingPoint(min_answered=0.99, max_deferred=0.05, headroom=0.0))
+    got = outcome_rates(clf, Xv, yv, cal.thresholds)
+    assert not cal.meets
+    assert got["deferred"] <= 0.05 and got["deferred"] > 0.02  # the budget is kept, and spent
+    assert cal.warning is not None and "operating point not met" in cal.warning
+    assert f"answered accuracy on val is {got['answered_acc']:.1%}" in cal.warning and "below the 99.0% asked of val" in cal.warning
+    # the warning says what meeting the floor would cost, and that cost is real
+    assert cal.needed_deferred is not None and cal.needed_deferred > 0.05
+    assert f"reaching it needs {cal.needed_deferred:.1%} deferred" in cal.warning
+
+
+def test_when_the_point_is_out_of_reach_the_closest_pair_is_kept(clusters: MakeClusters) -> None:
+    """Brute force over every data-valued pair: none within the budget answers more accurately."""
+    Xtr, ytr, _ = clusters(seed=3, n_per=30, noise=0.4, n_oos=0)
+    Xv, yv, _ = clusters(seed=4, n_per=15, noise=0.4, n_oos=10)
+    clf = CentroidClassifier().fit(Xtr, ytr)
+    budget = 0.1
+    cal = calibrate(clf, Xv, yv, OperatingPoint(min_answered=0.999, max_deferred=budget, headroom=0.0), n_candidates=len(yv))
+    assert not cal.meets and cal.answered_accuracy is not None
+    srt = np.sort(clf.scores(Xv), axis=1)
+    closest = max(
+        r["answered_acc"]
+        for tm in np.concatenate([[0.0], srt[:, -1] - srt[:, -2]])
+        for ts in np.concatenate([[-np.inf], clf.in_scope(Xv)])
+        if (r := outcome_rates(clf, Xv, yv, Thresholds(float(tm), float(ts))))["deferred"] <= budget
+    )
+    assert cal.answered_accuracy == pytest.approx(closest, abs=1e-9)
+    assert cal.warning is not None and cal.warning.endswith("kept: the highest answered accuracy within the deferral budget")
+
+
+def test_a_fixed_margin_gate_that_cannot_meet_the_floor_is_named(clusters: MakeClusters) -> None:
+    Xtr, ytr, _ = clusters(seed=1, n_per=40, noise=0.35, n_oos=0)
+    Xv, yv, _ = clusters(seed=2, n_per=60, noise=0.35, n_oos=20)
+    clf = CentroidClassifier().fit(Xtr, ytr)
+    free = outcome_rates(clf, Xv, yv, Thresholds(0.0, float("-inf")))
+    cal = calibrate(clf, Xv, yv, OperatingPoint(min_answered=free["answered_acc"] + 0.03, max_deferred=0.3, headroom=0.0), min_margin=0.0)
+    assert cal.thresholds.min_margin == 0.0 and not cal.meets
+    assert cal.warning is not None and "no in-scope gate reaches it with the margin gate fixed at 0" in cal.warning
+    # without the fixed margin the same point is met
+    assert calibrate(clf, Xv, yv, cal.point).meets
+
+
+def _cal(*, meets: bool, answered: float, objective: float) -> Calibration:
+    return Calibration(thresholds=Thresholds(0.1, float("-inf")), point=OperatingPoint(), in_scope_accuracy=0.8, answered_accuracy=answered,
+                       deferred_share=0.05, oos_recall=None, objective=objective, meets=meets, needed_deferred=None, warning=None)
+
+
+def test_choose_candidate_keeps_one_that_meets_the_point_over_a_better_objective() -> None:
+    # centroids with the better objective but 66% answered do not beat a classifier meeting the point
+    i, reason = choose_candidate(["centroid", "trained"], [_cal(meets=False, answered=0.66, objective=0.9), _cal(meets=True, answered=0.975, objective=0.8)])
+    assert i == 1
+    assert reason.startswith("trained meets the operating point on val with the best objective")
+    assert "centroid does not meet it (answered 66.0%" in reason
+
+
+def test_choose_candidate_among_those_meeting_the_point_takes_the_best_objective() -> None:
+    i, reason = choose_candidate(["centroid", "trained"], [_cal(meets=True, answered=0.98, objective=0.85), _cal(meets=True, answered=0.975, objective=0.8)])
+    assert i == 0 and "trained also meets it but has a lower objective" in reason
+    i, _ = choose_candidate(["a", "b"], [_cal(meets=True, answered=0.98, objective=0.8), _cal(meets=True, answered=0.98, objective=0.8)])
+    assert i == 0  # ties to the earlier-listed
+
+
+def test_choose_candidate_when_none_meets_takes_the_closest_to_the_floor() -> None:
+    i, reason = choose_candidate(["centroid", "trained"], [_cal(meets=False, answered=0.66, objective=0.9), _cal(meets=False, answered=0.95, objective=0.7)])
+    assert i == 1 and reason.startswith("no classifier meets the operating point on val; trained comes closest (answered 95.0%")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import functools
 import io
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -35,11 +35,14 @@ from querywise.index.engine import MODES, Mode
 from querywise.index.store import IndexStoreError
 from querywise.llm.provider import LLMError
 from querywise.understand.access import AccessError
+from querywise.validation import DeploymentError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: Errors whose message is written for the person at the terminal: printed as they are.
-USER_ERRORS: tuple[type[Exception], ...] = (ConfigError, InputError, IndexStoreError, LLMError, AccessError, WhereSyntaxError, MetricError)
+USER_ERRORS: tuple[type[Exception], ...] = (
+    ConfigError, InputError, IndexStoreError, LLMError, AccessError, WhereSyntaxError, MetricError, DeploymentError,
+)
 DEBUG_ENV = "QUERYWISE_DEBUG"  # set to 1 to get the traceback of an unexpected error
 
 
@@ -139,6 +142,13 @@ def fail(message: str) -> typer.Exit:
     """Print MESSAGE (plain text: never read as markup) as an error and return the exit (code 2) to raise."""
     err.print(f"[bold red]error:[/] {esc(replace_surrogates(message))}", highlight=False, soft_wrap=True)
     return typer.Exit(code=2)
+
+
+def print_warnings(warnings: Iterable[object]) -> None:
+    """Each warning (a deployment's start-up check, an evaluation's) on its own stderr line,
+    `warning: ...`, as plain text: stdout keeps the command's output (--json stays parseable)."""
+    for w in warnings:
+        err.print(f"[yellow]warning:[/] {esc(replace_surrogates(str(w)))}", highlight=False, soft_wrap=True)
 
 
 @contextmanager

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -21,6 +22,7 @@ from querywise.cli._app import (
     mode_from,
     out,
     output_path,
+    print_warnings,
     progress,
     session_from,
     settings_from,
@@ -28,24 +30,36 @@ from querywise.cli._app import (
 from querywise.evaluation.metrics import DEFAULT_METRICS
 from querywise.files import InputError
 
+if TYPE_CHECKING:
+    from querywise.evaluation.failures import FailureRows
+
 
 @app.command("router-eval")
 def router_eval_cmd(
     train: Annotated[Path, typer.Option("--train", help="JSONL {text, label}; label oos = out of scope.", exists=True, dir_okay=False)],
     test: Annotated[Path, typer.Option("--test", help="JSONL {text, label} to report on.", exists=True, dir_okay=False)],
-    val: Annotated[Path | None, typer.Option("--val", help="JSONL {text, label}: thresholds are chosen here only.", exists=True, dir_okay=False)] = None,
-    classifier: Annotated[str, typer.Option(help="centroid, trained or auto.")] = "auto",
+    val: Annotated[Path | None, typer.Option("--val", help="JSONL {text, label}: thresholds and the auto classifier are chosen here only.", exists=True, dir_okay=False)] = None,
+    classifier: Annotated[str, typer.Option(help="centroid, trained or auto (both fitted, one kept by its --val figures; the reason is printed).")] = "auto",
+    min_answered: Annotated[float | None, typer.Option("--min-answered", min=0.0, max=1.0, help="Operating point: answered accuracy at least this (default: routing.min_answered of --config, else 0.97). Chosen on --val at this plus --headroom.")] = None,
+    max_deferred: Annotated[float | None, typer.Option("--max-deferred", min=0.0, max=1.0, help="Operating point: at most this share deferred to the unsure tier (default: routing.max_deferred of --config, else 0.10).")] = None,
+    headroom: Annotated[float, typer.Option("--headroom", min=0.0, max=0.5, help="Added to --min-answered on --val, for the val-to-test sampling error.")] = 0.005,
     min_margin: Annotated[float | None, typer.Option("--min-margin", help="Fix the margin gate instead of choosing it on --val.")] = None,
-    max_deferred: Annotated[float, typer.Option("--max-deferred", help="Largest share deferred to the unsure tier.")] = 0.10,
     oos_label: Annotated[str, typer.Option("--oos-label", help="The label that marks out-of-scope messages.")] = "oos",
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
     html: Annotated[Path | None, typer.Option("--html", help="Also write a confusion-matrix HTML report here.")] = None,
     encoder: Annotated[Path | None, typer.Option("--encoder", help="A fine-tuned encoder folder (querywise router-train); default: the config's routing.encoder, else the packaged model.", exists=True, file_okay=False)] = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Fit a router on --train, choose thresholds on --val, report on --test."""
+    """Fit a router on --train, choose thresholds on --val to meet the operating point, report on --test.
+
+    The operating point is yours: answered accuracy at least --min-answered with at most
+    --max-deferred of the messages deferred. On --val the cheapest thresholds meeting both are
+    chosen; when none does, the deferral budget is kept and a warning says what was missed.
+    Paste the printed min_margin and min_in_scope into the config's [routing] section."""
+    from querywise.cli._phases import phase_display
     from querywise.embed import embedder_for
     from querywise.evaluation.router import ClassifierKind, evaluate_router, load_labelled
+    from querywise.understand.calibration import OperatingPoint
 
     match classifier:
         case "centroid" | "trained" | "auto":
@@ -54,14 +68,21 @@ def router_eval_cmd(
             raise fail(f"--classifier must be centroid, trained or auto, not {classifier!r}")
     settings = settings_from(config)
     output_path(html, "--html")
+    point = OperatingPoint(
+        min_answered=settings.routing.min_answered if min_answered is None else min_answered,
+        max_deferred=settings.routing.max_deferred if max_deferred is None else max_deferred,
+        headroom=headroom,
+    )
     try:
         rows = {name: load_labelled(str(p)) if p else None for name, p in (("train", train), ("test", test), ("val", val))}
     except InputError as exc:
         raise fail(str(exc)) from None
-    report = evaluate_router(
-        rows["train"] or [], rows["test"] or [], val=rows["val"], embedder=embedder_for(settings, model_folder=encoder or settings.routing.encoder),
-        classifier=kind, min_margin=min_margin, max_deferred=max_deferred, oos_label=oos_label,
-    )
+    embedder = embedder_for(settings, model_folder=encoder or settings.routing.encoder)
+    with phase_display(err) as phase:  # lines with an estimate on a pipe too: 23,000 messages take minutes
+        report = evaluate_router(
+            rows["train"] or [], rows["test"] or [], val=rows["val"], embedder=embedder,
+            classifier=kind, point=point, min_margin=min_margin, oos_label=oos_label, progress=phase,
+        )
     if html is not None:
         from querywise.evaluation.html import router_report_html
 
@@ -70,18 +91,9 @@ def router_eval_cmd(
         data = report.model_dump(exclude={"labels", "matrix"})
         sys.stdout.write(json.dumps(data) + "\n")
         return
-    out.print(
-        f"[bold]{esc(report.classifier)}[/] (min_margin {report.min_margin:.4f}, min_in_scope "
-        + (f"{report.min_in_scope:.4f}" if report.min_in_scope is not None else "off") + f") on {report.n} test messages",
-        highlight=False,
-    )
-    table = Table()
-    for col in ("in-scope acc", "answered acc", "deferred", "OOS recall", "OOS precision"):
-        table.add_column(col, justify="right")
-    table.add_row(*(f"{v:.1%}" for v in (report.in_scope_accuracy, report.answered_accuracy, report.deferred_share, report.oos_recall, report.oos_precision)))
-    out.print(table)
-    if report.confusions:
-        out.print("most confused (gold → predicted): " + esc("; ".join(f"{c.gold} → {c.predicted} ×{c.count}" for c in report.confusions[:5])), highlight=False)
+    from querywise.cli.render_router import render_router_report
+
+    render_router_report(report, out, err)
 
 
 @app.command("rewrite-eval")
@@ -133,16 +145,24 @@ def eval_cmd(
     ablate: Annotated[list[str] | None, typer.Option("--ablate", help="A move or mode to ablate against pass-through; repeat; 'all' for every one.")] = None,
     split: Annotated[str, typer.Option(help="BEIR qrels split (qrels/SPLIT.tsv).")] = "test",
     no_access_probe: Annotated[bool, typer.Option("--no-access-probe", help="Skip the adversarial access set.")] = False,
+    skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Skip bad case lines, corpus records, queries and judgements (a judgement of a skipped record goes too) and list each, file:line: reason, instead of stopping at the first.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run as JSON (save it for `querywise compare`).")] = False,
     html: Annotated[Path | None, typer.Option("--html", help="Also write a standalone HTML report here.")] = None,
+    failures: Annotated[Path | None, typer.Option("--failures", help="Also write every case with a relevant id as JSONL for `querywise triage`: question, history, acceptable, the retrieved ids (as deep as the search went), gold ids and text, scores.")] = None,
+    acceptable_if: Annotated[list[str] | None, typer.Option("--acceptable-if", help="With --failures: when a case counts as acceptable. METRIC alone means above 0 (hit@5: a relevant id in the top 5); METRIC OP NUMBER with OP one of >=, >, <=, <, == (e.g. 'ndcg@10>=0.5'). Repeat to require all. Default: hit@5.")] = None,
     session: SessionOpt = None,
 ) -> None:
     """Run labelled cases through understanding and retrieval: metrics per slice, components, ablation.
 
-    Cases run under their own "session"; --session KEY=VALUE is the session of cases that have none."""
+    Cases run under their own "session"; --session KEY=VALUE is the session of cases that have none.
+    With --failures FILE every case is also written for `querywise triage FILE --index DIR`."""
     from querywise.catalog import Catalog
+    from querywise.cli._report import print_skipped
     from querywise.cli.render_eval import render_terminal
-    from querywise.evaluation.cases import load_beir, load_cases
+    from querywise.evaluation.acceptable import AcceptableRuleError, parse_rule
+    from querywise.evaluation.cases import read_beir, read_cases
+    from querywise.evaluation.failures import failure_rows, write_failures
+    from querywise.evaluation.harness import KEEP_IDS
     from querywise.evaluation.metrics import MetricError, parse_metrics
     from querywise.evaluation.report import evaluate
     from querywise.evaluation.result import EvalResult
@@ -158,15 +178,26 @@ def eval_cmd(
         raise fail(str(exc)) from None
     if not wanted:
         raise fail("--metrics names no metric")
+    output_path(failures, "--failures")
+    if acceptable_if and failures is None:
+        raise fail("--acceptable-if decides which cases --failures marks acceptable; give --failures FILE too")
+    try:
+        rule = parse_rule(acceptable_if or [])
+    except AcceptableRuleError as exc:
+        raise fail(f"--acceptable-if: {exc}") from None
+    # The rule's metrics are scored even when --metrics leaves them out (they join the report).
+    scored = wanted + [m for m in rule.metrics if m not in wanted] if failures else wanted
     try:
         if cases.is_dir():
-            _, loaded = load_beir(cases, split=split)
+            got = read_beir(cases, split=split, skip_invalid=skip_invalid, max_record_chars=settings.limits.max_record_chars)
         else:
             catalog = Catalog.load(settings.deployment.catalog) if settings.deployment.catalog else None
-            loaded = load_cases(cases, catalog=catalog)
+            got = read_cases(cases, catalog=catalog, skip_invalid=skip_invalid)
+        loaded = got.cases
         ix = Index.open(index, settings=settings)
     except (InputError, IndexStoreError) as exc:
         raise fail(str(exc)) from None
+    print_skipped(got.skipped, err)
     default_session = session_from(session)
     if default_session:
         loaded = [c if c.session else c.model_copy(update={"session": default_session}) for c in loaded]
@@ -178,11 +209,16 @@ def eval_cmd(
             plan_ablation(settings, requested or ["all"])  # unknown names fail before anything runs
         with ix, QueryWise(settings, ix) as deployment, progress() as phase:
             report = evaluate(
-                loaded, deployment, wanted, mode=search_mode, ablate=requested,
+                loaded, deployment, scored, mode=search_mode, ablate=requested,
                 probe_access=not no_access_probe, source=str(cases), on_phase=phase,
+                keep_ids=None if failures else KEEP_IDS,
             )
+            rows = failure_rows(loaded, report.run.cases, ix.chunks(), rule) if failures else None
     except ValueError as exc:
         raise fail(str(exc)) from None
+    print_warnings(report.warnings)  # the deployment's start-up warnings, judged ids the index lacks
+    if failures is not None and rows is not None:
+        write_failures(failures, rows.rows)
     if html is not None:
         from querywise.evaluation.eval_html import eval_report_html
 
@@ -190,8 +226,29 @@ def eval_cmd(
         err.print(f"wrote {esc(html)}", highlight=False)
     if as_json:
         sys.stdout.write(EvalResult.from_report(report).model_dump_json() + "\n")
-        return
-    render_terminal(report, out)
+    else:
+        render_terminal(report, out)
+    if failures is not None and rows is not None:  # last, so the next command is the last line
+        err.print(_failures_note(rows, failures, index, config, search_mode), highlight=False, soft_wrap=True)
+
+
+TRIAGE_K = 50  # triage's default probe depth (--k); --context-k must stay below it
+
+
+def _failures_note(rows: FailureRows, path: Path, index: Path, config: Path | None, mode: str) -> str:
+    """What --failures wrote, and the triage command that reads it."""
+    skipped = f"; {len(rows.skipped)} without a judged id skipped" if rows.skipped else ""
+    head = (f"wrote {len(rows.rows)} cases ({rows.n_acceptable} acceptable by `{rows.rule.label}`, "
+            f"{rows.n_failing} failing{skipped}) to {path}")
+    if not rows.n_failing:
+        return esc(f"{head}; nothing failing to triage")
+    command = ["querywise", "triage", str(path), "--index", str(index)]
+    command += ["--config", str(config)] if config is not None else []
+    command += ["--mode", mode] if mode != "hybrid" else []  # probe the index the way the system searched it
+    shown = rows.rule.shown
+    if shown is not None and shown < TRIAGE_K:  # failing = gold not in the top K, so triage's generation cut-off is K
+        command += ["--context-k", str(shown)]
+    return esc(f"{head}; next: {shlex.join(command)}")
 
 
 @app.command("eval-schema")

@@ -12,16 +12,27 @@ from rich.table import Table
 
 from querywise.chunking import Chunker
 from querywise.cli._app import ConfigOpt, IndexOpt, app, err, esc, fail, mode_from, out, progress, settings_from
+from querywise.cli._report import print_skipped
 from querywise.conditions import WhereSyntaxError, parse_where
-from querywise.corpus import CorpusError, load_corpus
+from querywise.corpus import CorpusError, read_corpus
 
 
 @app.command("index")
 def index_cmd(
     index: IndexOpt,
-    source: Annotated[Path | None, typer.Argument(metavar="SOURCE", help="A .jsonl[.gz] or .csv[.gz] file, or a folder of .txt/.md files.")] = None,
+    source: Annotated[
+        Path | None,
+        typer.Argument(metavar="SOURCE", help="A .jsonl[.gz] or .csv[.gz] file, a BEIR folder (its corpus.jsonl[.gz] is indexed), or a folder of .txt/.md files."),
+    ] = None,
     config: ConfigOpt = None,
     follow_symlinks: Annotated[bool, typer.Option("--follow-symlinks", help="In a folder SOURCE, also read links that lead outside it.")] = False,
+    max_chars: Annotated[
+        int | None,
+        typer.Option("--max-chars", min=50, help="Cut records and files into chunks of at most N characters (default: [chunking] max_chars, 1000)."),
+    ] = None,
+    skip_invalid: Annotated[
+        bool, typer.Option("--skip-invalid", help="Index every good row; list each bad one (file:line: reason) at the end instead of stopping at the first.")
+    ] = False,
     roll_back: Annotated[bool, typer.Option("--rollback", help="Switch --index back to its previous build (no SOURCE).")] = False,
 ) -> None:
     """Build (or atomically rebuild) an index of SOURCE in the folder --index; or, with --rollback,
@@ -42,14 +53,24 @@ def index_cmd(
         raise fail("missing SOURCE: the corpus to index (or --rollback)")
     c = settings.chunking
     try:
-        chunker = Chunker(max_chars=c.max_chars, overlap=c.overlap, identifier_pattern=c.identifier_pattern)
-        chunks = load_corpus(source, chunker=chunker, follow_symlinks=follow_symlinks, max_record_chars=settings.limits.max_record_chars)
+        chunker = Chunker(max_chars=max_chars or c.max_chars, overlap=c.overlap, identifier_pattern=c.identifier_pattern)
+        loaded = read_corpus(
+            source, chunker=chunker, follow_symlinks=follow_symlinks, max_record_chars=settings.limits.max_record_chars, skip_invalid=skip_invalid,
+        )
     except CorpusError as exc:
         raise fail(str(exc)) from None
-    err.print(f"read {len(chunks):,} chunks from {esc(source)}", highlight=False)
+    unit = "files" if loaded.kind == "folder" else "records"
+    limit = "--max-chars" if max_chars else "[chunking] max_chars"
+    err.print(
+        f"read {loaded.n_records:,} {unit} from {esc(source)}{' (BEIR corpus)' if loaded.kind == 'beir' else ''} into {len(loaded.chunks):,} chunks: "
+        f"{loaded.n_cut:,} {unit} longer than {chunker.max_chars:,} characters ({esc(limit)}) were cut into pieces",
+        highlight=False,
+        soft_wrap=True,
+    )
+    print_skipped(loaded.skipped, err)
     try:
         with progress() as report:
-            ix = build_index(chunks, index, settings=settings, progress=report)
+            ix = build_index(loaded.chunks, index, settings=settings, progress=report)
     except IndexStoreError as exc:
         raise fail(str(exc)) from None
     m = ix.manifest
@@ -58,6 +79,15 @@ def index_cmd(
         f"(embedder {esc(m.embedder)}; filterable fields: {esc(', '.join(sorted(m.payload_indexes)))})",
         highlight=False,
     )
+    if m.n_over_window:
+        err.print(
+            f"[yellow]{m.n_over_window:,} chunks longer than the embedder's window of {m.embedder_window} tokens were embedded "
+            f"from their first {m.embedder_window} tokens[/] (BM25 reads them whole; a smaller --max-chars fits more of them)",
+            highlight=False,
+            soft_wrap=True,
+        )
+    elif m.embedder_window is not None:
+        err.print(f"every chunk fits the embedder's window of {m.embedder_window} tokens", highlight=False)
     ix.close()
 
 
@@ -72,6 +102,7 @@ def search_cmd(
     config: ConfigOpt = None,
 ) -> None:
     """Search the index; filters run inside the engine."""
+    from querywise.execute import explain_empty
     from querywise.index import Index, IndexStoreError
 
     search_mode = mode_from(mode)
@@ -85,8 +116,10 @@ def search_cmd(
         raise fail(str(exc)) from None
     with ix:
         hits = ix.search(query, mode=search_mode, k=k, where=condition or None)
+        why = [] if hits else explain_empty(ix, [(query, search_mode)], filters=condition, name_fields=True)
     if as_json:
         sys.stdout.write(json.dumps([{"id": h.id, "score": round(h.score, 6), "rank": h.rank} for h in hits]) + "\n")
+        _say_why_empty(why)
         return
     table = Table(title=esc(f"{mode} · {query}"), title_justify="left")
     table.add_column("#", justify="right")
@@ -96,6 +129,11 @@ def search_cmd(
     for h in hits:
         table.add_row(str(h.rank), esc(h.id), f"{h.score:.4f}", esc((h.title + " · " if h.title else "") + h.text[:160]))
     out.print(table)
-    if not hits:
-        err.print("no results" + (" (the filter may exclude everything)" if condition else ""))
+    _say_why_empty(why)
+
+
+def _say_why_empty(why: list[str]) -> None:
+    """On stderr (--json keeps stdout to the array): which field, filter or text left nothing."""
+    if why:
+        err.print(f"no results: {esc('; '.join(why))}", highlight=False, soft_wrap=True)
 

@@ -31,7 +31,7 @@ from querywise.triage.probe_writer import probe_writer_from
 
 @app.command("triage")
 def triage_cmd(
-    failures: Annotated[Path, typer.Argument(help="JSONL: id, question, history, acceptable, retrieved, gold_chunk | gold_text | gold_doc + gold_offset.", exists=True, dir_okay=False)],
+    failures: Annotated[Path, typer.Argument(help="JSONL: id, question, history, acceptable, retrieved, gold_chunk | gold_text | gold_doc [+ gold_offset]; what `eval --failures` writes.", exists=True, dir_okay=False)],
     index: IndexOpt,
     sources: Annotated[Path | None, typer.Option("--sources", help="JSONL {id, text}: the documents before ingest.", exists=True, dir_okay=False)] = None,
     eval_total: Annotated[int | None, typer.Option("--eval-total", help="Questions in the eval set.", min=1)] = None,
@@ -39,11 +39,13 @@ def triage_cmd(
     labels: Annotated[Path | None, typer.Option("--labels", help="JSONL {id, label}: human query-defect labels.", exists=True, dir_okay=False)] = None,
     sample: Annotated[int | None, typer.Option("--sample", help="Triage a random sample of N failures.", min=1)] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sample.")] = 0,
-    k: Annotated[int, typer.Option("--k", help="Depth of the probes.", min=11)] = 50,
+    k: Annotated[int, typer.Option("--k", help="Depth of the probes and searches; ranking is the gold at ranks --context-k + 1 .. k.", min=2)] = 50,
+    context_k: Annotated[int, typer.Option("--context-k", help="How many results the generator (or UI) is shown: a gold within the top N of `retrieved` (else of the index for the question) is a generation failure. At least 1, below --k.", min=1)] = 10,
     mode: Annotated[str, typer.Option("--mode", help="dense, bm25 or hybrid: how probes and the original question search.")] = "hybrid",
     fpc: Annotated[bool, typer.Option("--fpc", help="Apply the finite-population correction to the SEs.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
     html: Annotated[Path | None, typer.Option("--html", help="Also write a standalone HTML report here.")] = None,
+    show_cases: Annotated[bool, typer.Option("--show-cases", help="List every case: bucket, reason, ranks and the chunks ranked above the gold for the original question.")] = False,
     config: ConfigOpt = None,
 ) -> None:
     """For each failure, find the gold passage, ask the index whether it can retrieve itself, and
@@ -63,6 +65,8 @@ def triage_cmd(
     search_mode = mode_from(mode)
     settings = settings_from(config)
     output_path(html, "--html")
+    if context_k >= k:
+        raise fail(f"--context-k ({context_k}) must be below --k ({k}): ranking is the gold at ranks {context_k + 1}..k")
     try:
         data = load_failures(failures)
         docs = load_sources(sources) if sources else None
@@ -81,11 +85,13 @@ def triage_cmd(
     started = time.perf_counter()
     with ix:
         if as_json:
-            cases = triage_cases(picked, ix, sources=docs, labels=human, k=k, mode=search_mode, write_probe=write_probe)
+            cases = triage_cases(picked, ix, sources=docs, labels=human, k=k, context_k=context_k, mode=search_mode,
+                                 write_probe=write_probe)
         else:
             with progress() as phase:
-                cases = triage_cases(picked, ix, sources=docs, labels=human, k=k, mode=search_mode, progress=phase, write_probe=write_probe)
-    report = build_report(cases, population, k=k, mode=search_mode, seed=seed if sample else None, fpc=fpc)
+                cases = triage_cases(picked, ix, sources=docs, labels=human, k=k, context_k=context_k, mode=search_mode,
+                                     progress=phase, write_probe=write_probe)
+    report = build_report(cases, population, k=k, context_k=context_k, mode=search_mode, seed=seed if sample else None, fpc=fpc)
     report = report.model_copy(update={"seconds": round(time.perf_counter() - started, 3)})
     if html is not None:
         html.write_text(triage_html(report), encoding="utf-8")
@@ -93,6 +99,8 @@ def triage_cmd(
         sys.stdout.write(json.dumps(report.to_json()) + "\n")
         return
     _render(report)
+    if show_cases:
+        _render_cases(report)
     if html is not None:
         out.print(f"HTML report written to {esc(html)}", highlight=False)
 
@@ -103,8 +111,9 @@ def _render(report: TriageReport) -> None:
     s, pop = report.sample, report.sample.population
     line = f"[bold]{s.n}[/] failures triaged" + (f" of {pop.failures}" if pop.failures is not None else "")
     if s.failing_points is not None:
-        line += f" · eval set {pop.eval_total} at {pop.acceptable_rate:.0%} acceptable → {s.failing_points:g} points fail"
-    out.print(line + f" · k = {s.k}, mode {esc(s.mode)}", highlight=False)
+        line += f" · eval set {pop.eval_total} at {pop.acceptable_rate:.0%} acceptable → {s.failing_points:g} points of traffic fail"
+    out.print(line + f" · k = {s.k}, mode {esc(s.mode)} · generation = the gold within the top {s.context_k} (--context-k)",
+              highlight=False)
     table = Table()
     columns: tuple[tuple[str, JustifyMethod], ...] = (("bucket", "left"), ("count", "right"), ("share", "right"), ("± SE", "right"),
                                                       ("points of traffic", "right"), ("repaired in", "left"))
@@ -113,19 +122,72 @@ def _render(report: TriageReport) -> None:
     for b in BUCKETS:
         pts = report.points[b]
         table.add_row(esc(b), str(report.buckets[b]), f"{report.shares[b]}%", f"{100 * report.se[b]:.1f}",
-                      "–" if pts is None else f"{pts:.1f}", esc(report.repair[b]))
+                      "–" if pts is None else str(pts), esc(report.repair[b]))
+    table.add_row("[bold]total[/]", str(s.n), f"{sum(report.shares.values())}%", "",
+                  "–" if report.failing_whole is None else str(report.failing_whole), "", end_section=True)
     out.print(table)
-    out.print(f"reachable by the query layer: [bold]{report.reachable_share:.0%}[/] of failures (± {100 * report.reachable_se:.1f})", highlight=False)
-    if report.reachable_points is not None and report.unreachable_points is not None:  # set together
+    parts, part_pts = report.part_shares, report.part_points
+    reach = f"reachable by the query layer: [bold]{parts.get('reachable', 0)}%[/] of failures (± {100 * report.reachable_se:.1f})"
+    out.print(reach + (f" = {part_pts['reachable']} points" if part_pts is not None else ""), highlight=False)
+    n_suspect = report.buckets.get("suspect_label", 0)
+    if n_suspect:
+        out.print(
+            f"suspect labels: {n_suspect} of {s.n} failures, {parts.get('suspect_label', 0)}% (± {100 * report.part_se.get('suspect_label', 0):.1f})"
+            + (f" = {part_pts['suspect_label']} points" if part_pts is not None else "")
+            + " — not reachable by the query layer and not in the ceiling: re-judge those labels", highlight=False)
+    if report.reachable_points is not None and report.unreachable_points is not None and part_pts is not None:  # set together
         band = report.expected_band or []
+        gain = (f"{band[0]:g}–{band[1]:g} points" if all(float(v).is_integer() for v in band)
+                else "under 1 point")  # a ceiling under 2 points has no whole point inside its band
+        split = (f" (unreachable: {part_pts['suspect_label']} of suspect labels + {part_pts['rest']} index side, chunker, ranking and "
+                 f"generation)" if n_suspect else "")
         out.print(
             f"reachable points {report.reachable_points} + unreachable points {report.unreachable_points} = "
-            f"{report.reachable_points + report.unreachable_points} of {s.failing_points:g} failing; ceiling {report.ceiling_points} points, "
-            f"expected gain {band[0]:g}–{band[1]:g} points (a third to a half of the ceiling)",
+            f"{report.reachable_points + report.unreachable_points} failing points{split}; ceiling {report.ceiling_points} points, "
+            f"expected gain {gain} (a third to a half of the ceiling)",
             highlight=False,
         )
     else:
         out.print("points of traffic: unknown (give --eval-total and --acceptable)", highlight=False)
+    rounding = s.rounding + (f" Failing points: {s.failing_points:g} → {report.failing_whole}." if report.failing_whole is not None else "")
+    out.print(esc(rounding), highlight=False)
     out.print(f"SE: {esc(s.se_method)}", highlight=False)
     for note in report.notes:
         out.print(f"[dim]· {esc(note)}[/]", highlight=False)
+
+
+def _rank(value: int | None) -> str:
+    return "–" if value is None else str(value)
+
+
+def _render_cases(report: TriageReport) -> None:
+    """Each case: bucket, reason, ranks, and the chunks the index ranks above the gold."""
+    k = report.sample.k
+    out.print("\n[bold]Cases[/] (ranks: original question / system's retrieved list / literal probe / generated probe; "
+              f"– is not in the top {k})", highlight=False)
+    for c in report.cases:
+        ev = c.evidence
+        source = f" ({ev.label_source})" if ev.label_source else ""
+        out.print(f"[bold]{esc(c.id)}[/] {esc(c.bucket)}{esc(source)} — {esc(ev.reason)}", highlight=False, soft_wrap=True)
+        out.print(f"  question: {esc(c.question)}", highlight=False, soft_wrap=True)
+        if ev.location.absent:
+            continue
+        out.print(f"  gold {esc(ev.location.chunk_id)} · ranks {_rank(ev.rank_original)} / {_rank(ev.retrieved_rank)} / "
+                  f"{_rank(ev.literal_rank)} / {_rank(ev.generated_rank)}", highlight=False, soft_wrap=True)
+        out.print(f"  generated probe ({esc(ev.generated_by)}): {esc(ev.generated_probe)}", highlight=False, soft_wrap=True)
+        lc = ev.label_check
+        if lc is not None and c.bucket == "suspect_label":
+            out.print(f"  label evidence: question terms {esc(', '.join(lc.question_terms))}; shared with the gold: none; "
+                      f"dense rank {_rank(lc.dense_rank)}, lexical rank {_rank(lc.lexical_rank)}, probe rank {_rank(lc.probe_rank)}",
+                      highlight=False, soft_wrap=True)
+        if ev.above_original:
+            shown = len(ev.above_original)
+            if ev.rank_original is None:
+                head = f"  the top {shown} for the original question (the gold is not in the top {k}):"
+            else:
+                head = f"  above the gold (rank {ev.rank_original}) for the original question" + (
+                    f", the first {shown} of {ev.rank_original - 1}:" if shown < ev.rank_original - 1 else ":")
+            out.print(head, highlight=False)
+            for a in ev.above_original:
+                where = "same document" if a.same_doc else "other document"
+                out.print(f"    {a.rank}. {esc(a.id)} ({where}) {esc(a.snippet)}", highlight=False, soft_wrap=True)

@@ -10,7 +10,22 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from querywise.cli._app import DeploymentOpt, HistoryOpt, IndexOpt, SessionOpt, app, err, esc, fail, mode_from, out, progress, session_from, settings_from
+from querywise.cli._app import (
+    DeploymentOpt,
+    HistoryOpt,
+    IndexOpt,
+    SessionOpt,
+    app,
+    err,
+    esc,
+    fail,
+    mode_from,
+    out,
+    print_warnings,
+    progress,
+    session_from,
+    settings_from,
+)
 from querywise.conditions import describe, parse_where
 from querywise.config import load_settings
 from querywise.demo import SAMPLE_SEARCHES, demo_conversation, demo_corpus, demo_file
@@ -58,6 +73,7 @@ def plan_cmd(
     sess = session_from(session)
     try:
         with QueryWise(settings) as qw:
+            print_warnings(qw.warnings)
             plan = qw.plan(message, history=history or [], session=sess)
     except (AccessError, InputError, LLMError) as exc:
         raise fail(str(exc)) from None
@@ -71,8 +87,9 @@ def render_result(result: PlanResult, k: int) -> None:
     render_plan(result.plan)
     if result.relaxed:
         out.print(f"[yellow]relaxed inferred filter(s):[/] {esc(', '.join(result.relaxed))}", highlight=False)
-    if result.empty_because:
-        out.print(f"[red]no results because of:[/] {esc(', '.join(result.empty_because))}", highlight=False)
+    if result.empty_because:  # a plan that runs no search is no failure: said, not flagged
+        label = "[red]no results:[/]" if result.plan.queries else "[dim]no search:[/]"
+        out.print(f"{label} {esc('; '.join(result.empty_because))}", highlight=False)
     for h in result.hits[:k]:
         out.print(f"  {h.rank}. [cyan]{esc(h.id)}[/] [dim]{h.score:.4f}[/] {esc(h.text[:110])}", highlight=False)
 
@@ -99,6 +116,7 @@ def ask_cmd(
     with ix:
         try:
             with QueryWise(settings, ix) as qw:
+                print_warnings(qw.warnings)
                 result = qw.ask(message, history=history or [], session=sess, k=k, mode=search_mode)
         except (AccessError, InputError, LLMError) as exc:
             raise fail(str(exc)) from None
@@ -139,6 +157,7 @@ def demo_cmd(
                 table.add_row(*(f"{esc(c[rank].id)} [dim]{c[rank].score:.4f}[/]" if rank < len(c) else "" for c in columns))
             out.print(table)
         with QueryWise(settings, ix) as qw:
+            print_warnings(qw.warnings)
             history: list[str] = []
             for turn in demo_conversation():
                 out.rule(esc(f"turn {turn['turn']} · {turn['demonstrates']}"))

@@ -9,7 +9,7 @@ embedder is built. Nothing here downloads anything: the weights come from the
 >>> vectors = embedder.embed(["Does the warranty cover water damage?"], on_progress=bar.advance)
 """
 
-from ._base import Embedder, ProgressCallback, Vectors, model_dir
+from ._base import Embedder, ProgressCallback, TokenWindow, Vectors, count_over_window, model_dir
 from ._cache import CachedEmbedder
 from ._factory import DEFAULT_KIND, EMBEDDER_KINDS, EmbedderKind, embedder_for, load_embedder
 from ._onnx import OnnxEmbedder, export_fp32_onnx
@@ -26,7 +26,9 @@ __all__ = [
     "OnnxEmbedder",
     "ProgressCallback",
     "SentenceTransformerEmbedder",
+    "TokenWindow",
     "Vectors",
+    "count_over_window",
     "embedder_for",
     "export_fp32_onnx",
     "fine_tune_encoder",

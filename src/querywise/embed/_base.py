@@ -10,7 +10,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Embedder", "ProgressCallback", "Vectors", "model_dir"]
+__all__ = ["Embedder", "ProgressCallback", "TokenWindow", "Vectors", "count_over_window", "model_dir", "token_counter"]
 
 #: A float32 matrix, one L2-normalised row per input text.
 Vectors = npt.NDArray[np.float32]
@@ -43,6 +43,55 @@ class Embedder(Protocol):
     ) -> Vectors:
         """Embed ``texts`` in batches; ``on_progress(n)`` runs after each batch of ``n`` texts."""
         ...
+
+
+@runtime_checkable
+class TokenWindow(Protocol):
+    """An embedder that says how much of a text it reads: the packaged model reads the first
+    `window` tokens (special tokens included) and drops the rest without a word, so a build
+    counts the chunks it cuts (`count_over_window`). Not part of `Embedder`: a fake or a
+    remote embedder may not know, and then nothing is counted.
+    """
+
+    @property
+    def window(self) -> int | None:
+        """Tokens read per text (None: unknown, nothing is counted)."""
+        ...
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Each text's length in the model's tokens, special tokens included, before truncation."""
+        ...
+
+
+def count_over_window(embedder: object, texts: Sequence[str]) -> tuple[int, int] | None:
+    """(how many of `texts` are longer than the embedder's window, the window), or None when
+    the embedder does not say.
+
+    >>> count_over_window(embedder, ["short", "a long abstract ..."])  # doctest: +SKIP
+    (1, 256)
+    """
+    if not isinstance(embedder, TokenWindow) or embedder.window is None:
+        return None
+    window = embedder.window
+    return sum(n > window for n in embedder.token_counts(texts)), window
+
+
+def token_counter(folder: Path) -> Callable[[Sequence[str]], list[int]]:
+    """Counts tokens with the folder's fast tokenizer (tokenizer.json), untruncated and unpadded,
+    in one batch call."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+
+    def counts(texts: Sequence[str]) -> list[int]:
+        out: list[int] = []
+        for start in range(0, len(texts), 4096):  # slices: encodings hold offsets too; bound the memory
+            out.extend(len(e.ids) for e in tokenizer.encode_batch(list(texts[start : start + 4096])))
+        return out
+
+    return counts
 
 
 def model_dir() -> Path:

@@ -11,7 +11,7 @@ from types import TracebackType
 
 import numpy as np
 
-from ._base import Embedder, ProgressCallback, Vectors
+from ._base import Embedder, ProgressCallback, TokenWindow, Vectors
 
 __all__ = ["CachedEmbedder"]
 
@@ -62,6 +62,17 @@ class CachedEmbedder:
     def dim(self) -> int:
         """The inner embedder's dimension."""
         return self.inner.dim
+
+    @property
+    def window(self) -> int | None:
+        """The inner embedder's window (None when it does not say)."""
+        return self.inner.window if isinstance(self.inner, TokenWindow) else None
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """The inner embedder's token counts: a cached vector was cut where a fresh one would be."""
+        if not isinstance(self.inner, TokenWindow):
+            raise TypeError(f"{self.model_id} does not count tokens (its window is None)")
+        return self.inner.token_counts(texts)
 
     def embed(
         self, texts: Sequence[str], *, on_progress: ProgressCallback | None = None

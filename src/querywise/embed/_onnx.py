@@ -21,6 +21,7 @@ from ._base import (
     embed_in_batches,
     max_seq_length,
     model_dir,
+    token_counter,
 )
 
 if TYPE_CHECKING:
@@ -76,7 +77,9 @@ class OnnxEmbedder:
         # The packaged tokenizer.json pads and truncates to 128; sentence-transformers truncates
         # at 256 and pads per batch, which we do ourselves after sorting by length.
         self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(max_length=max_seq_length(folder))
+        self.window: int | None = max_seq_length(folder)
+        self._tokenizer.enable_truncation(max_length=self.window)
+        self._count = token_counter(folder)
 
         options = ort.SessionOptions()
         options.log_severity_level = 3  # errors only: a library does not write to stderr
@@ -127,6 +130,10 @@ class OnnxEmbedder:
             batch_size=batch_size,
             threads=threads,
         )
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Each text's length in tokens before truncation at ``window``."""
+        return self._count(texts)
 
     def embed(
         self, texts: Sequence[str], *, on_progress: ProgressCallback | None = None

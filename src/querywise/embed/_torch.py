@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._base import MODEL_NAME, ProgressCallback, Vectors, embed_in_batches, model_dir
+from ._base import MODEL_NAME, ProgressCallback, Vectors, embed_in_batches, model_dir, token_counter
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -63,6 +63,13 @@ class SentenceTransformerEmbedder:
         if not isinstance(size, int):
             raise RuntimeError(f"the model reports no embedding dimension ({size!r})")
         self.dim = size
+        window = self._model.max_seq_length  # None when the model sets no limit
+        self.window: int | None = int(window) if window is not None else None
+        self._count = token_counter(model_folder or model_dir())
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Each text's length in tokens before truncation at ``window`` (the model's max_seq_length)."""
+        return self._count(texts)
 
     def embed(
         self, texts: Sequence[str], *, on_progress: ProgressCallback | None = None

@@ -11,6 +11,12 @@ The result is a sentence-transformers folder used only by the router (retrieval 
 packaged model: its index vectors must not change), loaded with
 `load_embedder("torch", model_folder=...)`. Training is deterministic for a seed on the CPU.
 
+Nothing here prints: `plan_fine_tune` says what a run will do before anything heavy loads, and
+`fine_tune_encoder` reports each phase (loading the encoder, training batches, saving) through a
+`progress` callback from its first line, so a caller can show progress and a time estimate.
+
+>>> plan_fine_tune(examples, epochs=1).steps                          # doctest: +SKIP
+118
 >>> fine_tune_encoder(examples, Path("router-encoder"), epochs=1)   # doctest: +SKIP
 """
 
@@ -22,14 +28,56 @@ import random
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from pydantic import BaseModel
 
 from ._base import MODEL_NAME
 
-__all__ = ["EncoderManifest", "fine_tune_encoder", "read_manifest"]
+__all__ = ["EncoderManifest", "Progress", "TrainingPlan", "fine_tune_encoder", "plan_fine_tune", "read_manifest"]
 
 MANIFEST = "querywise-encoder.json"
+
+
+class Progress(Protocol):
+    """Starts a phase of `total` steps (None if unknown) and returns its advance callback
+    (the shape of `querywise.index.store.Progress`, so one display serves both)."""
+
+    def __call__(self, phase: str, total: int | None, /) -> Callable[[int], None]: ...
+
+
+def _quiet(phase: str, total: int | None) -> Callable[[int], None]:
+    return lambda n: None
+
+
+class TrainingPlan(BaseModel):
+    """What `fine_tune_encoder` will do with these examples, known before anything loads."""
+
+    n_examples: int  # trained on (out-of-scope ones left out)
+    n_left_out: int  # labelled out of scope: no route to pull them towards
+    n_routes: int
+    epochs: int
+    batch_size: int
+    pairs_per_epoch: int  # each route's examples paired off (an odd one out sits an epoch out)
+    steps: int  # batches over all epochs: one optimiser step each
+
+
+def plan_fine_tune(examples: Sequence[tuple[str, str]], *, epochs: int = 1, batch_size: int = 64, oos_label: str = "oos") -> TrainingPlan:
+    """The plan of a run on `(text, label)` examples; ValueError when they cannot be trained on."""
+    if epochs < 1 or batch_size < 2:
+        raise ValueError(f"need epochs >= 1 and batch_size >= 2, got {epochs} and {batch_size}")
+    counts: dict[str, int] = defaultdict(int)
+    for _, label in examples:
+        if label != oos_label:
+            counts[label] += 1
+    pairs = sum(n // 2 for n in counts.values())
+    if pairs < 2 or len(counts) < 2:
+        raise ValueError("fine-tuning needs at least 2 routes with 2 or more examples each")
+    n_examples = sum(counts.values())
+    return TrainingPlan(
+        n_examples=n_examples, n_left_out=len(examples) - n_examples, n_routes=len(counts), epochs=epochs,
+        batch_size=batch_size, pairs_per_epoch=pairs, steps=epochs * ((pairs + batch_size - 1) // batch_size),
+    )
 
 
 class EncoderManifest(BaseModel):
@@ -80,28 +128,28 @@ def fine_tune_encoder(
     seed: int = 0,
     temperature: float = 0.05,
     oos_label: str = "oos",
-    on_progress: Callable[[int, int], None] | None = None,
+    progress: Progress = _quiet,
 ) -> EncoderManifest:
     """Train a copy of the packaged encoder on `(text, label)` examples and save it to `out_dir`.
 
     Loss: symmetric in-batch contrastive loss (InfoNCE, cosine / `temperature`) over pairs of
     examples of the same route; other pairs of the same route in a batch are masked out rather
     than counted as negatives. Examples labelled `oos_label` have no route to be pulled towards
-    and are left out. `on_progress(done, total)` is called after each batch.
+    and are left out. `progress` is told of each phase before it starts -- "loading the
+    encoder" (1 step, before torch is imported), "training" (`plan_fine_tune(...).steps`
+    batches, advanced after each), "saving" (1 step) -- and nothing is printed.
     """
+    plan = plan_fine_tune(examples, epochs=epochs, batch_size=batch_size, oos_label=oos_label)
+    loading = progress("loading the encoder", 1)  # importing torch alone takes seconds
     import torch
     from torch.nn import functional
 
     from ._torch import load_sentence_transformer, quiet_transformers
 
-    if epochs < 1 or batch_size < 2:
-        raise ValueError(f"need epochs >= 1 and batch_size >= 2, got {epochs} and {batch_size}")
     by_route: dict[str, list[str]] = defaultdict(list)
     for text, label in examples:
         if label != oos_label:
             by_route[label].append(text)
-    if sum(len(v) // 2 for v in by_route.values()) < 2 or len(by_route) < 2:
-        raise ValueError("fine-tuning needs at least 2 routes with 2 or more examples each")
     digest = hashlib.sha256(json.dumps(sorted((label, text) for label, texts in by_route.items() for text in texts)).encode()).hexdigest()
 
     torch.manual_seed(seed)
@@ -111,7 +159,8 @@ def fine_tune_encoder(
     tokenize = getattr(model, "preprocess", None) or model.tokenize  # renamed in sentence-transformers 6
     optimiser = torch.optim.AdamW(model.parameters(), lr=learning_rate)
     schedule = [_pairs(by_route, rng) for _ in range(epochs)]
-    total, done = sum((len(p) + batch_size - 1) // batch_size for p in schedule), 0
+    loading(1)
+    step = progress("training", plan.steps)
     for pairs in schedule:
         for start in range(0, len(pairs), batch_size):
             batch = pairs[start : start + batch_size]
@@ -126,9 +175,8 @@ def fine_tune_encoder(
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
-            done += 1
-            if on_progress is not None:
-                on_progress(done, total)
+            step(1)
+    saving = progress("saving", 1)
     model.eval()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -140,4 +188,5 @@ def fine_tune_encoder(
         temperature=temperature,
     )
     (out / MANIFEST).write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    saving(1)
     return manifest

@@ -19,12 +19,17 @@ A case file is JSONL, one case a line:
 Loaders for public formats: `load_beir` (corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv)
 and `load_doc2dial` (documents.jsonl + a turns file, gold chunk = the one holding the grounding
 span's start).
+
+`read_cases` and `read_beir` are the same loaders with `skip_invalid`: they load what they can
+and return every bad row (`BadRow`, file:line: reason) beside the cases. A corpus record that
+is skipped takes its judgements with it (each listed at its qrels line), and a query left with
+no judgement is dropped (listed too), so `eval` runs on what the index could hold.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,11 +38,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from querywise.catalog import Catalog
 from querywise.checks.guard import DEFAULT_IDENTIFIER_PATTERNS
 from querywise.chunking import Chunker
-from querywise.corpus import Chunk, load_corpus
-from querywise.files import InputError, read_jsonl, read_lines
+from querywise.corpus import MAX_RECORD_CHARS, SKIP_HINT, BadRow, Chunk, beir_corpus_file, read_corpus
+from querywise.files import InputError, parse_jsonl_line, read_jsonl, read_lines
 from querywise.understand.followup import check_follow_up
 
-__all__ = ["Case", "CaseError", "derive_slices", "load_beir", "load_cases", "load_doc2dial"]
+__all__ = ["Case", "CaseError", "LoadedCases", "derive_slices", "load_beir", "load_cases", "load_doc2dial", "read_beir", "read_cases"]
 
 ActionType = Literal["answer", "assume", "ask", "cover"]
 
@@ -64,6 +69,39 @@ class Case(BaseModel):
     filters: dict[str, Any] | None = None
     action: ActionType | None = None
     session: dict[str, str] = Field(default_factory=dict)
+
+
+class LoadedCases(BaseModel):
+    """Cases as loaded, the corpus chunks that came with them (BEIR), and the rows left out."""
+
+    cases: list[Case]
+    chunks: list[Chunk] = Field(default_factory=list)
+    skipped: list[BadRow] = Field(default_factory=list)
+
+
+class _Rows:
+    """Collects bad rows when skipping, else raises the first (with the way to skip)."""
+
+    def __init__(self, skip_invalid: bool) -> None:
+        self.skip_invalid = skip_invalid
+        self.skipped: list[BadRow] = []
+
+    def bad(self, exc: InputError, record_id: str | None = None) -> None:
+        if not self.skip_invalid:
+            raise type(exc)(exc.path, exc.line, exc.problem + SKIP_HINT)
+        self.skipped.append(BadRow.of(exc, record_id))
+
+
+def _jsonl_rows(path: Path, rows: _Rows) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The objects of a JSONL file; a line that is not one is a bad row."""
+    for n, line in read_lines(path, error=CaseError):
+        try:
+            rec = parse_jsonl_line(path, n, line, error=CaseError)
+        except CaseError as exc:
+            rows.bad(exc)
+            continue
+        if rec is not None:
+            yield n, rec
 
 
 def _canonical(tag: str) -> str:
@@ -130,18 +168,32 @@ def load_cases(path: Path | str, *, catalog: Catalog | None = None) -> list[Case
 
     >>> cases = load_cases("cases.jsonl")  # doctest: +SKIP
     """
+    return read_cases(path, catalog=catalog).cases
+
+
+def read_cases(path: Path | str, *, catalog: Catalog | None = None, skip_invalid: bool = False) -> LoadedCases:
+    """`load_cases`, and with `skip_invalid` every bad line is skipped and listed instead of
+    stopping the load (a repeated id: the later line).
+
+    >>> loaded = read_cases("cases.jsonl", skip_invalid=True)  # doctest: +SKIP
+    """
     path = Path(path)
+    rows = _Rows(skip_invalid)
     cases: list[Case] = []
     seen: dict[str, int] = {}
-    for line, rec in read_jsonl(path, error=CaseError):
-        case = _case_from(rec, path, line, catalog)
-        if case.id in seen:
-            raise CaseError(path, line, f"duplicate id {case.id!r} (first at line {seen[case.id]})")
+    for line, rec in _jsonl_rows(path, rows):
+        try:
+            case = _case_from(rec, path, line, catalog)
+            if case.id in seen:
+                raise CaseError(path, line, f"duplicate id {case.id!r} (first at line {seen[case.id]})")
+        except CaseError as exc:
+            rows.bad(exc)
+            continue
         seen[case.id] = line
         cases.append(case)
     if not cases:
-        raise CaseError(path, None, "no cases")
-    return cases
+        raise CaseError(path, None, "no cases" + (f" ({len(rows.skipped):,} bad lines skipped, the first {rows.skipped[0]})" if rows.skipped else ""))
+    return LoadedCases(cases=cases, skipped=rows.skipped)
 
 
 # --- BEIR ------------------------------------------------------------------------------------
@@ -154,8 +206,9 @@ def _first_existing(folder: Path, names: Sequence[str]) -> Path:
     raise CaseError(folder, None, f"no {' or '.join(names)} in this folder")
 
 
-def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
-    qrels: dict[str, dict[str, int]] = {}
+def _read_qrels(path: Path) -> dict[str, dict[str, tuple[int, int]]]:
+    """query id -> {corpus id: (grade, line)} for grades > 0; a judged query with none is kept empty."""
+    qrels: dict[str, dict[str, tuple[int, int]]] = {}
     for n, raw in read_lines(path, error=CaseError):
         line = raw.strip()
         if not line:
@@ -173,7 +226,7 @@ def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
             raise CaseError(path, n, f"score {parts[2][:40]!r} is not a finite number") from None
         qrels.setdefault(parts[0], {})
         if grade > 0:  # BEIR: 0 marks judged non-relevant
-            qrels[parts[0]][parts[1]] = grade
+            qrels[parts[0]][parts[1]] = (grade, n)
     return qrels
 
 
@@ -183,13 +236,32 @@ def load_beir(folder: Path | str, split: str = "test") -> tuple[list[Chunk], lis
     Reads `corpus.jsonl[.gz]` (`_id`, `title`, `text`), `queries.jsonl[.gz]` (`_id`, `text`) and
     `qrels/<split>.tsv` (`query-id`, `corpus-id`, `score`, with BEIR's header). One case per
     query with at least one judgement > 0, in qrels order; every qrel must name a corpus id.
+    Records are kept whole, one chunk each: BEIR judges documents (`querywise index` cuts long
+    ones, and the harness then scores those cases per document).
 
     >>> chunks, cases = load_beir("scifact", split="test")  # doctest: +SKIP
+    """
+    loaded = read_beir(folder, split)
+    return loaded.chunks, loaded.cases
+
+
+def read_beir(
+    folder: Path | str, split: str = "test", *, skip_invalid: bool = False, max_record_chars: int = MAX_RECORD_CHARS
+) -> LoadedCases:
+    """`load_beir`, and with `skip_invalid` a bad corpus record, query line or judgement is
+    skipped and listed: a judgement of a skipped (or absent) record is dropped at its qrels line,
+    and a query whose judgements are all dropped is dropped too.
+
+    >>> loaded = read_beir("trec-covid", skip_invalid=True)  # doctest: +SKIP
     """
     root = Path(folder)
     if not root.is_dir():
         raise CaseError(root, None, "not a folder (expected corpus.jsonl, queries.jsonl, qrels/)")
-    chunks = load_corpus(_first_existing(root, ["corpus.jsonl", "corpus.jsonl.gz"]))
+    if beir_corpus_file(root) is None:
+        raise CaseError(root, None, "no corpus.jsonl or corpus.jsonl.gz in this folder")
+    corpus = read_corpus(root, max_record_chars=max_record_chars, skip_invalid=skip_invalid, whole_records=True)
+    rows = _Rows(skip_invalid)
+    rows.skipped.extend(corpus.skipped)
     qrels_path = root / "qrels" / f"{split}.tsv"
     if not qrels_path.exists():
         available = sorted(p.stem for p in (root / "qrels").glob("*.tsv")) if (root / "qrels").is_dir() else []
@@ -197,25 +269,38 @@ def load_beir(folder: Path | str, split: str = "test") -> tuple[list[Chunk], lis
     qrels = _read_qrels(qrels_path)
     queries_path = _first_existing(root, ["queries.jsonl", "queries.jsonl.gz"])
     queries: dict[str, str] = {}
-    for line, rec in read_jsonl(queries_path, error=CaseError):
+    for line, rec in _jsonl_rows(queries_path, rows):
         qid, text = rec.get("_id", rec.get("id")), rec.get("text")
         if qid is None or not isinstance(text, str) or not text.strip():
-            raise CaseError(queries_path, line, "expected {\"_id\": ..., \"text\": \"...\"}")
-        queries[str(qid)] = text
-    ids = {c.id for c in chunks}
-    cases: list[Case] = []
-    for qid, rel in qrels.items():
-        if not rel:
+            rows.bad(CaseError(queries_path, line, "expected {\"_id\": ..., \"text\": \"...\"}"), str(qid) if qid is not None else None)
             continue
+        queries[str(qid)] = text
+    # A judgement may name a record or (chunked elsewhere) one of its chunks' documents.
+    ids = {c.id for c in corpus.chunks} | {str(c.payload["doc_id"]) for c in corpus.chunks if "doc_id" in c.payload}
+    skipped_at = {b.record_id: b.where for b in corpus.skipped if b.record_id is not None}
+    cases: list[Case] = []
+    for qid, judged in qrels.items():
+        if not judged:
+            continue
+        first_line = min(n for _, n in judged.values())
         if qid not in queries:
-            raise CaseError(qrels_path, None, f"query {qid!r} is judged but not in {queries_path.name}")
-        unknown = sorted(set(rel) - ids)
-        if unknown:
-            raise CaseError(qrels_path, None, f"query {qid!r} judges corpus ids not in the corpus: {unknown[:5]}")
+            rows.bad(CaseError(qrels_path, first_line, f"query {qid!r} is judged but not in {queries_path.name}"), qid)
+            continue
+        rel: dict[str, int] = {}
+        for doc, (grade, n) in judged.items():
+            if doc in ids:
+                rel[doc] = grade
+            elif doc in skipped_at:
+                rows.bad(CaseError(qrels_path, n, f"query {qid!r} judges {doc!r}, a corpus record skipped at {skipped_at[doc]}: judgement dropped"), qid)
+            else:
+                rows.bad(CaseError(qrels_path, n, f"query {qid!r} judges corpus id {doc!r}, which is not in the corpus"), qid)
+        if not rel:
+            rows.bad(CaseError(qrels_path, first_line, f"query {qid!r} dropped: none of its judgements is left"), qid)
+            continue
         cases.append(Case(id=qid, message=queries[qid], relevant=rel, slices=derive_slices(queries[qid], [])))
     if not cases:
         raise CaseError(qrels_path, None, "no query has a relevant document")
-    return chunks, cases
+    return LoadedCases(cases=cases, chunks=corpus.chunks, skipped=rows.skipped)
 
 
 # --- doc2dial-style conversations --------------------------------------------------------------

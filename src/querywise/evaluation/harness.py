@@ -6,12 +6,20 @@ deployment's settings; plans are not logged), and keeps per case what a report a
 regression gate need: the metric scores, the top ids, what was searched, the route and
 action, latency, LLM calls and cost. Aggregation (`summarise`) is a pure function of those
 case records.
+
+Judged granularity: a case's relevant ids are chunk ids of the index, or document ids (the
+`doc_id` of chunks cut from one record or file). A case with a relevant id that is not a chunk
+id but is a document id is scored per document: each hit counts as its document (payload
+`doc_id`, else its own id), the first (best) rank kept — max-pooling of passages, as document
+judgements are scored. Other cases are scored per chunk. `CaseRun.top` holds the ids that were
+scored.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,12 +29,13 @@ from querywise.conditions import AnyOf, Match, Range, Where
 from querywise.config import Move
 from querywise.evaluation.cases import Case
 from querywise.evaluation.metrics import Metric, score
+from querywise.index import Hit, Index
 from querywise.index.engine import Mode
 from querywise.plan import QueryPlan
 from querywise.service import QueryWise
 from querywise.understand.access import AccessError
 
-__all__ = ["Arm", "ArmResult", "CaseRun", "run_arm", "summarise", "where_as_dict"]
+__all__ = ["Arm", "ArmResult", "CaseRun", "JudgedIds", "run_arm", "summarise", "where_as_dict"]
 
 ALL = "all"  # the slice every case belongs to
 KEEP_IDS = 10  # top ids kept per case in the run record (scores are computed on the full depth)
@@ -79,6 +88,44 @@ class ArmResult(BaseModel):
     cases: list[CaseRun]
 
 
+def _doc_id(payload: Mapping[str, Any]) -> str | None:
+    doc = payload.get("doc_id")
+    return str(doc) if isinstance(doc, str | int) and not isinstance(doc, bool) else None
+
+
+@dataclass(frozen=True)
+class JudgedIds:
+    """The ids an index can be judged by: its chunk ids and the documents its chunks were cut from.
+
+    >>> judged = JudgedIds.of(index)  # doctest: +SKIP
+    >>> judged.ranked(hits, case.relevant)  # document ids when the case judges documents  # doctest: +SKIP
+    """
+
+    chunk_ids: frozenset[str]
+    doc_ids: frozenset[str]
+
+    @classmethod
+    def of(cls, index: Index | None) -> JudgedIds:
+        """Read once from the index's chunks (one pass over chunks.jsonl)."""
+        chunk_ids: set[str] = set()
+        doc_ids: set[str] = set()
+        for chunk in index.chunks() if index is not None else ():
+            chunk_ids.add(chunk.id)
+            if (doc := _doc_id(chunk.payload)) is not None:
+                doc_ids.add(doc)
+        return cls(frozenset(chunk_ids), frozenset(doc_ids))
+
+    def per_document(self, relevant: Iterable[str]) -> bool:
+        """Whether a case judging `relevant` is scored per document (see the module docstring)."""
+        return any(r not in self.chunk_ids and r in self.doc_ids for r in relevant)
+
+    def ranked(self, hits: Sequence[Hit], relevant: Iterable[str]) -> list[str]:
+        """The ranked ids to score against `relevant`: chunk ids, or each hit's document id once."""
+        if not self.per_document(relevant):
+            return [h.id for h in hits]
+        return list(dict.fromkeys(_doc_id(h.payload) or h.id for h in hits))
+
+
 def where_as_dict(where: Where) -> dict[str, Any]:
     """Conditions per field, in the case-file shape: a value, a list (any of), or {op: number}."""
     out: dict[str, Any] = {}
@@ -92,13 +139,16 @@ def where_as_dict(where: Where) -> dict[str, Any]:
     return out
 
 
-def _record(case: Case, plan: QueryPlan, top: list[str], metrics: Sequence[Metric], n_hits: int, t_plan: float, t_exec: float) -> CaseRun:
+def _record(
+    case: Case, plan: QueryPlan, top: list[str], metrics: Sequence[Metric], n_hits: int, t_plan: float, t_exec: float,
+    keep_ids: int | None = KEEP_IDS,
+) -> CaseRun:
     route_step, follow = plan.step("route"), plan.step("follow_up")
     return CaseRun(
         id=case.id,
         slices=case.slices,
         scores={m.label: score(m, top, case.relevant) for m in metrics},
-        top=top[:KEEP_IDS],
+        top=top[:keep_ids],  # None: every ranked id (`eval --failures` writes them all)
         searched=[q.text for q in plan.queries],
         route=plan.route,
         route_status=route_step.status if route_step else "",
@@ -121,13 +171,18 @@ def run_arm(
     metrics: Sequence[Metric],
     *,
     on_case: Callable[[int], None] | None = None,
+    keep_ids: int | None = KEEP_IDS,
+    judged: JudgedIds | None = None,
 ) -> ArmResult:
     """Ask every case through `deployment` with the arm's moves and search mode, and score it.
 
     The search goes as deep as the largest metric cut-off (at least 10), so recall@100 sees
-    100 results.
+    100 results. Each case keeps its top `keep_ids` ids (None: all of them, as deep as the
+    search went), at the granularity it was scored (`judged`, read from the deployment's index
+    when not given).
     """
     depth = max([10, *(m.k or 10 for m in metrics)])
+    judged = judged or JudgedIds.of(deployment.index)  # once per run, not per case
     runs: list[CaseRun] = []
     with deployment.with_moves(arm.moves) as qw:
         for case in cases:
@@ -140,8 +195,8 @@ def run_arm(
                 total = time.perf_counter() - started
                 step = result.plan.step("execute")
                 t_exec = step.latency_ms / 1000 if step is not None else 0.0
-                top = [h.id for h in result.hits]
-                runs.append(_record(case, result.plan, top, metrics, len(result.hits), total - t_exec, t_exec))
+                top = judged.ranked(result.hits, case.relevant)
+                runs.append(_record(case, result.plan, top, metrics, len(result.hits), total - t_exec, t_exec, keep_ids))
             if on_case:
                 on_case(1)
     return summarise(arm, [m.label for m in metrics], runs)

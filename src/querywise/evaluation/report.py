@@ -4,13 +4,17 @@
 `evaluation.result.EvalResult.from_report` turns it into the versioned `querywise eval --json`
 document; `evaluation.eval_html` and the CLI's terminal renderer (`cli.render_eval`) format it.
 The renderers only format: every number is computed before they run.
+
+Before anything runs, the cases' judged ids are checked against the index
+(`validation.judged_id_problems`): none of them in it is an error (the wrong index), some
+missing a warning. The report's `warnings` holds those and the deployment's own start-up ones.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from querywise.config import Settings
 from querywise.evaluation.ablation import AblationReport, plan_ablation, run_ablation
@@ -20,11 +24,12 @@ from querywise.evaluation.components import (
     access_probe,
     component_scores,
 )
-from querywise.evaluation.harness import Arm, ArmResult, run_arm
+from querywise.evaluation.harness import KEEP_IDS, Arm, ArmResult, run_arm
 from querywise.evaluation.metrics import Metric
 from querywise.index.engine import Mode
 from querywise.service import QueryWise
 from querywise.understand.access import AccessError, access_from_session
+from querywise.validation import DeploymentError, judged_id_problems
 
 __all__ = ["EvalReport", "evaluate"]
 
@@ -36,6 +41,7 @@ class EvalReport(BaseModel):
     run: ArmResult
     components: ComponentReport | None = None
     ablation: AblationReport | None = None
+    warnings: list[str] = Field(default_factory=list)  # the deployment's start-up warnings, judged ids the index lacks
 
 
 def evaluate(
@@ -48,21 +54,26 @@ def evaluate(
     probe_access: bool = True,
     source: str = "",
     on_phase: Callable[[str, int], Callable[[int], None] | None] | None = None,
+    keep_ids: int | None = KEEP_IDS,
 ) -> EvalReport:
     """Ask `cases` through `deployment` with its configured moves in `mode`, score the components
     and, when `ablate` is given (possibly empty = every move and mode), the ablation against
-    pass-through. Plans are not logged: an evaluation is not traffic."""
+    pass-through. Plans are not logged: an evaluation is not traffic. The main run keeps each
+    case's top `keep_ids` ids (None: the whole ranking, for `eval --failures`)."""
     settings = deployment.settings
     _check_sessions(cases, settings)
+    warnings = [p.message for p in deployment.warnings] + _check_judged_ids(cases, deployment)
     main_arm = Arm(name="configured", mode=mode, moves=tuple(settings.understanding.moves))
-    main = run_arm(cases, deployment, main_arm, metrics, on_case=on_phase(f"{main_arm.name} ({mode})", len(cases)) if on_phase else None)
+    main = run_arm(
+        cases, deployment, main_arm, metrics, on_case=on_phase(f"{main_arm.name} ({mode})", len(cases)) if on_phase else None, keep_ids=keep_ids,
+    )
     probe = access_probe(cases, deployment) if probe_access else None
     components = component_scores(cases, main.cases, settings, access=probe)
     ablation = None
     if ablate is not None:
         plan = plan_ablation(settings, ablate, mode=mode)
         ablation = run_ablation(cases, deployment, plan, metrics, reuse=main, on_phase=on_phase)
-    return EvalReport(source=source, run=main, components=components, ablation=ablation)
+    return EvalReport(source=source, run=main, components=components, ablation=ablation, warnings=warnings)
 
 
 
@@ -76,6 +87,26 @@ def _check_sessions(cases: Sequence[Case], settings: Settings) -> None:
             f"{len(problems)} of {len(cases)} cases have no session this deployment accepts (case {first!r}: {why}); "
             'give each case a "session", or a default for cases without one (`querywise eval --session KEY=VALUE`)'
         )
+
+
+def _check_judged_ids(cases: Sequence[Case], deployment: QueryWise) -> list[str]:
+    """Warnings for judged ids the index lacks; a `DeploymentError` when it holds none of them.
+    A judged id is known when it is a chunk id or a document id (payload `doc_id`) of the index."""
+    index = deployment.index
+    judged = [rid for c in cases for rid in c.relevant]
+    if index is None or not judged:
+        return []
+    known: set[str] = set()
+    for chunk in index.chunks():
+        known.add(chunk.id)
+        doc = chunk.payload.get("doc_id")
+        if isinstance(doc, str | int) and not isinstance(doc, bool):
+            known.add(str(doc))
+    problems = judged_id_problems(judged, known, index=str(index.root))
+    errors = [p for p in problems if p.severity == "error"]
+    if errors:
+        raise DeploymentError(errors)
+    return [p.message for p in problems]
 
 
 def _session_problem(case: Case, settings: Settings) -> str | None:

@@ -18,7 +18,8 @@ meaning; a file without `version` (written before it existed, same shape) reads 
                   "arms": {"+follow_up": {"mode", "moves", "overall", "slices", "latency_ms"}},
                   "deltas": [{"arm", "slice", "metric", "n", "delta", "low", "high", "p_value", "significant"}],
                   "flags": [...], "skipped": {"hyde": "..."}},            (only with --ablate)
-     "cases": [{"id", "slices", "scores": {"ndcg@10": 1.0, "mrr": null, ...}}]}
+     "cases": [{"id", "slices", "scores": {"ndcg@10": 1.0, "mrr": null, ...}}],
+     "warnings": ["3 of 412 judged ids are not in the index ...", ...]}      (only when there are some)
 """
 
 from __future__ import annotations
@@ -139,6 +140,9 @@ class EvalResult(_Model):
     components: ComponentReport | None
     ablation: AblationResult | None = None  # the key is left out when no ablation ran
     cases: list[CaseScores]
+    # What the run should not be read without: the deployment's start-up warnings, judged ids the
+    # index lacks. The key is left out when there is none (documents without it read the same).
+    warnings: list[str] = Field(default_factory=list)
 
     @field_validator("version")
     @classmethod
@@ -152,6 +156,8 @@ class EvalResult(_Model):
         data: dict[str, Any] = handler(self)
         if self.ablation is None:
             data.pop("ablation", None)
+        if not self.warnings:
+            data.pop("warnings", None)
         return data
 
     @classmethod
@@ -182,6 +188,7 @@ class EvalResult(_Model):
                 skipped=a.skipped,
             ),
             cases=[CaseScores(id=c.id, slices=c.slices, scores=c.scores) for c in run.cases],
+            warnings=report.warnings,
         )
 
 

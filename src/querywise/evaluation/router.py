@@ -1,13 +1,16 @@
 """Router evaluation: fit on train, choose thresholds on validation only, report on test.
 
 Label `oos` (configurable) marks out-of-scope messages. A message the router defers to the
-unsure tier counts as wrong for in-scope accuracy and as missed for out-of-scope recall.
+unsure tier counts as wrong for in-scope accuracy and as missed for out-of-scope recall. A figure
+whose denominator is empty (OOS recall on a test set without out-of-scope messages, OOS
+precision when nothing was decided out of scope, answered accuracy when nothing was answered, a
+route's precision when it was never predicted) is None, printed "n/a": never a 0%.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -15,19 +18,35 @@ from pydantic import BaseModel
 
 from querywise.embed import Embedder
 from querywise.files import InputError, read_jsonl
-from querywise.understand.calibration import choose_thresholds
+from querywise.index.store import Progress
+from querywise.understand.calibration import OperatingPoint, calibrate, choose_candidate
 from querywise.understand.classifiers import CentroidClassifier, TrainedClassifier
 from querywise.understand.decision import Decision, Thresholds, decide_many
+from querywise.understand.route import MIN_EXAMPLES_FOR_TRAINED
 
-__all__ = ["Confusion", "RouteMetrics", "RouterReport", "evaluate_router", "load_labelled", "score_decisions"]
+__all__ = [
+    "Candidate",
+    "Confusion",
+    "OperatingPointSpec",
+    "RouteMetrics",
+    "RouterFigures",
+    "RouterReport",
+    "evaluate_router",
+    "load_labelled",
+    "score_decisions",
+]
 
 ClassifierKind = Literal["centroid", "trained", "auto"]
 Labelled = Sequence[tuple[str, str]]
 
 
+def _quiet(phase: str, total: int | None) -> Callable[[int], None]:
+    return lambda n: None
+
+
 class RouteMetrics(BaseModel):
-    precision: float
-    recall: float
+    precision: float | None  # None: the route was never predicted
+    recall: float | None  # None: no message of the route in the data
     support: int
 
 
@@ -37,6 +56,40 @@ class Confusion(BaseModel):
     count: int
 
 
+class RouterFigures(BaseModel):
+    """Headline figures of one split; a figure without a denominator is None (shown "n/a")."""
+
+    n: int
+    n_in_scope: int
+    n_oos: int
+    in_scope_accuracy: float | None  # None: no in-scope message
+    answered_accuracy: float | None  # None: no in-scope message answered
+    oos_recall: float | None  # None: no out-of-scope message
+    oos_precision: float | None  # None: nothing decided out of scope
+    deferred_share: float | None  # None: no message
+
+
+class OperatingPointSpec(BaseModel):
+    """What the user asked of the router (`--min-answered`, `--max-deferred`, `--headroom`)."""
+
+    min_answered: float | None
+    max_deferred: float
+    headroom: float
+    description: str
+
+
+class Candidate(BaseModel):
+    """One classifier `router-eval` fitted, its thresholds and what they gave on validation data."""
+
+    classifier: str
+    min_margin: float
+    min_in_scope: float | None
+    val: RouterFigures | None  # None without validation data
+    val_objective: float | None
+    meets_operating_point: bool | None  # on val; None without validation data
+    warning: str | None
+
+
 class RouterReport(BaseModel):
     classifier: str
     min_margin: float
@@ -44,11 +97,15 @@ class RouterReport(BaseModel):
     n: int
     n_in_scope: int
     n_oos: int
-    in_scope_accuracy: float
-    answered_accuracy: float
-    oos_recall: float
-    oos_precision: float
-    deferred_share: float
+    in_scope_accuracy: float | None
+    answered_accuracy: float | None
+    oos_recall: float | None
+    oos_precision: float | None
+    deferred_share: float | None
+    operating_point: OperatingPointSpec
+    candidates: list[Candidate]  # every classifier fitted, the chosen one included
+    choice: str  # why `classifier` was kept
+    warnings: list[str]  # operating point missed, thresholds not chosen
     per_route: dict[str, RouteMetrics]
     confusions: list[Confusion]
     labels: list[str]  # rows/columns of `matrix`: routes, then "oos" and "unsure" (columns only)
@@ -88,8 +145,8 @@ def score_decisions(decisions: Sequence[Decision], gold: Sequence[str], *, oos_l
     oos_gold = [p for g, p in pairs if g == "oos"]
     oos_pred = [g for g, p in pairs if p == "oos"]
 
-    def ratio(a: int, b: int) -> float:
-        return a / b if b else 0.0
+    def ratio(a: int, b: int) -> float | None:
+        return a / b if b else None  # no denominator: no figure, never a 0%
 
     routes = sorted({g for g in gold_n if g != "oos"} | {p for p in pred if p not in ("oos", "unsure")})
     per_route = {}
@@ -125,6 +182,14 @@ def _fit(kind: str, X: np.ndarray, y: Sequence[str]) -> CentroidClassifier | Tra
     return clf.fit(X, y)
 
 
+def _in_scope_gate(th: Thresholds) -> float | None:
+    return None if th.min_in_scope == float("-inf") else th.min_in_scope
+
+
+def _figures(scores: dict[str, Any]) -> RouterFigures:
+    return RouterFigures(**{k: scores[k] for k in RouterFigures.model_fields})
+
+
 def evaluate_router(
     train: Labelled,
     test: Labelled,
@@ -132,47 +197,77 @@ def evaluate_router(
     embedder: Embedder,
     val: Labelled | None = None,
     classifier: ClassifierKind = "auto",
+    point: OperatingPoint | None = None,
     min_margin: float | None = None,
-    max_deferred: float = 0.10,
     oos_label: str = "oos",
+    progress: Progress = _quiet,
 ) -> RouterReport:
-    """Fit on `train`, choose thresholds on `val` only (none without it), report on `test`.
+    """Fit on `train`, choose thresholds on `val` only to meet `point`, report on `test`.
 
-    `classifier="auto"` fits both and keeps the one with the better validation objective
-    (centroids without validation data when routes have under 20 examples each).
-    `min_margin`, when given, fixes the margin gate; the in-scope gate is still chosen on `val`.
+    `point` (default :class:`OperatingPoint` ()) is what the user asks: answered accuracy at
+    least `min_answered` with at most `max_deferred` deferred; the thresholds are chosen on `val`
+    by :func:`~querywise.understand.calibration.calibrate`, the same chooser the CLINC150
+    benchmark uses, and a point it cannot meet is a warning in the report. `classifier="auto"`
+    fits both classifiers, calibrates each on `val` and keeps one by
+    :func:`~querywise.understand.calibration.choose_candidate` (meets the operating point on val,
+    then the best objective); both candidates' val figures and the reason are in the report.
+    Without `val` nothing is chosen on data: auto goes by examples per route (trained from
+    20 a route, as the deployed router does), the margin gate is `min_margin` (else off) and the
+    in-scope gate is off. `min_margin`, when given, fixes the margin gate; the in-scope gate is
+    still chosen on `val`.
     """
-    def embed(rows: Labelled) -> tuple[np.ndarray, list[str]]:
-        return np.asarray(embedder.embed([t for t, _ in rows]), dtype=np.float32), [lab for _, lab in rows]
+    point = point or OperatingPoint()
 
-    X_tr, y_tr = embed(train)
-    X_te, y_te = embed(test)
-    X_va, y_va = embed(val) if val else (None, None)
-    kinds = ["centroid", "trained"] if classifier == "auto" else [classifier]
-    if classifier == "auto" and X_va is None:
-        fewest = min(Counter(lab for lab in y_tr if lab != oos_label).values())
-        kinds = ["trained" if fewest >= 20 else "centroid"]
+    def embed(name: str, rows: Labelled) -> tuple[np.ndarray, list[str]]:
+        advance = progress(f"embedding {name}", len(rows))
+        return np.asarray(embedder.embed([t for t, _ in rows], on_progress=advance), dtype=np.float32), [lab for _, lab in rows]
 
-    best: tuple[float, str, Any, Thresholds] | None = None
-    for kind in kinds:
-        clf = _fit(kind, X_tr, y_tr)
-        if X_va is not None and y_va is not None:
-            th = choose_thresholds(clf, X_va, y_va, oos_label=oos_label, max_deferred=max_deferred)
-            if min_margin is not None:
-                th = Thresholds(min_margin=min_margin, min_in_scope=th.min_in_scope)
-            v = score_decisions(decide_many(clf.scores(X_va), clf.in_scope(X_va), clf.labels, th, oos_label=oos_label), y_va, oos_label=oos_label)
-            objective = v["in_scope_accuracy"] + (v["oos_recall"] if v["n_oos"] else 0.0)
-        else:
-            th = Thresholds(min_margin=min_margin or 0.0, min_in_scope=float("-inf"))
-            objective = 0.0
-        if best is None or objective > best[0]:
-            best = (objective, kind, clf, th)
-    assert best is not None
-    _, kind, clf, th = best
+    X_tr, y_tr = embed("train", train)
+    X_va, y_va = embed("val", val) if val else (None, None)
+    X_te, y_te = embed("test", test)
+    kinds: list[str] = ["centroid", "trained"] if classifier == "auto" else [classifier]
+    warnings: list[str] = []
+    if X_va is None or y_va is None:
+        choice = f"{classifier} as asked"
+        if classifier == "auto":
+            fewest = min(Counter(lab for lab in y_tr if lab != oos_label).values())
+            kinds = ["trained" if fewest >= MIN_EXAMPLES_FOR_TRAINED else "centroid"]
+            choice = (f"no validation data: auto chose {kinds[0]} by examples per route (fewest {fewest}; "
+                      f"trained from {MIN_EXAMPLES_FOR_TRAINED}), as the deployed router does")
+        th = Thresholds(min_margin=min_margin or 0.0, min_in_scope=float("-inf"))
+        clf = _fit(kinds[0], X_tr, y_tr)
+        candidates = [Candidate(classifier=kinds[0], min_margin=th.min_margin, min_in_scope=None, val=None, val_objective=None,
+                                meets_operating_point=None, warning=None)]
+        warnings.append(f"no validation data: thresholds not chosen (margin gate {th.min_margin:g}, in-scope gate off) "
+                        "and the operating point not checked; give --val")
+    else:
+        fitted, cals = [], []
+        for kind in kinds:
+            clf = _fit(kind, X_tr, y_tr)
+            fitted.append(clf)
+            cals.append(calibrate(clf, X_va, y_va, point, oos_label=oos_label, min_margin=min_margin))
+        candidates = []
+        for kind, clf, cal in zip(kinds, fitted, cals, strict=True):
+            th = cal.thresholds
+            on_val = score_decisions(decide_many(clf.scores(X_va), clf.in_scope(X_va), clf.labels, th, oos_label=oos_label), y_va, oos_label=oos_label)
+            candidates.append(Candidate(classifier=kind, min_margin=th.min_margin, min_in_scope=_in_scope_gate(th), val=_figures(on_val),
+                                        val_objective=cal.objective, meets_operating_point=cal.meets, warning=cal.warning))
+        pick, reason = choose_candidate(kinds, cals)
+        choice = (f"auto chose {kinds[pick]}: {reason}" if classifier == "auto"
+                  else f"{kinds[pick]} as asked ({'meets' if cals[pick].meets else 'does not meet'} the operating point on val)")
+        clf, th = fitted[pick], cals[pick].thresholds
+        if cals[pick].warning:
+            warnings.append(f"{kinds[pick]}: {cals[pick].warning}")
+        kinds = [kinds[pick]]
     decisions = decide_many(clf.scores(X_te), clf.in_scope(X_te), clf.labels, th, oos_label=oos_label)
     return RouterReport(
-        classifier=kind,
+        classifier=kinds[0],
         min_margin=th.min_margin,
-        min_in_scope=None if th.min_in_scope == float("-inf") else th.min_in_scope,
+        min_in_scope=_in_scope_gate(th),
+        operating_point=OperatingPointSpec(min_answered=point.min_answered, max_deferred=point.max_deferred, headroom=point.headroom,
+                                           description=point.describe()),
+        candidates=candidates,
+        choice=choice,
+        warnings=warnings,
         **score_decisions(decisions, y_te, oos_label=oos_label),
     )

@@ -44,7 +44,15 @@ class Manifest(BaseModel):
     hnsw_m: int
     hnsw_ef_construct: int
     payload_indexes: dict[str, str]
+    # Chunks carrying a value for each top-level payload field (`validation.payload_field_counts`),
+    # so that a deployment is checked against its index at start-up without reading every chunk.
+    # None in builds made before it was recorded: `Index.field_presence` then counts them once.
+    field_counts: dict[str, int] | None = None
     build_seconds: float
+    # Chunks longer than the embedder's window (its tokens, special ones included), embedded from
+    # their first `embedder_window` tokens. None: the embedder does not say, or an older build.
+    n_over_window: int | None = None
+    embedder_window: int | None = None
     # Every file of the build but manifest.json, by path relative to the build folder.
     files: dict[str, FileSum]
 

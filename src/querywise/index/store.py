@@ -51,7 +51,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from querywise.conditions import Where
 from querywise.config import Settings
 from querywise.corpus import Chunk
-from querywise.embed import Embedder, embedder_for
+from querywise.embed import Embedder, count_over_window, embedder_for
 from querywise.index.builds import (
     FORMAT_VERSION,
     Manifest,
@@ -72,6 +72,7 @@ from querywise.index.errors import IndexStoreError, damaged
 from querywise.index.integrity import BlockDigest, FileSum, digest_bytes, fsync_dir, seal
 from querywise.index.lexical import Lexicon
 from querywise.index.server import ServerEngine, collection_of, connect, drop_collection
+from querywise.validation import FieldPresence, payload_field_counts
 
 if TYPE_CHECKING:  # imported at run time only when a server is used
     from qdrant_client import QdrantClient
@@ -211,6 +212,7 @@ def build_index(
         build_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
         embedder = embedder or embedder_for(settings)
         texts = [c.search_text for c in chunks]
+        over = count_over_window(embedder, texts)  # what the embedder will cut, counted before it is cut
         vectors = np.asarray(embedder.embed(texts, on_progress=progress("embedding", len(texts))), dtype=np.float32)
         _check_vectors(vectors, chunks, embedder)
         lexicon, analysed = Lexicon.build(texts)
@@ -263,7 +265,10 @@ def build_index(
                 hnsw_m=s.hnsw_m,
                 hnsw_ef_construct=s.hnsw_ef_construct,
                 payload_indexes=kinds,
+                field_counts=payload_field_counts(c.payload for c in chunks),
                 build_seconds=round(time.time() - started, 3),
+                n_over_window=over[0] if over else None,
+                embedder_window=over[1] if over else None,
                 files=files,
             )
             with open(tmp / "manifest.json", "w", encoding="utf-8") as mf:
@@ -408,6 +413,7 @@ class Index:
         self.root, self.manifest, self.engine, self.lexicon = root, manifest, engine, lexicon
         self.settings, self._embedder = settings, embedder
         self._embedder_checked = False
+        self._presence: FieldPresence | None = None
         self.build = build or root / "builds" / manifest.build_id
         # The reader's lock on its build (see builds.hold), released by close() or with the object.
         self._release = weakref.finalize(self, os.close, hold) if hold is not None else None
@@ -515,6 +521,16 @@ class Index:
         dense = self.embed_query(text).tolist() if mode != "bm25" else None
         sparse = self.lexicon.query_vector(text) if mode != "dense" else None
         return self.query(mode=mode, k=k, dense=dense, sparse=sparse, where=where, exact=exact)
+
+    def field_presence(self) -> FieldPresence:
+        """How many chunks carry each payload field: from the manifest, or (a build made before
+        the manifest recorded it) counted over the chunks once, on first use."""
+        if self._presence is None:
+            counts = self.manifest.field_counts
+            if counts is None:
+                counts = payload_field_counts(c.payload for c in self.chunks())
+            self._presence = FieldPresence(n_chunks=self.manifest.n_chunks, counts=counts)
+        return self._presence
 
     def chunks(self) -> Iterator[Chunk]:
         """Every indexed chunk, in index order (checked against its checksum as it is read: an

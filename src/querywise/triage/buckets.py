@@ -6,17 +6,36 @@ before anything about the query.
 
 1. `absent` — the gold passage is in no chunk (filtered at ingest, never parsed, wrong id).
 2. `extraction_noise` — the gold chunk's text is mis-extracted (ligature or broken-word soup,
-   mostly non-words, repeated tokens, empty).
+   words run together or split by the extractor, mostly non-words, repeated tokens, empty). Run
+   together or split: the locator matched the gold text only ignoring whitespace and 2+ of the
+   chunk's words there are no words of the gold ("warrantycovers"); or, against the index
+   vocabulary, 2+ words (and 5%+ of the tokens) are unknown to every other chunk and split into
+   two words other chunks have ("damageif"), or join a neighbour into one ("war ranty").
 3. `degenerate_embedding` — its vector is near-constant; or, its text being clean, its own literal
    probe ranks it below chunks unrelated to it (other documents sharing under a quarter of its
    terms) and its generated probe does not bring it back at rank 1 either (a chunk that its own
    key-sentence question finds first has a working vector: the literal miss is the prefix's).
 4. `chunk_boundary` — the gold crosses chunks, or the gold chunk lacks a product or identifier
    of the question that a neighbouring chunk of the same document carries.
-5. `generation` — the gold was in the top 10 (of the system's `retrieved` list when given, else
-   of the index for the original question): retrieval worked, the answer did not.
-6. `ranking` — the gold ranks 11..k for the original question: a reranker or a larger k.
-7. query defect — everything else, labelled `vocabulary` / `compound` / `referent` / `filler`
+5. `generation` — the gold was within the top N, N = `context_k` (`--context-k`, what the
+   generator or UI is shown; default 10), of the system's `retrieved` list when given, else of
+   the index for the original question: retrieval worked, the answer did not.
+6. `ranking` — the gold ranks N+1..k (in `retrieved` when it is there, else for the original
+   question in the index): a reranker or a larger k.
+7. `suspect_label` — the relevance label is suspect, repaired by re-judging it, not by the query
+   layer. The rule, all three must hold:
+   (a) the gold shares no content term with the question or its history: the project's
+       analyzer (`querywise.text.analyze`: stop words out, stemmed) less the asking words
+       (`detectors.ASK_WORDS`: "how", "can", "does", ...), i.e. `term_overlap(...,
+       content_only=True) == 0` for the question and each earlier turn;
+   (b) nothing about the question's own words finds it: its rank for the original question is
+       outside the top k both in a dense and in a lexical (BM25) search, whatever `--mode` is
+       (no shared term and no shared topic either);
+   (c) the gold itself is retrievable: its own literal or generated probe ranks it within the
+       top k (if neither does, the index is at fault, and the failure is not blamed on the label).
+   The evidence is `evidence.label_check`. It comes before the query defects (a human
+   query-defect label says which query move would help, not that the label is right).
+8. query defect — everything else, labelled `vocabulary` / `compound` / `referent` / `filler`
    from the human labels when given, else as the detectors suggest (marked "suggested"), else
    `unlabelled_query_defect`.
 """
@@ -29,6 +48,7 @@ from pydantic import BaseModel
 
 from querywise.triage.detectors import (
     BoundaryCheck,
+    LabelCheck,
     NoiseCheck,
     QueryCheck,
     VectorCheck,
@@ -38,26 +58,33 @@ from querywise.triage.locate import Location
 
 __all__ = [
     "BUCKETS",
+    "DEFAULT_CONTEXT_K",
+    "LABEL_BUCKETS",
     "QUERY_BUCKETS",
     "REPAIR",
     "UNREACHABLE_BUCKETS",
+    "AboveGold",
     "Bucket",
     "Case",
     "Evidence",
     "LiteralNeighbour",
+    "check_cutoffs",
     "classify",
 ]
 
 Bucket = Literal[
-    "absent", "extraction_noise", "degenerate_embedding", "chunk_boundary", "ranking", "generation",
+    "absent", "extraction_noise", "degenerate_embedding", "chunk_boundary", "ranking", "generation", "suspect_label",
     "vocabulary", "compound", "referent", "filler", "unlabelled_query_defect",
 ]
 BUCKETS: tuple[Bucket, ...] = (
-    "absent", "extraction_noise", "degenerate_embedding", "chunk_boundary", "ranking", "generation",
+    "absent", "extraction_noise", "degenerate_embedding", "chunk_boundary", "ranking", "generation", "suspect_label",
     "vocabulary", "compound", "referent", "filler", "unlabelled_query_defect",
 )
 UNREACHABLE_BUCKETS: tuple[Bucket, ...] = ("absent", "extraction_noise", "degenerate_embedding", "chunk_boundary")
+LABEL_BUCKETS: tuple[Bucket, ...] = ("suspect_label",)
 QUERY_BUCKETS: tuple[Bucket, ...] = ("vocabulary", "compound", "referent", "filler", "unlabelled_query_defect")
+#: What the generator (or the UI) is shown when the user does not say: the top 10.
+DEFAULT_CONTEXT_K = 10
 REPAIR: dict[Bucket, str] = {
     "absent": "ingest (the document never reached the index)",
     "extraction_noise": "ingest (parsing and text extraction)",
@@ -65,6 +92,7 @@ REPAIR: dict[Bucket, str] = {
     "chunk_boundary": "chunker",
     "ranking": "cross-encoder reranker over the top k, or a larger k",
     "generation": "generation",
+    "suspect_label": "relevance labels (re-judge: the gold shares no term or topic with the question)",
     "vocabulary": "query layer (expansion, spelling, paraphrase)",
     "compound": "query layer (split into separate searches)",
     "referent": "query layer (standalone rewrite from the history)",
@@ -83,12 +111,23 @@ class LiteralNeighbour(BaseModel):
     same_doc: bool = False
 
 
+class AboveGold(BaseModel):
+    """A chunk the index ranks above the gold for the original question (the gold's own
+    document's chunks included, marked `same_doc`)."""
+
+    id: str
+    rank: int
+    snippet: str  # the start of its text, whitespace collapsed
+    same_doc: bool = False
+
+
 class Evidence(BaseModel):
     """Everything the classification looked at, kept with the case."""
 
     location: Location
     rank_original: int | None = None  # gold's rank in the index's top k for the raw question
     retrieved_rank: int | None = None  # gold's position in the system's own `retrieved` list
+    above_original: list[AboveGold] = []  # the first chunks ranked above the gold for the original question
     literal_probe: str = ""
     literal_rank: int | None = None
     above_literal: list[LiteralNeighbour] = []
@@ -101,6 +140,7 @@ class Evidence(BaseModel):
     vector: VectorCheck | None = None
     boundary: BoundaryCheck | None = None
     query: QueryCheck | None = None
+    label_check: LabelCheck | None = None
     label: QueryDefectKind | None = None  # the human label, when given
     label_source: Literal["human", "suggested"] | None = None
     reason: str = ""
@@ -120,8 +160,19 @@ class Case(BaseModel):
 RELATED_OVERLAP = 0.25
 
 
-def classify(ev: Evidence, *, k: int) -> tuple[Bucket, str, Literal["human", "suggested"] | None]:
+def check_cutoffs(k: int, context_k: int) -> None:
+    """`context_k` (what the generator sees) must be at least 1 and below the probe depth `k`."""
+    if context_k < 1:
+        raise ValueError(f"--context-k must be at least 1, got {context_k}")
+    if context_k >= k:
+        raise ValueError(f"--context-k ({context_k}) must be below --k ({k}): ranking is the gold at ranks {context_k + 1}..k")
+
+
+def classify(
+    ev: Evidence, *, k: int, context_k: int = DEFAULT_CONTEXT_K,
+) -> tuple[Bucket, str, Literal["human", "suggested"] | None]:
     """The bucket of one failure, the reason in words, and where a query-defect label came from."""
+    check_cutoffs(k, context_k)
     if ev.location.absent:
         return "absent", ev.location.detail or "gold passage not in the index", None
     if ev.noise is not None and ev.noise.flagged:
@@ -138,12 +189,19 @@ def classify(ev: Evidence, *, k: int) -> tuple[Bucket, str, Literal["human", "su
         if ev.boundary.crosses:
             return "chunk_boundary", f"gold crosses chunks ({ev.location.detail})", None
         return "chunk_boundary", f"gold chunk lacks {', '.join(ev.boundary.missing)}, carried by {ev.boundary.carried_by}", None
-    top10 = ev.retrieved_rank if ev.retrieved_rank is not None else ev.rank_original
-    if top10 is not None and top10 <= 10:
-        src = "the system's retrieved list" if ev.retrieved_rank is not None else "the index"
-        return "generation", f"gold at rank {top10} in {src}: retrieval worked", None
-    if ev.rank_original is not None and ev.rank_original <= k:
-        return "ranking", f"gold at rank {ev.rank_original} of {k} for the original question", None
+    in_retrieved = ev.retrieved_rank is not None
+    rank = ev.retrieved_rank if in_retrieved else ev.rank_original
+    src = "the system's retrieved list" if in_retrieved else "the index for the original question"
+    if rank is not None and rank <= context_k:
+        return "generation", f"gold at rank {rank} in {src}, within the top {context_k} the generator sees: retrieval worked", None
+    if rank is not None and rank <= k:
+        return "ranking", f"gold at rank {rank} of {k} in {src}, below the top {context_k} the generator sees", None
+    if in_retrieved and ev.rank_original is not None and ev.rank_original <= k:
+        return "ranking", (f"gold at rank {ev.retrieved_rank} in the system's retrieved list, beyond the top {k} "
+                           f"(the index ranks it {ev.rank_original} for the original question)"), None
+    if ev.label_check is not None and ev.label_check.flagged:
+        kept = f" (human label {ev.label!r} kept in the evidence)" if ev.label is not None else ""
+        return "suspect_label", ev.label_check.reason + kept, None
     if ev.label is not None:
         return ev.label, "human label", "human"
     if ev.query is not None and ev.query.suggested is not None:

@@ -3,38 +3,50 @@
 Each returns a small result with its evidence; none decides a bucket (`buckets.py` does).
 
 - extraction noise: ligature characters, words broken after a ligature ("specifi c",
-  "confi guration"), text that is mostly non-words (mojibake, symbol soup), a few tokens
-  repeated, or no text at all;
+  "confi guration"), words run together or split by the extractor ("warrantycovers",
+  "war ranty") -- seen against the gold text the locator matched only ignoring whitespace, or
+  against the index vocabulary -- text that is mostly non-words (mojibake, symbol soup), a few
+  tokens repeated, or no text at all;
 - degenerate embedding: a vector that is not finite, (near) zero, or (near) constant;
 - chunk boundary: the question names a product or identifier that the gold chunk lacks and a
   neighbouring chunk of the same document carries;
 - query defects (suggestions only): an unresolved reference with history, two asks in one
-  message, pleasantries around the ask, low overlap with the gold passage's words.
+  message, pleasantries around the ask, low overlap with the gold passage's words;
+- a suspect relevance label: the gold shares no content term with the question (or its
+  history), neither a dense nor a lexical search for the question finds it, and yet it finds
+  itself.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from pydantic import BaseModel
 
-from querywise.text import STOPWORDS_EN, analyze, normalize
+from querywise.text import STOPWORDS_EN, analyze, normalize, terms_of, words
 from querywise.triage.failures import QueryDefectKind
 from querywise.understand.followup import check_follow_up  # the same gate the pipeline uses
 
 __all__ = [
+    "ASK_WORDS",
     "BoundaryCheck",
+    "LabelCheck",
     "NoiseCheck",
     "QueryCheck",
     "VectorCheck",
     "anchors_of",
     "check_boundary",
+    "check_label",
     "check_noise",
     "check_query",
     "check_vector",
+    "content_terms",
+    "shared_terms",
     "term_overlap",
 ]
 
@@ -55,16 +67,100 @@ class NoiseCheck(BaseModel):
     n_tokens: int = 0
     ligatures: int = 0
     broken_words: list[str] = []
+    # The chunk's spellings that are no word of the gold text, yet lie inside it once whitespace
+    # is ignored ("warrantycovers"): filled when the locator matched the gold only that way.
+    whitespace_damage: list[str] = []
+    # Against the index vocabulary: a word no other chunk has that splits into two words other
+    # chunks have ("damageif = damage + if"), and two neighbours that join into a word other
+    # chunks have while one of them is known nowhere else ("war ranty = warranty").
+    run_together: list[str] = []
+    split_words: list[str] = []
     nonword_share: float = 0.0
     distinct_share: float = 1.0
 
 
-def check_noise(text: str) -> NoiseCheck:
+#: Words run together or split are noise from this many in one chunk ...
+MIN_JOINED = 2
+#: ... and, when seen against the index vocabulary alone, from this share of its tokens (a long
+#: chunk may hold a rare compound or two that the rest of the corpus happens to spell apart).
+MIN_JOINED_SHARE = 0.05
+_ALPHA = re.compile(r"[^\W\d_]+")
+_OPEN, _CLOSE = "([{\"'\u2018\u201c", ".,;:!?)]}\"'\u2019\u201d"
+
+
+def _flat(text: str) -> tuple[str, list[int]]:
+    """`text` normalised with no whitespace, and each character's position in `text`."""
+    chars: list[str] = []
+    where: list[int] = []
+    for i, ch in enumerate(text):
+        for c in normalize(ch):
+            if not c.isspace():
+                chars.append(c)
+                where.append(i)
+    return "".join(chars), where
+
+
+def _whitespace_damage(text: str, clean: str) -> list[str]:
+    """The words of `text`, inside the stretch that matches `clean` once whitespace is ignored,
+    that are no words of `clean`: the extractor's run-together or split spellings of them."""
+    flat, where = _flat(text)
+    gold = _flat(clean)[0]
+    at = flat.find(gold) if gold else -1
+    if at < 0:
+        return []
+    start, end = where[at], where[at + len(gold) - 1] + 1
+    while start > 0 and text[start - 1].isalnum():  # whole words: "strapis" when the gold ends at "strap"
+        start -= 1
+    while end < len(text) and text[end].isalnum():
+        end += 1
+    gold_words = set(words(clean))
+    return list(dict.fromkeys(t for t in words(text[start:end]) if t not in gold_words))
+
+
+def _joined_and_split(text: str, vocabulary: Mapping[str, int], searched: str) -> tuple[list[str], list[str]]:
+    """Run-together and split words of `text` against the index's word counts (`vocabulary`,
+    which counts this chunk's own words too: `searched` is the chunk as the index read it)."""
+    own = Counter(words(searched))
+
+    def elsewhere(w: str) -> int:
+        return vocabulary.get(w, 0) - own.get(w, 0)
+
+    joined: list[str] = []
+    for m in _ALPHA.finditer(text):
+        raw = m.group(0)
+        w = normalize(raw)
+        # Names are written capitalised ("Brightwater"); a word other chunks have is no accident.
+        if len(w) < 6 or raw[0].isupper() or elsewhere(w) > 0 or any(j.startswith(f"{w} ") for j in joined):
+            continue
+        splits = [(min(elsewhere(w[:i]), elsewhere(w[i:])), i) for i in range(2, len(w) - 1)]
+        best, i = max(splits, default=(0, 0))
+        if best > 0:
+            joined.append(f"{w} = {w[:i]} + {w[i:]}")
+    split: list[str] = []
+    tokens = text.split()
+    for a_raw, b_raw in itertools.pairwise(tokens):
+        a, b = a_raw.lstrip(_OPEN), b_raw.rstrip(_CLOSE)
+        if not (a.isalpha() and b.isalpha() and len(a) >= 2 and len(b) >= 2 and b[0].islower()):
+            continue
+        na, nb = normalize(a), normalize(b)
+        if elsewhere(na + nb) > 0 and min(elsewhere(na), elsewhere(nb)) <= 0:
+            split.append(f"{a} {b} = {na + nb}")
+    return joined, split
+
+
+def check_noise(
+    text: str, *, clean: str | None = None, vocabulary: Mapping[str, int] | None = None, searched: str | None = None,
+) -> NoiseCheck:
     """Is `text` mis-extracted? Flags empty text, 2+ ligature characters or broken words, a
-    majority of non-word tokens, or fewer than 20% distinct tokens among 10 or more.
+    majority of non-word tokens, fewer than 20% distinct tokens among 10 or more, and words
+    run together or split by the extractor: 2+ of the chunk's spellings differing from `clean`
+    (the gold text, when the locator matched it only ignoring whitespace), or 2+ run-together
+    or split words against `vocabulary` (the index's word counts) making 5%+ of the tokens.
 
     >>> check_noise("the specifi c confi guration fi le").broken_words
     ['specifi c', 'confi guration', 'fi le']
+    >>> check_noise("the warrantycovers water", clean="the warranty covers water").whitespace_damage
+    ['warrantycovers']
     """
     tokens = text.split()
     if not tokens:
@@ -75,18 +171,29 @@ def check_noise(text: str) -> NoiseCheck:
     nonwords = sum(1 for t in tokens if _MOJIBAKE.search(t) or not (_WORDLIKE.fullmatch(t) or _PUNCT.fullmatch(t)))
     nonword_share = nonwords / len(tokens)
     distinct = len({t.lower() for t in tokens}) / len(tokens)
+    damage = _whitespace_damage(text, clean) if clean else []
+    joined, split = _joined_and_split(text, vocabulary, searched or text) if vocabulary is not None else ([], [])
     reasons = []
     if ligatures >= 2:
         reasons.append(f"{ligatures} ligature characters")
     if len(broken) >= 2:
         reasons.append(f"{len(broken)} words broken after a ligature")
+    if len(damage) >= MIN_JOINED:
+        reasons.append(f"the gold text matches only ignoring whitespace: {len(damage)} of the chunk's words are run together "
+                       f"or split ({', '.join(damage[:3])})")
+    n_joined = len(joined) + len(split)
+    if n_joined >= MIN_JOINED and n_joined / len(tokens) >= MIN_JOINED_SHARE:
+        shown = [j.split(" = ")[0] for j in (joined + split)[:3]]
+        reasons.append(f"{n_joined} words run together or split against the index vocabulary ({', '.join(shown)}) "
+                       f"in {len(tokens)} tokens")
     if len(tokens) >= 5 and nonword_share > 0.5:
         reasons.append(f"{nonword_share:.0%} of tokens are not words")
     if len(tokens) >= 10 and distinct < 0.2:
         reasons.append(f"only {distinct:.0%} distinct tokens")
     return NoiseCheck(
-        flagged=bool(reasons), reasons=reasons, n_tokens=len(tokens), ligatures=ligatures,
-        broken_words=broken, nonword_share=round(nonword_share, 4), distinct_share=round(distinct, 4),
+        flagged=bool(reasons), reasons=reasons, n_tokens=len(tokens), ligatures=ligatures, broken_words=broken,
+        whitespace_damage=damage, run_together=joined, split_words=split,
+        nonword_share=round(nonword_share, 4), distinct_share=round(distinct, 4),
     )
 
 
@@ -169,10 +276,72 @@ def check_boundary(question: str, gold_text: str, neighbours: Sequence[tuple[str
     return BoundaryCheck(flagged=False, missing=missing)
 
 
-def term_overlap(question: str, passage: str) -> float:
-    """Share of the question's distinct BM25 terms that the passage also has (1.0 if none)."""
-    q = set(analyze(question))
+#: Words that ask rather than say what is asked about (the BM25 stop list keeps most of them):
+#: "How can I ..." shares "can" with half the passages of a corpus, and that says nothing.
+ASK_WORDS = frozenset(
+    ["what", "which", "how", "why", "when", "where", "who", "whom", "whose", "do", "does", "did", "can", "could", "would",
+     "should", "shall", "may", "might", "must", "am", "been", "being", "have", "has", "had", "me", "my", "we", "our", "you",
+     "your", "any", "much", "many", "some", "than", "from", "about", "please"]
+)
+_ASK_TERMS = frozenset(terms_of(ASK_WORDS))
+
+
+def content_terms(text: str) -> set[str]:
+    """The BM25 terms of `text` (the project's analyzer) less the asking words above."""
+    return set(analyze(text)) - _ASK_TERMS
+
+
+def term_overlap(question: str, passage: str, *, content_only: bool = False) -> float:
+    """Share of the question's distinct BM25 terms that the passage also has (1.0 if none);
+    `content_only` leaves out the asking words (`ASK_WORDS`)."""
+    q = content_terms(question) if content_only else set(analyze(question))
     return len(q & set(analyze(passage))) / len(q) if q else 1.0
+
+
+class LabelCheck(BaseModel):
+    """Is the relevance label suspect? The gold shares no content term with the question and
+    its history, no search for the question's own words finds it (dense nor lexical), and yet
+    it is retrievable: its own literal or generated probe finds it."""
+
+    flagged: bool
+    reason: str = ""
+    question_terms: list[str] = []  # content terms of the question and its history
+    shared_terms: list[str] = []  # those the gold also has
+    dense_rank: int | None = None  # the gold's rank for the question alone, dense search (None: not in the top k)
+    lexical_rank: int | None = None  # the same, BM25
+    probe_rank: int | None = None  # the better of its literal and generated probe's ranks
+    searched: bool = False  # whether the two searches ran (only when nothing is shared)
+
+
+def shared_terms(question: str, history: Sequence[str], gold_text: str) -> tuple[list[str], list[str]]:
+    """The content terms of the question and its history, and those of them the gold has."""
+    q = set().union(*(content_terms(t) for t in (question, *history)))
+    return sorted(q), sorted(q & set(analyze(gold_text)))
+
+
+def check_label(
+    question_terms: list[str], shared: list[str], *, dense_rank: int | None, lexical_rank: int | None,
+    probe_rank: int | None, searched: bool, k: int,
+) -> LabelCheck:
+    """The suspect-label rule on its evidence (ranks: None is "not in the top k")."""
+    ev = LabelCheck(flagged=False, question_terms=question_terms, shared_terms=shared, dense_rank=dense_rank,
+                    lexical_rank=lexical_rank, probe_rank=probe_rank, searched=searched)
+    if not question_terms:
+        return ev.model_copy(update={"reason": "the question has no content term to compare"})
+    if shared:
+        return ev.model_copy(update={"reason": f"shares {len(shared)} of the question's {len(question_terms)} content terms"})
+    if not searched:
+        return ev.model_copy(update={"reason": "shares no content term, but the question's search finds it"})
+    found = [f"{kind} rank {r}" for kind, r in (("dense", dense_rank), ("lexical", lexical_rank)) if r is not None]
+    if found:
+        return ev.model_copy(update={"reason": f"shares no content term, but the question finds it ({', '.join(found)})"})
+    if probe_rank is None:
+        return ev.model_copy(update={"reason": f"shares no content term and the question misses it, but neither probe "
+                                               f"finds it in the top {k} either: an index problem, not the label"})
+    return ev.model_copy(update={"flagged": True, "reason": (
+        f"the gold shares none of the question's {len(question_terms)} content terms, neither a dense nor a lexical "
+        f"search for the question finds it in the top {k}, yet its own probe finds it at rank {probe_rank}: "
+        f"re-judge the label")})
 
 
 _PLEASANTRY = re.compile(

@@ -3,7 +3,9 @@
 A failures file is JSONL, one object per eval question: `id`, `question`, `history` (earlier
 turns, strings or {"role", "text"} objects), `acceptable` (rows marked true are read for the
 population figures and otherwise ignored), `retrieved` (ids the system returned) and the gold:
-`gold_chunk`, or `gold_text`, or `gold_doc` + `gold_offset`.
+`gold_chunk`, or `gold_text`, or `gold_doc` (a document id) with or without `gold_offset`. A
+`gold_doc` without an offset means "this document is the gold; any of its chunks answers" (what
+`eval --failures` writes for a case judged per document).
 """
 
 from __future__ import annotations
@@ -65,10 +67,10 @@ class Failure(BaseModel):
 
     @model_validator(mode="after")
     def _has_gold(self) -> Failure:
-        if (self.gold_doc is None) != (self.gold_offset is None):
-            raise ValueError("gold_doc and gold_offset go together")
+        if self.gold_offset is not None and self.gold_doc is None:
+            raise ValueError("gold_offset needs gold_doc (the document the offset is in)")
         if not (self.gold_chunk or self.gold_text or self.gold_doc is not None):
-            raise ValueError("no gold: give gold_chunk, gold_text, or gold_doc + gold_offset")
+            raise ValueError("no gold: give gold_chunk, gold_text, or gold_doc (optionally with gold_offset)")
         return self
 
 

@@ -1,12 +1,12 @@
 """The triage report as one standalone HTML page: an inline SVG bar chart (share of each bucket
-with a one-SE whisker), the headline figures, the bucket table and the cases. No scripts, no
-external assets."""
+with a one-SE whisker), the headline figures, the bucket table (with its totals) and the cases,
+each with its ranks and the chunks ranked above the gold. No scripts, no external assets."""
 
 from __future__ import annotations
 
 from html import escape
 
-from querywise.triage.buckets import BUCKETS, QUERY_BUCKETS, UNREACHABLE_BUCKETS
+from querywise.triage.buckets import BUCKETS, LABEL_BUCKETS, QUERY_BUCKETS, UNREACHABLE_BUCKETS, Case
 from querywise.triage.report import TriageReport
 
 __all__ = ["triage_html"]
@@ -17,9 +17,10 @@ table { border-collapse: collapse; margin: 1em 0; }
 td, th { border: 1px solid #ddd; padding: 4px 8px; text-align: right; vertical-align: top; }
 th { background: #f4f4f4; } td.l, th.l { text-align: left; }
 .kpi { display: inline-block; margin-right: 2em; } .kpi b { font-size: 1.4em; display: block; }
-small { color: #666; }
+small { color: #666; } ol.above { margin: 0; padding-left: 1.6em; font-size: 12px; } ol.above li { text-align: left; }
+tr.total td, tr.total th { font-weight: bold; border-top: 2px solid #999; }
 """
-_COLOURS = {"unreachable": "#c0504d", "ranking": "#f79646", "generation": "#8064a2", "query": "#4f81bd"}
+_COLOURS = {"unreachable": "#c0504d", "ranking": "#f79646", "generation": "#8064a2", "label": "#9b9b9b", "query": "#4f81bd"}
 
 
 def _colour(bucket: str) -> str:
@@ -27,6 +28,8 @@ def _colour(bucket: str) -> str:
         return _COLOURS["unreachable"]
     if bucket in QUERY_BUCKETS:
         return _COLOURS["query"]
+    if bucket in LABEL_BUCKETS:
+        return _COLOURS["label"]
     return _COLOURS[bucket]
 
 
@@ -48,7 +51,7 @@ def _chart(report: TriageReport) -> str:
             f'({report.shares[b]}% ± {100 * se:.1f})</text>'
         )
     legend = [("not reachable: ingest, chunker", "unreachable"), ("ranking", "ranking"), ("generation", "generation"),
-              ("query layer", "query")]
+              ("suspect label", "label"), ("query layer", "query")]
     x = 0
     for text, key in legend:
         parts.append(f'<rect x="{x}" y="{len(BUCKETS) * row_h + 12}" width="12" height="12" fill="{_COLOURS[key]}"/>'
@@ -59,45 +62,78 @@ def _chart(report: TriageReport) -> str:
             f'font-size="12" role="img" aria-label="share of failures per bucket">{"".join(parts)}</svg>')
 
 
+def _rank(value: int | None) -> str:
+    return "–" if value is None else str(value)
+
+
+def _above(c: Case, k: int) -> str:
+    """The chunks ranked above the gold for the original question, as a small list."""
+    ev = c.evidence
+    if not ev.above_original:
+        return ""
+    head = (f"top {len(ev.above_original)} (gold not in the top {k})" if ev.rank_original is None
+            else f"{len(ev.above_original)} of {ev.rank_original - 1} above the gold")
+    items = "".join(
+        f'<li value="{a.rank}"><b>{escape(a.id)}</b> <small>({"same document" if a.same_doc else "other document"})</small> '
+        f"{escape(a.snippet)}</li>" for a in ev.above_original)
+    return f'<small>{escape(head)}</small><ol class="above">{items}</ol>'
+
+
 def triage_html(report: TriageReport, *, title: str = "Failure triage") -> str:
     """The report as a standalone page."""
     s = report.sample
     pop = s.population
+    parts, part_pts = report.part_shares, report.part_points
 
     def pts(v: float | None) -> str:
         return "–" if v is None else f"{v:g}"
 
+    band = report.expected_band
+    gain = "–" if band is None else (f"{pts(band[0])}–{pts(band[1])} points" if all(float(v).is_integer() for v in band)
+                                     else "under 1 point")
     kpis = [
-        ("reachable share (query defects)", f"{report.reachable_share:.0%} ± {100 * report.reachable_se:.1f}"),
+        ("reachable share (query defects)", f"{parts.get('reachable', 0)}% ± {100 * report.reachable_se:.1f}"),
         ("reachable points (ceiling)", pts(report.reachable_points)),
         ("unreachable points", pts(report.unreachable_points)),
-        ("expected band", "–" if report.expected_band is None else f"{pts(report.expected_band[0])}–{pts(report.expected_band[1])} points"),
+        ("failing points", pts(report.failing_whole)),
+        ("suspect labels (not reachable)", f"{report.buckets.get('suspect_label', 0)} · {parts.get('suspect_label', 0)}%"
+         + (f" · {part_pts['suspect_label']} points" if part_pts is not None else "")),
+        ("expected band", gain),
     ]
     head = "".join(f'<div class="kpi"><b>{escape(v)}</b>{escape(k)}</div>' for k, v in kpis)
     popline = (f"{s.n} failures triaged" + (f" of {pop.failures}" if pop.failures is not None else "")
                + (f"; eval set {pop.eval_total} questions at {pop.acceptable_rate:.0%} acceptable, "
                   f"so {s.failing_points:g} points of traffic fail" if pop.acceptable_rate is not None and s.failing_points is not None else "")
-               + f"; probes with k = {s.k}, mode {s.mode}; SE: {s.se_method}.")
+               + f"; probes with k = {s.k}, mode {s.mode}; generation = the gold within the top {s.context_k} (--context-k); "
+               f"SE: {s.se_method}.")
+    sums = ""
+    if report.reachable_points is not None and report.unreachable_points is not None and part_pts is not None:
+        sums = (f"Reachable points {report.reachable_points} + unreachable points {report.unreachable_points} = "
+                f"{report.reachable_points + report.unreachable_points} failing points (unreachable: {part_pts['suspect_label']} "
+                f"of suspect labels + {part_pts['rest']} index side, chunker, ranking and generation). ")
+    rounding = s.rounding + (f" Failing points: {s.failing_points:g} → {report.failing_whole}." if report.failing_whole is not None else "")
     rows = "".join(
         f'<tr><th class="l">{escape(b)}</th><td>{report.buckets[b]}</td><td>{report.shares[b]}%</td>'
         f'<td>{100 * report.se[b]:.1f}</td><td>{pts(report.points[b])}</td><td class="l">{escape(report.repair[b])}</td></tr>'
         for b in BUCKETS
     )
+    rows += (f'<tr class="total"><th class="l">total</th><td>{s.n}</td><td>{sum(report.shares.values())}%</td><td></td>'
+             f'<td>{pts(report.failing_whole)}</td><td></td></tr>')
     table = ('<table><tr><th class="l">bucket</th><th>count</th><th>share</th><th>SE (points)</th>'
              f'<th>points of traffic</th><th class="l">repaired in</th></tr>{rows}</table>')
     cases = "".join(
         f'<tr><td class="l">{escape(c.id)}</td><td class="l">{escape(c.bucket)}'
         + (f' <small>({c.evidence.label_source})</small>' if c.evidence.label_source else "")
-        + f'</td><td class="l">{escape(c.question)}</td><td>{c.evidence.rank_original or "–"}</td>'
-        f'<td>{c.evidence.literal_rank or "–"}</td><td>{c.evidence.generated_rank or "–"}</td>'
-        f'<td class="l">{escape(c.evidence.reason)}</td></tr>'
+        + f'</td><td class="l">{escape(c.question)}</td><td>{_rank(c.evidence.rank_original)}</td>'
+        f'<td>{_rank(c.evidence.retrieved_rank)}</td><td>{_rank(c.evidence.literal_rank)}</td><td>{_rank(c.evidence.generated_rank)}</td>'
+        f'<td class="l">{escape(c.evidence.reason)}</td><td class="l">{_above(c, s.k)}</td></tr>'
         for c in report.cases
     )
     notes = "".join(f"<li>{escape(n)}</li>" for n in report.notes)
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(title)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>{escape(title)}</h1><p>{escape(popline)}</p>{head}<h2>Where the failures are repaired</h2>{_chart(report)}"
-        f"{table}<ul>{notes}</ul><h2>Cases</h2><table><tr><th class='l'>id</th><th class='l'>bucket</th>"
-        f"<th class='l'>question</th><th>rank (original)</th><th>rank (literal)</th><th>rank (generated)</th>"
-        f"<th class='l'>why</th></tr>{cases}</table></body></html>"
+        f"{table}<p>{escape(sums + rounding)}</p><ul>{notes}</ul><h2>Cases</h2><table><tr><th class='l'>id</th><th class='l'>bucket</th>"
+        f"<th class='l'>question</th><th>rank (original)</th><th>rank (retrieved)</th><th>rank (literal)</th><th>rank (generated)</th>"
+        f"<th class='l'>why</th><th class='l'>ranked above the gold (original question)</th></tr>{cases}</table></body></html>"
     )

@@ -6,13 +6,18 @@ else the gold text split across two neighbouring chunks of one document (a chunk
 candidate); else, when the source documents are given and one holds the text, absent from the
 index; else the best BM25 hit if it holds most of the gold's terms. A document id plus a
 character offset picks the chunk whose span holds the offset (the chunker's `start`/`end`).
+
+A document id without an offset (a case judged per document) is the whole document: every chunk
+of it answers. The location lists them all (`chunk_ids`) and picks as `chunk_id` the one that
+ranks best for the question (`question_ranked`, see `prefer_ranked`), else the one sharing most
+terms with the question; it never crosses chunks.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -22,9 +27,9 @@ from querywise.corpus import Chunk
 from querywise.text import analyze
 from querywise.triage.failures import Failure
 
-__all__ = ["ChunkTable", "LocateMethod", "Location", "compact", "doc_of", "locate", "norm_ws"]
+__all__ = ["ChunkTable", "LocateMethod", "Location", "compact", "doc_of", "locate", "norm_ws", "prefer_ranked"]
 
-LocateMethod = Literal["chunk_id", "exact", "normalised", "split", "offset", "bm25", "source_only", "not_found"]
+LocateMethod = Literal["chunk_id", "exact", "normalised", "split", "offset", "document", "bm25", "source_only", "not_found"]
 
 #: Share of the gold text's distinct terms the best BM25 hit must hold to count as found.
 BM25_MIN_COVERAGE = 0.6
@@ -53,6 +58,9 @@ class Location(BaseModel):
     doc_id: str | None = None
     absent: bool = False
     crosses: bool = False
+    # The gold text met the chunk only once whitespace was ignored altogether: words that the
+    # extractor ran together or split ("warrantycovers", "specifi c"); evidence for the noise rule.
+    whitespace_only: bool = False
     detail: str = ""
 
 
@@ -125,7 +133,8 @@ def _in_chunks(gold: str, table: ChunkTable) -> Location | None:
         hits = [cid for cid in table.chunks if g and g in table.compact(cid)]
         detail = "matched ignoring whitespace (broken words)"
     if hits:
-        return Location(method="normalised", chunk_id=hits[0], chunk_ids=hits, doc_id=doc_of(table.chunks[hits[0]]), detail=detail)
+        return Location(method="normalised", chunk_id=hits[0], chunk_ids=hits, doc_id=doc_of(table.chunks[hits[0]]),
+                        whitespace_only=detail.startswith("matched ignoring"), detail=detail)
     return None
 
 
@@ -161,13 +170,48 @@ def _in_sources(gold: str, sources: Mapping[str, str]) -> str | None:
     return None
 
 
+def _doc_absent(doc: str, sources: Mapping[str, str]) -> Location:
+    where = "it is in the sources" if doc in sources else "no source given for it"
+    return Location(method="source_only" if doc in sources else "not_found", doc_id=doc, absent=True,
+                    detail=f"no chunk of document {doc!r} in the index ({where})")
+
+
+def _by_document(failure: Failure, table: ChunkTable, sources: Mapping[str, str], question_ranked: Sequence[str]) -> Location:
+    """A whole document as the gold: all its chunks, the best one for the question first."""
+    doc = str(failure.gold_doc)
+    ids = table.by_doc.get(doc, [])
+    if not ids:
+        return _doc_absent(doc, sources)
+    ranked = prefer_ranked(Location(method="document", chunk_id=ids[0], chunk_ids=ids, doc_id=doc), question_ranked)
+    if ranked.detail:
+        return ranked
+    # No chunk of it among the question's results: the one sharing most of the question's terms
+    # (ties: the earlier chunk), which is the chunk a reader would look at first.
+    want = set(analyze(failure.question))
+    best = max(ids, key=lambda cid: (len(want & set(analyze(table.chunks[cid].search_text))), -ids.index(cid)))
+    return Location(method="document", chunk_id=best, chunk_ids=ids, doc_id=doc,
+                    detail=f"document gold ({len(ids)} chunks); none in the question's results, {best} shares most of its terms")
+
+
+def prefer_ranked(location: Location, question_ranked: Sequence[str]) -> Location:
+    """A document gold re-pointed at its chunk that ranks best for the question (ids in rank
+    order); any other location, or one with no chunk in `question_ranked`, is returned as is."""
+    if location.method != "document":
+        return location
+    mine = set(location.chunk_ids)
+    for rank, cid in enumerate(question_ranked, start=1):
+        if cid in mine:
+            return location.model_copy(update={
+                "chunk_id": cid,
+                "detail": f"document gold ({len(mine)} chunks); {cid} ranks best for the question (rank {rank})"})
+    return location
+
+
 def _by_offset(failure: Failure, table: ChunkTable, sources: Mapping[str, str]) -> Location | None:
     doc, off = str(failure.gold_doc), int(failure.gold_offset or 0)
     ids = table.by_doc.get(doc, [])
     if not ids:
-        where = "it is in the sources" if doc in sources else "no source given for it"
-        return Location(method="source_only" if doc in sources else "not_found", doc_id=doc, absent=True,
-                        detail=f"no chunk of document {doc!r} in the index ({where})")
+        return _doc_absent(doc, sources)
     offsets = [(cid, table.chunks[cid].payload.get("start"), table.chunks[cid].payload.get("end")) for cid in ids]
     spans = [(cid, a, b) for cid, a, b in offsets if isinstance(a, int) and isinstance(b, int)]
     if len(spans) == len(offsets):  # every chunk records its offsets
@@ -196,11 +240,13 @@ def locate(
     *,
     sources: Mapping[str, str] | None = None,
     bm25: Callable[[str], list[Chunk]] | None = None,
+    question_ranked: Sequence[str] = (),
 ) -> Location:
     """Find the gold passage of `failure` in the indexed chunks.
 
     `bm25(text)` returns the index's best BM25 chunks for a text (the last resort for gold
-    text found nowhere verbatim).
+    text found nowhere verbatim); `question_ranked` the chunk ids the index returns for the
+    question, best first (picks the chunk of a document gold).
     """
     sources = sources or {}
     if failure.gold_chunk:
@@ -209,6 +255,8 @@ def locate(
             return Location(method="chunk_id", chunk_id=c.id, chunk_ids=[c.id], doc_id=doc_of(c))
         if not failure.gold_text and failure.gold_doc is None:
             return Location(method="not_found", absent=True, detail=f"chunk {failure.gold_chunk!r} is not in the index")
+    if failure.gold_doc is not None and failure.gold_offset is None:
+        return _by_document(failure, table, sources, question_ranked)
     if failure.gold_doc is not None:
         found = _by_offset(failure, table, sources)
         if found is not None:

@@ -3,7 +3,8 @@
 - literal probe: the chunk's first 40 whitespace tokens, verbatim;
 - generated probe: one question in the passage's own vocabulary. Written by `write_probe`
   (the LLM tier) when one is given; else built deterministically from the passage's key
-  sentence (its most informative sentence by the index's IDF) and labelled `deterministic`.
+  clause (the most informative clause, by the index's IDF, of its most informative sentence),
+  turned into a question and labelled `deterministic` (see `deterministic_probe`).
 
 Either way the vocabulary constraint is checked in code: every content word of the question
 (after stemming) must occur in the passage; the words that do not are reported.
@@ -18,9 +19,18 @@ from collections.abc import Callable, Mapping
 from pydantic import BaseModel
 
 from querywise.checks.vocabulary import vocabulary_violations
-from querywise.text import STOPWORDS_EN, analyze
+from querywise.text import analyze, terms_of
 
-__all__ = ["GeneratedProbe", "WriteProbe", "deterministic_probe", "generated_probe", "key_sentence", "literal_probe"]
+__all__ = [
+    "PROBE_WORDS",
+    "GeneratedProbe",
+    "WriteProbe",
+    "deterministic_probe",
+    "generated_probe",
+    "key_clause",
+    "key_sentence",
+    "literal_probe",
+]
 
 LITERAL_TOKENS = 40
 WriteProbe = Callable[[str], str]
@@ -37,11 +47,129 @@ def key_sentence(text: str, idf: Callable[[str], float]) -> str:
     return max(sentences, key=lambda s: sum(idf(t) for t in set(analyze(s))))
 
 
-def deterministic_probe(text: str, idf: Callable[[str], float], *, max_words: int = 16) -> str:
-    """A question from the key sentence's own content words: "What about <words>?"."""
-    sentence = key_sentence(text, idf)
-    content = [w for w in re.findall(r"[^\W_][\w'\-]*", sentence) if w.lower() not in STOPWORDS_EN]
-    return "What about " + " ".join(content[:max_words]) + "?"
+#: The only words a deterministic probe adds to the passage's own: question words that the
+#: vocabulary rule allows (`checks.vocabulary`), so the rule holds by construction.
+PROBE_WORDS = ("How", "do", "I", "Does", "What", "about")
+
+_CLAUSE = re.compile(r"\s*;\s*|\s+[\u2013\u2014-]\s+")
+_DETERMINERS = frozenset(["the", "a", "an", "this", "that", "these", "those", "your", "our", "its", "their", "his", "her", "my", "each", "every", "all", "any", "some", "no", "both"])
+_AUX = frozenset(["is", "are", "was", "were", "can", "could", "will", "would", "should", "must", "may", "might", "shall"])
+# Words that end a noun phrase: a "subject" holding one of them is a clause of its own.
+_SUBORDINATE = frozenset(
+    ["after", "before", "when", "while", "if", "because", "although", "though", "since", "until", "unless", "that", "which", "who", "whom", "whose", "where", "whether", "once", "as", "but", "so"])
+# Words that open a sentence without being an imperative verb ("For the best results", "Then the ...").
+_NOT_VERBS = _DETERMINERS | _AUX | _SUBORDINATE | frozenset(
+    ["for", "in", "on", "at", "to", "from", "with", "by", "of", "about", "during", "under", "over", "into", "through", "between", "within", "without", "per", "via", "across", "against", "along", "among", "around", "behind", "below", "beside", "beyond", "inside", "outside", "near", "off", "onto", "toward", "towards", "upon", "like", "here", "there", "then", "now", "also", "only", "even", "just", "not", "yes", "it", "he", "she", "they", "we", "you", "i"])
+_ES_PLURAL = ("sses", "shes", "ches", "xes", "zes", "oes")
+# Before a word in -s, these make it a plural noun ("four hours", "unopened items", "postal
+# details"), not a verb: the subject may not end on a number or an adjective-looking word.
+_NUMBERS = frozenset(
+    ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "fifteen", "twenty", "thirty", "forty", "fifty", "sixty", "ninety", "hundred", "thousand", "several", "few"])
+_ADJECTIVE_ENDINGS = ("ed", "al", "ous", "ive", "ful", "less", "able", "ible", "ic")
+_TRAILING = ".,;:!?"
+
+
+def key_clause(sentence: str, idf: Callable[[str], float]) -> tuple[str, str]:
+    """A short heading before a colon ("Faucet leaks: ...", kept to open the question) and the
+    clause of the rest whose distinct terms carry the most IDF (ties: the earlier one)."""
+    heading, body = "", sentence.strip()
+    head, colon, rest = body.partition(":")
+    if colon and rest.strip() and 1 <= len(head.split()) <= 5 and len(rest.split()) >= 3:
+        heading, body = head.strip(), rest.strip()
+    clauses = [c.strip() for c in _CLAUSE.split(body) if len(c.split()) >= 3] or [body]
+    return heading, max(clauses, key=lambda c: sum(idf(t) for t in set(analyze(c))))
+
+
+def _name_like(word: str, following: str) -> bool:
+    """Keep the capital of a clause's first word that looks like a name: a digit, capitals
+    after the first letter ("X3", "iPhone", "NHS"), or a capitalised word after it ("Vela X3")."""
+    return any(ch.isdigit() for ch in word) or any(ch.isupper() for ch in word[1:]) or following[:1].isupper()
+
+
+def _lower_first(tokens: list[str]) -> list[str]:
+    if not tokens or (tokens[0].lower() not in _DETERMINERS and _name_like(tokens[0], tokens[1] if len(tokens) > 1 else "")):
+        return tokens
+    return [tokens[0][:1].lower() + tokens[0][1:], *tokens[1:]]
+
+
+def _plain(word: str) -> bool:
+    return word.replace("-", "").replace("'", "").isalnum()
+
+
+def _subject_ok(subject: list[str]) -> bool:
+    """A noun phrase, as far as words can tell: 1 to 6 plain words, none that opens a clause,
+    not ending on a determiner ("The tools" is not subject "The" + verb "tools")."""
+    return (1 <= len(subject) <= 6 and all(_plain(w) and w.lower() not in _SUBORDINATE | _AUX for w in subject)
+            and subject[-1].lower() not in _DETERMINERS)
+
+
+def _base_form(verb: str) -> str | None:
+    """The plain form of a third-person verb ("blinks" -> "blink", "carries" -> "carry"), when
+    it has the same stem (the vocabulary rule compares stems); "has" -> "have" (a question word)."""
+    if verb == "has":
+        return "have"
+    base = verb[:-3] + "y" if verb.endswith("ies") else verb[:-2] if verb.endswith(_ES_PLURAL) else verb[:-1]
+    return base if terms_of([base], stopwords=False) == terms_of([verb], stopwords=False) else None
+
+
+def _as_question(clause: str) -> str:
+    """A declarative or imperative clause as a question, in its own words plus `PROBE_WORDS`:
+
+    - imperative ("Replace the washer", "Step on the scale") -> "How do I replace the washer?"
+    - auxiliary after a short subject ("Opened earbuds can be returned ...") -> "Can opened earbuds be returned ...?"
+    - third-person verb after a short subject ("The indicator blinks blue ...") -> "Does the indicator blink blue ...?"
+    - a short phrase ("Duplicate billing refunds") -> "What about duplicate billing refunds?"
+    - anything else: the clause itself, asked ("Accepted tender debit card, credit card ...?").
+    """
+    tokens = clause.split()
+    first = tokens[0].lower()
+    verb_first = first.replace("-", "").isalpha() and first not in _NOT_VERBS and not first.endswith(("s", "ing", "ed", "ly"))
+    imperative = "How do I " + " ".join([first, *tokens[1:]]) + "?"
+    # a verb, then its object: "Replace the washer", or a lower-case verb and a name ("open Billing")
+    if verb_first and len(tokens) >= 2 and (tokens[1].lower() in _DETERMINERS or (tokens[0] == first and tokens[1][:1].isupper())):
+        return imperative
+    for i, tok in enumerate(tokens[1:8], start=1):
+        if tok.lower() in _AUX and i + 1 < len(tokens) and _subject_ok(tokens[:i]):
+            return tok[:1].upper() + tok[1:].lower() + " " + " ".join([*_lower_first(tokens[:i]), *tokens[i + 1:]]) + "?"
+        if tok.lower() in _AUX or not _plain(tok):
+            break
+    # a verb, a preposition, then its object ("Step on the platform"); after the auxiliary test,
+    # which reads "Warranty on the product is ..." as the statement it is
+    if verb_first and len(tokens) >= 3 and tokens[1].lower() in _NOT_VERBS - _DETERMINERS and tokens[2].lower() in _DETERMINERS:
+        return imperative
+    for i, tok in enumerate(tokens[1:7], start=1):
+        w, before = tok.lower(), tokens[i - 1].lower()
+        if tok == w and w.isalpha() and len(w) >= 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")) \
+                and i + 1 < len(tokens) and _subject_ok(tokens[:i]) and not before.isdigit() and before.split("-")[-1] not in _NUMBERS \
+                and not before.endswith(_ADJECTIVE_ENDINGS):
+            base = _base_form(w)
+            if base is not None:
+                return "Does " + " ".join([*_lower_first(tokens[:i]), base, *tokens[i + 1:]]) + "?"
+    if len(tokens) <= 6:
+        return "What about " + " ".join(_lower_first(tokens)) + "?"
+    return clause[:1].upper() + clause[1:] + "?"
+
+
+def deterministic_probe(text: str, idf: Callable[[str], float], *, max_words: int = 24) -> str:
+    """A readable question from the passage's key clause (see `key_clause`, `_as_question`),
+    at most `max_words` words of it (cut at a comma when one is near), its heading in front.
+
+    >>> deterministic_probe("Faucet leaks: replace the cartridge washer.", lambda t: 1.0)
+    'Faucet leaks: how do I replace the cartridge washer?'
+    """
+    heading, clause = key_clause(key_sentence(text, idf), idf)
+    tokens = clause.split()
+    if len(tokens) > max_words:
+        cut = max((i for i, w in enumerate(tokens[:max_words]) if w.endswith(",") and i >= 5), default=max_words - 1)
+        tokens = tokens[: cut + 1]
+    tokens = [t for t in (w.lstrip("-*\u2022") for w in tokens) if t]  # list bullets
+    if not tokens:
+        return text.strip()[:200].rstrip(_TRAILING) + "?"
+    tokens[-1] = tokens[-1].rstrip(_TRAILING) or tokens[-1]
+    question = _as_question(" ".join(tokens).rstrip(_TRAILING))
+    if not heading:
+        return question
+    return f"{heading}: {' '.join(_lower_first(question.split()))}"
 
 
 class GeneratedProbe(BaseModel):

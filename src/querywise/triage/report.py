@@ -2,13 +2,19 @@
 
 Arithmetic (the figures of a 60-failure sample at 62% acceptable):
 
-- counts add to the sample; shares are integer percents that add to 100 (largest remainder);
+- counts add to the sample;
 - SE of a share p from a sample of n: sqrt(p(1-p)/n), one standard error (not a 95% interval);
   with `fpc`, times sqrt((N-n)/(N-1)) for a sample of n drawn without replacement from N failures;
 - failing points = 100 x (1 - acceptable rate); reachable share = query-defect share of the
-  sample; reachable points and unreachable points split the failing points by largest
-  remainder, so they always add back; the ceiling is the reachable points, and the expected
-  band a third to a half of it (low end rounded up, high end down: a band to quote, not to stretch).
+  sample (all n triaged failures in the denominator; suspect labels are never reachable);
+- one rounding rule (`ROUNDING`): shares are whole percents adding to 100 and points whole
+  points of traffic adding to the failing points rounded to a whole point; each total is split
+  first into its three parts -- reachable (query defects), suspect labels, and the rest
+  (index side, chunker, ranking, generation) -- then each part into its buckets, all by largest
+  remainder, so every printed sum adds up and a part equals the sum of its buckets;
+- reachable points + unreachable points = the failing points (unreachable = suspect labels +
+  the rest); the ceiling is the reachable points, and the expected band a third to a half of it
+  (low end rounded up, high end down: a band to quote, not to stretch).
 """
 
 from __future__ import annotations
@@ -20,13 +26,39 @@ from pydantic import BaseModel
 
 from querywise.triage.buckets import (
     BUCKETS,
+    DEFAULT_CONTEXT_K,
+    LABEL_BUCKETS,
     QUERY_BUCKETS,
     REPAIR,
     UNREACHABLE_BUCKETS,
+    Bucket,
     Case,
+    check_cutoffs,
 )
 
-__all__ = ["NOTES", "Population", "SampleInfo", "TriageReport", "binomial_se", "build_report", "largest_remainder"]
+__all__ = [
+    "NOTES",
+    "PARTS",
+    "ROUNDING",
+    "Population",
+    "SampleInfo",
+    "TriageReport",
+    "binomial_se",
+    "build_report",
+    "largest_remainder",
+    "split_whole",
+]
+
+#: The three parts every total is split into before its buckets, in this order.
+PARTS: tuple[tuple[str, tuple[Bucket, ...]], ...] = (
+    ("reachable", QUERY_BUCKETS),
+    ("suspect_label", LABEL_BUCKETS),
+    ("rest", (*UNREACHABLE_BUCKETS, "ranking", "generation")),
+)
+ROUNDING = ("Rounding: whole numbers, one rule. Shares are whole percents of the sample (adding to 100) and points "
+            "whole percentage points of traffic (adding to the failing points rounded to a whole point); each total is "
+            "split into reachable, suspect labels and the rest, then into buckets, by largest remainder, so every sum "
+            "adds up as printed.")
 
 NOTES = [
     "The literal probe is a filter on failures, not a metric: over a whole corpus it is near 1.0 and means nothing.",
@@ -77,8 +109,10 @@ class SampleInfo(BaseModel):
     failing_points: float | None  # percentage points of traffic that fail
     seed: int | None = None
     k: int
+    context_k: int = DEFAULT_CONTEXT_K  # generation = the gold within the top context_k
     mode: str
     se_method: str
+    rounding: str = ROUNDING
 
 
 class TriageReport(BaseModel):
@@ -86,10 +120,14 @@ class TriageReport(BaseModel):
 
     sample: SampleInfo
     buckets: dict[str, int]
-    shares: dict[str, int]  # integer percents of the sample, adding to 100
+    shares: dict[str, int]  # whole percents of the sample, adding to 100 (see ROUNDING)
     se: dict[str, float]  # one SE of each bucket's share (a fraction)
-    points: dict[str, float | None]  # share x failing points: each bucket's points of traffic
-    groups: dict[str, int]  # counts of unreachable / ranking / generation / query_defect
+    points: dict[str, int | None]  # each bucket's whole points of traffic, adding to `failing_whole`
+    groups: dict[str, int]  # counts of unreachable / ranking / generation / suspect_label / query_defect
+    part_shares: dict[str, int] = {}  # reachable / suspect_label / rest, whole percents adding to 100
+    part_points: dict[str, int] | None = None  # the same parts in whole points, adding to `failing_whole`
+    part_se: dict[str, float] = {}  # one SE of each part's share
+    failing_whole: int | None = None  # the failing points rounded to a whole point
     reachable_share: float
     reachable_se: float
     reachable_points: int | None
@@ -108,6 +146,23 @@ class TriageReport(BaseModel):
         return self.model_dump(mode="json", include=set(keys))
 
 
+def split_whole(total: int, counts: dict[Bucket, int]) -> tuple[dict[str, int], dict[Bucket, int]]:
+    """`total` split in proportion to `counts`: first into `PARTS`, then each part into its
+    buckets, every split by largest remainder (whole numbers that add up at both levels).
+
+    >>> split_whole(38, {"filler": 27, "ranking": 33})[0]
+    {'reachable': 17, 'suspect_label': 0, 'rest': 21}
+    """
+    n = sum(counts.values())
+    if n == 0:
+        return {name: 0 for name, _ in PARTS}, dict.fromkeys(BUCKETS, 0)
+    part_totals = largest_remainder([total * sum(counts.get(b, 0) for b in bs) / n for _, bs in PARTS], total)
+    per_bucket: dict[Bucket, int] = {}
+    for (_, bs), whole in zip(PARTS, part_totals, strict=True):
+        per_bucket.update(zip(bs, largest_remainder([total * counts.get(b, 0) / n for b in bs], whole), strict=True))
+    return {name: v for (name, _), v in zip(PARTS, part_totals, strict=True)}, {b: per_bucket[b] for b in BUCKETS}
+
+
 def _band(ceiling: int) -> list[int | float]:
     low, high = math.ceil(ceiling / 3), math.floor(ceiling / 2)
     if low <= high:
@@ -117,38 +172,54 @@ def _band(ceiling: int) -> list[int | float]:
 
 def build_report(
     cases: Sequence[Case], population: Population, *, k: int, mode: str, seed: int | None = None, fpc: bool = False,
+    context_k: int = DEFAULT_CONTEXT_K,
 ) -> TriageReport:
-    """Count, share and price the buckets of `cases` (one failure each)."""
+    """Count, share and price the buckets of `cases` (one failure each); `context_k` is the
+    cut-off the cases were classified with (stated in the report)."""
+    check_cutoffs(k, context_k)
     n = len(cases)
-    counts = dict.fromkeys(BUCKETS, 0)
+    counts: dict[Bucket, int] = dict.fromkeys(BUCKETS, 0)
     for c in cases:
         counts[c.bucket] += 1
-    shares = largest_remainder([100 * counts[b] / n for b in BUCKETS], 100) if n else [0] * len(BUCKETS)
+    part_shares, bucket_shares = split_whole(100 if n else 0, counts)
     N = population.failures if fpc else None
     se = {b: round(binomial_se(counts[b] / n if n else 0.0, n, N), 4) for b in BUCKETS}
+    part_se = {name: round(binomial_se(sum(counts[b] for b in bs) / n if n else 0.0, n, N), 4) for name, bs in PARTS}
     q = sum(counts[b] for b in QUERY_BUCKETS)
     reachable = q / n if n else 0.0
     failing = None if population.acceptable_rate is None else round(100 * (1 - population.acceptable_rate), 6)
     reach_pts: int | None
     unreach_pts: int | None
+    part_points: dict[str, int] | None = None
+    points: dict[str, int | None] = dict.fromkeys(BUCKETS, None)
+    failing_whole: int | None = None
+    band: list[int | float] | None = None
     if failing is not None:
-        reach_pts, unreach_pts = largest_remainder([reachable * failing, (1 - reachable) * failing], round(failing))
-        band: list[int | float] | None = _band(reach_pts)
+        failing_whole = round(failing)
+        part_points, bucket_points = split_whole(failing_whole, counts)
+        points = {str(b): v for b, v in bucket_points.items()} if n else points
+        reach_pts = part_points["reachable"]
+        unreach_pts = failing_whole - reach_pts  # suspect labels and the rest: not reachable by the query layer
+        band = _band(reach_pts)
     else:
         reach_pts = unreach_pts = None
-        band = None
     method = "binomial sqrt(p(1-p)/n)" + (
         f" x finite-population factor sqrt((N-n)/(N-1)), N = {N}" if N else " (no finite-population correction)")
     return TriageReport(
-        sample=SampleInfo(n=n, population=population, failing_points=failing, seed=seed, k=k, mode=mode, se_method=method),
-        buckets=counts,
-        shares=dict(zip(BUCKETS, shares, strict=True)),
+        sample=SampleInfo(n=n, population=population, failing_points=failing, seed=seed, k=k, context_k=context_k,
+                          mode=mode, se_method=method),
+        buckets=dict(counts),
+        shares=dict(bucket_shares),
         se=se,
-        points={b: (round(counts[b] / n * failing, 2) if failing is not None and n else None) for b in BUCKETS},
+        points=dict(points),
         groups={
             "unreachable": sum(counts[b] for b in UNREACHABLE_BUCKETS), "ranking": counts["ranking"],
-            "generation": counts["generation"], "query_defect": q,
+            "generation": counts["generation"], "suspect_label": counts["suspect_label"], "query_defect": q,
         },
+        part_shares=part_shares,
+        part_points=part_points,
+        part_se=part_se,
+        failing_whole=failing_whole,
         reachable_share=round(reachable, 4),
         reachable_se=round(binomial_se(reachable, n, N), 4),
         reachable_points=reach_pts,

@@ -1,8 +1,9 @@
 """Running the triage: locate each gold passage, probe the index, run the detectors, classify.
 
-All query texts (original questions, literal and generated probes) and the gold chunks' texts
-are embedded in one batch, then searched with precomputed vectors: 60 failures cost one model
-call, not 240.
+The original questions are embedded in one batch and searched first (a document gold is
+pointed at its chunk that ranks best for the question); then the literal and generated probes
+and the gold chunks' texts in a second batch, searched with precomputed vectors: 60 failures
+cost two model calls, not 240.
 """
 
 from __future__ import annotations
@@ -14,25 +15,59 @@ import numpy as np
 from querywise.corpus import Chunk
 from querywise.index.engine import Mode
 from querywise.index.store import Hit, Index
-from querywise.triage.buckets import Case, Evidence, LiteralNeighbour, classify
+from querywise.triage.buckets import (
+    DEFAULT_CONTEXT_K,
+    AboveGold,
+    Case,
+    Evidence,
+    LiteralNeighbour,
+    check_cutoffs,
+    classify,
+)
 from querywise.triage.detectors import (
+    LabelCheck,
     check_boundary,
+    check_label,
     check_noise,
     check_query,
     check_vector,
+    shared_terms,
     term_overlap,
 )
 from querywise.triage.failures import Failure, QueryDefectKind
-from querywise.triage.locate import ChunkTable, doc_of, locate
+from querywise.triage.locate import ChunkTable, Location, doc_of, locate, prefer_ranked
 from querywise.triage.probes import WriteProbe, generated_probe, idf_from, literal_probe
 
-__all__ = ["triage_cases"]
+__all__ = ["ABOVE_KEPT", "triage_cases"]
 
 Advance = Callable[[int], None]
 
+#: How many of the chunks ranked above the gold (for the original question) a case keeps.
+ABOVE_KEPT = 5
+SNIPPET_CHARS = 160
 
-def _rank(hits: Sequence[Hit], cid: str | None) -> int | None:
-    return next((h.rank for h in hits if h.id == cid), None)
+
+def _rank(hits: Sequence[Hit], ids: set[str]) -> int | None:
+    return next((h.rank for h in hits if h.id in ids), None)
+
+
+def _gold_ids(loc: Location) -> set[str]:
+    """The chunks that count as the gold: every chunk of a document gold, else the gold chunk."""
+    return set(loc.chunk_ids) if loc.method == "document" else {str(loc.chunk_id)}
+
+
+def _retrieved_rank(retrieved: Sequence[str] | None, loc: Location) -> int | None:
+    """The gold's position in the system's own list; for a document gold, the first position of
+    the document id or any of its chunk ids (the list may be scored per document)."""
+    if not retrieved:
+        return None
+    wanted = _gold_ids(loc) | ({str(loc.doc_id)} if loc.method == "document" else set())
+    return next((i for i, rid in enumerate(retrieved, start=1) if rid in wanted), None)
+
+
+def _snippet(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= SNIPPET_CHARS else flat[: SNIPPET_CHARS - 1].rstrip() + "…"
 
 
 def triage_cases(
@@ -43,15 +78,19 @@ def triage_cases(
     sources: Mapping[str, str] | None = None,
     labels: Mapping[str, QueryDefectKind] | None = None,
     k: int = 50,
+    context_k: int = DEFAULT_CONTEXT_K,
     mode: Mode = "hybrid",
     write_probe: WriteProbe | None = None,
     progress: Callable[[str, int | None], Advance] | None = None,
 ) -> list[Case]:
     """Triage each failure against index `ix`; one `Case` per failure, in order.
 
-    `table` is the index's chunks (read from `ix` when not given; pass it to reuse it across
-    runs); `write_probe` writes the generated probe (passage text -> question), e.g. an LLM.
+    `context_k` is how many results the generator (or UI) is shown: a gold within them is a
+    *generation* failure, one at ranks context_k+1..k a *ranking* failure. `table` is the
+    index's chunks (read from `ix` when not given; pass it to reuse it across runs);
+    `write_probe` writes the generated probe (passage text -> question), e.g. an LLM.
     """
+    check_cutoffs(k, context_k)
     step = progress or (lambda phase, total: lambda n: None)
     table = table or ChunkTable.of(ix.chunks())
     labels = labels or {}
@@ -61,34 +100,63 @@ def triage_cases(
     def bm25(text: str) -> list[Chunk]:
         return [table.chunks[h.id] for h in ix.search(text, mode="bm25", k=3) if h.id in table.chunks]
 
+    def search(vector: np.ndarray, text: str, how: Mode) -> list[Hit]:
+        return ix.query(mode=how, k=k, dense=vector.tolist() if how != "bm25" else None,
+                        sparse=lex.query_vector(text) if how != "dense" else None)
+
     advance = step("locating gold passages", len(failures))
-    located = []
+    located: list[Location] = []
     for f in failures:
         located.append(locate(f, table, sources=sources, bm25=bm25))
         advance(1)
 
-    # Evidence that needs no search, and the texts to embed in one batch.
+    # The original questions whose gold is in the index: one batch, one search each.
+    asked = [i for i, loc in enumerate(located) if not loc.absent and loc.chunk_id is not None]
+    q_vectors = np.zeros((0, 0), dtype=np.float32)  # no gold located: nothing is embedded or probed
+    question_hits: dict[int, list[Hit]] = {}
+    q_row: dict[int, int] = {}
+    if asked:
+        step("embedding questions", None)
+        q_vectors = np.asarray(ix.embedder.embed([failures[i].question for i in asked]), dtype=np.float32)
+        advance = step("searching the questions", len(asked))
+        for row, i in enumerate(asked):
+            q_row[i] = row
+            question_hits[i] = search(q_vectors[row], failures[i].question, mode)
+            located[i] = prefer_ranked(located[i], [h.id for h in question_hits[i]])
+            advance(1)
+
+    # Evidence that needs no probe search, and the texts to embed in one batch.
     evidence: list[Evidence] = []
     texts: list[str] = []
-    for f, loc in zip(failures, located, strict=True):
+    for i, (f, loc) in enumerate(zip(failures, located, strict=True)):
         ev = Evidence(location=loc, label=labels.get(f.id))
-        if not loc.absent and loc.chunk_id is not None:
-            gold = table.chunks[loc.chunk_id]
+        if i in question_hits:
+            gold = table.chunks[str(loc.chunk_id)]
             gen = generated_probe(gold.text, idf, write_probe)
+            hits = question_hits[i]
+            rank = _rank(hits, _gold_ids(loc))
+            above = hits[: rank - 1 if rank is not None else len(hits)][:ABOVE_KEPT]
             ev = ev.model_copy(update={
                 "literal_probe": literal_probe(gold.text), "generated_probe": gen.text, "generated_by": gen.by,
-                "vocabulary_violations": gen.violations, "probe_error": gen.error, "noise": check_noise(gold.text),
+                "vocabulary_violations": gen.violations, "probe_error": gen.error,
+                "noise": check_noise(gold.text, clean=f.gold_text if loc.whitespace_only else None,
+                                     vocabulary=lex.word_counts, searched=gold.search_text),
                 "boundary": check_boundary(
                     f.question, gold.search_text,
                     [(n, table.chunks[n].search_text) for n in table.neighbours(gold.id)], crosses=loc.crosses,
                 ),
                 "query": check_query(f.question, f.history, gold.search_text),
-                "retrieved_rank": (f.retrieved.index(gold.id) + 1 if f.retrieved and gold.id in f.retrieved else None),
+                "rank_original": rank,
+                "above_original": [
+                    AboveGold(id=h.id, rank=h.rank, snippet=_snippet(h.text),
+                              same_doc=h.id in table.chunks and doc_of(table.chunks[h.id]) == loc.doc_id)
+                    for h in above],
+                "retrieved_rank": _retrieved_rank(f.retrieved, loc),
             })
-            texts += [f.question, ev.literal_probe, ev.generated_probe, gold.search_text]
+            texts += [ev.literal_probe, ev.generated_probe, gold.search_text]
         evidence.append(ev)
 
-    vectors = np.zeros((0, 0), dtype=np.float32)  # no gold located: nothing is embedded or probed
+    vectors = np.zeros((0, 0), dtype=np.float32)
     if texts:
         step("embedding probes", None)
         vectors = np.asarray(ix.embedder.embed(texts), dtype=np.float32)
@@ -96,33 +164,48 @@ def triage_cases(
     advance = step("probing the index", len(failures))
     cases: list[Case] = []
     row = 0
-    for f, ev in zip(failures, evidence, strict=True):
-        gid = ev.location.chunk_id
-        if not ev.location.absent and gid is not None:
-            ranks: list[int | None] = []
-            literal_hits: list[Hit] = []
-            for j, text in enumerate((f.question, ev.literal_probe, ev.generated_probe)):
-                hits = ix.query(
-                    mode=mode, k=k,
-                    dense=vectors[row + j].tolist() if mode != "bm25" else None,
-                    sparse=lex.query_vector(text) if mode != "dense" else None,
-                )
-                ranks.append(_rank(hits, gid))
-                if j == 1:
-                    literal_hits = hits
+    for i, (f, ev) in enumerate(zip(failures, evidence, strict=True)):
+        loc = ev.location
+        if i in question_hits:
+            gid = str(loc.chunk_id)
+            literal_hits = search(vectors[row], ev.literal_probe, mode)
+            generated_hits = search(vectors[row + 1], ev.generated_probe, mode)
+            literal_rank, generated_rank = _rank(literal_hits, {gid}), _rank(generated_hits, {gid})
             gold_text = table.chunks[gid].text
-            stop = ranks[1] - 1 if ranks[1] is not None else 3
-            gold_doc = ev.location.doc_id
-            above = [LiteralNeighbour(id=h.id, rank=h.rank, overlap=round(term_overlap(gold_text, h.text), 4),
-                                      same_doc=h.id in table.chunks and doc_of(table.chunks[h.id]) == gold_doc)
-                     for h in literal_hits[: min(stop, 3)]]
+            stop = literal_rank - 1 if literal_rank is not None else 3
+            above_literal = [
+                LiteralNeighbour(id=h.id, rank=h.rank, overlap=round(term_overlap(gold_text, h.text), 4),
+                                 same_doc=h.id in table.chunks and doc_of(table.chunks[h.id]) == loc.doc_id)
+                for h in literal_hits[: min(stop, 3)]]
             ev = ev.model_copy(update={
-                "rank_original": ranks[0], "literal_rank": ranks[1], "generated_rank": ranks[2],
-                "above_literal": above, "vector": check_vector(vectors[row + 3]),
+                "literal_rank": literal_rank, "generated_rank": generated_rank, "above_literal": above_literal,
+                "vector": check_vector(vectors[row + 2]),
+                "label_check": _label_check(f, ev, table, q_vectors[q_row[i]], search, mode=mode, k=k,
+                                            probe_ranks=(literal_rank, generated_rank)),
             })
-            row += 4
-        bucket, reason, source = classify(ev, k=k)
+            row += 3
+        bucket, reason, source = classify(ev, k=k, context_k=context_k)
         cases.append(Case(id=f.id, question=f.question, bucket=bucket,
                           evidence=ev.model_copy(update={"reason": reason, "label_source": source})))
         advance(1)
     return cases
+
+
+def _label_check(
+    f: Failure, ev: Evidence, table: ChunkTable, q_vector: np.ndarray, search: Callable[[np.ndarray, str, Mode], list[Hit]],
+    *, mode: Mode, k: int, probe_ranks: tuple[int | None, int | None],
+) -> LabelCheck:
+    """The suspect-label evidence: shared content terms with the gold (every chunk of a
+    document gold), and, when none is shared and the question's search missed the gold, the
+    question's rank in a dense and in a lexical search of its own."""
+    gold_ids = _gold_ids(ev.location)
+    gold_text = "\n".join(table.chunks[c].search_text for c in sorted(gold_ids, key=table.order.__getitem__))
+    terms, shared = shared_terms(f.question, f.history, gold_text)
+    searched = bool(terms) and not shared and ev.rank_original is None
+    dense = lexical = None
+    if searched:  # the run's own search missed it; the two that mode did not run may not
+        dense = None if mode == "dense" else _rank(search(q_vector, f.question, "dense"), gold_ids)
+        lexical = None if mode == "bm25" else _rank(search(q_vector, f.question, "bm25"), gold_ids)
+    found = [r for r in probe_ranks if r is not None]
+    return check_label(terms, shared, dense_rank=dense, lexical_rank=lexical, probe_rank=min(found) if found else None,
+                       searched=searched, k=k)

@@ -1,36 +1,113 @@
 """Offline calibration: choosing the thresholds of the route decision on labelled validation data.
 
-:func:`choose_thresholds` picks the two thresholds of :func:`~querywise.understand.decision.decide`
-(``min_margin`` and ``min_in_scope``, see :class:`~querywise.understand.decision.Thresholds`) for
-one fitted classifier on labelled validation data -- they are never guessed. It runs before
-deployment (``querywise router-eval``, ``bench/router_clinc150.py``), never per message.
+The user states an :class:`OperatingPoint` -- answered accuracy at least ``min_answered`` with at
+most ``max_deferred`` of the messages deferred to the unsure tier -- and :func:`calibrate` picks
+the two thresholds of :func:`~querywise.understand.decision.decide` (``min_margin`` and
+``min_in_scope``, see :class:`~querywise.understand.decision.Thresholds`) for one fitted
+classifier on labelled validation data to meet it, or says which part it could not meet.
+:func:`choose_candidate` then picks among classifiers by their validation figures. Both run before
+deployment (``querywise router-eval``, ``bench/router_clinc150.py``: the same rule), never per
+message.
 
 Everything here is numpy in, numpy out: no I/O and no embedding calls.
+
+>>> cal = calibrate(clf, X_val, y_val, OperatingPoint(min_answered=0.97, max_deferred=0.10))  # doctest: +SKIP
+>>> cal.thresholds, cal.meets, cal.warning                                                   # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from querywise.understand.decision import Matrix, RouteClassifier, Thresholds
 
-__all__ = ["choose_thresholds"]
+__all__ = ["Calibration", "OperatingPoint", "calibrate", "choose_candidate", "choose_thresholds"]
+
+_EPS = 1e-12  # rates are ratios of counts: compare them with a tolerance, not bit for bit
 
 
-def choose_thresholds(
+@dataclass(frozen=True)
+class OperatingPoint:
+    """What a deployment asks of its router: answered accuracy at least ``min_answered`` (None:
+    no floor) with at most ``max_deferred`` of all messages deferred to the unsure tier.
+
+    ``headroom`` is added to the floor on validation data, because the thresholds then meet
+    messages they were not chosen on: half a point by default (on CLINC150's 3,000 validation
+    messages the standard error of a 97% accuracy is about 0.3 point). The deferral budget is a
+    hard limit and gets no headroom.
+    """
+
+    min_answered: float | None = 0.97
+    max_deferred: float = 0.10
+    headroom: float = 0.005
+
+    def __post_init__(self) -> None:
+        if self.min_answered is not None and not 0.0 <= self.min_answered <= 1.0:
+            raise ValueError(f"min_answered must be in [0, 1], got {self.min_answered}")
+        if not 0.0 <= self.max_deferred <= 1.0:
+            raise ValueError(f"max_deferred must be in [0, 1], got {self.max_deferred}")
+        if self.headroom < 0:
+            raise ValueError(f"headroom must be 0 or more, got {self.headroom}")
+
+    @property
+    def val_floor(self) -> float | None:
+        """The answered-accuracy floor on validation data: ``min_answered + headroom`` (at most 1)."""
+        return None if self.min_answered is None else min(1.0, self.min_answered + self.headroom)
+
+    def describe(self) -> str:
+        """One line for people, e.g. 'answered accuracy >= 97.0% (97.5% on val), deferred <= 10.0%'."""
+        if self.val_floor is None:
+            return f"deferred <= {self.max_deferred:.1%} (no answered-accuracy floor)"
+        on_val = f" ({self.val_floor:.1%} on val)" if self.headroom else ""
+        return f"answered accuracy >= {self.min_answered:.1%}{on_val}, deferred <= {self.max_deferred:.1%}"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The thresholds :func:`calibrate` chose and what they give on the validation data.
+
+    ``answered_accuracy`` is None when nothing in scope is answered, ``oos_recall`` None when the
+    validation data has no out-of-scope message. ``meets`` is True when both parts of the
+    operating point hold on val; otherwise ``warning`` says which did not, and ``needed_deferred``
+    is the smallest deferral at which the floor would have been met (None: at none).
+    """
+
+    thresholds: Thresholds
+    point: OperatingPoint
+    in_scope_accuracy: float
+    answered_accuracy: float | None
+    deferred_share: float
+    oos_recall: float | None
+    objective: float
+    meets: bool
+    needed_deferred: float | None
+    warning: str | None
+    oos_weight: float = 0.5
+
+    @property
+    def objective_rule(self) -> str:
+        """What ``objective`` is, in words."""
+        if self.oos_recall is None:
+            return "in-scope accuracy (val has no out-of-scope message)"
+        return f"{1 - self.oos_weight:g} x in-scope accuracy + {self.oos_weight:g} x OOS recall"
+
+
+def calibrate(
     clf: RouteClassifier,
     X_val: Matrix,
     y_val: Sequence[str],
+    point: OperatingPoint | None = None,
     *,
     oos_label: str = "oos",
-    max_deferred: float = 0.10,
-    min_answered_accuracy: float | None = 0.97,
     oos_weight: float = 0.5,
     n_candidates: int = 201,
-) -> Thresholds:
-    """Pick ``(min_margin, min_in_scope)`` on labelled validation data (never on test data).
+    min_margin: float | None = None,
+) -> Calibration:
+    """Pick ``(min_margin, min_in_scope)`` on labelled validation data (never on test data) to
+    meet ``point`` (default: :class:`OperatingPoint` ()).
 
     Each validation message gets the outcome :func:`decide` would give it. With ``n_in``
     in-scope and ``n_oos`` out-of-scope messages (label ``oos_label``):
@@ -40,23 +117,26 @@ def choose_thresholds(
     * oos_recall = out-of-scope messages decided "oos" / n_oos (a deferred one is missed);
     * deferred_share = messages decided "unsure" / all messages.
 
-    **Objective**: maximise ``(1 - oos_weight) * in_scope_accuracy + oos_weight * oos_recall``
-    (just in_scope_accuracy when the data has no out-of-scope messages) **subject to**
-    ``deferred_share <= max_deferred`` and ``answered_accuracy >= min_answered_accuracy``.
-    Deferring never raises in_scope_accuracy, so the margin gate only rises as far as the
-    answered-accuracy floor needs; the in-scope gate trades in-scope accuracy for oos recall.
-    Ties go to fewer deferrals, then to the lower gates.
+    **Rule.** Among the pairs meeting the operating point on val -- ``deferred_share <=
+    max_deferred`` and ``answered_accuracy >= point.val_floor`` -- the one with the best objective
+    ``(1 - oos_weight) * in_scope_accuracy + oos_weight * oos_recall`` (in_scope_accuracy alone
+    when val has no out-of-scope message); ties go to fewer deferrals, then to the lower gates.
+    Deferring never raises in_scope_accuracy, so for each in-scope gate this is the lowest margin
+    gate that meets the floor: the cheapest point in deferrals. The in-scope gate trades in-scope
+    accuracy for oos recall.
 
-    If no pair meets the floor (or the floor is None), the deferral budget is spent instead: for
-    each in-scope gate the margin gate goes as high as ``max_deferred`` allows (the least
-    confident messages go to the next tier rather than being guessed), and the pair with the
-    best objective wins. The deferral budget is never exceeded.
+    **When no pair meets both**, the pair closest to the point is kept: the deferral budget stays
+    a hard limit, and within it the highest answered accuracy wins (then the objective) -- the
+    least confident messages go to the next tier rather than being guessed, and no out-of-scope
+    recall is bought with answered accuracy the user asked for. ``warning`` names the part missed
+    and the deferral that meeting the floor would have needed. With a fixed ``min_margin`` only
+    the in-scope gate is chosen; a margin that alone defers more than the budget is kept at the
+    least deferral and reported the same way.
 
     Candidates are ``n_candidates`` quantiles of each signal on the validation data, plus "gate
     off" (0 margin, -inf in-scope). Only ``X_val``/``y_val`` are looked at.
     """
-    if not 0.0 <= max_deferred <= 1.0:
-        raise ValueError(f"max_deferred must be in [0, 1], got {max_deferred}")
+    point = point or OperatingPoint()
     if not 0.0 <= oos_weight <= 1.0:
         raise ValueError(f"oos_weight must be in [0, 1], got {oos_weight}")
     y = np.asarray([str(v) for v in y_val])
@@ -77,15 +157,21 @@ def choose_thresholds(
 
     levels = np.linspace(0.0, 1.0, n_candidates)
     finite_m = margin[np.isfinite(margin)]
-    margin_cands = np.unique(np.concatenate([[0.0], np.quantile(finite_m, levels) if finite_m.size else []]))
+    if min_margin is not None:
+        margin_cands = np.asarray([float(min_margin)])
+    else:
+        margin_cands = np.unique(np.concatenate([[0.0], np.quantile(finite_m, levels) if finite_m.size else []]))
     scope_cands = np.unique(np.concatenate([[-np.inf], np.quantile(s, levels)]))
+    floor, budget = point.val_floor, point.max_deferred
 
-    best: tuple[tuple[float, ...], Thresholds] | None = None  # meets the floor
-    spend: tuple[tuple[float, ...], Thresholds] | None = None  # fallback: whole budget on the margin
+    Pick = tuple[tuple[float, ...], Thresholds, tuple[float, float, float, float | None, float, int]]
+    best: Pick | None = None  # meets both
+    closest: Pick | None = None  # fallback: the pair closest to the point
+    needed: float | None = None  # the least deferral that meets the floor, at any in-scope gate
     for t_s in scope_cands:
         rejected = (s < t_s) | top_is_oos
         kept = ~rejected
-        recall = float((rejected & is_oos).sum()) / n_oos if n_oos else 0.0
+        recall = float((rejected & is_oos).sum()) / n_oos if n_oos else None
         # Among kept messages, one with margin < t_m is deferred: count with sorted margins.
         m_kept = margin[kept]
         srt = np.argsort(m_kept, kind="stable")
@@ -98,18 +184,102 @@ def choose_thresholds(
         answered = n_in - cum_in[below]
         answered_acc = np.divide(routed_ok, answered, out=np.zeros(len(below)), where=answered > 0)
         in_acc = routed_ok / n_in
-        objective = in_acc if n_oos == 0 else (1 - oos_weight) * in_acc + oos_weight * recall
+        objective = in_acc if recall is None else (1 - oos_weight) * in_acc + oos_weight * recall
+
+        def figures(j: int, answered: np.ndarray = answered, answered_acc: np.ndarray = answered_acc, in_acc: np.ndarray = in_acc,
+                    deferred: np.ndarray = deferred, objective: np.ndarray = objective, recall: float | None = recall) -> tuple[float, float, float, float | None, float, int]:
+            return float(in_acc[j]), float(answered_acc[j]), float(deferred[j]), recall, float(objective[j]), int(answered[j])
+
+        floor_ok = answered_acc >= floor - _EPS if floor is not None else np.ones(len(below), bool)
+        if floor is not None and floor_ok.any():
+            lowest = float(deferred[floor_ok].min())
+            needed = lowest if needed is None else min(needed, lowest)
         # margin_cands ascend, so the pairs within budget are a prefix (t_m = 0 defers nothing).
-        within = np.flatnonzero(deferred <= max_deferred + 1e-12)
-        if min_answered_accuracy is not None:
-            for j in within[answered_acc[within] >= min_answered_accuracy - 1e-12]:
-                key = (float(objective[j]), -float(deferred[j]), -float(t_s), -float(margin_cands[j]))
-                if best is None or key > best[0]:
-                    best = (key, Thresholds(min_margin=float(margin_cands[j]), min_in_scope=float(t_s)))
-        j = int(within[-1])
-        spend_key = (float(objective[j]), -float(t_s))
-        if spend is None or spend_key > spend[0]:
-            spend = (spend_key, Thresholds(min_margin=float(margin_cands[j]), min_in_scope=float(t_s)))
-    chosen = best if best is not None else spend
+        within = np.flatnonzero(deferred <= budget + _EPS)
+        for j in within[floor_ok[within]]:
+            key = (float(objective[j]), -float(deferred[j]), -float(t_s), -float(margin_cands[j]))
+            if best is None or key > best[0]:
+                best = (key, Thresholds(min_margin=float(margin_cands[j]), min_in_scope=float(t_s)), figures(int(j)))
+        # Closest to the point, for when no pair meets it: within the budget (a fixed margin gate
+        # can exceed it: then the least deferral), the highest answered accuracy, then the objective.
+        pool = within if within.size else np.asarray([int(np.argmin(deferred))])
+        j = int(pool[np.lexsort((-deferred[pool], objective[pool], answered_acc[pool]))[-1]])
+        near_key = (float(bool(within.size)), 0.0 if within.size else -float(deferred[j]), float(answered_acc[j]), float(objective[j]),
+                    -float(deferred[j]), -float(t_s))
+        if closest is None or near_key > closest[0]:
+            closest = (near_key, Thresholds(min_margin=float(margin_cands[j]), min_in_scope=float(t_s)), figures(j))
+    chosen = best if best is not None else closest
     assert chosen is not None
-    return chosen[1]
+    in_acc_c, answered_c, deferred_c, recall_c, objective_c, n_answered = chosen[2]
+    warning = None if best is not None else _shortfall(point, chosen[1], answered_c if n_answered else None, deferred_c, needed, min_margin)
+    return Calibration(
+        thresholds=chosen[1], point=point, in_scope_accuracy=in_acc_c, answered_accuracy=answered_c if n_answered else None,
+        deferred_share=deferred_c, oos_recall=recall_c, objective=objective_c, meets=best is not None,
+        needed_deferred=needed, warning=warning, oos_weight=oos_weight,
+    )
+
+
+def _shortfall(point: OperatingPoint, th: Thresholds, answered: float | None, deferred: float, needed: float | None, fixed_margin: float | None) -> str:
+    """Which part of the operating point the chosen thresholds miss on val, and by how much."""
+    parts = []
+    if deferred > point.max_deferred + _EPS:
+        parts.append(f"the fixed margin gate {th.min_margin:g} defers {deferred:.1%} of val, over the {point.max_deferred:.1%} budget")
+    floor = point.val_floor
+    if floor is not None and (answered is None or answered < floor - _EPS):
+        got = "nothing in scope is answered" if answered is None else f"answered accuracy on val is {answered:.1%}"
+        if fixed_margin is not None:
+            need = (f"no in-scope gate reaches it with the margin gate fixed at {fixed_margin:g}" if needed is None
+                    else f"reaching it needs {needed:.1%} deferred at that margin gate")
+        else:
+            need = "no threshold reaches it at any deferral" if needed is None else f"reaching it needs {needed:.1%} deferred"
+        parts.append(f"{got} at {deferred:.1%} deferred, below the {floor:.1%} asked of val ({need})")
+    head = "operating point not met on val"
+    tail = "; kept: the highest answered accuracy within the deferral budget" if deferred <= point.max_deferred + _EPS else ""
+    return f"{head}: " + "; ".join(parts) + tail
+
+
+def choose_candidate(names: Sequence[str], candidates: Sequence[Calibration]) -> tuple[int, str]:
+    """Which of several calibrated classifiers to keep, by validation figures only, and why.
+
+    Among the candidates meeting the operating point on val, the best objective (what
+    :func:`calibrate` maximises), ties to the earlier-listed one. When none meets it, the one whose
+    val answered accuracy comes closest to the floor, then the best objective.
+    """
+    if not candidates or len(names) != len(candidates):
+        raise ValueError("need one name per candidate, and at least one candidate")
+    meets = [i for i, c in enumerate(candidates) if c.meets]
+
+    def fig(c: Calibration) -> str:
+        return (f"answered {_pct(c.answered_accuracy)}, deferred {c.deferred_share:.1%}, in-scope accuracy {c.in_scope_accuracy:.1%}, "
+                f"OOS recall {_pct(c.oos_recall)}, objective {c.objective:.1%}")
+
+    if meets:
+        i = max(meets, key=lambda k: (candidates[k].objective, -k))
+        others = [k for k in range(len(candidates)) if k != i]
+        if not others:
+            return i, f"{names[i]} meets the operating point on val ({fig(candidates[i])})"
+        rivals = "; ".join(f"{names[k]} {'also meets it but has a lower objective' if candidates[k].meets else 'does not meet it'} ({fig(candidates[k])})" for k in others)
+        return i, f"{names[i]} meets the operating point on val with the best objective, {candidates[i].objective_rule} ({fig(candidates[i])}); {rivals}"
+    i = max(range(len(candidates)), key=lambda k: (candidates[k].answered_accuracy or 0.0, candidates[k].objective, -k))
+    rest = "; ".join(f"{names[k]} ({fig(candidates[k])})" for k in range(len(candidates)) if k != i)
+    return i, f"no classifier meets the operating point on val; {names[i]} comes closest ({fig(candidates[i])})" + (f"; {rest}" if rest else "")
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.1%}"
+
+
+def choose_thresholds(
+    clf: RouteClassifier,
+    X_val: Matrix,
+    y_val: Sequence[str],
+    *,
+    oos_label: str = "oos",
+    max_deferred: float = 0.10,
+    min_answered_accuracy: float | None = 0.97,
+    oos_weight: float = 0.5,
+    n_candidates: int = 201,
+) -> Thresholds:
+    """The thresholds of :func:`calibrate` for a floor given as it applies on val (no headroom)."""
+    point = OperatingPoint(min_answered=min_answered_accuracy, max_deferred=max_deferred, headroom=0.0)
+    return calibrate(clf, X_val, y_val, point, oos_label=oos_label, oos_weight=oos_weight, n_candidates=n_candidates).thresholds
