@@ -78,6 +78,7 @@ def index_cmd(
         f"[green]indexed[/] {m.n_chunks:,} chunks into {esc(index)} in {m.build_seconds:.1f} s "
         f"(embedder {esc(m.embedder)}; filterable fields: {esc(', '.join(sorted(m.payload_indexes)))})",
         highlight=False,
+        soft_wrap=True,
     )
     if m.n_over_window:
         err.print(
