@@ -86,8 +86,21 @@ def test_ask_plans_and_searches_the_demo(tmp_path: Path) -> None:
     assert kinds == ["standalone", "spelling"]
     assert "firmware" in out["plan"]["queries"][1]["text"]
     assert out["plan"]["access"]["conditions"] == [{"kind": "match", "field": "markets", "value": "eu"}]
-    # The concatenation carries the earlier question too, so its chunk competes; the answer is near the top.
-    assert any("firmware" in h["id"] for h in out["hits"][:3])
+    assert out["plan"]["queries"][0]["text"] == "how do i do a firmwear update on the Halden Solace 7 Pro"
+    assert "solace-7-pro-firmware" in [h["id"] for h in out["hits"][:3]]
+
+
+def test_plan_reads_assistant_turns_from_the_history_option() -> None:
+    from querywise.demo import demo_file
+
+    result = runner.invoke(
+        cli.app,
+        ["plan", "does it fold?", "--config", str(demo_file("querywise.toml")), "--session", "market=eu", "--json",
+         "--history", "which headphones last longest?", "--history", "assistant: The Halden Solace 7 Pro, at 50 hours."],
+    )
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    assert plan["queries"][0]["text"].startswith("does the Halden Solace 7 Pro fold?")  # the name the assistant said
 
 
 def test_rewrite_eval_json(tmp_path: Path) -> None:
@@ -100,6 +113,8 @@ def test_rewrite_eval_json(tmp_path: Path) -> None:
     result = runner.invoke(cli.app, ["rewrite-eval", str(f), "--json"])
     report = json.loads(result.stdout)
     assert (report["n"], report["gate_recall"], report["gate_precision"], report["guard_false_alarm_rate"]) == (2, 1.0, 1.0, 0.0)
+    # The plan searched "Warranty on the Vela X3? And the Pro?": every term the person added (warranty, vela, x3) is in it.
+    assert report["added_term_recall"] == 1.0
 
 
 @pytest.mark.model

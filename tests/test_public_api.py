@@ -22,7 +22,7 @@ def test_exported_members() -> None:
         "Answer", "AnyOf", "Ask", "Assume", "Case", "Chunk", "Chunker", "ChunkingSettings", "ConfigError", "CorpusError",
         "Cover", "EmbeddingSettings", "EvalReport", "EvalResult", "Hit", "Index", "IndexSettings", "IndexStoreError",
         "InputError", "LLMError", "Manifest", "Match", "PlanQuery", "PlanResult", "Provider", "QueryPlan", "QueryWise",
-        "Range", "ScriptedProvider", "Settings", "TraceStep", "TriageReport", "Understander", "Where", "WhereSyntaxError",
+        "Range", "ScriptedProvider", "Settings", "TraceStep", "TriageReport", "Turn", "Understander", "Where", "WhereSyntaxError",
         "build_index", "build_report", "compare_runs", "evaluate", "execute", "load_beir", "load_cases", "load_corpus",
         "load_failures", "load_labels", "load_run", "load_settings", "load_sources", "parse_metrics", "parse_where",
         "plan_json_schema", "population_of", "rrf", "sample_failures", "triage_cases",

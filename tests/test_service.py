@@ -85,7 +85,7 @@ def test_the_library_writes_the_plan_log_not_only_the_cli(index: Index, tmp_path
         qw.ask("does it cover water damage?", history=["what is the warranty on the Vela X3"], session={"market": "eu"})
     lines = [json.loads(line) for line in (tmp_path / "plans.jsonl").read_text().splitlines()]
     assert [r["message"] for r in lines] == ["what is the warranty", "does it cover water damage?"]
-    assert lines[1]["history"] == ["what is the warranty on the Vela X3"] and lines[1]["plan"]["trace"][-1]["move"] == "execute"
+    assert lines[1]["history"] == [{"role": "user", "text": "what is the warranty on the Vela X3"}] and lines[1]["plan"]["trace"][-1]["move"] == "execute"
 
 
 def test_search_always_applies_the_session_access(index: Index, tmp_path: Path) -> None:

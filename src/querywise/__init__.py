@@ -14,6 +14,7 @@ the vector engine load on first use.
 from querywise.chunking import Chunker
 from querywise.conditions import AnyOf, Match, Range, Where, WhereSyntaxError, parse_where
 from querywise.config import ChunkingSettings, ConfigError, EmbeddingSettings, IndexSettings, Settings, load_settings
+from querywise.conversation import Turn
 from querywise.corpus import Chunk, CorpusError, load_corpus
 from querywise.evaluation.cases import Case, load_beir, load_cases
 from querywise.evaluation.compare import compare_runs, load_run
@@ -73,6 +74,7 @@ __all__ = [
     "Settings",
     "TraceStep",
     "TriageReport",
+    "Turn",
     "Understander",
     "Where",
     "WhereSyntaxError",

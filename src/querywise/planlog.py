@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from querywise.conditions import AnyOf, Match, Range, Scalar, Where
+from querywise.conversation import Turn, as_turns
 from querywise.plan import QueryPlan
 
 __all__ = ["PlanLog", "read_plans"]
@@ -39,13 +40,14 @@ class PlanLog:
     def __init__(self, path: Path, *, session_values: SessionValues = "redact", max_bytes: int = 50_000_000, backups: int = 5) -> None:
         self.path, self.session_values, self.max_bytes, self.backups = Path(path), session_values, max_bytes, backups
 
-    def append(self, plan: QueryPlan, *, history: Sequence[str] = (), session: Mapping[str, str] | None = None) -> None:
-        """One line `{"ts", "message", "history", "session_keys", "plan"}`."""
+    def append(self, plan: QueryPlan, *, history: Sequence[str | Turn] = (), session: Mapping[str, str] | None = None) -> None:
+        """One line `{"ts", "message", "history", "session_keys", "plan"}`; `history` as
+        `[{"role", "text"}]`, oldest first."""
         logged = plan.model_copy(update={"access": self._access(plan.access)})
         record = {
             "ts": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
             "message": plan.message,
-            "history": list(history),
+            "history": [t.model_dump() for t in as_turns(history)],
             "session_keys": sorted(session or {}),
             "plan": json.loads(logged.to_json_line()),
         }

@@ -31,6 +31,7 @@ from typing import Self
 
 from querywise.conditions import Where
 from querywise.config import Move, Settings, UnderstandingSettings, load_settings
+from querywise.conversation import Turn, as_turns
 from querywise.embed import Embedder
 from querywise.execute import PlanResult, execute
 from querywise.files import replace_surrogates
@@ -47,12 +48,14 @@ __all__ = ["QueryWise"]
 
 
 def _clean(
-    message: str, history: Sequence[str], session: Mapping[str, str] | None
-) -> tuple[str, list[str], dict[str, str] | None]:
+    message: str, history: Sequence[str | Turn], session: Mapping[str, str] | None
+) -> tuple[str, list[Turn], dict[str, str] | None]:
     """Text as it enters the library: lone surrogates (from JSON escapes or non-UTF-8 bytes)
-    cannot be encoded anywhere downstream, so they become U+FFFD here, once."""
+    cannot be encoded anywhere downstream, so they become U+FFFD here, once. The history
+    becomes turns (a string is a user turn; `TurnError` for anything else)."""
     clean_session = None if session is None else {replace_surrogates(k): replace_surrogates(v) for k, v in session.items()}
-    return replace_surrogates(message), [replace_surrogates(t) for t in history], clean_session
+    turns = [Turn(role=t.role, text=replace_surrogates(t.text)) for t in as_turns(history)]
+    return replace_surrogates(message), turns, clean_session
 
 
 def _reusable(plan: QueryPlan, message: str) -> bool:
@@ -144,7 +147,7 @@ class QueryWise:
         self,
         message: str,
         *,
-        history: Sequence[str] = (),
+        history: Sequence[str | Turn] = (),
         session: Mapping[str, str] | None = None,
         today: dt.date | None = None,
     ) -> QueryPlan:
@@ -158,7 +161,7 @@ class QueryWise:
         self,
         message: str,
         *,
-        history: Sequence[str] = (),
+        history: Sequence[str | Turn] = (),
         session: Mapping[str, str] | None = None,
         today: dt.date | None = None,
         k: int = 10,
@@ -213,12 +216,12 @@ class QueryWise:
             raise ValueError(f"{verb} needs an index: QueryWise(settings, index) or QueryWise.open(config, index_dir)")
         return self.index
 
-    def _log(self, plan: QueryPlan, history: Sequence[str], session: Mapping[str, str] | None) -> None:
+    def _log(self, plan: QueryPlan, history: Sequence[Turn], session: Mapping[str, str] | None) -> None:
         if self.plan_log is not None:
             self.plan_log.append(plan, history=history, session=session)
 
     def _overlapped(
-        self, index: Index, message: str, history: Sequence[str], session: Mapping[str, str] | None, today: dt.date | None,
+        self, index: Index, message: str, history: Sequence[Turn], session: Mapping[str, str] | None, today: dt.date | None,
         *, k: int, mode: Mode, depth: int,
     ) -> PlanResult:
         """Search the raw message while the LLM works; reuse that search when the plan is exactly it."""

@@ -1,7 +1,8 @@
 """Issue 7: doc2dial through the harness: recall@5 of the gold chunk, raw vs the follow-up move.
 
 The gold chunk is the chunk holding the grounding span's start. The follow-up move here is the
-deterministic fallback (previous user turn + message, only where the gate flags the message).
+deterministic form (the conversation's referent carried into the message, with the agent's last
+answer; only where the gate flags the message).
 Pass-through is the default, so the standalone turns must not get worse.
 """
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from querywise.chunking import Chunker
+from querywise.conversation import Turn
 from querywise.evaluation.cases import (
     CaseError,
     derive_slices,
@@ -179,7 +180,8 @@ def test_doc2dial_gold_chunk_holds_the_grounding_start(tmp_path: Path) -> None:
     opener, follow = cases
     assert opener.relevant == {chunks[0].id: 1} and "first_turn" in opener.slices and "standalone" in opener.slices
     assert follow.relevant == {chunks[1].id: 1}
-    assert follow.history == ["How do I renew my licence?"]  # user turns only, as the understander takes them
+    # The agent's turns stay, as assistant turns: real follow-ups point into the answers.
+    assert follow.history == (Turn(text="How do I renew my licence?"), Turn(role="assistant", text="Online or in person."))
     assert "domain:dmv" in follow.slices
 
 

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from querywise import cli
 from querywise.config import Settings
+from querywise.conversation import Turn
 from querywise.corpus import Chunk
 from querywise.evaluation.acceptable import parse_rule
 from querywise.evaluation.cases import Case
@@ -119,7 +120,7 @@ def test_the_gold_is_the_best_graded_id_with_its_chunk_text(run: tuple[QueryWise
     reset = rows["reset"]
     assert (reset.gold_doc, reset.gold_chunk, reset.gold_text) == ("manual", None, None)  # any of its chunks answers
     battery = rows["battery"]
-    assert (battery.question, battery.history) == ("Pico Buds hours per charge", ["do the buds last long?"])
+    assert (battery.question, battery.history) == ("Pico Buds hours per charge", (Turn(text="do the buds last long?"),))
     assert set(battery.scores) == {"recall@30", "hit_rate@5", "hit_rate@1"}
 
 
@@ -199,7 +200,7 @@ def index_dir(tmp_path: Path, shop: list[Chunk], hash_embedder: Any, settings: S
 @pytest.fixture
 def case_file(tmp_path: Path) -> Path:
     path = tmp_path / "cases.jsonl"
-    path.write_text("".join(json.dumps({"id": c.id, "message": c.message, "history": c.history, "relevant": c.relevant}) + "\n"
+    path.write_text("".join(json.dumps({"id": c.id, "message": c.message, "history": [t.model_dump() for t in c.history], "relevant": c.relevant}) + "\n"
                             for c in CASES), encoding="utf-8")
     return path
 

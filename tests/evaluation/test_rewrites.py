@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from querywise.catalog import Catalog
+from querywise.conversation import Turn
 from querywise.evaluation.rewrites import (
     RewriteRow,
     differs,
@@ -130,6 +131,28 @@ def test_rewriter_scores_what_the_pipeline_would_search(tiny: list[RewriteRow]) 
     assert report.token_f1 == pytest.approx((7 + 2 / 3) / 8)
 
 
+def test_added_terms_by_hand() -> None:
+    rows = [
+        # the person adds {solac, 7, pro}; the form adds {halden, solac, 7, pro}: 3 of 3 found, 3 of 4 right
+        RewriteRow(history=("warranty on the Halden Solace 7 Pro?",), message="does it cover water damage?",
+                   standalone="does the Solace 7 Pro cover water damage?"),
+        # the person adds nothing; a form that adds {tide} is one wrong term
+        RewriteRow(history=("Can I swim with the Tide 4?",), message="And the Pro?", standalone="And the Pro?"),
+    ]
+    forms = {"does it cover water damage?": "does the Halden Solace 7 Pro cover water damage?", "And the Pro?": "And the Pro? Tide"}
+    report = evaluate_rewrites(rows, rewriter=lambda m, h: forms[m])
+    assert report.added_term_recall == pytest.approx(3 / 3) and report.added_term_precision == pytest.approx(3 / 5)
+    assert evaluate_rewrites(rows).added_term_recall is None  # only with a rewriter
+
+
+def test_rows_may_carry_assistant_turns(tmp_path: Path) -> None:
+    path = _write(tmp_path, [{"history": ["which lasts longest?", {"role": "assistant", "text": "The Solace 7 Pro."}],
+                              "message": "does it fold?", "standalone": "does the Solace 7 Pro fold?"}])
+    rows = load_rewrite_rows(path)
+    assert rows[0].history[1] == Turn(role="assistant", text="The Solace 7 Pro.")
+    assert evaluate_rewrites(rows).guard_rejected == 0  # the name came from the answer: not invented
+
+
 def test_token_f1_by_hand() -> None:
     assert token_f1("the Solace 7 warranty", "warranty of the Solace 7") == pytest.approx(2 * 0.8 / 1.8)
     assert token_f1("", "") == 1.0 and token_f1("abc", "") == 0.0 and token_f1("abc", "xyz") == 0.0
@@ -160,6 +183,7 @@ def test_demo_rewrites_with_the_catalog_every_strong_flag_is_right() -> None:
     [
         ('{"history": [], "message": "hi"}', r"rewrites\.jsonl:2: missing 'standalone'"),
         ('{"history": "hi", "message": "a", "standalone": "b"}', r"rewrites\.jsonl:2: 'history' must be a list"),
+        ('{"history": [{"role": "bot", "text": "x"}], "message": "a", "standalone": "b"}', r"rewrites\.jsonl:2: history turn: role:"),
         ('{"history": [], "message": "", "standalone": "b"}', r"rewrites\.jsonl:2: missing 'message'"),
         ('{"history": [], "message": "a", "standalone": "b"', r"rewrites\.jsonl:2: invalid JSON"),
     ],

@@ -37,6 +37,7 @@ from querywise.llm.fake_server import FAULTS, FakeLLMServer, Reply
 from querywise.llm.provider import LLMError, StructuredRequest, StructuredResult
 from querywise.service import QueryWise
 from querywise.understand.access import access_from_session
+from querywise.understand.followup import check_follow_up, standalone_form
 from querywise.understand.pipeline import Understander
 
 KB = (["How long is the warranty on the Halden Solace 7?"], "does it cover water damage?")
@@ -128,7 +129,7 @@ def test_fault_matrix(kind: str, fake: FakeLLMServer, make_provider: Callable[..
         plan = u.plan(message, history=history, session=SESSION)
         assert plan.route == route and plan.step("llm_plan").status == "ran"  # type: ignore[union-attr]
         assert plan.queries[0].text == GOOD[route]["standalone"] and plan.queries[0].kind == "standalone"
-        deterministic = f"{history[-1]} {message}"
+        deterministic = standalone_form(message, history, check_follow_up(message, history, catalog=u.catalog), catalog=u.catalog).text
         for fault, (reply, reason) in MATRIX.items():
             fake.respond_with(reply(route))
             before = u.tier.budget.report().fallbacks
@@ -154,7 +155,7 @@ def test_fault_matrix(kind: str, fake: FakeLLMServer, make_provider: Callable[..
             if route == "account":  # fail-closed: ask, never guess
                 assert plan.action.type == "ask" and plan.action.question == s.llm.fail_closed_question, fault  # type: ignore[union-attr]
                 assert step.llm is not None and step.llm.policy == "closed"
-            else:  # fail-open: the deterministic plan (here: previous turn + message), answered
+            else:  # fail-open: the deterministic plan (here: the referent carried into the message), answered
                 assert plan.action.type == "answer", fault
                 assert [q.text for q in plan.queries][:1] == [deterministic], fault
                 assert step.llm is not None and step.llm.policy == "open"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from querywise.conversation import Turn
 from querywise.triage import (
     TriageInputError,
     load_failures,
@@ -24,7 +25,7 @@ def _write(path: Path, rows: list[object]) -> Path:
 def test_reads_failures_and_counts_acceptable_rows(tmp_path: Path) -> None:
     p = _write(tmp_path / "f.jsonl", [
         {"id": "a", "question": "q1", "acceptable": False, "gold_chunk": "c1",
-         "history": [{"role": "user", "text": "earlier"}, "plain turn"]},
+         "history": [{"role": "assistant", "text": "earlier"}, "plain turn"]},
         {"id": "b", "question": "q2", "acceptable": True},  # no gold needed for an acceptable row
         {"id": 3, "question": "q3", "gold_doc": "d", "gold_offset": 10, "retrieved": ["x", "y"]},
         {"id": "doc", "question": "q4", "gold_doc": "manual", "retrieved": ["manual"]},  # a document gold (contract item 4)
@@ -33,7 +34,7 @@ def test_reads_failures_and_counts_acceptable_rows(tmp_path: Path) -> None:
     assert [f.id for f in data.failures] == ["a", "3", "doc"]
     assert data.n_rows == 4 and data.n_acceptable == 1
     assert (data.failures[2].gold_doc, data.failures[2].gold_offset) == ("manual", None)
-    assert data.failures[0].history == ["earlier", "plain turn"]
+    assert data.failures[0].history == (Turn(role="assistant", text="earlier"), Turn(text="plain turn"))  # roles kept
     assert data.failures[1].retrieved == ["x", "y"] and data.failures[1].gold_offset == 10
 
 

@@ -31,7 +31,7 @@ def test_defaults_are_the_documented_ones() -> None:
 
 
 def test_a_message_over_the_limit_is_an_input_error_that_says_which_limit() -> None:
-    assert within_limits("x" * 4_000, [], LIMITS) == ("x" * 4_000, [])
+    assert within_limits("x" * 4_000, [], LIMITS) == ("x" * 4_000, ())
     with pytest.raises(LimitError) as info:
         within_limits("x" * 4_001, [], LIMITS)
     assert isinstance(info.value, InputError)
@@ -46,8 +46,8 @@ def test_a_history_turn_over_the_limit_is_an_error_naming_the_turn() -> None:
 def test_older_turns_beyond_the_count_are_dropped_not_read() -> None:
     history = ["z" * 9_999, *(f"turn {n}" for n in range(1, 21))]  # the oldest is over the limit, and dropped
     _, kept = within_limits("and the Pro?", history, LIMITS)
-    assert kept == history[1:] and len(kept) == 20
-    assert within_limits("hi", ["a", "b"], LimitsSettings(max_history_turns=0))[1] == []
+    assert [t.text for t in kept] == history[1:] and len(kept) == 20
+    assert within_limits("hi", ["a", "b"], LimitsSettings(max_history_turns=0))[1] == ()
 
 
 def test_limits_are_read_from_the_limits_section(tmp_path: Path) -> None:

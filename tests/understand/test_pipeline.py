@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from querywise import cli
 from querywise.conditions import Where
 from querywise.config import Settings, load_settings
+from querywise.conversation import Turn
 from querywise.demo import demo_file
 from querywise.understand.access import AccessError, access_from_session
 from querywise.understand.pipeline import Understander
@@ -97,10 +98,35 @@ def test_a_move_turned_off_passes_its_input_through_and_says_so(demo_settings: S
 
 def test_a_weak_follow_up_searches_the_message_as_typed_and_the_standalone_form_beside_it(understander: Understander) -> None:
     history = ["Can I swim with the Corra Tide 4?"]
-    plan = understander.plan("Describe strap cleaning.", history=history, session=EU)  # names nothing, repeats nothing
+    plan = understander.plan("Describe waterproof depth limits.", history=history, session=EU)  # names nothing, repeats nothing
     assert [(q.text, q.kind) for q in plan.queries][:2] == [
-        ("Describe strap cleaning.", "original"),
-        ("Can I swim with the Corra Tide 4? Describe strap cleaning.", "standalone"),
+        ("Describe waterproof depth limits.", "original"),
+        ("Describe waterproof depth limits. the Corra Tide 4", "standalone"),  # the conversation's referent, appended
     ]
     step = plan.step("follow_up")
     assert step is not None and step.details["strength"] == "weak" and "next to the message" in (step.changed or "")
+    assert step.details["method"] == "appended" and step.details["referents"] == ["Corra Tide 4"]
+
+
+def test_a_message_that_opens_a_new_subject_is_searched_as_typed(understander: Understander) -> None:
+    history = ["where is my order?", "thanks. what's the weather like in Rotterdam today?"]
+    plan = understander.plan("What is the return window for opened earbuds?", history=history, session=EU)
+    assert [(q.text, q.kind) for q in plan.queries] == [("What is the return window for opened earbuds?", "original")]
+    step = plan.step("follow_up")
+    assert step is not None and step.status == "skipped" and "a new subject" in step.reason and step.details["similarity"] < 0.15
+
+
+def test_a_description_keeps_the_message_and_a_pointer_replaces_it(understander: Understander) -> None:
+    history = ["How long is the warranty on the Halden Solace 7 Pro?"]
+    described = understander.plan("what about the fees?", history=history, session=EU)  # an opener points back
+    assert [q.kind for q in described.queries][:1] == ["standalone"]
+    kept = understander.plan("is there an excess fee?", history=history, session=EU)  # an existential with no topic
+    assert [q.kind for q in kept.queries][:2] == ["original", "standalone"]
+    assert "a description, not a pointer" in kept.step("follow_up").reason  # type: ignore[union-attr]
+
+
+def test_a_name_the_assistant_said_is_carried_and_not_invented(understander: Understander) -> None:
+    history = [Turn(text="Which headphones have the longest battery?"), Turn(role="assistant", text="The Halden Solace 7 Pro, at 50 hours.")]
+    plan = understander.plan("does it fold flat?", history=history, session=EU)
+    assert plan.queries[0].kind == "standalone" and plan.queries[0].text.startswith("does the Halden Solace 7 Pro fold flat?")
+    assert plan.step("follow_up").details["guard"] == "every name, identifier and number kept; nothing added"  # type: ignore[union-attr]

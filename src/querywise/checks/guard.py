@@ -33,6 +33,7 @@ from functools import cached_property, lru_cache
 from typing import Literal
 
 from querywise.catalog import Catalog, Mention
+from querywise.conversation import Turn, texts
 from querywise.text import SpanSet, analysed_history, analyze
 
 __all__ = ["DEFAULT_IDENTIFIER_PATTERNS", "DEFAULT_MAX_REWRITE_CHARS", "GuardResult", "Term", "check_rewrite", "rewrite_limit", "terms"]
@@ -362,7 +363,7 @@ class _Said:
 def check_rewrite(
     message: str,
     rewrite: str,
-    history: Sequence[str],
+    history: Sequence[str | Turn],
     *,
     catalog: Catalog | None = None,
     identifier_patterns: Sequence[str] = DEFAULT_IDENTIFIER_PATTERNS,
@@ -390,7 +391,7 @@ def check_rewrite(
         return terms(text, catalog=catalog, identifier_patterns=identifier_patterns)
 
     said_terms, rewrite_terms = of(message), of(rewrite)
-    history = analysed_history(history)  # the most recent turns, up to HISTORY_ANALYSIS_CHARS: bounded work
+    history = analysed_history(texts(history))  # user and assistant turns, the most recent up to HISTORY_ANALYSIS_CHARS
     history_terms = [t for turn in history for t in of(turn)]
 
     in_rewrite = _Said([rewrite], rewrite_terms)

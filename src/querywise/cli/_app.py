@@ -29,6 +29,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 
 from querywise.conditions import WhereSyntaxError
 from querywise.config import ConfigError, Settings, load_settings
+from querywise.conversation import Turn
 from querywise.evaluation.metrics import MetricError
 from querywise.files import InputError, replace_surrogates
 from querywise.index.engine import MODES, Mode
@@ -134,7 +135,10 @@ out = Console(emoji=False)
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="Settings TOML file.", exists=True, dir_okay=False)]
 IndexOpt = Annotated[Path, typer.Option("--index", "-i", help="Index folder.")]
 DeploymentOpt = Annotated[Path, typer.Option("--config", "-c", help="Deployment TOML file.", exists=True, dir_okay=False)]
-HistoryOpt = Annotated[list[str] | None, typer.Option("--history", help="An earlier user turn, oldest first; repeat.")]
+HistoryOpt = Annotated[
+    list[str] | None,
+    typer.Option("--history", help="An earlier turn, oldest first; repeat. A user turn as typed, or 'assistant: ...' for an answer ('user: ...' also reads)."),
+]
 SessionOpt = Annotated[list[str] | None, typer.Option("--session", help="KEY=VALUE from the authenticated session; repeat.")]
 
 
@@ -194,6 +198,16 @@ def session_from(pairs: list[str] | None) -> dict[str, str]:
     return session
 
 
+def history_from(values: list[str] | None) -> list[Turn]:
+    """--history values as turns: 'assistant: ...' is an answer, 'user: ...' or anything else a user turn."""
+    turns = []
+    for value in values or []:
+        role, sep, text = value.partition(":")
+        if sep and role.strip().lower() in ("user", "assistant"):
+            turns.append(Turn(role="assistant" if role.strip().lower() == "assistant" else "user", text=text.strip()))
+        else:
+            turns.append(Turn(text=value))
+    return turns
 
 
 def output_path(path: Path | None, option: str) -> None:

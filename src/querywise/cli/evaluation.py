@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -27,8 +28,11 @@ from querywise.cli._app import (
     session_from,
     settings_from,
 )
+from querywise.conversation import Turn
 from querywise.evaluation.metrics import DEFAULT_METRICS
 from querywise.files import InputError
+from querywise.llm.provider import LLMError
+from querywise.understand.access import AccessError
 
 if TYPE_CHECKING:
     from querywise.evaluation.failures import FailureRows
@@ -100,19 +104,32 @@ def router_eval_cmd(
 def rewrite_eval_cmd(
     file: Annotated[Path, typer.Argument(help='JSONL {"history": [...], "message", "standalone"} with human rewrites.', exists=True, dir_okay=False)],
     config: ConfigOpt = None,
+    session: SessionOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
 ) -> None:
-    """How well the follow-up gate and the rewrite guard agree with people's standalone rewrites."""
+    """How well the follow-up gate, the rewrite guard and the text the plan searches agree with
+    people's standalone rewrites (rows may carry assistant turns: {"role": "assistant", "text"})."""
     from querywise.catalog import Catalog
-    from querywise.evaluation.rewrites import evaluate_rewrites, load_rewrite_rows
+    from querywise.evaluation.rewrites import evaluate_rewrites, load_rewrite_rows, plan_rewriter
+    from querywise.service import QueryWise
 
     settings = settings_from(config)
     try:
         rows = load_rewrite_rows(file)
         catalog = Catalog.load(settings.deployment.catalog) if settings.deployment.catalog else None
-    except InputError as exc:
+        with QueryWise(settings.model_copy(update={"deployment": settings.deployment.model_copy(update={"plan_log": None})})) as qw:
+            print_warnings(qw.warnings)
+            with progress() as phase:
+                step = phase("planning the rows the gate flags", None)
+                rewriter = plan_rewriter(qw, session=session_from(session))
+
+                def searched(message: str, history: Sequence[Turn]) -> str:
+                    step(1)
+                    return rewriter(message, history)
+
+                report = evaluate_rewrites(rows, catalog=catalog, rewriter=searched)
+    except (InputError, AccessError, LLMError) as exc:
         raise fail(str(exc)) from None
-    report = evaluate_rewrites(rows, catalog=catalog)
     if as_json:
         sys.stdout.write(report.model_dump_json() + "\n")
         return
@@ -123,6 +140,11 @@ def rewrite_eval_cmd(
     out.print(
         f"{report.n} rows, {report.n_rewritten} rewritten by people: gate recall {pct(report.gate_recall)}, "
         f"precision {pct(report.gate_precision)}; guard false alarms {pct(report.guard_false_alarm_rate)}",
+        highlight=False,
+    )
+    out.print(
+        f"the text the plan searches: added-term recall {pct(report.added_term_recall)} at precision {pct(report.added_term_precision)}, "
+        f"token F1 {pct(report.token_f1)}, exact match {pct(report.exact_match)}",
         highlight=False,
     )
     for ex in report.missed[:5]:

@@ -19,6 +19,7 @@ from querywise.cli._app import (
     err,
     esc,
     fail,
+    history_from,
     mode_from,
     out,
     print_warnings,
@@ -74,7 +75,7 @@ def plan_cmd(
     try:
         with QueryWise(settings) as qw:
             print_warnings(qw.warnings)
-            plan = qw.plan(message, history=history or [], session=sess)
+            plan = qw.plan(message, history=history_from(history), session=sess)
     except (AccessError, InputError, LLMError) as exc:
         raise fail(str(exc)) from None
     if as_json:
@@ -117,7 +118,7 @@ def ask_cmd(
         try:
             with QueryWise(settings, ix) as qw:
                 print_warnings(qw.warnings)
-                result = qw.ask(message, history=history or [], session=sess, k=k, mode=search_mode)
+                result = qw.ask(message, history=history_from(history), session=sess, k=k, mode=search_mode)
         except (AccessError, InputError, LLMError) as exc:
             raise fail(str(exc)) from None
     if as_json:
@@ -162,7 +163,13 @@ def demo_cmd(
             for turn in demo_conversation():
                 out.rule(esc(f"turn {turn['turn']} · {turn['demonstrates']}"))
                 out.print(f"[bold]user:[/] {esc(turn['message'])}", highlight=False)
-                render_result(qw.ask(turn["message"], history=history, session={"market": market}, k=k), k)
+                result = qw.ask(turn["message"], history=history, session={"market": market}, k=k)
+                render_result(result, k)
+                ranks = {h.id: h.rank for h in result.hits}
+                for want in turn.get("expected", []):
+                    at = ranks.get(want)
+                    mark = "[green]✓[/]" if at is not None and at <= 3 else "[red]✗[/]"
+                    out.print(f"  {mark} expected [cyan]{esc(want)}[/]: " + (f"rank {at}" if at else "not in the results"), highlight=False)
                 history.append(turn["message"])
 
 

@@ -55,5 +55,6 @@ def demo_corpus() -> list[Chunk]:
 
 
 def demo_conversation() -> list[dict[str, Any]]:
-    """The scripted demo conversation: `{"turn", "message", "demonstrates"}` per user turn."""
+    """The scripted demo conversation: `{"turn", "message", "demonstrates", "expected"}` per user
+    turn (`expected`: the chunk ids that must rank in the top 3)."""
     return [rec for _, rec in read_jsonl(demo_file("conversation.jsonl"))]

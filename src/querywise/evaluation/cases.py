@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from querywise.catalog import Catalog
 from querywise.checks.guard import DEFAULT_IDENTIFIER_PATTERNS
 from querywise.chunking import Chunker
+from querywise.conversation import Turn, TurnError, Turns, as_turns
 from querywise.corpus import MAX_RECORD_CHARS, SKIP_HINT, BadRow, Chunk, beir_corpus_file, read_corpus
 from querywise.files import InputError, parse_jsonl_line, read_jsonl, read_lines
 from querywise.understand.followup import check_follow_up
@@ -62,7 +63,7 @@ class Case(BaseModel):
 
     id: str = Field(min_length=1)
     message: str = Field(min_length=1)
-    history: list[str] = Field(default_factory=list)  # earlier user turns, oldest first
+    history: Turns = ()  # earlier turns, oldest first (strings are user turns)
     relevant: dict[str, int] = Field(default_factory=dict)  # chunk id -> grade (> 0)
     slices: list[str] = Field(default_factory=list)
     route: str | None = None
@@ -109,7 +110,7 @@ def _canonical(tag: str) -> str:
 
 
 def derive_slices(
-    message: str, history: Sequence[str], given: Iterable[str] = (), *, catalog: Catalog | None = None
+    message: str, history: Sequence[str | Turn], given: Iterable[str] = (), *, catalog: Catalog | None = None
 ) -> list[str]:
     """`given` tags, plus the turn and form slices when `given` names none of their values.
 
@@ -144,8 +145,12 @@ def _case_from(rec: dict[str, Any], path: Path, line: int, catalog: Catalog | No
     message, history = rec.get("message"), rec.get("history", [])
     if not isinstance(message, str) or not message.strip():
         raise CaseError(path, line, "missing 'message' (a non-empty string)")
-    if not isinstance(history, list) or not all(isinstance(h, str) for h in history):
-        raise CaseError(path, line, "'history' must be a list of strings (earlier user turns, oldest first)")
+    if not isinstance(history, list):
+        raise CaseError(path, line, "'history' must be a list of earlier turns, oldest first (strings, or {\"role\", \"text\"})")
+    try:
+        history = rec["history"] = as_turns(history)
+    except TurnError as exc:
+        raise CaseError(path, line, str(exc)) from None
     slices = rec.get("slices", [])
     if not isinstance(slices, list) or not all(isinstance(s, str) for s in slices):
         raise CaseError(path, line, "'slices' must be a list of strings")
@@ -364,7 +369,7 @@ def load_doc2dial(folder: Path | str, chunker: Chunker) -> tuple[list[Chunk], li
         gold = _gold_chunk(by_doc[doc_id], start)
         if gold is None:
             raise CaseError(turns_path, line, f"answer_start {start} is past the end of document {doc_id!r}")
-        history = [t["text"] for t in turns if t.get("role", "user") == "user"]
+        history = as_turns(turns)  # the agent's turns too: real follow-ups point into the answers
         extra = ["first_turn"] if not turns else []
         if isinstance(rec.get("domain"), str):
             extra.append(f"domain:{rec['domain']}")

@@ -33,6 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from querywise.conversation import Turns
 from querywise.corpus import Chunk
 from querywise.evaluation.acceptable import AcceptableRule
 from querywise.evaluation.cases import Case
@@ -47,7 +48,7 @@ class FailureRow(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     id: str
     question: str
-    history: list[str]
+    history: Turns  # earlier turns, oldest first, as {"role", "text"}
     acceptable: bool
     gold_chunk: str | None = None
     gold_doc: str | None = None
@@ -120,7 +121,7 @@ def failure_rows(cases: Sequence[Case], runs: Sequence[CaseRun], chunks: Iterabl
         else:
             where = {"gold_chunk": primary}
         rows.append(FailureRow(
-            id=case.id, question=case.message, history=list(case.history), acceptable=rule.acceptable(run.scores),
+            id=case.id, question=case.message, history=case.history, acceptable=rule.acceptable(run.scores),
             gold_ids=gold, scores=dict(run.scores), retrieved=list(run.top), **where,
         ))
     return FailureRows(rule=rule, rows=rows, skipped=skipped)

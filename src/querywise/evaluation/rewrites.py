@@ -12,22 +12,27 @@ tidies spaces is not a rewrite.
   rejects (message -> human standalone, with the row's history). Every rejection of a person's
   rewrite is a false alarm by construction; the examples show what the guard objected to.
 
-With a `rewriter` (message, history -> standalone), the text the pipeline would search is
-compared with the person's: the rewriter's output where the gate flags, the message elsewhere.
+With a `rewriter` (message, history -> the text searched), the text the pipeline searches is
+compared with the person's: the rewriter's output where the gate flags, the message elsewhere
+(`plan_rewriter` makes one from a deployment: the plan's standalone query, LLM or not). Besides
+exact match and token F1, `added_term_recall` and `added_term_precision` say whether the form
+carries what the person added, and only that.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from querywise.catalog import Catalog
 from querywise.checks.guard import DEFAULT_IDENTIFIER_PATTERNS, check_rewrite
+from querywise.conversation import Turn, TurnError, Turns, as_turns, texts
 from querywise.files import InputError, read_jsonl
-from querywise.text import normalize
+from querywise.service import QueryWise
+from querywise.text import analyze, normalize
 from querywise.understand.followup import check_follow_up
 
 __all__ = [
@@ -35,13 +40,15 @@ __all__ = [
     "GuardExample",
     "RewriteReport",
     "RewriteRow",
+    "Rewriter",
     "differs",
     "evaluate_rewrites",
     "load_rewrite_rows",
+    "plan_rewriter",
     "token_f1",
 ]
 
-Rewriter = Callable[[str, Sequence[str]], str]
+Rewriter = Callable[[str, Sequence[Turn]], str]
 MAX_EXAMPLES = 10
 
 
@@ -50,7 +57,7 @@ class RewriteRow(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    history: tuple[str, ...] = ()
+    history: Turns = ()  # earlier turns, oldest first (strings are user turns)
     message: str
     standalone: str
 
@@ -93,6 +100,11 @@ class RewriteReport(BaseModel):
     guard_false_alarm_rate: float | None
     exact_match: float | None = None  # only with a rewriter; case and punctuation ignored
     token_f1: float | None = None  # only with a rewriter
+    # Only with a rewriter, pooled over every row: of the content terms a person's rewrite adds
+    # to the message, the share the searched form holds; of those the form adds, the share the
+    # person's rewrite holds (terms: `querywise.text.analyze`, stemmed, stop words out).
+    added_term_recall: float | None = None
+    added_term_precision: float | None = None
     missed: list[GateExample] = Field(default_factory=list)
     false_flags: list[GateExample] = Field(default_factory=list)
     guard_false_alarms: list[GuardExample] = Field(default_factory=list)
@@ -107,9 +119,13 @@ def load_rewrite_rows(path: Path | str) -> list[RewriteRow]:
             raise InputError(path, line, "missing 'message' (a non-empty string)")
         if not isinstance(standalone, str) or not standalone.strip():
             raise InputError(path, line, "missing 'standalone' (a non-empty string)")
-        if not isinstance(history, list) or not all(isinstance(h, str) for h in history):
-            raise InputError(path, line, "'history' must be a list of strings (earlier user turns, oldest first)")
-        rows.append(RewriteRow(history=tuple(history), message=message, standalone=standalone))
+        if not isinstance(history, list):
+            raise InputError(path, line, "'history' must be a list of earlier turns, oldest first (strings, or {\"role\", \"text\"})")
+        try:
+            turns = as_turns(history)
+        except TurnError as exc:
+            raise InputError(path, line, str(exc)) from None
+        rows.append(RewriteRow(history=turns, message=message, standalone=standalone))
     if not rows:
         raise InputError(path, None, "no rows")
     return rows
@@ -144,6 +160,17 @@ def token_f1(predicted: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+def plan_rewriter(deployment: QueryWise, *, session: Mapping[str, str] | None = None) -> Rewriter:
+    """The text a deployment's plan searches for a message: its standalone query (the LLM's, or
+    the deterministic form: replacing the message, or searched next to it), else the message."""
+
+    def searched(message: str, history: Sequence[Turn]) -> str:
+        plan = deployment.plan(message, history=history, session=session)
+        return next((q.text for q in plan.queries if q.kind == "standalone"), message)
+
+    return searched
+
+
 def _ratio(num: int, den: int) -> float | None:
     return num / den if den else None
 
@@ -168,6 +195,7 @@ def evaluate_rewrites(
     alarms: list[GuardExample] = []
     exact: list[float] = []
     f1: list[float] = []
+    added_both = added_person = added_form = 0
     for row in rows:
         gate = check_follow_up(row.message, row.history, catalog=catalog)
         person = differs(row.message, row.standalone)
@@ -179,7 +207,7 @@ def evaluate_rewrites(
         if person != gate.needs_context:
             example = GateExample(
                 message=row.message,
-                previous=row.history[-1] if row.history else None,
+                previous=row.history[-1].text if row.history else None,
                 standalone=row.standalone,
                 reason=gate.reason,
                 cues=list(gate.cues),
@@ -190,7 +218,7 @@ def evaluate_rewrites(
                 bucket.append(example)
         if person:
             guard = check_rewrite(
-                row.message, row.standalone, row.history, catalog=catalog, identifier_patterns=identifier_patterns
+                row.message, row.standalone, texts(row.history), catalog=catalog, identifier_patterns=identifier_patterns
             )
             if not guard.ok:
                 rejected += 1
@@ -207,6 +235,11 @@ def evaluate_rewrites(
             searched = rewriter(row.message, row.history) if gate.needs_context else row.message
             exact.append(float(" ".join(_tokens(searched)) == " ".join(_tokens(row.standalone))))
             f1.append(token_f1(searched, row.standalone))
+            own = set(analyze(row.message))
+            person_adds, form_adds = set(analyze(row.standalone)) - own, set(analyze(searched)) - own
+            added_both += len(person_adds & form_adds)
+            added_person += len(person_adds)
+            added_form += len(form_adds)
     return RewriteReport(
         n=len(rows),
         n_rewritten=rewritten,
@@ -220,6 +253,8 @@ def evaluate_rewrites(
         guard_false_alarm_rate=_ratio(rejected, rewritten),
         exact_match=sum(exact) / len(exact) if exact else None,
         token_f1=sum(f1) / len(f1) if f1 else None,
+        added_term_recall=_ratio(added_both, added_person) if rewriter is not None else None,
+        added_term_precision=_ratio(added_both, added_form) if rewriter is not None else None,
         missed=missed,
         false_flags=false_flags,
         guard_false_alarms=alarms,

@@ -53,7 +53,7 @@ class RewriteCache(Generic[V]):
     def _key(self, task: str, text: str) -> tuple[str, str, str]:
         return (task, normalise(text), self.version)
 
-    def get(self, task: str, text: str, history: Sequence[str]) -> V | None:
+    def get(self, task: str, text: str, history: Sequence[object]) -> V | None:
         if history or self.max_size == 0:
             return None
         with self._lock:
@@ -63,7 +63,7 @@ class RewriteCache(Generic[V]):
             self._items.move_to_end(key)
             return self._items[key]
 
-    def put(self, task: str, text: str, history: Sequence[str], value: V) -> None:
+    def put(self, task: str, text: str, history: Sequence[object], value: V) -> None:
         if history or self.max_size == 0:
             return
         with self._lock:

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from querywise.conversation import Turn, as_turns
 from querywise.llm.prompt import load_prompt
 from querywise.llm.provider import LLMError, Message, Provider, StructuredRequest, StructuredResult
 
@@ -17,15 +18,24 @@ __all__ = ["call_structured", "conversation_key", "user_content"]
 M = TypeVar("M", bound=BaseModel)
 
 
-def conversation_key(message: str, history: Sequence[str] = ()) -> str:
-    """Earlier user turns and the message, one per line: the input a response is keyed by."""
-    return "\n".join([*history, message])
+def _said(turn: str | Turn) -> str:
+    # A user turn reads as its words (so a history of strings keys as it always did); an
+    # assistant turn is marked, so that the same words said by the other side key apart.
+    if not isinstance(turn, Turn):
+        return turn
+    return turn.text if turn.role == "user" else f"[assistant] {turn.text}"
 
 
-def user_content(message: str, history: Sequence[str] = (), extra: str = "") -> str:
+def conversation_key(message: str, history: Sequence[str | Turn] = ()) -> str:
+    """Earlier turns and the message, one per line: the input a response is keyed by."""
+    return "\n".join([*(_said(t) for t in history), message])
+
+
+def user_content(message: str, history: Sequence[str | Turn] = (), extra: str = "") -> str:
     parts = []
     if history:
-        parts.append("Conversation so far (earlier user turns, oldest first):\n" + "\n".join(f"- {t}" for t in history))
+        turns = as_turns(history)
+        parts.append("Conversation so far (oldest first):\n" + "\n".join(f"- {t.role}: {t.text}" for t in turns))
     parts.append(f"Message: {message}")
     if extra:
         parts.append(extra)

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from querywise.conversation import Turns
 from querywise.files import InputError, read_jsonl
 
 __all__ = [
@@ -45,7 +46,7 @@ class Failure(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
     id: str = Field(min_length=1)
     question: str
-    history: list[str] = Field(default_factory=list)
+    history: Turns = ()  # earlier turns, oldest first (strings are user turns)
     acceptable: bool = False
     retrieved: list[str] | None = None
     gold_chunk: str | None = None
@@ -60,9 +61,6 @@ class Failure(BaseModel):
             data = dict(data)
             if isinstance(data.get("id"), int) and not isinstance(data.get("id"), bool):
                 data["id"] = str(data["id"])
-            hist = data.get("history")
-            if isinstance(hist, list):  # chat transcripts give {"role", "text"}; keep the words
-                data["history"] = [h.get("text", "") if isinstance(h, dict) else h for h in hist]
         return data
 
     @model_validator(mode="after")

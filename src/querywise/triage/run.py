@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from querywise.conversation import texts as turn_texts
 from querywise.corpus import Chunk
 from querywise.index.engine import Mode
 from querywise.index.store import Hit, Index
@@ -145,7 +146,7 @@ def triage_cases(
                     f.question, gold.search_text,
                     [(n, table.chunks[n].search_text) for n in table.neighbours(gold.id)], crosses=loc.crosses,
                 ),
-                "query": check_query(f.question, f.history, gold.search_text),
+                "query": check_query(f.question, turn_texts(f.history), gold.search_text),
                 "rank_original": rank,
                 "above_original": [
                     AboveGold(id=h.id, rank=h.rank, snippet=_snippet(h.text),
@@ -200,7 +201,7 @@ def _label_check(
     question's rank in a dense and in a lexical search of its own."""
     gold_ids = _gold_ids(ev.location)
     gold_text = "\n".join(table.chunks[c].search_text for c in sorted(gold_ids, key=table.order.__getitem__))
-    terms, shared = shared_terms(f.question, f.history, gold_text)
+    terms, shared = shared_terms(f.question, turn_texts(f.history), gold_text)
     searched = bool(terms) and not shared and ev.rank_original is None
     dense = lexical = None
     if searched:  # the run's own search missed it; the two that mode did not run may not

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from querywise.checks.guard import rewrite_limit
 from querywise.config import LimitsSettings
+from querywise.conversation import Turn, as_turns
 from querywise.files import InputError
 
 __all__ = ["LimitError", "within_limits"]
@@ -34,19 +35,19 @@ class LimitError(InputError):
         self.length, self.limit, self.key = length, limit, key
 
 
-def within_limits(message: str, history: Sequence[str], limits: LimitsSettings) -> tuple[str, list[str]]:
-    """The message and the history to plan with; raises `LimitError` for a message or a kept
-    turn over its limit. Turns are counted from 1, oldest first, as the caller passed them.
+def within_limits(message: str, history: Sequence[str | Turn], limits: LimitsSettings) -> tuple[str, tuple[Turn, ...]]:
+    """The message and the history to plan with (as turns); raises `LimitError` for a message or
+    a kept turn over its limit. Turns are counted from 1, oldest first, as the caller passed them.
 
-    >>> within_limits("and the Pro?", ["a", "b", "c"], LimitsSettings(max_history_turns=2))
-    ('and the Pro?', ['b', 'c'])
+    >>> within_limits("and the Pro?", ["a", "b", "c"], LimitsSettings(max_history_turns=2))[1]
+    (Turn(role='user', text='b'), Turn(role='user', text='c'))
     """
     if len(message) > limits.max_message_chars:
         raise LimitError("message", len(message), limits.max_message_chars, "max_message_chars")
     dropped = max(0, len(history) - limits.max_history_turns)
-    kept = list(history[dropped:])
+    kept = as_turns(history[dropped:])
     for n, turn in enumerate(kept, start=dropped + 1):
-        if len(turn) > limits.max_turn_chars:
-            raise LimitError(f"history turn {n}", len(turn), limits.max_turn_chars, "max_turn_chars")
+        if len(turn.text) > limits.max_turn_chars:
+            raise LimitError(f"history turn {n}", len(turn.text), limits.max_turn_chars, "max_turn_chars")
     rewrite_limit(limits.max_rewrite_chars)
     return message, kept

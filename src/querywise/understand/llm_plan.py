@@ -18,6 +18,7 @@ from querywise.checks.filters import Dropped, validate_filters
 from querywise.checks.guard import check_rewrite
 from querywise.conditions import Where
 from querywise.config import AccessSettings, FilterSettings, RouteSpec
+from querywise.conversation import Turn, texts
 from querywise.llm.provider import FailureReason, LLMError, Provider
 from querywise.llm.schemas import PlanOutput, clean_filters, filters_schema
 from querywise.llm.structured import call_structured, conversation_key, user_content
@@ -59,7 +60,7 @@ class PlanOutcome:
 def plan_call(
     provider: Provider,
     message: str,
-    history: Sequence[str],
+    history: Sequence[Turn],
     *,
     needs: PlanNeeds,
     routes: Sequence[RouteSpec],
@@ -71,6 +72,7 @@ def plan_call(
 ) -> Called[PlanOutcome]:
     """One call; raises `LLMError` for a failed call or an answer that fails a check."""
     names = [r.name for r in routes] if needs.route else []
+    said = texts(history)  # what the rewrite may draw on: the user's turns and the assistant's
     fschema = filters_schema(filter_settings, catalog) if needs.filters and filter_settings.fields else None
     extra = [f"Fields wanted: {needs.describe()}. Set every other field to null."]
     if names:
@@ -93,7 +95,7 @@ def plan_call(
     standalone, ask, guard = None, None, ""
     if needs.rewrite:
         if out.standalone is not None and out.standalone.strip():
-            g = check_rewrite(message, out.standalone, history, catalog=catalog)
+            g = check_rewrite(message, out.standalone, said, catalog=catalog)
             if not g.ok:
                 raise reject("guard_rejected", g.reason if g.too_long else f"rewrite {out.standalone!r} lost {list(g.lost)}, invented {list(g.invented)}")
             standalone, guard = out.standalone.strip(), "kept every term, invented none"
@@ -101,7 +103,7 @@ def plan_call(
             ask = Ask(question=out.clarifying_question, options=list(out.options or []))
     assume = None
     if out.assumption and out.assumption.strip() and ask is None:
-        g = check_rewrite(message, out.assumption, history, catalog=catalog)
+        g = check_rewrite(message, out.assumption, said, catalog=catalog)
         if g.invented:
             raise reject("guard_rejected", f"assumption: {g.reason}" if g.too_long else f"assumption {out.assumption!r} invents {list(g.invented)}")
         assume = Assume(text=out.assumption.strip())
@@ -111,7 +113,7 @@ def plan_call(
         where, dropped = validate_filters(clean_filters(out.filters), filter_settings, catalog=catalog, access=access)
         if where and out.semantic_query and out.semantic_query.strip():
             semantic = out.semantic_query.strip()
-            g = check_rewrite(message, semantic, history, catalog=catalog)
+            g = check_rewrite(message, semantic, said, catalog=catalog)
             if g.invented:
                 raise reject("guard_rejected", f"semantic query: {g.reason}" if g.too_long else f"semantic query {semantic!r} invents {list(g.invented)}")
     outcome = PlanOutcome(standalone, ask, assume, route, semantic, where, tuple(dropped), guard)

@@ -28,13 +28,16 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
+
+import numpy as np
 
 from querywise.catalog import Catalog
 from querywise.checks.guard import check_rewrite
 from querywise.conditions import Where, describe
 from querywise.config import LLM_MOVES, Move, Settings
+from querywise.conversation import Turn, texts
 from querywise.embed import Embedder, embedder_for
 from querywise.index.lexical import Lexicon
 from querywise.llm.factory import provider_from
@@ -52,7 +55,8 @@ from querywise.understand import enrich
 from querywise.understand.access import access_from_session
 from querywise.understand.ambiguity import disambiguate
 from querywise.understand.filters import extract_filters
-from querywise.understand.followup import check_follow_up, concat_standalone
+from querywise.understand.followup import Standalone, check_follow_up, concat_standalone, names_its_subject, points_back, standalone_form
+from querywise.understand.followup.referent import ANSWER_CHARS
 from querywise.understand.limits import within_limits
 from querywise.understand.llm_plan import PlanNeeds, PlanOutcome, plan_call
 from querywise.understand.route import RouteDecision, Router, load_examples
@@ -126,12 +130,13 @@ class Understander:
         self,
         message: str,
         *,
-        history: Sequence[str] = (),
+        history: Sequence[str | Turn] = (),
         session: Mapping[str, str] | None = None,
         today: dt.date | None = None,
     ) -> QueryPlan:
-        """The plan for `message`. Pass-through by default: a clear standalone message is
-        searched as typed, and every change says why in the trace."""
+        """The plan for `message` after `history` (earlier turns, oldest first: strings are user
+        turns, `Turn`s may be the assistant's). Pass-through by default: a clear standalone
+        message is searched as typed, and every change says why in the trace."""
         message, history = within_limits(message, history, self.settings.limits)  # [limits]: LimitError over one; oldest turns dropped
         trace: list[TraceStep] = []
         access = access_from_session(session or {}, self.settings.access)
@@ -172,7 +177,7 @@ class Understander:
         if kind == "original":  # an LLM rewrite supersedes the weak follow-up's enrichment
             queries += beside
         queries, action = self._spelling(queries, action, trace) if "spelling" in on else _off("spelling", trace, (queries, action))
-        action = self._ambiguity(text, history, route, action, trace) if "ambiguity" in on else _off("ambiguity", trace, action)
+        action = self._ambiguity(text, texts(history), route, action, trace) if "ambiguity" in on else _off("ambiguity", trace, action)
         if self.tier is None:
             trace += [TraceStep(move=m, status="skipped", reason="no [llm] provider configured") for m in _ENRICHMENTS if m in on]
         else:
@@ -186,7 +191,7 @@ class Understander:
     # --- the LLM tier: gate, one call, checks, fallback by route ----------------------------
 
     def _llm_plan(
-        self, message: str, history: Sequence[str], text: str, kind: QueryKind, decision: RouteDecision, needs_context: bool,
+        self, message: str, history: Sequence[Turn], text: str, kind: QueryKind, decision: RouteDecision, needs_context: bool,
         on: set[Move], trace: list[TraceStep],
     ) -> tuple[str, QueryKind, str, Action, _LLMPlan]:
         route = decision.route
@@ -333,7 +338,7 @@ class Understander:
 
     # --- one method per move: call the move, record what it did ---------------------------
 
-    def _follow_up(self, message: str, history: Sequence[str], trace: list[TraceStep]) -> tuple[str, QueryKind, bool, list[PlanQuery]]:
+    def _follow_up(self, message: str, history: Sequence[Turn], trace: list[TraceStep]) -> tuple[str, QueryKind, bool, list[PlanQuery]]:
         """The text later moves read, its kind, whether it needs the conversation, and queries
         to search next to it. A strong verdict replaces the message by its standalone form; a
         weak one (topic continuity only) keeps the message and searches that form next to it."""
@@ -342,13 +347,31 @@ class Understander:
         if not gate.needs_context:
             trace.append(TraceStep(move="follow_up", status="skipped", reason=gate.reason, latency_ms=_ms(started)))
             return message, "original", False, []
-        standalone = concat_standalone(message, history)
-        guard = check_rewrite(message, standalone, history, catalog=self.catalog)
-        if not guard.ok:  # a name the guard reads across the join; search the message as typed
-            trace.append(TraceStep(move="follow_up", status="failed", reason=f"{gate.reason}; rewrite rejected: {guard.reason}", latency_ms=_ms(started)))
+        if gate.strength == "weak" and (similarity := self._new_subject(message, history)) is not None:
+            shift = (f"a new subject: it names its own and is at most {similarity:.2f} similar to the last turns "
+                     f"(under [understanding] topic_shift_below = {self.settings.understanding.topic_shift_below})")
+            trace.append(TraceStep(move="follow_up", status="skipped", reason=f"{gate.reason}; but {shift}: searched as typed",
+                                   latency_ms=_ms(started), details={"cues": list(gate.cues), "similarity": round(similarity, 3)}))
+            return message, "original", False, []
+        if gate.strength == "strong" and not points_back(gate):
+            # A description that needs an anchor ("the address", "what kind?") is weaker evidence
+            # than a pronoun, and also how new subjects open: keep the message, search the form beside it.
+            gate = replace(gate, strength="weak", reason=f"{gate.reason} (a description, not a pointer: the message is kept)")
+        said = texts(history)
+        form = standalone_form(message, history, gate, catalog=self.catalog)
+        guard = check_rewrite(message, form.text, said, catalog=self.catalog)
+        how = f"deterministic standalone form ({form.method}): {form.why}"
+        if not guard.ok and form.method != "previous_turn":  # the referent form failed: today's form
+            fallback = concat_standalone(message, history)
+            how = f"{how}; rejected ({guard.reason}), so the previous user turn + message"
+            form, guard = Standalone(fallback, "previous_turn", why=how), check_rewrite(message, fallback, said, catalog=self.catalog)
+        if not guard.ok or form.text == message:  # a name the guard reads across the join; search the message as typed
+            why = f"rewrite rejected: {guard.reason}" if not guard.ok else "nothing in the conversation to carry into it"
+            trace.append(TraceStep(move="follow_up", status="failed", reason=f"{gate.reason}; {why}", latency_ms=_ms(started)))
             return message, "original", True, []
-        how = "deterministic standalone form: previous user turn + message (no LLM rewriter configured)"
-        details = {"cues": list(gate.cues), "strength": gate.strength, "guard": guard.reason}
+        standalone = form.text
+        details = {"cues": list(gate.cues), "strength": gate.strength, "guard": guard.reason, "method": form.method,
+                   "referents": [r.text for r in form.referents]}
         if gate.strength == "weak":
             trace.append(
                 TraceStep(
@@ -364,6 +387,21 @@ class Understander:
             )
         )
         return standalone, "standalone", True, []
+
+    def _new_subject(self, message: str, history: Sequence[Turn]) -> float | None:
+        """The message's greatest similarity to the last turns when it opens a new subject (it
+        names a subject of its own and is less similar than `topic_shift_below` to each of them),
+        else None. Embeds only messages flagged by topic continuity alone."""
+        below = self.settings.understanding.topic_shift_below
+        if below <= 0 or not history or not names_its_subject(message, catalog=self.catalog):
+            return None
+        recent = [t.text[:ANSWER_CHARS] for t in history[-self.settings.understanding.topic_window :] if t.text.strip()]
+        if not recent:
+            return None
+        vectors = np.asarray(self.embedder.embed([message, *recent]), dtype=np.float32)
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        similarity = float((vectors[1:] @ vectors[0]).max())
+        return similarity if similarity < below else None
 
     def _filters(self, text: str, queries: list[PlanQuery], today: dt.date, trace: list[TraceStep]) -> tuple[Where, Where, list[PlanQuery]]:
         started = time.perf_counter()

@@ -106,7 +106,7 @@ class LLMTier:
         *,
         route: str | None,
         text: str,
-        history: Sequence[str] = (),
+        history: Sequence[object] = (),
         why: str = "",
     ) -> tuple[Called[T] | None, TraceStep]:
         """Call `fn(seconds_left)` within the request's deadline (or serve a single-turn result

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from querywise.catalog import Catalog
+from querywise.conversation import Turn, as_turns, user_texts
 from querywise.text import ANALYSIS_CHARS, analysed_history, analyze  # the shared stemmer, so "language" meets "languages"
 from querywise.understand.followup.message import (
     ARTICLE,
@@ -67,8 +68,13 @@ from querywise.understand.followup.message import (
     UNIQUE,
     Message,
 )
+from querywise.understand.followup.referent import Referent, Standalone, Tracker, joined, resolve
 
-__all__ = ["FollowUp", "check_follow_up", "concat_standalone"]
+#: How much of the assistant's last answer a reply to it carries into its standalone form (a chat
+#: answer can run to paragraphs; doc2dial's agent turns are 83 characters at the median).
+ANSWER_QUERY_CHARS = 300
+
+__all__ = ["ANSWER_QUERY_CHARS", "FollowUp", "Standalone", "check_follow_up", "concat_standalone", "names_its_subject", "points_back", "standalone_form"]
 
 
 @dataclass(frozen=True)
@@ -368,7 +374,7 @@ def _continues_topic(m: Message, history: Sequence[str]) -> Iterator[Cue]:
 
 def check_follow_up(
     message: str,
-    history: Sequence[str],
+    history: Sequence[str | Turn],
     *,
     catalog: Catalog | None = None,
 ) -> FollowUp:
@@ -396,15 +402,15 @@ def check_follow_up(
             cues.setdefault(key, why)
     strength: Literal["strong", "weak"] = "strong"
     if not cues:
-        cues.update(_continues_topic(m, analysed_history(history)))
+        cues.update(_continues_topic(m, analysed_history(user_texts(history))))
         strength = "weak"
     if not cues:
         return FollowUp(False, "no reference outside the message: searched as typed")
     return FollowUp(True, "; ".join(cues.values()), tuple(cues), strength)
 
 
-def concat_standalone(message: str, history: Sequence[str]) -> str:
-    """The previous user turn, a space, then the message: the deterministic standalone form.
+def concat_standalone(message: str, history: Sequence[str | Turn]) -> str:
+    """The previous user turn, a space, then the message: the fallback standalone form.
     A turn without closing punctuation gets a full stop, so that no name seems to run across
     the join ("Yes" + "How can I ..." is not a "Yes How").
 
@@ -413,9 +419,63 @@ def concat_standalone(message: str, history: Sequence[str]) -> str:
     >>> concat_standalone("How can I request?", ["Yes"])
     'Yes. How can I request?'
     """
-    if not history:
-        return message
-    previous = history[-1].strip()
-    if previous and previous[-1] not in ".?!;:":
-        previous += "."
-    return f"{previous} {message.strip()}"
+    said = user_texts(history)
+    return joined(said[-1], message) if said else message
+
+
+def standalone_form(message: str, history: Sequence[str | Turn], gate: FollowUp, *, catalog: Catalog | None = None) -> Standalone:
+    """The deterministic standalone form of a message the gate flagged: the conversation's
+    referent carried into it (`referent.resolve`).
+
+    The conversation is read turn by turn, each user turn that leaned on the ones before it
+    resolved first and tracked as resolved: the subject of "what is throat cancer?" stays in
+    focus through "is it treatable?" and "what are the main symptoms?"."""
+    turns = as_turns(history)
+    tracker = Tracker(catalog)
+    previous: str | None = None
+    for n, turn in enumerate(turns):
+        said = turn.text
+        carried: tuple[Referent, ...] = ()
+        appended: tuple[Referent, ...] = ()
+        if turn.role == "user":
+            earlier = check_follow_up(said, turns[:n], catalog=catalog)
+            resolved = resolve(said, tracker, earlier.cues, previous=previous) if earlier.needs_context else None
+            if resolved is not None:
+                carried, appended = (resolved.referents, ()) if resolved.method == "placed" else ((), resolved.referents)
+            previous = resolved.text if resolved is not None else said
+        tracker.read(said, turn.role, carried, appended)
+    form = resolve(message, tracker, gate.cues, previous=previous)
+    if turns and turns[-1].role == "assistant" and (answer := _excerpt(turns[-1].text, ANSWER_QUERY_CHARS)):
+        # A reply to the answer just given: its words are the vocabulary of what the user is
+        # looking at (doc2dial follow-ups, train split: recall@5 0.54 -> 0.64 with them).
+        return replace(form, text=f"{form.text.rstrip()} {answer}", why=f"{form.why}; the assistant's last answer appended")
+    return form
+
+
+def _excerpt(text: str, limit: int) -> str:
+    """The first `limit` characters of `text`, cut at a word boundary."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    return cut[: cut.rfind(" ")] if " " in cut else cut
+
+
+def names_its_subject(message: str, *, catalog: Catalog | None = None) -> bool:
+    """Whether the message names something of its own (an entity, an identifier, a noun phrase):
+    what a message that opens a new subject does."""
+    return bool(Tracker(catalog).mentions(message))
+
+
+#: Cues that point back at something said before (a pronoun, a demonstrative, an elliptical opener
+#: or particle, a message too short to stand): the message cannot be searched alone. The others --
+#: a description with no anchor, a presupposed set ("any other ..."), a pro-form ("do I need
+#: one?") -- also open new subjects, so the message is kept beside its form (doc2dial's train
+#: documents: set and pro-form kept cost the follow-up slice 0.004 recall@5, save changes of subject 0.013).
+POINTING_CUES = ("pronoun:", "demonstrative:", "opener:", "particle:", "short")
+
+
+def points_back(gate: FollowUp) -> bool:
+    """Whether a cue of the verdict points back (`POINTING_CUES`) rather than describes
+    something that needs an anchor (a definite, a classifier, a relation, a comparative)."""
+    return any(c.startswith(POINTING_CUES) for c in gate.cues)

@@ -1,0 +1,404 @@
+"""The standalone form of a follow-up without an LLM: what the conversation is about, carried into
+the message.
+
+Salience tracking (an entity grid reduced to one column per referent): every earlier turn, user
+or assistant, oldest first, mentions referents --
+
+- catalog entities, longest name first, by their canonical name (an alias or a part number
+  names the entity); a partial name that completes the referent in focus ("the Pro" after the
+  Solace 7 is the Solace 7 Pro: "Solace 7" + "Pro" is a name the catalog knows);
+- identifiers (`[A-Z]{2,}-\\d{3,}` and the like: order, part and ticket numbers);
+- noun phrases: runs of content words, less a verb the sentence's shape gives away (after a
+  wh-word, a subject pronoun or "to": "what *causes* throat cancer").
+
+A user turn's unresolved pronoun mentions the referent in focus again, so the conversation's
+subject survives a chain of "it"s. Each mention weighs `DECAY ** turns_back`, a user turn's more
+than an answer's (`ASSISTANT_WEIGHT`), an entity's or identifier's more than a phrase's
+(`PHRASE_WEIGHT`), the first phrase of a turn (its topic) more than the others. A turn with no
+content ("thanks!", "ok") mentions nothing.
+
+The message is then resolved to the most salient compatible referent (number agreement: "they"
+wants a plural or several entities, "it" a singular): a pronoun or demonstrative is replaced where
+it stands ("does it cover water damage?" -> "does the Halden Solace 7 Pro cover water damage?"); an
+elliptical opener ("And the Pro?", "what about the EU?") keeps the previous user turn's frame, as
+resolved itself; any other reference (a definite with no anchor, a bare comparative, topic
+continuity) gets the referent appended. When no referent is found the form is the previous user
+turn + the message (`concat_standalone`), and `Standalone.method` says so. The guard checks the
+result like any rewrite.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple
+
+from querywise.catalog import Catalog, Entity
+from querywise.text import analyze
+from querywise.understand.followup.message import (
+    AUX,
+    CLASSIFIER,
+    DEICTIC_ORDER,
+    DOMAIN_ADJ,
+    PART_IN,
+    PERSONAL,
+    PREP,
+    RELATION_NOUN,
+    RELATION_PRED,
+    SUPERLATIVE,
+    Message,
+    _Tok,
+)
+
+__all__ = ["Phrase", "Referent", "Standalone", "Tracker", "joined", "noun_phrases", "resolve"]
+
+#: Weight of a mention one turn further back.
+DECAY = 0.6
+#: An answer mentions many things in passing; the user's words say what they are asking about.
+ASSISTANT_WEIGHT = 0.5
+#: A noun phrase is a weaker referent than a name the catalog or the identifier pattern knows.
+PHRASE_WEIGHT = 0.5
+#: The first noun phrase of a turn is its topic.
+TOPIC_BONUS = 1.5
+#: A pronoun weighs up the latest turn's referents by this (its centre fully, the others half) ...
+RECENT_BONUS = 1.0
+#: ... and down those of the other number by this. Both chosen on CAsT 2019's train topics.
+NUMBER_PENALTY = 0.3
+#: Answers are long: only their first words are read for referents.
+ANSWER_CHARS = 600
+
+_IDENTIFIER = re.compile(r"\b[A-Za-z]{2,}-?\d{3,}\b|\b\d{6,}\b")
+_WH = frozenset(["what", "why", "how", "where", "when", "who", "which", "whose"])
+_SUBJECT = frozenset(["i", "you", "we", "they", "he", "she", "it"])
+_PLURAL_PRONOUNS = frozenset(["they", "them", "their", "theirs", "themselves", "these", "those"])
+_SINGULAR_PRONOUNS = frozenset(["it", "its", "itself", "this", "that"])
+_ATTACHING = frozenset(("on", "for", "in", "at", "about", "with", "from"))
+_ARTICLES = frozenset(("the", "a", "an"))
+_WH_ADVERBS = frozenset(["why", "how", "when", "where"])
+# Words that are no referent on their own: ordinals and superlatives, domain adjectives,
+# classifier and relation nouns ("types", "the difference"), which are relative to a referent.
+_NOT_REFERENTS = SUPERLATIVE | DEICTIC_ORDER | DOMAIN_ADJ | CLASSIFIER | RELATION_NOUN | RELATION_PRED | PART_IN
+_IRREGULAR_PLURALS = frozenset(["people", "children", "men", "women", "police", "cattle", "data", "media", "feet", "teeth", "mice", "geese"])
+# Irregular past participles: a verb at the edge of a run ("what is Herbert Spencer *known* for").
+_PARTICIPLES = frozenset(
+    ["known", "shown", "grown", "taken", "given", "chosen", "written", "eaten", "driven", "seen", "done", "gone", "made", "taught", "bought", "brought", "thought", "caught", "found", "held", "kept", "left", "lost", "meant", "met", "paid", "put", "said", "sent", "sold", "spent", "stood", "told", "understood", "won", "built", "born"]
+)
+_ENDS = frozenset({"?", ".", "!", ""})
+_DEMONSTRATIVES = frozenset(["this", "that", "these", "those"])
+_OPENER_CUES = ("opener:", "particle:", "short")
+_PLACED_CUES = ("pronoun:", "demonstrative:", "pro-form:one", "pro-form:ones")
+
+Method = Literal["placed", "appended", "previous_turn", "none"]
+
+
+@dataclass
+class Referent:
+    """Something the conversation has talked about, and how salient it is now."""
+
+    text: str  # the words to carry into a follow-up
+    kind: Literal["entity", "identifier", "name", "phrase"]  # name: a phrase with a proper name in it
+    key: tuple[str, ...]  # what makes two mentions the same referent (stems, or the entity id)
+    plural: bool = False
+    score: float = 0.0
+    last_turn: int = -1
+    last_rank: int = 0  # its place among the mentions of its last turn (0: the turn's centre)
+    definite: bool = False  # said with "the" (a phrase keeps it where it is placed)
+
+    @property
+    def placed(self) -> str:
+        """The words that stand in for a pronoun: a product takes "the"."""
+        return f"the {self.text}" if self.kind == "entity" or self.definite else self.text
+
+
+@dataclass(frozen=True)
+class Standalone:
+    """The standalone form and how it was made (for the trace)."""
+
+    text: str
+    method: Method
+    referents: tuple[Referent, ...] = ()  # what it carried in, placed or appended
+    why: str = ""
+
+
+@dataclass
+class Tracker:
+    """Referents of a conversation, most salient first (see the module's docstring)."""
+
+    catalog: Catalog | None = None
+    referents: dict[tuple[str, ...], Referent] = field(default_factory=dict)
+    turn: int = 0
+
+    def read(self, text: str, role: str = "user", carried: Sequence[Referent] = (), appended: Sequence[Referent] = ()) -> None:
+        """Decay every referent by one turn, then add this turn's mentions: `carried` (what its
+        pronouns were resolved to: the turn's centre, first), its own, then `appended` (what its
+        standalone form added)."""
+        for r in self.referents.values():
+            r.score *= DECAY
+        weight = 1.0 if role == "user" else ASSISTANT_WEIGHT
+        said = text if role == "user" else text[:ANSWER_CHARS]
+        mentions = [*carried, *self.mentions(said), *appended]
+        seen: set[tuple[str, ...]] = set()
+        for r in mentions:
+            if r.key in seen:
+                continue
+            w = weight * (PHRASE_WEIGHT if r.kind in ("name", "phrase") else 1.0) * (TOPIC_BONUS if not seen else 1.0)
+            kept = self.referents.setdefault(r.key, Referent(r.text, r.kind, r.key, r.plural, definite=r.definite))
+            kept.score += w
+            kept.last_turn, kept.last_rank = self.turn, len(seen)
+            seen.add(r.key)
+        self.turn += 1
+
+    def by_salience(self) -> list[Referent]:
+        """Every referent, the conversation's focus (most mentioned, recently) first."""
+        return sorted((r for r in self.referents.values() if r.score > 0), key=lambda r: (-r.score, -r.last_turn))
+
+    def by_recency(self) -> list[Referent]:
+        """Every referent, the latest turn's centre first (Centering: a pronoun takes the highest
+        ranked referent of the turn before)."""
+        return sorted((r for r in self.referents.values() if r.score > 0), key=lambda r: (-r.last_turn, r.last_rank, -r.score))
+
+    def mentions(self, text: str) -> list[Referent]:
+        """The referents `text` names, in reading order (a noun phrase's "of" complement first)."""
+        found: list[tuple[float, Referent]] = []
+        taken: list[tuple[int, int]] = []
+        if self.catalog is not None:
+            for m in self.catalog.mentions(text):
+                if len(m.entities) == 1:
+                    found.append((m.start, _entity(m.entities[0])))
+                    taken.append((m.start, m.end))
+            for start, end, entity in self._completions(text, taken):
+                found.append((start, _entity(entity)))
+                taken.append((start, end))
+        for hit in _IDENTIFIER.finditer(text):
+            if not any(a <= hit.start() < b for a, b in taken):
+                ident = hit.group(0).upper()
+                found.append((hit.start(), Referent(ident, "identifier", ("id", ident))))
+                taken.append((hit.start(), hit.end()))
+        msg = Message(text, taken, catalog=self.catalog is not None)
+        for p in noun_phrases(msg, taken):
+            key = tuple(analyze(p.words))
+            if key:
+                found.append((p.at, Referent(p.words, "name" if p.named else "phrase", key, plural=_plural(p.head), definite=p.definite)))
+        # Names (catalog, identifiers, phrases with a proper name) rank before common nouns: "the
+        # warranty on the Vela X3" is about the Vela X3.
+        return [r for _, r in sorted(found, key=lambda x: (x[1].kind == "phrase", x[0]))]
+
+    def _completions(self, text: str, taken: list[tuple[int, int]]) -> list[tuple[int, int, Entity]]:
+        """A partial name that, after a surface form of an entity in focus, names another entity:
+        "the Pro" after the Solace 7 (the catalog knows "Solace 7 Pro")."""
+        assert self.catalog is not None
+        focus = [r for r in self.referents.values() if r.kind == "entity" and r.score > 0]
+        if not focus:
+            return []
+        focus.sort(key=lambda r: -r.score)
+        out: list[tuple[int, int, Entity]] = []
+        for m in re.finditer(r"\b(?:the|a|an)\s+((?:[A-Z0-9][\w-]*)(?:\s+[A-Z0-9][\w-]*){0,2})", text):
+            start, end = m.start(1), m.end(1)
+            if any(a < end and start < b for a, b in taken):
+                continue
+            for r in focus[:3]:
+                entity = self._entity_by_id(r.key[1])
+                hit = next((e for form in entity.surface_forms if (e := self._whole_name(f"{form} {m.group(1)}")) is not None), None) if entity else None
+                if hit is not None and hit.id != r.key[1]:
+                    out.append((start, end, hit))
+                    break
+        return out
+
+    def _entity_by_id(self, entity_id: str) -> Entity | None:
+        assert self.catalog is not None
+        return next((e for e in self.catalog.entities if e.id == entity_id), None)
+
+    def _whole_name(self, text: str) -> Entity | None:
+        assert self.catalog is not None
+        found = self.catalog.mentions(text)
+        if len(found) == 1 and found[0].start == 0 and found[0].end == len(text) and len(found[0].entities) == 1:
+            return found[0].entities[0]
+        return None
+
+
+def _entity(e: Entity) -> Referent:
+    return Referent(e.name, "entity", ("entity", e.id))
+
+
+def _plural(words: str) -> bool:
+    last = words.split()[-1].lower()
+    return " and " in f" {words.lower()} " or last in _IRREGULAR_PLURALS or (last.endswith("s") and not last.endswith(("ss", "us", "is")))
+
+
+class Phrase(NamedTuple):
+    """A noun phrase of a turn, as `noun_phrases` reads it."""
+
+    at: float  # where it reads: its start offset (an "of" complement reads just before its head)
+    words: str
+    named: bool  # a proper name is in it
+    head: str  # the words its number is read from
+    definite: bool  # "the" before it
+    first: int  # its first token
+    end: int  # the token after it
+
+
+def noun_phrases(m: Message, taken: Sequence[tuple[int, int]] = ()) -> list[Phrase]:
+    """Runs of content words that read as noun phrases, in reading order; the "of" complement of
+    a phrase reads just before it ("the history of *toilets*" is about toilets), a pair joined by
+    "and" is a phrase of its own, and so is a common noun tied to a name ("the warranty on the
+    Vela X3").
+
+    Without a tagger the verb is read off the sentence's shape: the word after a wh-word ("what
+    *causes* X"), after a subject pronoun ("I *need* X", "does it *cover* X"), after "to", or
+    the last word of a do- or yes/no question ("how does X *work*?", "is X *treatable*?") is
+    left out, and so are irregular participles and a trailing "-ed"."""
+    out: list[Phrase] = []
+    toks = m.toks
+
+    def free(k: int) -> bool:
+        return not any(a <= toks[k].start < b for a, b in taken)
+
+    i = 0
+    while i < len(toks):
+        if not (_nominal(toks[i]) and free(i)):
+            i += 1
+            continue
+        j = i
+        while j < len(toks) and free(j) and (_nominal(toks[j]) or (toks[j].low == "'s" and j + 1 < len(toks) and _nominal(toks[j + 1]))):
+            j += 1  # a possessive inside the phrase: "Darwin's theory"
+        run = _trimmed(m, i, j)
+        if run:
+            words = m.text[toks[run[0]].start : toks[run[-1]].start + len(toks[run[-1]].text)]
+            if len(words) > 3:
+                gap = 2 if m.at(i - 1) in _ARTICLES else 1
+                of_complement = bool(out) and m.at(i - gap) == "of" and out[-1].end == i - gap
+                at = out[-1].at - 0.5 if of_complement else float(toks[run[0]].start)
+                out.append(Phrase(at, words, any(toks[k].named for k in run), words, m.at(i - 1) == "the", i, j))
+        i = j
+    found = list(out)
+    for a, b in itertools.pairwise(out):
+        gap = b.first - a.end
+        if not (gap == 1 or (gap == 2 and m.at(a.end + 1) in _ARTICLES)):
+            continue
+        if m.at(a.end) == "and":
+            pair = f"{a.words} and {b.words}"
+            found.append(Phrase(a.at - 0.25, pair, a.named or b.named, pair, a.definite, a.first, b.end))
+        elif m.at(a.end) in _ATTACHING and b.named and not a.named:
+            tied = m.text[toks[a.first].start : toks[b.end - 1].start + len(toks[b.end - 1].text)]
+            found.append(Phrase(a.at - 0.1, tied, True, a.head, a.definite, a.first, b.end))
+    return sorted(found)
+
+
+def _trimmed(m: Message, i: int, j: int) -> list[int]:
+    """The tokens of the run [i, j) that belong to a noun phrase (see `noun_phrases`)."""
+    toks = m.toks
+    run = list(range(i, j))
+    prev = m.at(i - 1)
+    while run and toks[run[0]].low in _PARTICIPLES:
+        run = run[1:]  # "what is taught in sociology"
+    while len(run) > 1 and toks[run[-1]].low in _PARTICIPLES:
+        run = run[:-1]
+    if len(run) == 1 and toks[run[0]].low.endswith("ing") and prev in PREP:
+        return []  # a gerund: "best for cooking"
+    if len(run) > 1 and toks[run[-1]].low.endswith("ed"):
+        run = run[:-1]  # "what empires survived", "are sharks endangered"
+    elif prev in _WH or prev in _SUBJECT or prev == "to":
+        run = run[1:]  # "what causes X", "I need X", "how to renew X": the first word is a verb
+    do_question = any(m.at(k) in {"do", "does", "did"} for k in range(max(0, i - 3), i))
+    yes_no = m.at(0) in AUX and i <= 2  # "is [the] X treatable?": the last word is the predicate
+    adverbial = m.at(0) in _WH_ADVERBS and m.at(1) in AUX  # "why was the system chosen?"
+    if len(run) > 1 and m.at(j) in _ENDS and (do_question or yes_no or adverbial):
+        run = run[:-1]
+    run = [k for k in run if not toks[k].low.endswith("ly")]
+    if all(toks[k].low in _NOT_REFERENTS or toks[k].low.endswith("est") for k in run):
+        return []  # "the first", "types", "the main": no referent without their noun
+    return run
+
+
+def _nominal(t: _Tok) -> bool:
+    return (t.content or t.named) and t.low[0].isalnum()
+
+
+def _possessive(words: str) -> str:
+    return words + ("'" if words.endswith("s") else "'s")
+
+
+def _pronoun_slots(m: Message) -> list[tuple[int, int, bool | None, bool]]:
+    """The message's unresolved pronouns and demonstratives: (start, end, plural, possessive),
+    each a place a referent goes. "that model" (a determiner with its noun) is no slot."""
+    slots = []
+    for i, t in enumerate(m.toks):
+        w, nxt = t.low, m.at(i + 1)
+        if (w not in PERSONAL and w not in _DEMONSTRATIVES) or m.antecedent_before(i):
+            continue
+        if w.endswith(("self", "selves")) or w in {"theirs", "hers"}:
+            continue
+        end = t.start + len(t.text)
+        if w in _DEMONSTRATIVES:
+            if nxt in {"one", "ones"}:
+                end = m.toks[i + 1].start + len(m.toks[i + 1].text)
+            elif i + 1 < len(m.toks) and m.toks[i + 1].content:
+                continue
+        plural = True if w in _PLURAL_PRONOUNS else False if w in _SINGULAR_PRONOUNS else None
+        possessive = w in {"its", "their"} or (w in {"his", "her"} and i + 1 < len(m.toks) and m.toks[i + 1].content)
+        slots.append((t.start, end, plural, possessive))
+    return slots
+
+
+def _choose(candidates: Sequence[Referent], plural: bool | None, latest: int) -> Referent:
+    """The referent a pronoun takes: the most salient, with the latest turn's referents weighed
+    up (`RECENT_BONUS`; its centre most) and those of the wrong number down (`NUMBER_PENALTY`:
+    number is a weak cue, "turkeys ... want *it* to be the symbol")."""
+
+    def weight(r: Referent) -> float:
+        w = r.score
+        if r.last_turn == latest:
+            w *= 1 + RECENT_BONUS * (1.0 if r.last_rank == 0 else 0.5)
+        if plural is not None and r.plural != plural:
+            w *= NUMBER_PENALTY
+        return w
+
+    return max(candidates, key=lambda r: (round(weight(r), 9), plural is None or r.plural == plural))  # a tie goes to the agreeing one
+
+
+def resolve(
+    message: str,
+    tracker: Tracker,
+    cues: Sequence[str],
+    *,
+    previous: str | None = None,
+) -> Standalone:
+    """The standalone form of `message` given the conversation's `tracker` (which has read the
+    earlier turns) and the gate's `cues`. `previous` is the previous user turn as resolved (an
+    elliptical opener keeps its frame)."""
+    catalog = tracker.catalog
+    anchors = [(x.start, x.end) for x in catalog.mentions(message)] if catalog is not None else []
+    m = Message(message, anchors, catalog=catalog is not None)
+    if any(c.startswith(_OPENER_CUES) for c in cues) and previous:
+        return Standalone(joined(previous, message), "previous_turn", why="an elliptical follow-up keeps the previous question's frame")
+    own = {r.key for r in tracker.mentions(message)}
+    slots = _pronoun_slots(m) if any(c.startswith(_PLACED_CUES) for c in cues) else []
+    recent = [r for r in tracker.by_recency() if r.key not in own]
+    if slots and recent:
+        out, used = message, []
+        for start, end, plural, possessive in reversed(slots):  # right to left: offsets stay valid
+            r = _choose(recent, plural, tracker.turn - 1)
+            used.append(r)
+            out = out[:start] + (_possessive(r.placed) if possessive else r.placed) + out[end:]
+        used.reverse()
+        names = ", ".join(dict.fromkeys(repr(r.text) for r in used))
+        distinct = tuple({r.key: r for r in used}.values())
+        return Standalone(out, "placed", distinct, f"the reference resolved to {names}")
+    salient = [r for r in tracker.by_salience() if r.key not in own]
+    if salient:
+        best = salient[0]
+        return Standalone(f"{message.rstrip()} {best.placed}", "appended", (best,), f"the conversation's focus {best.text!r} ({best.kind}) appended")
+    if previous:
+        return Standalone(joined(previous, message), "previous_turn", why="no referent in the conversation: previous user turn + message")
+    return Standalone(message, "none", why="no referent in the conversation and no earlier user turn")
+
+
+def joined(previous: str, message: str) -> str:
+    """`previous`, a space, then `message`; a turn without closing punctuation gets a full stop,
+    so that no name seems to run across the join ("Yes" + "How can I ..." is not a "Yes How")."""
+    previous = previous.strip()
+    if previous and previous[-1] not in ".?!;:":
+        previous += "."
+    return f"{previous} {message.strip()}"

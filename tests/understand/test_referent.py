@@ -1,0 +1,83 @@
+"""The deterministic standalone form: the conversation's referent carried into a follow-up."""
+
+from __future__ import annotations
+
+from querywise.catalog import Catalog
+from querywise.conversation import Turn
+from querywise.demo import demo_file
+from querywise.understand.followup import check_follow_up, standalone_form
+from querywise.understand.followup.message import Message
+from querywise.understand.followup.referent import Tracker, noun_phrases
+
+CATALOG = Catalog.load(demo_file("catalog.jsonl"))
+
+
+def form(message: str, history: list[str | Turn], catalog: Catalog | None = None) -> str:
+    gate = check_follow_up(message, history, catalog=catalog)
+    assert gate.needs_context, gate
+    return standalone_form(message, history, gate, catalog=catalog).text
+
+
+def test_a_pronoun_two_turns_later_is_the_entity_the_ellipsis_named() -> None:
+    history: list[str | Turn] = ["How long is the warranty on the Halden Solace 7?", "And the Pro?"]
+    # "the Pro" after the Solace 7 is the Solace 7 Pro: the catalog knows "Solace 7 Pro"
+    assert form("does it cover water damage?", history, CATALOG) == "does the Halden Solace 7 Pro cover water damage?"
+    history.append("does it cover water damage?")
+    assert form("how do i do a firmwear update on it", history, CATALOG) == "how do i do a firmwear update on the Halden Solace 7 Pro"
+
+
+def test_an_elliptical_opener_keeps_the_previous_question_s_frame() -> None:
+    made = standalone_form("And the Pro?", ["How long is the warranty on the Halden Solace 7?"],
+                           check_follow_up("And the Pro?", ["x"], catalog=CATALOG), catalog=CATALOG)
+    assert (made.method, made.text) == ("previous_turn", "How long is the warranty on the Halden Solace 7? And the Pro?")
+
+
+def test_the_subject_of_the_first_turn_survives_a_chain_of_pronouns_without_a_catalog() -> None:
+    history: list[str | Turn] = ["What is glacier calving?"]
+    assert form("Is it dangerous?", history) == "Is glacier calving dangerous?"
+    history.append("Is it dangerous?")
+    assert form("What causes it?", history) == "What causes glacier calving?"
+    history.append("What causes it?")
+    assert form("What are its warning signs?", history) == "What are glacier calving's warning signs?"
+
+
+def test_a_new_topic_takes_the_pronoun_and_the_number_must_agree() -> None:
+    history: list[str | Turn] = ["Tell me about coral reefs.", "What is reef bleaching?"]
+    assert form("How can it be stopped?", history) == "How can reef bleaching be stopped?"
+    assert form("Where do they grow?", history) == "Where do coral reefs grow?"
+
+
+def test_a_pair_joined_by_and_is_what_they_names() -> None:
+    assert form("What did they discover?", ["Who were Watson and Crick?"]) == "What did Watson and Crick discover?"
+
+
+def test_a_description_gets_the_topic_appended_and_of_complements_come_first() -> None:
+    made = standalone_form("Where does the term come from?", ["Tell me about the history of lighthouses."],
+                           check_follow_up("Where does the term come from?", ["Tell me about the history of lighthouses."]))
+    assert (made.method, made.text) == ("appended", "Where does the term come from? lighthouses")
+
+
+def test_a_turn_with_no_content_is_never_the_referent() -> None:
+    tracker = Tracker()
+    tracker.read("thanks!")
+    tracker.read("ok")
+    assert tracker.referents == {}
+    made = standalone_form("is it waterproof?", ["thanks!"], check_follow_up("is it waterproof?", ["thanks!"]))
+    assert (made.method, made.text) == ("previous_turn", "thanks! is it waterproof?")  # today's form, and the trace says so
+    assert "no referent" in made.why
+
+
+def test_a_name_the_assistant_said_is_the_referent_and_its_answer_is_carried() -> None:
+    history = [Turn(text="Which headphones last longest?"), Turn(role="assistant", text="The Halden Solace 7 Pro lasts 50 hours.")]
+    made = standalone_form("does it fold?", history, check_follow_up("does it fold?", history, catalog=CATALOG), catalog=CATALOG)
+    assert made.text == "does the Halden Solace 7 Pro fold? The Halden Solace 7 Pro lasts 50 hours."
+    assert [r.text for r in made.referents] == ["Halden Solace 7 Pro"] and "answer appended" in made.why
+
+
+def test_noun_phrases_leave_out_the_verbs_the_sentence_shape_gives_away() -> None:
+    said = [p.words for p in noun_phrases(Message("What causes throat cancer?", []))]
+    assert said == ["throat cancer"]
+    assert [p.words for p in noun_phrases(Message("How does photosynthesis work?", []))] == ["photosynthesis"]
+    assert [p.words for p in noun_phrases(Message("Is tap water drinkable?", []))] == ["tap water"]
+    tied = noun_phrases(Message("How long is the warranty on the Vela X3 headphones?", []))
+    assert tied[0].words == "warranty on the Vela X3 headphones"  # a common noun tied to a name
