@@ -68,11 +68,14 @@ from querywise.understand.followup.message import (
     UNIQUE,
     Message,
 )
-from querywise.understand.followup.referent import Referent, Standalone, Tracker, joined, resolve
+from querywise.understand.followup.referent import ANSWER_CHARS, Referent, Standalone, Tracker, joined, resolve
 
 #: How much of the assistant's last answer a reply to it carries into its standalone form (a chat
 #: answer can run to paragraphs; doc2dial's agent turns are 83 characters at the median).
 ANSWER_QUERY_CHARS = 300
+#: The standalone form reads the most recent turns up to this many characters (20 turns of a
+#: typical chat fit many times over; a history of long turns is read from its end).
+TRACKED_CHARS = 4_000
 
 __all__ = ["ANSWER_QUERY_CHARS", "FollowUp", "Standalone", "check_follow_up", "concat_standalone", "names_its_subject", "points_back", "standalone_form"]
 
@@ -430,7 +433,7 @@ def standalone_form(message: str, history: Sequence[str | Turn], gate: FollowUp,
     The conversation is read turn by turn, each user turn that leaned on the ones before it
     resolved first and tracked as resolved: the subject of "what is throat cancer?" stays in
     focus through "is it treatable?" and "what are the main symptoms?"."""
-    turns = as_turns(history)
+    turns = _recent(as_turns(history), TRACKED_CHARS)
     tracker = Tracker(catalog)
     previous: str | None = None
     for n, turn in enumerate(turns):
@@ -450,6 +453,19 @@ def standalone_form(message: str, history: Sequence[str | Turn], gate: FollowUp,
         # looking at (doc2dial follow-ups, train split: recall@5 0.54 -> 0.64 with them).
         return replace(form, text=f"{form.text.rstrip()} {answer}", why=f"{form.why}; the assistant's last answer appended")
     return form
+
+
+def _recent(turns: tuple[Turn, ...], budget: int) -> tuple[Turn, ...]:
+    """The most recent turns whose words (an answer's first `ANSWER_CHARS`) fit in `budget`:
+    the tracker resolves each earlier turn, so its work is bounded by this, not by the history."""
+    start = len(turns)
+    while start > 0:
+        cost = min(len(turns[start - 1].text), ANSWER_CHARS if turns[start - 1].role == "assistant" else ANALYSIS_CHARS) + 1
+        if cost > budget and start < len(turns):
+            break
+        budget -= cost
+        start -= 1
+    return turns[start:]
 
 
 def _excerpt(text: str, limit: int) -> str:

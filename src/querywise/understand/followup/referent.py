@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from querywise.catalog import Catalog, Entity
-from querywise.text import analyze
+from querywise.text import analysed_part, analyze
 from querywise.understand.followup.message import (
     AUX,
     CLASSIFIER,
@@ -160,7 +160,9 @@ class Tracker:
         return sorted((r for r in self.referents.values() if r.score > 0), key=lambda r: (-r.last_turn, r.last_rank, -r.score))
 
     def mentions(self, text: str) -> list[Referent]:
-        """The referents `text` names, in reading order (a noun phrase's "of" complement first)."""
+        """The referents `text` names, in reading order (a noun phrase's "of" complement first).
+        Only the first `text.ANALYSIS_CHARS` are read, as by every move: bounded work at any length."""
+        text = analysed_part(text)
         found: list[tuple[float, Referent]] = []
         taken: list[tuple[int, int]] = []
         if self.catalog is not None:
