@@ -109,14 +109,13 @@ def rewrite_eval_cmd(
 ) -> None:
     """How well the follow-up gate, the rewrite guard and the text the plan searches agree with
     people's standalone rewrites (rows may carry assistant turns: {"role": "assistant", "text"})."""
-    from querywise.catalog import Catalog
     from querywise.evaluation.rewrites import evaluate_rewrites, load_rewrite_rows, plan_rewriter
     from querywise.service import QueryWise
 
     settings = settings_from(config)
     try:
         rows = load_rewrite_rows(file)
-        catalog = Catalog.load(settings.deployment.catalog) if settings.deployment.catalog else None
+        # An evaluation is not traffic: its plans are not logged.
         with QueryWise(settings.model_copy(update={"deployment": settings.deployment.model_copy(update={"plan_log": None})})) as qw:
             print_warnings(qw.warnings)
             with progress() as phase:
@@ -127,7 +126,7 @@ def rewrite_eval_cmd(
                     step(1)
                     return rewriter(message, history)
 
-                report = evaluate_rewrites(rows, catalog=catalog, rewriter=searched)
+                report = evaluate_rewrites(rows, catalog=qw.understander.catalog, rewriter=searched)
     except (InputError, AccessError, LLMError) as exc:
         raise fail(str(exc)) from None
     if as_json:

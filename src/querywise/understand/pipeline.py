@@ -340,8 +340,10 @@ class Understander:
 
     def _follow_up(self, message: str, history: Sequence[Turn], trace: list[TraceStep]) -> tuple[str, QueryKind, bool, list[PlanQuery]]:
         """The text later moves read, its kind, whether it needs the conversation, and queries
-        to search next to it. A strong verdict replaces the message by its standalone form; a
-        weak one (topic continuity only) keeps the message and searches that form next to it."""
+        to search next to it. A pointer (a pronoun, "and the Pro?") replaces the message by its
+        standalone form; a description with no anchor, or topic continuity, keeps the message and
+        searches the form next to it; topic continuity on a message that opens a new subject
+        (`_new_subject`) searches the message as typed."""
         started = time.perf_counter()
         gate = check_follow_up(message, history, catalog=self.catalog)
         if not gate.needs_context:
