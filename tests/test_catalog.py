@@ -120,3 +120,8 @@ def test_load_error_for_aliases_that_are_not_a_list(tmp_path: Path) -> None:
 def test_load_missing_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such file"):
         Catalog.load(tmp_path / "absent.jsonl")
+
+
+def test_an_entity_is_found_by_its_id() -> None:
+    cat = Catalog([Entity("1", "Aero X2"), Entity("2", "Aero X2 Pro")])
+    assert cat.get("2") == Entity("2", "Aero X2 Pro") and cat.get("3") is None

@@ -62,6 +62,7 @@ class Catalog:
 
     def __init__(self, entities: Iterable[Entity]) -> None:
         self.entities = list(entities)
+        self._by_id = {e.id: e for e in self.entities}
         self._by_form: dict[str, list[Entity]] = {}
         for e in self.entities:
             for form in e.surface_forms:
@@ -99,6 +100,10 @@ class Catalog:
                 )
             )
         return cls(entities)
+
+    def get(self, entity_id: str) -> Entity | None:
+        """The entity with this id, if any."""
+        return self._by_id.get(entity_id)
 
     def names_longest_first(self) -> list[str]:
         return sorted((e.name for e in self.entities), key=lambda n: (-len(n), n))

@@ -201,16 +201,12 @@ class Tracker:
             if any(a < end and start < b for a, b in taken):
                 continue
             for r in focus[:3]:
-                entity = self._entity_by_id(r.key[1])
+                entity = self.catalog.get(r.key[1])
                 hit = next((e for form in entity.surface_forms if (e := self._whole_name(f"{form} {m.group(1)}")) is not None), None) if entity else None
                 if hit is not None and hit.id != r.key[1]:
                     out.append((start, end, hit))
                     break
         return out
-
-    def _entity_by_id(self, entity_id: str) -> Entity | None:
-        assert self.catalog is not None
-        return next((e for e in self.catalog.entities if e.id == entity_id), None)
 
     def _whole_name(self, text: str) -> Entity | None:
         assert self.catalog is not None
