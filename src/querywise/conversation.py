@@ -12,12 +12,12 @@ assistant said is not invented when a rewrite uses it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Annotated, Any, Literal
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
-__all__ = ["History", "Role", "Turn", "TurnError", "Turns", "as_turns", "parse_turn", "texts", "user_texts"]
+__all__ = ["Role", "Turn", "TurnError", "Turns", "as_turns", "parse_turn", "texts", "user_texts"]
 
 Role = Literal["user", "assistant"]
 ROLES: tuple[Role, ...] = ("user", "assistant")
@@ -32,10 +32,6 @@ class Turn(BaseModel):
 
     def __str__(self) -> str:
         return self.text
-
-
-#: What callers may pass as a history: strings (user turns), turns, or `{"role", "text"}` objects.
-History = Sequence["str | Turn | Mapping[str, Any]"]
 
 
 class TurnError(ValueError):
