@@ -35,7 +35,7 @@ from typing import Literal
 
 from querywise.catalog import Catalog
 from querywise.conversation import Turn, as_turns, user_texts
-from querywise.text import ANALYSIS_CHARS, analysed_history, analyze  # the shared stemmer, so "language" meets "languages"
+from querywise.text import ANALYSIS_CHARS, analysed_history, analysed_part, analyze  # the shared stemmer, so "language" meets "languages"
 from querywise.understand.followup.message import (
     ARTICLE,
     AUX,
@@ -68,7 +68,7 @@ from querywise.understand.followup.message import (
     UNIQUE,
     Message,
 )
-from querywise.understand.followup.referent import ANSWER_CHARS, Referent, Standalone, Tracker, joined, resolve
+from querywise.understand.followup.referent import ANSWER_CHARS, POINTING_CUES, Referent, Standalone, Tracker, joined, resolve
 
 #: How much of the assistant's last answer a reply to it carries into its standalone form (a chat
 #: answer can run to paragraphs; doc2dial's agent turns are 83 characters at the median).
@@ -448,7 +448,7 @@ def standalone_form(message: str, history: Sequence[str | Turn], gate: FollowUp,
             previous = resolved.text if resolved is not None else said
         tracker.read(said, turn.role, carried, appended)
     form = resolve(message, tracker, gate.cues, previous=previous)
-    if turns and turns[-1].role == "assistant" and (answer := _excerpt(turns[-1].text, ANSWER_QUERY_CHARS)):
+    if turns and turns[-1].role == "assistant" and (answer := analysed_part(" ".join(turns[-1].text.split()), ANSWER_QUERY_CHARS)):
         # A reply to the answer just given: its words are the vocabulary of what the user is
         # looking at (doc2dial follow-ups, train split: recall@5 0.54 -> 0.64 with them).
         return replace(form, text=f"{form.text.rstrip()} {answer}", why=f"{form.why}; the assistant's last answer appended")
@@ -468,27 +468,10 @@ def _recent(turns: tuple[Turn, ...], budget: int) -> tuple[Turn, ...]:
     return turns[start:]
 
 
-def _excerpt(text: str, limit: int) -> str:
-    """The first `limit` characters of `text`, cut at a word boundary."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[:limit]
-    return cut[: cut.rfind(" ")] if " " in cut else cut
-
-
 def names_its_subject(message: str, *, catalog: Catalog | None = None) -> bool:
     """Whether the message names something of its own (an entity, an identifier, a noun phrase):
     what a message that opens a new subject does."""
     return bool(Tracker(catalog).mentions(message))
-
-
-#: Cues that point back at something said before (a pronoun, a demonstrative, an elliptical opener
-#: or particle, a message too short to stand): the message cannot be searched alone. The others --
-#: a description with no anchor, a presupposed set ("any other ..."), a pro-form ("do I need
-#: one?") -- also open new subjects, so the message is kept beside its form (doc2dial's train
-#: documents: set and pro-form kept cost the follow-up slice 0.004 recall@5, save changes of subject 0.013).
-POINTING_CUES = ("pronoun:", "demonstrative:", "opener:", "particle:", "short")
 
 
 def points_back(gate: FollowUp) -> bool:
