@@ -6,8 +6,8 @@
    agent turns as history): recall@5 of the gold chunk with the message as typed (no moves) and
    with the follow-up move, on the follow-up slice (the gate flags the turn) and the standalone
    slice (turns after the first that it does not flag), per split. Splits are by document, 60 /
-   20 / 20 by a hash of the document id: the referent tracker's answer excerpt and the topic-shift
-   threshold were chosen on train.
+   20 / 20 by a hash of the document id: the referent tracker's answer excerpt, the topic-shift
+   threshold and the weak form's RRF weight were chosen on train.
 2. Changes of subject: each dialogue's first turn placed after the first turn of a dialogue about
    another document, so that every flag is false; recall@5 as typed and with the move (a loss is
    what the move costs when the subject changes).
@@ -93,7 +93,7 @@ def demo() -> list[dict[str, Any]]:
 def markdown(result: dict[str, Any]) -> str:
     lines = ["# Conversations: follow-ups, changes of subject, the demo", "", f"Command: `{COMMAND}`.", "",
              "doc2dial, recall@5 of the gold chunk; history = the user's and the agent's earlier turns; splits by document "
-             "(60/20/20; the move's two data-chosen settings were chosen on train). Targets: follow-up slice >= 0.60, "
+             "(60/20/20; the move's three data-chosen settings -- answer excerpt, topic-shift threshold, weak form's RRF weight -- were chosen on train). Targets: follow-up slice >= 0.60, "
              "standalone slice not lower than as typed, changes of subject losing <= 0.02.", "",
              "| slice | split | n | as typed | follow-up move | delta |", "|---|---|---|---|---|---|"]
     for name, parts in result["doc2dial"].items():

@@ -62,6 +62,7 @@ def test_pronoun_without_antecedent_says_which_word() -> None:
         ("What kind do I need for running?", "classifier:kind"),
         ("even ones bought in the EU?", "pro-form:ones"),
         ("Can I collect my order there?", "pro-form:there"),
+        ("Is it effective for treating insomnia?", "pronoun:it"),  # not an extraposing adjective
     ],
 )
 def test_cues(message: str, cue: str) -> None:
@@ -89,6 +90,10 @@ def test_cues(message: str, cue: str) -> None:
         "What is the relationship between warranty and legal guarantee?",
         "Do you ship to Norway this year?",  # "this year": the time of speaking
         "tell me a joke",
+        "It's my first time ordering from the EU shop",  # "it's my first time": no referent
+        "Is it possible for getting two discounts on one order?",
+        "My address changed and I wanted to know which impact this has on my order.",  # "this": the first clause
+        "Hi there, I need to change my delivery address",  # a greeting, not a place
     ],
 )
 def test_standalone_messages_have_no_cue_in_their_words(message: str) -> None:

@@ -81,3 +81,14 @@ def test_noun_phrases_leave_out_the_verbs_the_sentence_shape_gives_away() -> Non
     assert [p.words for p in noun_phrases(Message("Is tap water drinkable?", []))] == ["tap water"]
     tied = noun_phrases(Message("How long is the warranty on the Vela X3 headphones?", []))
     assert tied[0].words == "warranty on the Vela X3 headphones"  # a common noun tied to a name
+
+
+def test_greetings_and_the_words_of_asking_are_never_the_referent() -> None:
+    history: list[str | Turn] = ["Good afternoon. I have questions about the return window."]
+    assert form("how long is it?", history) == "how long is the return window?"
+    assert [p.words for p in noun_phrases(Message("Hello, can you tell me something?", []))] == []
+
+
+def test_a_predicate_adjective_is_no_noun_phrase() -> None:
+    said = [p.words for p in noun_phrases(Message("I need to know if my family members are eligible for increased benefits", []))]
+    assert said == ["increased benefits"]  # not "eligible"

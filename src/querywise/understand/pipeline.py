@@ -55,7 +55,7 @@ from querywise.understand import enrich
 from querywise.understand.access import access_from_session
 from querywise.understand.ambiguity import disambiguate
 from querywise.understand.filters import extract_filters
-from querywise.understand.followup import Standalone, check_follow_up, concat_standalone, names_its_subject, points_back, standalone_form
+from querywise.understand.followup import WEAK_FORM_WEIGHT, Standalone, check_follow_up, concat_standalone, names_its_subject, points_back, standalone_form
 from querywise.understand.followup.referent import ANSWER_CHARS
 from querywise.understand.limits import within_limits
 from querywise.understand.llm_plan import PlanNeeds, PlanOutcome, plan_call
@@ -381,7 +381,7 @@ class Understander:
                     changed=f"also searching {standalone!r} next to the message", latency_ms=_ms(started), details=details,
                 )
             )
-            return message, "original", True, [PlanQuery(text=standalone, kind="standalone")]
+            return message, "original", True, [PlanQuery(text=standalone, kind="standalone", weight=WEAK_FORM_WEIGHT)]
         trace.append(
             TraceStep(
                 move="follow_up", status="ran", reason=f"{gate.reason}; {how}",

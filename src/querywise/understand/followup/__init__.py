@@ -49,7 +49,9 @@ from querywise.understand.followup.message import (
     DOMAIN_ADJ,
     FINAL_PARTICLES,
     FUNCTION,
+    GREETINGS,
     IMPERSONAL,
+    MODAL_ADJ,
     OPENER_PAIRS,
     OPENERS,
     PART_IN,
@@ -70,6 +72,11 @@ from querywise.understand.followup.message import (
 )
 from querywise.understand.followup.referent import ANSWER_CHARS, POINTING_CUES, Referent, Standalone, Tracker, joined, resolve
 
+#: The RRF weight of a weak follow-up's standalone form beside the message (weight 1): a weak
+#: flag is as often a change of subject, and the form should add to the message's results, not
+#: outvote them. Chosen on doc2dial's train documents (bench/conversations.py).
+WEAK_FORM_WEIGHT = 0.5
+
 #: How much of the assistant's last answer a reply to it carries into its standalone form (a chat
 #: answer can run to paragraphs; doc2dial's agent turns are 83 characters at the median).
 ANSWER_QUERY_CHARS = 300
@@ -77,7 +84,7 @@ ANSWER_QUERY_CHARS = 300
 #: typical chat fit many times over; a history of long turns is read from its end).
 TRACKED_CHARS = 4_000
 
-__all__ = ["ANSWER_QUERY_CHARS", "FollowUp", "Standalone", "check_follow_up", "concat_standalone", "names_its_subject", "points_back", "standalone_form"]
+__all__ = ["ANSWER_QUERY_CHARS", "WEAK_FORM_WEIGHT", "FollowUp", "Standalone", "check_follow_up", "concat_standalone", "names_its_subject", "points_back", "standalone_form"]
 
 
 @dataclass(frozen=True)
@@ -108,6 +115,8 @@ def _expletive_it(m: Message, i: int) -> bool:
     "it is true that"), "it takes/costs ... to", "what does it mean", weather."""
     if any(w in TIME_NOUNS for w in m.low[max(0, i - 3) : i]):
         return True  # "what time is it", "what day is it"
+    if m.at(i + 1) in BE and any(w in TIME_NOUNS for w in m.low[i + 2 : i + 5]):
+        return True  # "it's my first time", "it is time to"
     after = m.low[i + 1 : i + 8]
     copula = m.at(i - 1) in BE or bool(after[:1] and after[0] in BE)
     skip = 0
@@ -120,8 +129,8 @@ def _expletive_it(m: Message, i: int) -> bool:
         # to ...") keeps "it" referential, and so does a tough adjective whose infinitive has a
         # gap: "is it easy to pair?" asks about the thing; "is it easy to pair a TV?" does not.
         to = after.index("to") if "to" in after[1:5] else None
-        if after[1] in {"that", "whether"}:
-            return True
+        if after[1] in {"that", "whether"} or (head in MODAL_ADJ and after[1] == "for" and after[2:3] and after[2].endswith("ing")):
+            return True  # "is it possible for getting two benefits?" (but "is it effective for treating X?" asks of "it")
         if to is not None and after[1] in {"to", "for"}:
             if head not in TOUGH:
                 return True
@@ -160,8 +169,8 @@ def _demonstratives(m: Message) -> Iterator[Cue]:
 def _pro_forms(m: Message) -> Iterator[Cue]:
     for i, t in enumerate(m.toks):
         w, prev, nxt = t.low, m.at(i - 1), m.at(i + 1)
-        # Locative "there" (not the existential next to a copula) and "nearby" need a place.
-        if w == "there" and prev not in BE and nxt not in BE and nxt not in {"exist", "exists", "seem", "seems"}:
+        # Locative "there" (not the existential next to a copula, not "hi there") and "nearby" need a place.
+        if w == "there" and prev not in BE and prev not in GREETINGS and nxt not in BE and nxt not in {"exist", "exists", "seem", "seems"}:
             yield "pro-form:there", "'there' stands for a place named before"
         elif w == "nearby":
             yield "pro-form:nearby", "'nearby' is relative to a place named before"

@@ -61,6 +61,9 @@ DEICTIC_TIME = _set(
 # Verbs whose subject "it" is impersonal: "it seems that", "what does it mean", weather.
 IMPERSONAL = _set("mean means matter matters depend depends seem seems appear appears raining snowing rains snows")
 TIME_NOUNS = _set("time day date")
+GREETINGS = _set("hi hello hey")
+# Adjectives of possibility and obligation, which extrapose a clause: "is it possible for ...".
+MODAL_ADJ = _set("possible impossible necessary mandatory required allowed legal okay ok true likely")
 # Tough-movement adjectives: in "is it easy to learn?" the infinitive has a gap that "it" fills,
 # so "it" refers; after other adjectives "is it ... to" is an expletive ("is it possible to").
 TOUGH = _set(
@@ -179,11 +182,11 @@ class Message:
         starts = [0]
         for i, w in enumerate(self.low[:-1]):
             nxt = self.low[i + 1]
-            # "X, and why is it ...", "X and its Y", and a second verb with its own object
-            # ("move the money and put it ...").
+            # "X, and why is it ...", "X and its Y", a second verb with its own object ("move
+            # the money and put it ..."), and a new subject ("my income changed and I ...").
             coordinator = w in {"and", "but", "or", "so", "then"}
             if w in CLAUSE_PUNCT or (
-                coordinator and (nxt in _WH or nxt in AUX or nxt in PERSONAL or self.at(i + 2) in PERSONAL)
+                coordinator and (nxt in _WH or nxt in AUX or nxt in PERSONAL or nxt in _SPEAKERS_SUBJECT or self.at(i + 2) in PERSONAL)
             ):
                 starts.append(i + 1)
         return starts

@@ -39,6 +39,7 @@ from querywise.catalog import Catalog, Entity
 from querywise.text import analysed_part, analyze
 from querywise.understand.followup.message import (
     AUX,
+    BE,
     CLASSIFIER,
     DEICTIC_ORDER,
     DOMAIN_ADJ,
@@ -80,6 +81,12 @@ _WH_ADVERBS = frozenset(["why", "how", "when", "where"])
 # Words that are no referent on their own: ordinals and superlatives, domain adjectives,
 # classifier and relation nouns ("types", "the difference"), which are relative to a referent.
 _NOT_REFERENTS = SUPERLATIVE | DEICTIC_ORDER | DOMAIN_ADJ | CLASSIFIER | RELATION_NOUN | RELATION_PRED | PART_IN
+# Greetings and the words of asking itself ("Good afternoon", "I have questions", "tell me
+# something"): no conversation is about them, so no pronoun takes them.
+_CHAT = frozenset(
+    ["hello", "hi", "hey", "good", "morning", "afternoon", "evening", "day", "thanks", "thank", "cheers", "bye", "goodbye", "welcome", "something", "anything", "everything", "nothing", "question", "questions", "help", "information", "info", "thing", "things", "stuff"]
+)
+_ADJECTIVE_ENDINGS = ("ible", "able", "ous", "ful", "ive", "ent", "ant")
 _IRREGULAR_PLURALS = frozenset(["people", "children", "men", "women", "police", "cattle", "data", "media", "feet", "teeth", "mice", "geese"])
 # Irregular past participles: a verb at the edge of a run ("what is Herbert Spencer *known* for").
 _PARTICIPLES = frozenset(
@@ -301,6 +308,8 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
         run = run[:-1]
     if len(run) == 1 and toks[run[0]].low.endswith("ing") and prev in PREP:
         return []  # a gerund: "best for cooking"
+    if len(run) == 1 and prev in BE and m.at(j) in PREP and toks[i].low.endswith(_ADJECTIVE_ENDINGS):
+        return []  # a predicate adjective: "members are *eligible* for benefits"
     if len(run) > 1 and toks[run[-1]].low.endswith("ed"):
         run = run[:-1]  # "what empires survived", "are sharks endangered"
     elif prev in _WH or prev in _SUBJECT or prev == "to":
@@ -313,6 +322,8 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
     run = [k for k in run if not toks[k].low.endswith("ly")]
     if all(toks[k].low in _NOT_REFERENTS or toks[k].low.endswith("est") for k in run):
         return []  # "the first", "types", "the main": no referent without their noun
+    if all(toks[k].low in _CHAT for k in run):
+        return []
     return run
 
 
