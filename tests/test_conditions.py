@@ -5,10 +5,12 @@ import pytest
 
 from querywise.conditions import (
     AnyOf,
+    Linked,
     Match,
     Range,
     Where,
     WhereSyntaxError,
+    describe,
     parse_where,
     values_at,
 )
@@ -184,5 +186,57 @@ def test_matches_agrees_with_the_embedded_engine(tmp_path: Path) -> None:
             query = EngineQuery(mode="dense", limit=100, dense=[1.0, 0.5], where=where, exact=True)
             found = sorted(h.id for h in engine.query(query))
             assert found == [i for i, p in enumerate(_PAYLOADS) if where.matches(p)], cond
+    finally:
+        engine.close()
+
+
+# A mixed corpus: product pages carry a price, help articles only the products they are about.
+_MIXED = [
+    {"price": 179}, {"price": 349}, {"products": ["Aero X2"]}, {"products": ["Aero X3 Pro"]},
+    {"products": []}, {}, {"price": None, "products": ["Aero X2", "Aero X3 Pro"]},
+]
+_POLICIES = [
+    Range(field="price", lt=200, missing="keep"),
+    Range(field="price", lt=200, linked=Linked(field="products", values=("Aero X2",))),
+    Range(field="price", lt=200, missing="keep", linked=Linked(field="products", values=("Aero X2",))),
+    Range(field="price", lt=100, missing="keep", linked=Linked(field="products", values=())),  # no product meets it
+    Match(field="price", value=179, missing="keep"),
+    AnyOf(field="price", values=(179, 349), linked=Linked(field="products", values=("Aero X3 Pro",))),
+]
+
+
+def test_what_a_document_without_the_field_gets() -> None:
+    keep, linked, both, none_meet = (Where(conditions=(c,)) for c in _POLICIES[:4])
+    assert [keep.matches(p) for p in _MIXED] == [True, False, True, True, True, True, True]
+    assert [linked.matches(p) for p in _MIXED] == [True, False, True, False, False, False, True]
+    assert [both.matches(p) for p in _MIXED] == [True, False, True, False, True, True, True]
+    assert [none_meet.matches(p) for p in _MIXED] == [False, False, False, False, True, True, False]
+
+
+def test_a_plain_condition_dumps_as_it_always_has() -> None:
+    assert Range(field="price", lt=200).model_dump() == {"kind": "range", "field": "price", "gt": None, "gte": None, "lt": 200.0, "lte": None}
+    assert Range(field="price", lt=200, missing="keep").model_dump()["missing"] == "keep"
+    assert describe(_POLICIES[0]) == "price < 200 (or no price)"
+
+
+def test_both_engines_run_the_missing_policy_inside_the_engine(tmp_path: Path) -> None:
+    from qdrant_client import models
+
+    from querywise.index.engine import EdgeEngine, EnginePoint, EngineQuery
+    from querywise.index.server import _filter, connect
+
+    engine = EdgeEngine.create(tmp_path / "shard", dim=2, hnsw_m=16, hnsw_ef_construct=100)
+    client = connect(":memory:")
+    client.create_collection("mixed", vectors_config=models.VectorParams(size=2, distance=models.Distance.COSINE))
+    client.upsert("mixed", [models.PointStruct(id=i, vector=[1.0, 0.5], payload=p) for i, p in enumerate(_MIXED)])
+    try:
+        engine.upsert([EnginePoint(i, [1.0, 0.5], ([], []), p) for i, p in enumerate(_MIXED)])
+        engine.finish()
+        for cond in _POLICIES:
+            where = Where(conditions=(cond,))
+            expected = [i for i, p in enumerate(_MIXED) if where.matches(p)]
+            edge = sorted(h.id for h in engine.query(EngineQuery(mode="dense", limit=100, dense=[1.0, 0.5], where=where, exact=True)))
+            server = sorted(int(p.id) for p in client.scroll("mixed", scroll_filter=_filter(where), limit=100)[0])
+            assert edge == expected == server, cond
     finally:
         engine.close()

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from querywise.files import InputError, read_jsonl
-from querywise.text import normalize
+from querywise.text import identifier_key, normalize
 
 __all__ = ["Catalog", "Entity", "Mention"]
 
@@ -65,7 +65,9 @@ class Catalog:
         self._by_id = {e.id: e for e in self.entities}
         self._by_form: dict[str, list[Entity]] = {}
         for e in self.entities:
-            for form in e.surface_forms:
+            # A part number is also matched without its separators ("WS4402" for "WS-4402").
+            joined = [identifier_key(p).lower() for p in e.part_numbers]
+            for form in (*e.surface_forms, *joined):
                 bucket = self._by_form.setdefault(_key(form), [])
                 if e not in bucket:
                     bucket.append(e)

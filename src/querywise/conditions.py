@@ -12,7 +12,8 @@ Qdrant engines apply, for checks that must not trust the engine (the evaluation'
   a float such as 179.0, not a bool), a bool a bool; a list field matches when an element does;
 - `Range` holds when one number at the path (int or float, never a bool or a numeric string)
   lies within every bound of the range;
-- a missing field, a null, an empty list or a value of another type meets no condition;
+- a missing field, a null, an empty list or a value of another type meets no condition -- unless
+  the condition says what a payload without the field gets (`missing`, `linked`: see `_without_field`);
 - an empty `Where` matches every payload.
 
 (One divergence is the embedded engine's, not the language's: qdrant-edge-py 0.9 hands a bool
@@ -28,7 +29,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["AnyOf", "Condition", "Match", "Range", "Where", "WhereSyntaxError", "describe", "parse_where", "values_at"]
+__all__ = ["AnyOf", "Condition", "Linked", "Match", "Missing", "Range", "Where", "WhereSyntaxError", "describe", "empty_at", "parse_where", "values_at"]
 
 Scalar = str | int | bool
 
@@ -70,16 +71,41 @@ def _number(found: Any) -> bool:
     return isinstance(found, int | float) and not isinstance(found, bool)
 
 
-class Match(BaseModel):
-    """`field` equals `value` (for a list field: contains it)."""
+def empty_at(payload: Mapping[str, Any], path: str) -> bool:
+    """No value at `path`: the field is missing, null or an empty list (Qdrant's `is_empty`)."""
+    return all(v is None for v in values_at(payload, path))
+
+
+Missing = Literal["drop", "keep"]
+
+
+class Linked(BaseModel):
+    """The catalog entries a condition holds for, named in a payload's link `field` (see
+    `_without_field`); `values` may be empty: no entry meets the condition."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    kind: Literal["match"] = "match"
     field: str
-    value: Scalar
+    values: tuple[Scalar, ...] = ()
 
     def matches(self, payload: Mapping[str, Any]) -> bool:
-        return any(_equal(v, self.value) for v in values_at(payload, self.field))
+        return any(_equal(v, want) for v in values_at(payload, self.field) for want in self.values)
+
+
+def _without_field(payload: Mapping[str, Any], field: str, missing: Missing, linked: Linked | None) -> bool:
+    """Whether a condition on `field` holds for a payload that does not carry it.
+
+    For corpora where only some documents carry a field (a help article has no price), a condition
+    says what the others get: dropped (`missing="drop"`, the default and the engines' own
+    semantics), kept (`missing="keep"`), or judged by the catalog entries they link to (`linked`:
+    a help article about the Solace 7 passes "price < 300" when the Solace 7's catalog price does;
+    a payload whose link field is empty falls back to `missing`). Engines run this inside the
+    engine, as should[condition, must[is_empty(field), linked], must[is_empty(field),
+    is_empty(link)] (keep only)], never by filtering results in Python."""
+    if not empty_at(payload, field):
+        return False
+    if linked is not None and not empty_at(payload, linked.field):
+        return linked.matches(payload)
+    return missing == "keep"
 
 
 class AnyOf(BaseModel):
@@ -89,9 +115,31 @@ class AnyOf(BaseModel):
     kind: Literal["any"] = "any"
     field: str
     values: tuple[Scalar, ...] = Field(min_length=1)
+    # Left out of dumps at their defaults: a plain condition reads as it always has.
+    missing: Missing = Field("drop", exclude_if=lambda v: v == "drop")
+    linked: Linked | None = Field(None, exclude_if=lambda v: v is None)
 
     def matches(self, payload: Mapping[str, Any]) -> bool:
-        return any(_equal(v, want) for v in values_at(payload, self.field) for want in self.values)
+        return any(_equal(v, want) for v in values_at(payload, self.field) for want in self.values) or _without_field(
+            payload, self.field, self.missing, self.linked
+        )
+
+
+class Match(BaseModel):
+    """`field` equals `value` (for a list field: contains it)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: Literal["match"] = "match"
+    field: str
+    value: Scalar
+    # Left out of dumps at their defaults: a plain condition reads as it always has.
+    missing: Missing = Field("drop", exclude_if=lambda v: v == "drop")
+    linked: Linked | None = Field(None, exclude_if=lambda v: v is None)
+
+    def matches(self, payload: Mapping[str, Any]) -> bool:
+        return any(_equal(v, self.value) for v in values_at(payload, self.field)) or _without_field(
+            payload, self.field, self.missing, self.linked
+        )
 
 
 class Range(BaseModel):
@@ -104,6 +152,9 @@ class Range(BaseModel):
     gte: float | None = None
     lt: float | None = None
     lte: float | None = None
+    # Left out of dumps at their defaults: a plain condition reads as it always has.
+    missing: Missing = Field("drop", exclude_if=lambda v: v == "drop")
+    linked: Linked | None = Field(None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _has_a_bound(self) -> Range:
@@ -112,7 +163,9 @@ class Range(BaseModel):
         return self
 
     def matches(self, payload: Mapping[str, Any]) -> bool:
-        return any(_number(v) and self._holds(v) for v in values_at(payload, self.field))
+        return any(_number(v) and self._holds(v) for v in values_at(payload, self.field)) or _without_field(
+            payload, self.field, self.missing, self.linked
+        )
 
     def _holds(self, v: float) -> bool:
         return (
@@ -199,8 +252,15 @@ def describe(condition: Match | AnyOf | Range) -> str:
     'price >= 10 and price < 200'
     """
     if isinstance(condition, Match):
-        return f"{condition.field} = {condition.value}"
-    if isinstance(condition, AnyOf):
-        return f"{condition.field} in ({', '.join(map(str, condition.values))})"
-    ops = [(">", condition.gt), (">=", condition.gte), ("<", condition.lt), ("<=", condition.lte)]
-    return " and ".join(f"{condition.field} {op} {v:g}" for op, v in ops if v is not None)
+        said = f"{condition.field} = {condition.value}"
+    elif isinstance(condition, AnyOf):
+        said = f"{condition.field} in ({', '.join(map(str, condition.values))})"
+    else:
+        ops = [(">", condition.gt), (">=", condition.gte), ("<", condition.lt), ("<=", condition.lte)]
+        said = " and ".join(f"{condition.field} {op} {v:g}" for op, v in ops if v is not None)
+    if condition.linked is not None:
+        said += f" (without {condition.field}: {condition.linked.field} naming a catalog entry that meets it"
+        said += ", or neither field)" if condition.missing == "keep" else ")"
+    elif condition.missing == "keep":
+        said += f" (or no {condition.field})"
+    return said

@@ -198,10 +198,19 @@ class FilterField(_Section):
     max: float | None = None
     unit: str | None = None  # e.g. "usd": amounts in other units are converted
     aliases: list[str] = Field(default_factory=list)  # words users say for it ("price", "cost")
+    # What a filter on this field does to a document without it (a help article has no price):
+    # "keep" it (the default: on a mixed corpus only some document types carry a field), or
+    # "drop" it. With `[filters] catalog_link`, a document that links to catalog entries is judged
+    # by their values instead. Executed inside the engine (is_empty), never after it.
+    missing: Literal["keep", "drop"] = "keep"
 
 
 class FilterSettings(_Section):
     fields: dict[str, FilterField] = Field(default_factory=dict)
+    # The payload field that names the catalog entries a document is about (names or ids, e.g.
+    # "products"): a filter on a catalog field then applies to a document without that field
+    # through its entries ("under $300" keeps the guide to a $249 product). None: no link.
+    catalog_link: str | None = None
 
 
 class AccessSettings(_Section):
@@ -224,13 +233,13 @@ class AccessSettings(_Section):
 # LLM moves (off by default; each needs an `[llm]` provider): the three plan moves share one
 # structured call per message; the enrichments are one call each, searched next to the original.
 LLMMove = Literal["llm_rewrite", "llm_route", "llm_filters", "multi_query", "hyde", "query2doc", "step_back"]
-DeterministicMove = Literal["follow_up", "filters", "spelling", "ambiguity"]
+DeterministicMove = Literal["follow_up", "filters", "spelling", "exact_lookup", "ambiguity"]
 Move = Literal[DeterministicMove, LLMMove]  # flattens: get_args(Move) lists every move
 LLM_MOVES: tuple[str, ...] = get_args(LLMMove)
 
 
 def _default_moves() -> list[Move]:
-    return ["follow_up", "filters", "spelling", "ambiguity"]
+    return ["follow_up", "filters", "spelling", "exact_lookup", "ambiguity"]
 
 
 class UnderstandingSettings(_Section):

@@ -39,7 +39,7 @@ class PlanResult(BaseModel):
 
 def _search(plan: QueryPlan, index: Index, where: Where, *, k: int, depth: int, mode: Mode) -> tuple[list[Hit], list[QueryResult]]:
     lists: list[list[Hit]] = [
-        index.search(q.text, mode=q.mode or mode, k=depth if len(plan.queries) > 1 else k, where=where or None)
+        index.search(q.text, mode=q.mode or mode, k=depth if len(plan.queries) > 1 else k, where=(where & q.where if q.where else where) or None)
         for q in plan.queries
     ]
     per_query = [QueryResult(query=q, ids=[h.id for h in hits]) for q, hits in zip(plan.queries, lists, strict=True)]
@@ -84,7 +84,9 @@ def execute(plan: QueryPlan, index: Index, *, k: int = 10, mode: Mode = "hybrid"
         + ("fused with weighted RRF" if len(plan.queries) > 1 else "no fusion needed"),
         changed=("relaxed inferred " + ", ".join(relaxed)) if relaxed else None,
         latency_ms=round((time.perf_counter() - started) * 1000, 3),
-        details={"n_hits": len(hits), "relaxed": relaxed, "empty_because": empty_because},
+        details={"n_hits": len(hits), "relaxed": relaxed, "empty_because": empty_because,
+                 # What each exact lookup found: the chunks that hold the identifier (see understand.exact).
+                 "exact": {r.query.text: r.ids for r in per_query if r.query.kind == "exact"}},
     )
     plan = plan.model_copy(update={"trace": [*plan.trace, step]})
     return PlanResult(plan=plan, hits=hits, per_query=per_query, relaxed=relaxed, empty_because=empty_because)

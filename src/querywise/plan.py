@@ -35,7 +35,7 @@ PLAN_VERSION = 1
 
 # "semantic": the message with its hard constraints moved into filters (a self-query); it is
 # searched instead of the original because those words now act as filters, not as text.
-QueryKind = Literal["original", "standalone", "semantic", "spelling", "multi", "hyde", "step_back", "query2doc"]
+QueryKind = Literal["original", "standalone", "semantic", "spelling", "exact", "multi", "hyde", "step_back", "query2doc"]
 
 
 class _Model(BaseModel):
@@ -50,6 +50,9 @@ class PlanQuery(_Model):
     weight: float = Field(1.0, gt=0)
     # None: the plan's search mode. HyDE searches dense only, query2doc BM25 only.
     mode: Literal["dense", "bm25", "hybrid"] | None = None
+    # Conditions only this query's results must meet, AND-ed with the plan's filters and access
+    # (an exact lookup: the chunks that hold the identifier). Never widens what the plan may see.
+    where: Where | None = None
 
 
 class Answer(_Model):

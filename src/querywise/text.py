@@ -16,12 +16,16 @@ __all__ = [
     "ANALYSIS_CHARS",
     "HISTORY_ANALYSIS_CHARS",
     "IDENTIFIER_COMPOUND",
+    "IDENTIFIER_KEYS",
     "STOPWORDS_EN",
     "SpanSet",
     "analysed_history",
     "analysed_part",
     "analyze",
     "compounds",
+    "identifier_forms",
+    "identifier_key",
+    "identifier_keys",
     "normalize",
     "terms_of",
     "words",
@@ -40,6 +44,56 @@ IDENTIFIER_COMPOUND = re.compile(r"\b(?=[\w.-]*\d)[a-z0-9]+(?:[-.][a-z0-9]+)+\b"
 _COMPOUND = re.compile(r"\b[a-z0-9]+(?:[-.][a-z0-9]+)+\b")
 _RUN = re.compile(r"[\w.-]*")
 _LAST_DIGIT = re.compile(r".*\d", re.DOTALL)
+
+
+_ID_SEPARATORS = re.compile(r"[-._\s]+")
+
+
+def identifier_key(identifier: str) -> str:
+    """The one form identifiers are compared in: upper case, no hyphens, dots, underscores or
+    spaces (`WS4402`, `ws-4402` and `WS 4402` are one part).
+
+    >>> identifier_key("ws-4402"), identifier_key("WS 4402")
+    ('WS4402', 'WS4402')
+    """
+    return _ID_SEPARATORS.sub("", identifier).upper()
+
+
+_CODE_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-._][A-Za-z0-9]+)*")
+#: At most this many identifiers are kept per text (a parts table stays bounded).
+MAX_IDENTIFIERS = 64
+#: The engine payload field that holds a chunk's `identifier_keys` (written at build, hidden from hits).
+IDENTIFIER_KEYS = "_identifier_keys"
+
+
+def identifier_keys(text: str) -> list[str]:
+    """The `identifier_key` of each code in `text` (a token with letters and digits), distinct, in
+    order: what an exact lookup matches (see `querywise.understand.exact`).
+
+    >>> identifier_keys("Use the WS-4402 strap (or ws4402 / HC-3471) since 2024")
+    ['WS4402', 'HC3471']
+    """
+    out: dict[str, None] = {}
+    for m in _CODE_TOKEN.finditer(text):
+        w = m.group(0)
+        if any(c.isdigit() for c in w) and any(c.isalpha() for c in w):
+            out[identifier_key(w)] = None
+            if len(out) >= MAX_IDENTIFIERS:
+                break
+    return list(out)
+
+
+def identifier_forms(words: Iterable[str]) -> dict[str, str]:
+    """Each identifier-like word (letters and digits) under its `identifier_key`, first one kept.
+
+    >>> identifier_forms(["ws-4402", "strap", "WS4402"])
+    {'WS4402': 'ws-4402'}
+    """
+    out: dict[str, str] = {}
+    for w in words:
+        if any(c.isdigit() for c in w) and any(c.isalpha() for c in w):
+            out.setdefault(identifier_key(w), w)
+    return out
 
 
 def normalize(text: str) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
-from querywise.conditions import AnyOf, Match, Range, Scalar, Where
+from querywise.conditions import AnyOf, Condition, Match, Scalar, Where
 from querywise.index.lexical import SparseVec
 
 if TYPE_CHECKING:
@@ -87,14 +87,28 @@ def _edge_filter(where: Where | None) -> qe.Filter | None:
         return None
     import qdrant_edge as qe
 
+    def field(c: Condition) -> qe.FieldCondition:
+        if isinstance(c, Match):
+            return qe.FieldCondition(key=c.field, match=qe.MatchValue(c.value))
+        if isinstance(c, AnyOf):
+            return qe.FieldCondition(key=c.field, match=_edge_match_any(c.values))
+        return qe.FieldCondition(key=c.field, range=qe.RangeFloat(gt=c.gt, gte=c.gte, lt=c.lt, lte=c.lte))
+
     must: list[qe.ConditionType] = []
     for c in where.conditions:
-        if isinstance(c, Match):
-            must.append(qe.FieldCondition(key=c.field, match=qe.MatchValue(c.value)))
-        elif isinstance(c, AnyOf):
-            must.append(qe.FieldCondition(key=c.field, match=_edge_match_any(c.values)))
-        elif isinstance(c, Range):
-            must.append(qe.FieldCondition(key=c.field, range=qe.RangeFloat(gt=c.gt, gte=c.gte, lt=c.lt, lte=c.lte)))
+        if c.missing == "drop" and c.linked is None:
+            must.append(field(c))
+            continue
+        # A payload without the field: see conditions._without_field.
+        should: list[qe.ConditionType] = [field(c)]
+        if c.linked is not None and c.linked.values:
+            linked = qe.FieldCondition(key=c.linked.field, match=_edge_match_any(c.linked.values))
+            should.append(qe.Filter(must=[qe.IsEmptyCondition(key=c.field), linked]))
+        if c.missing == "keep":
+            empty: list[qe.ConditionType] = [qe.IsEmptyCondition(key=c.field)]
+            empty += [qe.IsEmptyCondition(key=c.linked.field)] if c.linked is not None else []
+            should.append(qe.Filter(must=empty))
+        must.append(qe.Filter(should=should))
     return qe.Filter(must=must)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from querywise.conditions import AnyOf, Match, Range, Where
+from querywise.conditions import AnyOf, Condition, Match, Where
 from querywise.index.engine import DENSE, SPARSE, EngineHit, EnginePoint, EngineQuery, PayloadKind, run_query
 
 if TYPE_CHECKING:  # imported at run time only when a server is used
@@ -60,14 +60,29 @@ def _filter(where: Where | None) -> Any:
         return None
     from qdrant_client import models as m
 
+    def field(c: Condition) -> Any:
+        if isinstance(c, Match):
+            return m.FieldCondition(key=c.field, match=m.MatchValue(value=c.value))
+        if isinstance(c, AnyOf):
+            return m.FieldCondition(key=c.field, match=m.MatchAny(any=list(c.values)))
+        return m.FieldCondition(key=c.field, range=m.Range(gt=c.gt, gte=c.gte, lt=c.lt, lte=c.lte))
+
+    def empty(key: str) -> Any:
+        return m.IsEmptyCondition(is_empty=m.PayloadField(key=key))
+
     must: list[Any] = []
     for c in where.conditions:
-        if isinstance(c, Match):
-            must.append(m.FieldCondition(key=c.field, match=m.MatchValue(value=c.value)))
-        elif isinstance(c, AnyOf):
-            must.append(m.FieldCondition(key=c.field, match=m.MatchAny(any=list(c.values))))
-        elif isinstance(c, Range):
-            must.append(m.FieldCondition(key=c.field, range=m.Range(gt=c.gt, gte=c.gte, lt=c.lt, lte=c.lte)))
+        if c.missing == "drop" and c.linked is None:
+            must.append(field(c))
+            continue
+        # A payload without the field: see conditions._without_field.
+        should = [field(c)]
+        if c.linked is not None and c.linked.values:
+            linked = m.FieldCondition(key=c.linked.field, match=m.MatchAny(any=list(c.linked.values)))
+            should.append(m.Filter(must=[empty(c.field), linked]))
+        if c.missing == "keep":
+            should.append(m.Filter(must=[empty(c.field)] + ([empty(c.linked.field)] if c.linked is not None else [])))
+        must.append(m.Filter(should=should))
     return m.Filter(must=must)
 
 

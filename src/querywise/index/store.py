@@ -72,6 +72,7 @@ from querywise.index.errors import IndexStoreError, damaged
 from querywise.index.integrity import BlockDigest, FileSum, digest_bytes, fsync_dir, seal
 from querywise.index.lexical import Lexicon
 from querywise.index.server import ServerEngine, collection_of, connect, drop_collection
+from querywise.text import IDENTIFIER_KEYS, identifier_keys
 from querywise.validation import FieldPresence, payload_field_counts
 
 if TYPE_CHECKING:  # imported at run time only when a server is used
@@ -237,7 +238,12 @@ def build_index(
                     for i in range(start, min(start + _BATCH, len(chunks))):
                         c = chunks[i]
                         fh.write(c.model_dump_json() + "\n")
-                        payload = {**c.payload, "id": c.id, "text": c.text, "title": c.title}
+                        # The engine also keeps the chunk's identifiers, one form each, for exact lookups:
+                        # those of its text and of its metadata (a product page's part numbers).
+                        said = [v for v in c.payload.values() if isinstance(v, str)]
+                        said += [x for v in c.payload.values() if isinstance(v, list) for x in v if isinstance(x, str)]
+                        keys = identifier_keys("\n".join([c.title, c.text, *said]))
+                        payload = {**c.payload, "id": c.id, "text": c.text, "title": c.title, IDENTIFIER_KEYS: keys}
                         batch.append(EnginePoint(i, vectors[i], lexicon.document_vector(analysed[i], k1=s.k1, b=s.b), payload))
                     engine.upsert(batch)
                     advance(len(batch))
@@ -574,4 +580,5 @@ def _lines(path: Path) -> Iterator[bytes]:
 def _hit(h: EngineHit, rank: int) -> Hit:
     p = dict(h.payload)
     cid, text, title = str(p.pop("id", h.id)), p.pop("text", ""), p.pop("title", "")
+    p.pop(IDENTIFIER_KEYS, None)
     return Hit(id=cid, score=h.score, rank=rank, text=text, title=title, payload=p)

@@ -51,10 +51,13 @@ from querywise.plan import (
     QueryPlan,
     TraceStep,
 )
+from querywise.text import identifier_forms
 from querywise.understand import enrich
 from querywise.understand.access import access_from_session
 from querywise.understand.ambiguity import disambiguate
+from querywise.understand.exact import exact_queries, identifiers_in
 from querywise.understand.filters import extract_filters
+from querywise.understand.filters.missing import with_missing_policy
 from querywise.understand.followup import WEAK_FORM_WEIGHT, Standalone, check_follow_up, concat_standalone, names_its_subject, points_back, standalone_form
 from querywise.understand.followup.referent import ANSWER_CHARS
 from querywise.understand.limits import within_limits
@@ -122,6 +125,7 @@ class Understander:
         catalog_path = settings.deployment.catalog
         self.catalog = Catalog.load(catalog_path) if catalog_path is not None else None
         self.speller = SpellChecker.from_lexicon(lexicon) if lexicon is not None else None
+        self.identifiers = identifier_forms(lexicon.word_counts) if lexicon is not None else {}
         if provider is None and settings.llm.provider != "none":
             provider = provider_from(settings.llm)
         self.tier = LLMTier(settings, provider) if provider is not None else None
@@ -153,8 +157,17 @@ class Understander:
                 needs_context = check_follow_up(message, history, catalog=self.catalog).needs_context
 
         started = time.perf_counter()
-        decision = self.router.route(text)  # rules first: no embedding when a rule fires
-        trace.append(self.router.trace(decision, started))
+        # A typo must not change the route ("firmwear update" is no account question): the router
+        # reads the spelling-corrected copy; the text searched stays as typed (spelling adds its
+        # correction next to it later).
+        routed = text
+        if "spelling" in on and self.speller is not None:
+            routed = self.speller.check(text).corrected or text
+        decision = self.router.route(routed)  # rules first: no embedding when a rule fires
+        step = self.router.trace(decision, started)
+        if routed != text:
+            step = step.model_copy(update={"reason": f"{step.reason} (read as {routed!r}, spelling corrected)"})
+        trace.append(step)
         route = decision.route
         action: Action = Answer()
         llm = _LLMPlan()
@@ -174,9 +187,12 @@ class Understander:
             filters, inferred = _off("filters", trace, (Where(), Where()))
         if "llm_filters" in on:
             filters, queries = self._llm_filters(llm, filters & inferred, filters, queries, trace)
+        # Documents without a filter's field: the [filters] policy, executed by the engine.
+        filters, inferred = (with_missing_policy(w, self.settings.filters, self.catalog) for w in (filters, inferred))
         if kind == "original":  # an LLM rewrite supersedes the weak follow-up's enrichment
             queries += beside
         queries, action = self._spelling(queries, action, trace) if "spelling" in on else _off("spelling", trace, (queries, action))
+        queries = self._exact(text, queries, trace) if "exact_lookup" in on else _off("exact_lookup", trace, queries)
         action = self._ambiguity(text, texts(history), route, action, trace) if "ambiguity" in on else _off("ambiguity", trace, action)
         if self.tier is None:
             trace += [TraceStep(move=m, status="skipped", reason="no [llm] provider configured") for m in _ENRICHMENTS if m in on]
@@ -416,6 +432,7 @@ class Understander:
             "stated": [c.describe() for c in ex.stated],
             "inferred": [c.describe() for c in ex.inferred],
             "dropped": dropped,
+            "without_field": {c.field: self._without_field(c.field) for c in ex.constraints},
         }
         if ex.similar is not None:
             details["similar_to"] = list(ex.similar.entities)
@@ -436,6 +453,35 @@ class Understander:
             )
         )
         return stated, inferred, queries
+
+    def _exact(self, text: str, queries: list[PlanQuery], trace: list[TraceStep]) -> list[PlanQuery]:
+        """An exact payload lookup for each identifier of `text` the index holds, before any fuzzy step."""
+        started = time.perf_counter()
+        if not self.identifiers:
+            trace.append(TraceStep(move="exact_lookup", status="skipped", reason="no index vocabulary to look identifiers up in"))
+            return queries
+        found = identifiers_in(text, self.identifiers)
+        if not found:
+            trace.append(TraceStep(move="exact_lookup", status="skipped", reason="no identifier the index holds", latency_ms=_ms(started)))
+            return queries
+        exact = exact_queries(found)
+        said = ", ".join(f"{typed!r} (the index's {form.upper()})" for typed, form in found)
+        trace.append(TraceStep(
+            move="exact_lookup", status="ran", reason=f"identifiers the index holds: {said}",
+            changed="also searching the chunks that hold " + ", ".join(q.text for q in exact),
+            latency_ms=_ms(started), details={"identifiers": {typed: form.upper() for typed, form in found}},
+        ))
+        return [*queries, *exact]
+
+    def _without_field(self, name: str) -> str:
+        """What a filter on `name` does to a document that does not carry the field (for the trace)."""
+        schema = self.settings.filters
+        spec = schema.fields.get(name)
+        if spec is None:
+            return "dropped"
+        if schema.catalog_link is not None and self.catalog is not None:
+            return f"judged by the catalog entries its {schema.catalog_link!r} names; with none, {'kept' if spec.missing == 'keep' else 'dropped'}"
+        return "kept" if spec.missing == "keep" else "dropped"
 
     def _spelling(self, queries: list[PlanQuery], action: Action, trace: list[TraceStep]) -> tuple[list[PlanQuery], Action]:
         started = time.perf_counter()

@@ -66,7 +66,7 @@ from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
 from querywise.index.lexical import Lexicon
-from querywise.text import analysed_part, normalize, words
+from querywise.text import analysed_part, identifier_forms, identifier_key, normalize, words
 from querywise.understand.spelling.tokenise import Tokens, inside, neighbours, quoted_spans
 
 __all__ = [
@@ -214,6 +214,7 @@ class SpellChecker:
             elif any(ch.isdigit() for ch in word) and any(ch.isalpha() for ch in word):
                 self._identifiers.append(word)
         self._canonical = [_SEPARATORS.sub("", w) for w in self._identifiers]
+        self._by_key = identifier_forms(self._identifiers)  # "WS4402" is the index's "ws-4402", written another way
         self._bucket_sizes = {n: len(bucket) for n, bucket in self._by_length.items()}
         self._near_cache: dict[str, list[tuple[str, int]]] = {}
 
@@ -233,6 +234,7 @@ class SpellChecker:
         kinds: dict[str, str] = {}  # token -> "skip", "code" (an unknown code) or "word" (an unknown word)
         offers: dict[str, tuple[str, ...]] = {}  # normalised code -> near misses
         identifiers: dict[str, tuple[str, ...]] = {}
+        respelt: dict[int, Correction] = {}  # identifiers written another way than the index writes them
         todo: list[int] = []
         looked_up: set[str] = set()  # distinct unknown words (a repeated word costs one look-up)
         compared, capped = 0, False  # index words compared so far, and whether some look-up did not fit
@@ -244,6 +246,12 @@ class SpellChecker:
             if kind == "skip" or inside(m.start(), m.end(), quote_starts, quoted):
                 continue
             if kind == "code":
+                known = self._by_key.get(identifier_key(token))
+                if known is not None:  # the index's identifier in another spelling: its own form, no guess
+                    surface = self.surface.get(known, known)
+                    respelt[i] = Correction(token, surface, 0, self.counts.get(known, 0), 0, (), 1.0, 1.0, None, None,
+                                            why="the index's spelling of this identifier (case, hyphens and spaces aside)")
+                    continue
                 # Near misses are offered for codes (letters and digits) the index lacks; an
                 # all-caps word or a bare number is simply left as typed.
                 key = normalize(token)
@@ -290,6 +298,7 @@ class SpellChecker:
             if not changed:
                 break
 
+        corrections.update(respelt)
         ordered = tuple(corrections[i] for i in sorted(corrections))
         declined = tuple(d for _, d in sorted(declined_at.items()) if d is not None)
         corrected = _apply(text, [(tokens.matches[i], corrections[i].replacement) for i in sorted(corrections)])
