@@ -73,3 +73,44 @@ def test_a_filter_on_a_mixed_corpus_judges_help_articles_by_their_products(qw: Q
     assert step is not None and "catalog entries" in step.details["without_field"]["price_usd"]
     # and every hit meets the filters as the engine ran them
     assert all(result.plan.filters.matches(h.payload) for h in result.hits)
+
+
+def test_a_price_field_in_cents_gets_the_stated_price_in_cents() -> None:
+    settings = load_settings(demo_file("querywise.toml"))
+    fields = dict(settings.filters.fields)
+    fields["price_usd"] = fields["price_usd"].model_copy(update={"unit": "usd_cents", "max": 1_000_000})
+    settings = settings.model_copy(update={"filters": settings.filters.model_copy(update={"fields": fields})})
+    with QueryWise(settings) as q:
+        plan = q.plan("headphones under $200", session={"market": "eu"})
+    assert [describe(c).split(" (without")[0] for c in plan.filters.conditions] == ["category = headphones", "price_usd < 20000"]
+    step = plan.step("filters")
+    assert step is not None and "200 usd = 20000 usd_cents" in step.reason
+
+
+def test_an_unconvertible_amount_is_shown_dropped_by_plan() -> None:
+    from typer.testing import CliRunner
+
+    from querywise.cli import app
+
+    result = CliRunner().invoke(app, ["plan", "headphones under 200 yen", "--config", str(demo_file("querywise.toml")), "--session", "market=eu"])
+    assert result.exit_code == 0, result.output
+    assert "dropped price_usd 'under 200 yen': cannot convert jpy to usd: no rate in the table" in " ".join(result.output.split())
+
+
+def test_like_x_but_cheaper_searches_x_s_description_without_x_below_its_price(qw: QueryWise) -> None:
+    result = ask(qw, "Headphones like the Solace 7 Pro but cheaper")
+    kinds = {q.kind: q.text for q in result.plan.queries}
+    assert kinds["semantic"] == "Headphones" and kinds["similar"].startswith("Flagship over-ear noise cancelling headphones")
+    said = [describe(c).split(" (without")[0] for c in result.plan.filters.conditions]
+    assert said == ["category = headphones", "price_usd < 349", "products not in (Halden Solace 7 Pro, halden-solace-7-pro)"]
+    step = result.plan.step("filters")
+    assert step is not None and "Halden Solace 7 Pro's catalog price_usd 349" in step.reason  # which catalog value
+    top = ids(result, 4)
+    assert "product:halden-solace-7-pro" not in ids(result) and top[0].startswith("product:halden-")
+    assert all(h.payload.get("price_usd", 0) < 349 for h in result.hits)
+
+
+def test_a_group_is_compared_member_by_member_of_the_kind_asked(qw: QueryWise) -> None:
+    result = ask(qw, "headphones like the Halden ones but cheaper")
+    price = [describe(c).split(" (without")[0] for c in result.plan.filters.conditions if c.field == "price_usd"]
+    assert price == ["price_usd < 119"]  # the cheapest Halden headphones, not its $12 ear tips

@@ -29,7 +29,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["AnyOf", "Condition", "Linked", "Match", "Missing", "Range", "Where", "WhereSyntaxError", "describe", "empty_at", "parse_where", "values_at"]
+__all__ = ["AnyOf", "Condition", "Linked", "Match", "Missing", "NoneOf", "Range", "Where", "WhereSyntaxError", "describe", "empty_at", "parse_where", "values_at"]
 
 Scalar = str | int | bool
 
@@ -176,7 +176,20 @@ class Range(BaseModel):
         )
 
 
-Condition = Annotated[Match | AnyOf | Range, Field(discriminator="kind")]
+class NoneOf(BaseModel):
+    """`field` equals none of `values` (for a list field: shares none; a payload without the field
+    meets it): what a comparison excludes ("like the Solace 7 Pro": not the Solace 7 Pro itself)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: Literal["none"] = "none"
+    field: str
+    values: tuple[Scalar, ...] = Field(min_length=1)
+
+    def matches(self, payload: Mapping[str, Any]) -> bool:
+        return not any(_equal(v, want) for v in values_at(payload, self.field) for want in self.values)
+
+
+Condition = Annotated[Match | AnyOf | Range | NoneOf, Field(discriminator="kind")]
 
 
 class Where(BaseModel):
@@ -222,7 +235,7 @@ def parse_where(exprs: list[str]) -> Where:
     >>> parse_where(["category=headphones", "price<200"]).conditions[1]
     Range(kind='range', field='price', gt=None, gte=None, lt=200.0, lte=None)
     """
-    conditions: list[Match | AnyOf | Range] = []
+    conditions: list[Match | AnyOf | Range | NoneOf] = []
     for expr in exprs:
         m = _EXPR.match(expr)
         if not m:
@@ -245,12 +258,14 @@ def parse_where(exprs: list[str]) -> Where:
     return Where(conditions=tuple(conditions))
 
 
-def describe(condition: Match | AnyOf | Range) -> str:
+def describe(condition: Match | AnyOf | Range | NoneOf) -> str:
     """A condition as people read it.
 
     >>> describe(Range(field="price", gte=10, lt=200))
     'price >= 10 and price < 200'
     """
+    if isinstance(condition, NoneOf):
+        return f"{condition.field} not in ({', '.join(map(str, condition.values))})"
     if isinstance(condition, Match):
         said = f"{condition.field} = {condition.value}"
     elif isinstance(condition, AnyOf):

@@ -35,7 +35,7 @@ PLAN_VERSION = 1
 
 # "semantic": the message with its hard constraints moved into filters (a self-query); it is
 # searched instead of the original because those words now act as filters, not as text.
-QueryKind = Literal["original", "standalone", "semantic", "spelling", "exact", "multi", "hyde", "step_back", "query2doc"]
+QueryKind = Literal["original", "standalone", "semantic", "similar", "spelling", "exact", "multi", "hyde", "step_back", "query2doc"]
 
 
 class _Model(BaseModel):

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from querywise.conditions import AnyOf, Match, Range, Scalar, Where
+from querywise.conditions import AnyOf, Condition, Match, Scalar, Where
 from querywise.conversation import Turn, as_turns
 from querywise.plan import QueryPlan
 
@@ -98,7 +98,7 @@ class PlanLog:
         self.path.replace(self.path.with_name(f"{self.path.name}.1"))
 
 
-def _masked(condition: Match | AnyOf | Range, mask: Callable[[Scalar], str]) -> Match | AnyOf | Range:
+def _masked(condition: Condition, mask: Callable[[Scalar], str]) -> Condition:
     """The condition with its session value(s) masked; an access condition is an equality."""
     if isinstance(condition, Match):
         return condition.model_copy(update={"value": mask(condition.value)})

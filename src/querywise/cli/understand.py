@@ -50,6 +50,9 @@ def render_plan(plan: QueryPlan) -> None:
     for label, where in (("filters", plan.filters), ("inferred filters", plan.inferred_filters), ("access", plan.access)):
         if where:
             out.print(f"  [bold]{label}[/] " + esc(" and ".join(describe(c) for c in where.conditions)), highlight=False)
+    filters = plan.step("filters")
+    for d in (filters.details.get("dropped", []) if filters is not None else []):  # a constraint the words state but no filter holds
+        out.print(f"  [yellow]dropped[/] {esc(d['field'])} {esc(repr(d['value']))}: {esc(d['reason'])}", highlight=False)
     if plan.action.type != "answer":
         out.print(f"  [bold]{esc(plan.action.type)}[/] {esc(plan.action.model_dump(exclude={'type'}))}", highlight=False)
     table = Table(title="trace", title_justify="left")

@@ -47,7 +47,8 @@ def demo_corpus() -> list[Chunk]:
             id=f"product:{e.id}",
             text=f"{e.name}. {e.description}",
             title=e.name,
-            payload={**e.fields, "part_numbers": list(e.part_numbers), "family": "product"},
+            # A product page is about its product: the catalog link (`[filters] catalog_link`) names it.
+            payload={**e.fields, "part_numbers": list(e.part_numbers), "family": "product", "products": [e.name]},
         )
         for e in Catalog.load(demo_file("catalog.jsonl")).entities
     ]

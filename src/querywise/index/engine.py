@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
-from querywise.conditions import AnyOf, Condition, Match, Scalar, Where
+from querywise.conditions import AnyOf, Match, NoneOf, Range, Scalar, Where
 from querywise.index.lexical import SparseVec
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ def _edge_filter(where: Where | None) -> qe.Filter | None:
         return None
     import qdrant_edge as qe
 
-    def field(c: Condition) -> qe.FieldCondition:
+    def field(c: Match | AnyOf | Range) -> qe.FieldCondition:
         if isinstance(c, Match):
             return qe.FieldCondition(key=c.field, match=qe.MatchValue(c.value))
         if isinstance(c, AnyOf):
@@ -96,6 +96,9 @@ def _edge_filter(where: Where | None) -> qe.Filter | None:
 
     must: list[qe.ConditionType] = []
     for c in where.conditions:
+        if isinstance(c, NoneOf):
+            must.append(qe.Filter(must_not=[qe.FieldCondition(key=c.field, match=_edge_match_any(c.values))]))
+            continue
         if c.missing == "drop" and c.linked is None:
             must.append(field(c))
             continue

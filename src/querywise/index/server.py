@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from querywise.conditions import AnyOf, Condition, Match, Where
+from querywise.conditions import AnyOf, Match, NoneOf, Range, Where
 from querywise.index.engine import DENSE, SPARSE, EngineHit, EnginePoint, EngineQuery, PayloadKind, run_query
 
 if TYPE_CHECKING:  # imported at run time only when a server is used
@@ -60,7 +60,7 @@ def _filter(where: Where | None) -> Any:
         return None
     from qdrant_client import models as m
 
-    def field(c: Condition) -> Any:
+    def field(c: Match | AnyOf | Range) -> Any:
         if isinstance(c, Match):
             return m.FieldCondition(key=c.field, match=m.MatchValue(value=c.value))
         if isinstance(c, AnyOf):
@@ -72,6 +72,9 @@ def _filter(where: Where | None) -> Any:
 
     must: list[Any] = []
     for c in where.conditions:
+        if isinstance(c, NoneOf):
+            must.append(m.Filter(must_not=[m.FieldCondition(key=c.field, match=m.MatchAny(any=list(c.values)))]))
+            continue
         if c.missing == "drop" and c.linked is None:
             must.append(field(c))
             continue

@@ -35,7 +35,7 @@ import numpy as np
 
 from querywise.catalog import Catalog
 from querywise.checks.guard import check_rewrite
-from querywise.conditions import Where, describe
+from querywise.conditions import NoneOf, Where, describe
 from querywise.config import LLM_MOVES, Move, Settings
 from querywise.conversation import Turn, texts
 from querywise.embed import Embedder, embedder_for
@@ -56,8 +56,9 @@ from querywise.understand import enrich
 from querywise.understand.access import access_from_session
 from querywise.understand.ambiguity import disambiguate
 from querywise.understand.exact import exact_queries, identifiers_in
-from querywise.understand.filters import extract_filters
+from querywise.understand.filters import extract_filters, units
 from querywise.understand.filters.missing import with_missing_policy
+from querywise.understand.filters.money import DEFAULT_RATES
 from querywise.understand.followup import WEAK_FORM_WEIGHT, Standalone, check_follow_up, concat_standalone, names_its_subject, points_back, standalone_form
 from querywise.understand.followup.referent import ANSWER_CHARS
 from querywise.understand.limits import within_limits
@@ -70,6 +71,7 @@ __all__ = ["Understander"]
 
 T = TypeVar("T")
 _ENRICHMENTS = ("multi_query", "hyde", "query2doc", "step_back")
+_SIMILAR_MAX = 3  # descriptions a "like X" query carries (a brand names many products)
 
 
 def _ms(started: float) -> float:
@@ -124,8 +126,11 @@ class Understander:
         self._search_routes = {r.name for r in settings.routing.routes if r.search}
         catalog_path = settings.deployment.catalog
         self.catalog = Catalog.load(catalog_path) if catalog_path is not None else None
+        self._by_name = {e.name: e for e in self.catalog.entities} if self.catalog is not None else {}
         self.speller = SpellChecker.from_lexicon(lexicon) if lexicon is not None else None
         self.identifiers = identifier_forms(lexicon.word_counts) if lexicon is not None else {}
+        if any(f.unit and f.unit.lower() not in DEFAULT_RATES for f in settings.filters.fields.values()):
+            units.load(DEFAULT_RATES)  # pint's registry takes a second or two to build: at start-up, not on a message
         if provider is None and settings.llm.provider != "none":
             provider = provider_from(settings.llm)
         self.tier = LLMTier(settings, provider) if provider is not None else None
@@ -436,7 +441,7 @@ class Understander:
         }
         if ex.similar is not None:
             details["similar_to"] = list(ex.similar.entities)
-        if not ex.constraints:
+        if not ex.constraints and ex.similar is None:
             reason = "no hard constraint stated" + (f"; dropped {dropped}" if dropped else "")
             trace.append(TraceStep(move="filters", status="skipped", reason=reason, latency_ms=_ms(started), details=details))
             return Where(), Where(), queries
@@ -444,11 +449,15 @@ class Understander:
         inferred = Where(conditions=tuple(c.condition for c in ex.inferred))
         if ex.semantic_query.strip() and ex.semantic_query != text:
             queries = [PlanQuery(text=ex.semantic_query, kind="semantic")]
+        if ex.similar is not None:
+            queries, stated = self._similar(ex.similar.entities, queries, stated, details)
         trace.append(
             TraceStep(
                 move="filters", status="ran",
-                reason="; ".join(c.reason for c in ex.constraints),
-                changed=", ".join(c.describe() for c in ex.constraints) + (f"; searching {ex.semantic_query!r}" if queries[0].kind == "semantic" else ""),
+                reason="; ".join([*(c.reason for c in ex.constraints), *([f"similar to {', '.join(ex.similar.entities)}"] if ex.similar else [])]),
+                changed=", ".join(describe(c) for c in stated.conditions + inferred.conditions)
+                + (f"; searching {ex.semantic_query!r}" if queries[0].kind == "semantic" else "")
+                + (f"; and {details['similar_query']!r}" if "similar_query" in details else ""),
                 latency_ms=_ms(started), details=details,
             )
         )
@@ -472,6 +481,21 @@ class Understander:
             latency_ms=_ms(started), details={"identifiers": {typed: form.upper() for typed, form in found}},
         ))
         return [*queries, *exact]
+
+    def _similar(self, names: Sequence[str], queries: list[PlanQuery], stated: Where, details: dict[str, Any]) -> tuple[list[PlanQuery], Where]:
+        """"like X (but cheaper)": X's catalog description searched next to the rest of the message,
+        and X itself excluded (through the catalog link: its page and the articles about it)."""
+        entities = [e for n in names if (e := self._by_name.get(n)) is not None]
+        described = " ".join(e.description for e in entities[:_SIMILAR_MAX] if e.description)
+        if described:
+            queries = [*queries, PlanQuery(text=described, kind="similar")]
+            details["similar_query"] = described
+        link = self.settings.filters.catalog_link
+        if link is not None and entities:
+            values = tuple(dict.fromkeys(v for e in entities for v in (e.name, e.id)))
+            stated = stated & Where(conditions=(NoneOf(field=link, values=values),))
+            details["excluded"] = [e.name for e in entities]
+        return queries, stated
 
     def _without_field(self, name: str) -> str:
         """What a filter on `name` does to a document that does not carry the field (for the trace)."""

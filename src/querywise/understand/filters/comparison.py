@@ -60,7 +60,7 @@ def read_comparison(
     filter on the brand or product named. Returns the cue and the entities it refers to."""
     if catalog is None:
         return None
-    refs: dict[int, tuple[int, int, tuple[Entity, ...]]] = {}  # start -> the longest reference there (the first, on a tie)
+    refs: dict[int, tuple[int, int, tuple[Entity, ...], bool]] = {}  # start -> the longest reference there (the first, on a tie)
     for found in _references(scan.message, schema, catalog, mentions):
         if found[0] not in refs or found[1] > refs[found[0]][1]:
             refs[found[0]] = found
@@ -76,10 +76,11 @@ def read_comparison(
             continue
         if m.group(0).lower().startswith("like") and _wish_before(scan.message, m.start()):
             continue  # "I'd like the Knoll Max": a wish, not a comparison
-        _, ref_end, entities = ref
+        _, ref_end, entities, group = ref
         end = ref_end
-        tail = re.compile(rf"(?:\s+(?:ones?|models?))?(?:\s*,?\s*(?:but|and|only|just)?\s*(?P<rel3>{_REL})\b)?", re.IGNORECASE)
+        tail = re.compile(rf"(?P<ones>\s+(?:ones|models))?(?:\s+(?:one|model))?(?:\s*,?\s*(?:but|and|only|just)?\s*(?P<rel3>{_REL})\b)?", re.IGNORECASE)
         t = tail.match(scan.message, end)
+        group = group or bool(t is not None and t.group("ones"))
         relation = m.group("rel1") or m.group("rel2")
         if t is not None:
             relation = relation or t.group("rel3")
@@ -91,7 +92,7 @@ def read_comparison(
         constraint, note = None, ""
         if relation is not None:
             constraint, note = _relative(scan, schema, catalog, " ".join(relation.lower().split()), entities, span,
-                                         money_field, year_field)
+                                         money_field, year_field, group=group)
         cue = SimilarityCue(scan.message[span[0] : span[1]], span, reference, names,
                             " ".join(relation.lower().split()) if relation else None, constraint, note)
         return cue, entities
@@ -100,9 +101,10 @@ def read_comparison(
 
 def _references(
     message: str, schema: FilterSettings, catalog: Catalog, mentions: list[Mention]
-) -> list[tuple[int, int, tuple[Entity, ...]]]:
-    """Spans naming catalog entities: product names and aliases, or an enum value ("Kestrel")."""
-    refs = [(m.start, m.end, m.entities) for m in mentions]
+) -> list[tuple[int, int, tuple[Entity, ...], bool]]:
+    """Spans naming catalog entities: product names and aliases, or an enum value ("Kestrel"),
+    and whether the span names a group (an enum value: all its members) rather than one entity."""
+    refs = [(m.start, m.end, m.entities, False) for m in mentions]
     for name, spec in schema.fields.items():
         if spec.type != "enum":
             continue
@@ -112,8 +114,22 @@ def _references(
             if not members:
                 continue
             for m in re.finditer(rf"(?<![\w-]){form_alternation(value)}(?![\w-])", message, re.IGNORECASE):
-                refs.append((m.start(), m.end(), members))
+                refs.append((m.start(), m.end(), members, True))
     return refs
+
+
+def _of_the_kind_asked(message: str, schema: FilterSettings, catalog: Catalog, members: tuple[Entity, ...]) -> tuple[Entity, ...]:
+    """The members of a group of the kind the message names ("headphones like the Halden ones"):
+    a brand's cables are no price to beat. All of them when the message names no kind."""
+    for name, spec in schema.fields.items():
+        if spec.type != "enum":
+            continue
+        key = spec.catalog_field or name
+        named = {v for v in allowed_values(name, spec, catalog) if re.search(rf"(?<![\w-]){form_alternation(v)}(?![\w-])", message, re.IGNORECASE)}
+        kept = tuple(e for e in members if e.fields.get(key) in named)
+        if kept and len(kept) < len(members):
+            return kept
+    return members
 
 
 def _relative(
@@ -125,16 +141,30 @@ def _relative(
     span: Span,
     money_field: str | None,
     year_field: str | None,
+    *,
+    group: bool,
 ) -> tuple[Constraint | None, str]:
+    """The constraint relative to the catalog value of what was named. A group ("headphones like
+    the Halden ones") is compared with each member of the kind asked: cheaper than all of them.
+    One name that several entries share ("the Knoll"), or a group with no kind named ("something
+    like the Halden ones"), is ambiguous: no value is invented for it."""
     kind, op = _RELATIVE[relation]
     field = money_field if kind == "money" else year_field
     if field is None:
         return None, f"no {'price' if kind == 'money' else 'year'} field in the schema"
-    values = {e.fields.get(field) for e in entities}
-    if len(values) != 1 or not isinstance(next(iter(values)), int | float):
+    if group:  # compared with each member of the kind asked; with no kind named, which members? none
+        kind_asked = _of_the_kind_asked(scan.message, schema, catalog, entities)
+        group, entities = len(kind_asked) < len(entities), kind_asked
+    values = [v for e in entities if isinstance(v := e.fields.get(field), int | float) and not isinstance(v, bool)]
+    if not values:
+        return None, f"{relation} than what? no catalog {field} for {', '.join(e.name for e in entities)}"
+    if len(set(values)) > 1 and not group:
         listed = ", ".join(f"{e.name} {e.fields.get(field)}" for e in entities)
         return None, f"{relation} than what? the reference has several {field} values ({listed})"
-    (value,) = values
+    # Several ("the Kestrel ones"): cheaper than every one of them, so below the lowest.
+    value = min(values) if op in ("lt", "lte") else max(values)
+    which = next(e.name for e in entities if e.fields.get(field) == value)
+    basis = f"{which}'s catalog {field} {format_number(value)}" + (f", the {'lowest' if op in ('lt', 'lte') else 'highest'} of {len(values)}" if len(values) > 1 else "")
     made = add_constraint(scan, schema, catalog, field, {op: value}, spans=(span,), provenance="stated", basis="comparison",
-                          reason=f"{relation} than {', '.join(e.name for e in entities)} ({field} {format_number(value)})")
+                          reason=f"{relation} than {', '.join(e.name for e in entities)} ({basis})")
     return made, ""

@@ -16,6 +16,7 @@ from querywise.understand.filters.dates import read_years
 from querywise.understand.filters.enums import is_product_search, read_enums
 from querywise.understand.filters.fields import find_money_field, find_year_field
 from querywise.understand.filters.infer import infer_from_entities, infer_from_mentions
+from querywise.understand.filters.measures import read_measures
 from querywise.understand.filters.money import DEFAULT_RATES, read_money
 from querywise.understand.filters.scan import Constraint, Scan, inside
 from querywise.understand.filters.semantic import text_left_for_search
@@ -86,6 +87,7 @@ def extract_filters(
     compared = read_comparison(scan, schema, catalog, mentions, money_field, year_field)
     cue = compared[0] if compared else None
     read_years(scan, schema, catalog, year_field, today)
+    read_measures(scan, schema, catalog, rates)  # first: 'under 6"' is no price
     read_money(scan, schema, catalog, money_field, rates)
     searching = bool(scan.found) or cue is not None or is_product_search(scan.message)
     before = len(scan.found)

@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 
 from querywise.config import FilterSettings
+from querywise.understand.filters.units import currency_of
 
 __all__ = ["alias_alternation", "find_money_field", "find_year_field"]
 
@@ -15,7 +16,7 @@ def find_money_field(schema: FilterSettings, rates: Mapping[str, float]) -> str 
     """The price field: a number with a currency unit, else one called or aliased price/cost."""
     numeric = [(n, f) for n, f in schema.fields.items() if f.type in ("number", "integer")]
     for name, spec in numeric:
-        if spec.unit and spec.unit.lower() in rates:
+        if currency_of(spec.unit, rates) is not None:
             return name
     for name, spec in numeric:
         words = {name.lower(), *(a.lower() for a in spec.aliases)}

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from querywise.catalog import Catalog
-from querywise.conditions import Condition, Linked, Where
+from querywise.conditions import Condition, Linked, NoneOf, Where
 from querywise.config import FilterSettings
 
 __all__ = ["with_missing_policy"]
@@ -27,7 +27,7 @@ def with_missing_policy(where: Where, schema: FilterSettings, catalog: Catalog |
 
 def _with_policy(c: Condition, schema: FilterSettings, catalog: Catalog | None) -> Condition:
     spec = schema.fields.get(c.field)
-    if spec is None or c.linked is not None:
+    if spec is None or isinstance(c, NoneOf) or c.linked is not None:
         return c
     linked = None
     if schema.catalog_link is not None and catalog is not None:

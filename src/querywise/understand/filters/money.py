@@ -1,5 +1,5 @@
 """Prices: amounts with or without a currency, comparison words, ranges and budgets, converted to
-the price field's unit with a fixed rate table."""
+the price field's unit (a currency, or its minor unit: "usd_cents") with a fixed rate table."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from querywise.checks.filters import Dropped, format_number
 from querywise.config import FilterSettings
 from querywise.understand.filters.fields import alias_alternation
 from querywise.understand.filters.scan import Basis, Provenance, Scan, add_constraint
+from querywise.understand.filters.units import convert, currency_of
 
 __all__ = ["AFTER_BARE", "DEFAULT_RATES", "read_money"]
 
@@ -134,10 +135,10 @@ def _convert(amount: float, currency: str | None, unit: str | None, rates: Mappi
     unit = unit.lower()
     if currency == unit:
         return amount, ""
-    if currency not in rates or unit not in rates:
+    if currency not in rates or currency_of(unit, rates) is None:
         return None, f"cannot convert {currency} to {unit}: no rate in the table"
-    value = round(amount * rates[currency] / rates[unit], 2)
-    return value, f"{format_number(amount)} {currency} = {format_number(value)} {unit} at the fixed rate {rates[currency] / rates[unit]:g}"
+    value, note = convert(amount, currency, unit, rates)  # pint: rates and minor units ("usd_cents")
+    return (round(value, 2) if value is not None else None), note
 
 
 def _bare_ok(message: str, end: int) -> bool:
