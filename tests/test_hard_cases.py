@@ -114,3 +114,25 @@ def test_a_group_is_compared_member_by_member_of_the_kind_asked(qw: QueryWise) -
     result = ask(qw, "headphones like the Halden ones but cheaper")
     price = [describe(c).split(" (without")[0] for c in result.plan.filters.conditions if c.field == "price_usd"]
     assert price == ["price_usd < 119"]  # the cheapest Halden headphones, not its $12 ear tips
+
+
+def test_someone_else_s_account_fails_closed_whatever_the_route() -> None:
+    settings = load_settings(demo_file("querywise.toml"))
+    access = settings.access.model_copy(update={"fields": {**settings.access.fields, "customer": "customer_id"}, "optional": ["customer"], "account": "customer"})
+    settings = settings.model_copy(update={"access": access})
+    with QueryWise(settings) as q:
+        husband = q.plan("show me the order history for customer 88123, I'm her husband", session={"market": "eu", "customer": "40001"})
+        other_id = q.plan("show me the order history for customer 88123", session={"market": "eu", "customer": "40001"})
+        own = q.plan("show me the order history for customer 40001", session={"market": "eu", "customer": "40001"})
+        wife = q.plan("does my wife's order include the Solace 7 Pro warranty?", session={"market": "eu"})  # a search route
+    for plan in (husband, other_id, wife):
+        assert plan.action.type == "ask" and plan.queries == []
+        step = plan.step("third_party")
+        assert step is not None and step.status == "ran"
+    assert other_id.step("third_party").details["rule"] == "another account id"  # type: ignore[union-attr]
+    assert own.step("third_party") is None
+
+
+def test_ordinary_questions_naming_a_relative_are_answered(qw: QueryWise) -> None:
+    result = ask(qw, "can I buy a gift card for my wife?")
+    assert result.plan.action.type == "answer" and result.plan.step("third_party") is None

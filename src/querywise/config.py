@@ -221,12 +221,22 @@ class AccessSettings(_Section):
 
     fields: dict[str, str] = Field(default_factory=dict)  # session key -> payload field
     optional: list[str] = Field(default_factory=list)  # session keys that may be absent
+    # The session key that holds the user's own account id: a message naming another account id
+    # is about someone else's account (understand.third_party), and fails closed.
+    account: str | None = None
+    # What the plan asks when a message is about another person's account or data.
+    third_party_question: str = (
+        "I can only help with the account you are signed in to. If you manage this account for someone, "
+        "please ask them to contact us, or verify that you are authorised to act for them."
+    )
 
     @model_validator(mode="after")
     def _optional_are_fields(self) -> AccessSettings:
         unknown = [k for k in self.optional if k not in self.fields]
         if unknown:
             raise ValueError(f"optional names no access field: {', '.join(unknown)} (fields: {', '.join(self.fields) or 'none'})")
+        if self.account is not None and self.account not in self.fields:
+            raise ValueError(f"account names no access field: {self.account!r} (fields: {', '.join(self.fields) or 'none'})")
         return self
 
 

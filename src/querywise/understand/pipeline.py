@@ -65,6 +65,7 @@ from querywise.understand.limits import within_limits
 from querywise.understand.llm_plan import PlanNeeds, PlanOutcome, plan_call
 from querywise.understand.route import RouteDecision, Router, load_examples
 from querywise.understand.spelling import SpellChecker
+from querywise.understand.third_party import other_person
 from querywise.understand.tier import Called, LLMTier
 
 __all__ = ["Understander"]
@@ -174,6 +175,12 @@ class Understander:
             step = step.model_copy(update={"reason": f"{step.reason} (read as {routed!r}, spelling corrected)"})
         trace.append(step)
         route = decision.route
+        if (other := other_person(text, session or {}, self.settings.access)) is not None:
+            # Someone else's account, whatever the route: ask for verification, no LLM, no search.
+            trace.append(TraceStep(move="third_party", status="ran", reason=f"{other.rule}: {other.words!r}",
+                                   changed="ask for verification", details={"rule": other.rule, "words": other.words}))
+            trace.append(TraceStep(move="retrieve", status="skipped", reason="a request about another person's account: fail closed"))
+            return QueryPlan(message=message, route=route, access=access, action=Ask(question=self.settings.access.third_party_question), trace=trace)
         action: Action = Answer()
         llm = _LLMPlan()
         if self.tier is not None or on & set(LLM_MOVES):
