@@ -307,7 +307,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="10k chunks, no HNSW sweep, 10k BM25 speed run")
     ap.add_argument("--readme", action="store_true", help="only re-render README.md")
-    ap.add_argument("--skip", default="", help="comma-separated: scale,bm25,embed,latency,adversarial,access,rewrite,router,triage,evaluation,third_party,conversations,llm_latency,first_contact")
+    ap.add_argument("--skip", default="", help="comma-separated: scale,bm25,embed,latency,adversarial,access,rewrite,router,triage,evaluation,third_party,intents,conversations,llm_latency,first_contact")
     a = ap.parse_args()
     if a.readme:
         log(f"wrote {render_readme()}")
@@ -345,6 +345,8 @@ def main() -> None:
             run_module(f"bench.{name}", ["--quick"] if a.quick else [])
     if "third_party" not in skip:  # the someone-else's-account rule (seconds)
         run_module("bench.third_party", [])
+    if "intents" not in skip:  # several intents on the demo's held-out labels (~1 min)
+        run_module("bench.intents", [])
     if "conversations" not in skip and not a.quick:  # doc2dial follow-ups and changes of subject, the demo (~8 min)
         run_module("bench.conversations", [])
     if "first_contact" not in skip and not a.quick:  # index → eval --failures → triage, as a user runs them (~15 min)

@@ -136,3 +136,18 @@ def test_someone_else_s_account_fails_closed_whatever_the_route() -> None:
 def test_ordinary_questions_naming_a_relative_are_answered(qw: QueryWise) -> None:
     result = ask(qw, "can I buy a gift card for my wife?")
     assert result.plan.action.type == "answer" and result.plan.step("third_party") is None
+
+
+def test_two_asks_for_two_routes_serve_the_first_and_name_the_other(qw: QueryWise) -> None:
+    result = ask(qw, "Compare the Solace 7 and the Solace 7 Pro, and cancel my order")
+    plan = result.plan
+    assert plan.route == "kb_search" and [q.text for q in plan.queries] == ["Compare the Solace 7 and the Solace 7 Pro"]
+    assert [(x.text, x.route) for x in plan.left] == [("cancel my order", "account")]
+    assert {"product:halden-solace-7", "product:halden-solace-7-pro"} & set(ids(result, 5))
+    step = plan.step("several_intents")
+    assert step is not None and "left for a follow-up" in (step.changed or "")
+
+
+def test_asks_for_one_route_stay_one_message(qw: QueryWise) -> None:
+    plan = ask(qw, "how long is the warranty on the Solace 7, and can I extend it").plan
+    assert plan.left == [] and plan.step("several_intents") is None

@@ -21,7 +21,7 @@ def test_exported_members() -> None:
     assert set(querywise.__all__) == {
         "Answer", "AnyOf", "Ask", "Assume", "Case", "Chunk", "Chunker", "ChunkingSettings", "ConfigError", "CorpusError",
         "Cover", "EmbeddingSettings", "EvalReport", "EvalResult", "Hit", "Index", "IndexSettings", "IndexStoreError",
-        "InputError", "LLMError", "Manifest", "Match", "PlanQuery", "PlanResult", "Provider", "QueryPlan", "QueryWise",
+        "InputError", "LLMError", "LeftAsk", "Manifest", "Match", "PlanQuery", "PlanResult", "Provider", "QueryPlan", "QueryWise",
         "Range", "ScriptedProvider", "Settings", "TraceStep", "TriageReport", "Turn", "Understander", "Where", "WhereSyntaxError",
         "build_index", "build_report", "compare_runs", "evaluate", "execute", "load_beir", "load_cases", "load_corpus",
         "load_failures", "load_labels", "load_run", "load_settings", "load_sources", "parse_metrics", "parse_where",

@@ -25,7 +25,7 @@ from querywise.execute import PlanResult, execute
 from querywise.files import InputError
 from querywise.index import Hit, Index, IndexStoreError, Manifest, build_index, rrf
 from querywise.llm import LLMError, Provider, ScriptedProvider
-from querywise.plan import Answer, Ask, Assume, Cover, PlanQuery, QueryPlan, TraceStep, plan_json_schema
+from querywise.plan import Answer, Ask, Assume, Cover, LeftAsk, PlanQuery, QueryPlan, TraceStep, plan_json_schema
 from querywise.service import QueryWise
 from querywise.triage import (
     TriageReport,
@@ -62,6 +62,7 @@ __all__ = [
     "IndexStoreError",
     "InputError",
     "LLMError",
+    "LeftAsk",
     "Manifest",
     "Match",
     "PlanQuery",

@@ -133,6 +133,13 @@ class TraceStep(_Model):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
+class LeftAsk(_Model):
+    """An ask of the message that this plan does not serve (several intents), and its route."""
+
+    text: str
+    route: str
+
+
 class QueryPlan(_Model):
     """What happens to one message. See `../shared/DESIGN.md` for the rules it keeps."""
 
@@ -145,6 +152,9 @@ class QueryPlan(_Model):
     access: Where = Where()  # from the authenticated session only; AND-ed into every search
     action: Action = Answer()
     trace: list[TraceStep] = Field(default_factory=list)
+    # Asks of the message left for a follow-up: a message with two asks for different routes is
+    # served for its first ("compare X and Y, and cancel my order": the comparison).
+    left: list[LeftAsk] = Field(default_factory=list)
 
     def to_json_line(self) -> str:
         """The plan as one line of JSON (no newline inside)."""

@@ -53,6 +53,8 @@ def render_plan(plan: QueryPlan) -> None:
     filters = plan.step("filters")
     for d in (filters.details.get("dropped", []) if filters is not None else []):  # a constraint the words state but no filter holds
         out.print(f"  [yellow]dropped[/] {esc(d['field'])} {esc(repr(d['value']))}: {esc(d['reason'])}", highlight=False)
+    for ask in plan.left:
+        out.print(f"  [yellow]left for a follow-up[/] ({esc(ask.route)}): {esc(ask.text)}", highlight=False)
     if plan.action.type != "answer":
         out.print(f"  [bold]{esc(plan.action.type)}[/] {esc(plan.action.model_dump(exclude={'type'}))}", highlight=False)
     table = Table(title="trace", title_justify="left")

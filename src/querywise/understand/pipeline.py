@@ -46,6 +46,7 @@ from querywise.plan import (
     Action,
     Answer,
     Ask,
+    LeftAsk,
     PlanQuery,
     QueryKind,
     QueryPlan,
@@ -61,6 +62,7 @@ from querywise.understand.filters.missing import with_missing_policy
 from querywise.understand.filters.money import DEFAULT_RATES
 from querywise.understand.followup import WEAK_FORM_WEIGHT, Standalone, check_follow_up, concat_standalone, names_its_subject, points_back, standalone_form
 from querywise.understand.followup.referent import ANSWER_CHARS
+from querywise.understand.intents import split_asks
 from querywise.understand.limits import within_limits
 from querywise.understand.llm_plan import PlanNeeds, PlanOutcome, plan_call
 from querywise.understand.route import RouteDecision, Router, load_examples
@@ -166,6 +168,7 @@ class Understander:
         # A typo must not change the route ("firmwear update" is no account question): the router
         # reads the spelling-corrected copy; the text searched stays as typed (spelling adds its
         # correction next to it later).
+        text, left = self._several_asks(text, trace)
         routed = text
         if "spelling" in on and self.speller is not None:
             routed = self.speller.check(text).corrected or text
@@ -180,7 +183,7 @@ class Understander:
             trace.append(TraceStep(move="third_party", status="ran", reason=f"{other.rule}: {other.words!r}",
                                    changed="ask for verification", details={"rule": other.rule, "words": other.words}))
             trace.append(TraceStep(move="retrieve", status="skipped", reason="a request about another person's account: fail closed"))
-            return QueryPlan(message=message, route=route, access=access, action=Ask(question=self.settings.access.third_party_question), trace=trace)
+            return QueryPlan(message=message, route=route, access=access, action=Ask(question=self.settings.access.third_party_question), trace=trace, left=left)
         action: Action = Answer()
         llm = _LLMPlan()
         if self.tier is not None or on & set(LLM_MOVES):
@@ -190,7 +193,7 @@ class Understander:
             trace.append(TraceStep(move="retrieve", status="skipped", reason=why))
             if self.tier is not None:
                 self.tier.budget.record_request(used_llm=llm.used)
-            return QueryPlan(message=message, route=route, access=access, action=action, trace=trace)
+            return QueryPlan(message=message, route=route, access=access, action=action, trace=trace, left=left)
 
         queries = [PlanQuery(text=text, kind=kind)]
         if "filters" in on:
@@ -213,7 +216,7 @@ class Understander:
             self.tier.budget.record_request(used_llm=llm.used or any(s.llm_calls or (s.llm and s.llm.cache == "hit") for s in trace))
         return QueryPlan(
             message=message, route=route, queries=queries, filters=filters, inferred_filters=inferred,
-            access=access, action=action, trace=trace,
+            access=access, action=action, trace=trace, left=left,
         )
 
     # --- the LLM tier: gate, one call, checks, fallback by route ----------------------------
@@ -469,6 +472,24 @@ class Understander:
             )
         )
         return stated, inferred, queries
+
+    def _several_asks(self, text: str, trace: list[TraceStep]) -> tuple[str, list[LeftAsk]]:
+        """The first ask of a message that holds asks for different routes, and the others, each
+        with its route, left for a follow-up. A message whose asks share a route stays whole."""
+        asks = split_asks(text)
+        if len(asks) < 2:
+            return text, []
+        started = time.perf_counter()
+        routes = [self.router.route(a).route for a in asks]
+        if len(set(routes)) < 2:
+            return text, []
+        left = [LeftAsk(text=a, route=r) for a, r in zip(asks[1:], routes[1:], strict=True)]
+        trace.append(TraceStep(
+            move="several_intents", status="ran", reason=f"{len(asks)} asks for different routes: " + "; ".join(f"{a!r} -> {r}" for a, r in zip(asks, routes, strict=True)),
+            changed=f"planned {asks[0]!r}; left for a follow-up: " + ", ".join(repr(x.text) for x in left), latency_ms=_ms(started),
+            details={"asks": [{"text": a, "route": r} for a, r in zip(asks, routes, strict=True)]},
+        ))
+        return asks[0], left
 
     def _exact(self, text: str, queries: list[PlanQuery], trace: list[TraceStep]) -> list[PlanQuery]:
         """An exact payload lookup for each identifier of `text` the index holds, before any fuzzy step."""
