@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import Any
 
 from bench import RESULTS, log, write_json
 
