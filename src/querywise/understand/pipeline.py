@@ -386,7 +386,8 @@ class Understander:
             trace.append(TraceStep(move="follow_up", status="skipped", reason=f"{gate.reason}; but {shift}: searched as typed",
                                    latency_ms=_ms(started), details={"cues": list(gate.cues), "similarity": round(similarity, 3)}))
             return message, "original", False, []
-        if gate.strength == "strong" and not points_back(gate):
+        described = gate.strength == "strong" and not points_back(gate)
+        if described:
             # A description that needs an anchor ("the address", "what kind?") is weaker evidence
             # than a pronoun, and also how new subjects open: keep the message, search the form beside it.
             gate = replace(gate, strength="weak", reason=f"{gate.reason} (a description, not a pointer: the message is kept)")
@@ -412,7 +413,10 @@ class Understander:
                     changed=f"also searching {standalone!r} next to the message", latency_ms=_ms(started), details=details,
                 )
             )
-            return message, "original", True, [PlanQuery(text=standalone, kind="standalone", weight=WEAK_FORM_WEIGHT)]
+            # Topic continuity alone is weak evidence: its form adds to the message's results at a
+            # lower weight; a description that needs an anchor ("the battery") is stronger: weight 1.
+            weight = 1.0 if described else WEAK_FORM_WEIGHT
+            return message, "original", True, [PlanQuery(text=standalone, kind="standalone", weight=weight)]
         trace.append(
             TraceStep(
                 move="follow_up", status="ran", reason=f"{gate.reason}; {how}",
