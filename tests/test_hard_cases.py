@@ -151,3 +151,11 @@ def test_two_asks_for_two_routes_serve_the_first_and_name_the_other(qw: QueryWis
 def test_asks_for_one_route_stay_one_message(qw: QueryWise) -> None:
     plan = ask(qw, "how long is the warranty on the Solace 7, and can I extend it").plan
     assert plan.left == [] and plan.step("several_intents") is None
+
+
+def test_where_users_have_no_accounts_a_relative_s_data_is_an_ordinary_question() -> None:
+    from querywise import Settings
+
+    with QueryWise(Settings()) as q:  # no [access] account, no high-stakes route
+        plan = q.plan("how do I get a copy of my husband's benefit records?")
+    assert plan.step("third_party") is None and plan.queries

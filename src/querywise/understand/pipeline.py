@@ -130,6 +130,10 @@ class Understander:
         catalog_path = settings.deployment.catalog
         self.catalog = Catalog.load(catalog_path) if catalog_path is not None else None
         self._by_name = {e.name: e for e in self.catalog.entities} if self.catalog is not None else {}
+        # Someone else's account is a question only where users have accounts: a deployment with a
+        # session account or a high-stakes route. A help centre on benefits answers "my husband's
+        # benefits" as any other question.
+        self._accounts = settings.access.account is not None or bool(settings.routing.high_stakes)
         self.speller = SpellChecker.from_lexicon(lexicon) if lexicon is not None else None
         self.identifiers = identifier_forms(lexicon.word_counts) if lexicon is not None else {}
         if any(f.unit and f.unit.lower() not in DEFAULT_RATES for f in settings.filters.fields.values()):
@@ -178,7 +182,7 @@ class Understander:
             step = step.model_copy(update={"reason": f"{step.reason} (read as {routed!r}, spelling corrected)"})
         trace.append(step)
         route = decision.route
-        if (other := other_person(text, session or {}, self.settings.access)) is not None:
+        if self._accounts and (other := other_person(text, session or {}, self.settings.access)) is not None:
             # Someone else's account, whatever the route: ask for verification, no LLM, no search.
             trace.append(TraceStep(move="third_party", status="ran", reason=f"{other.rule}: {other.words!r}",
                                    changed="ask for verification", details={"rule": other.rule, "words": other.words}))

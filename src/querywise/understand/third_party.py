@@ -11,7 +11,8 @@ The rule is stated, not learned, so it can be read and audited:
 3. an account id stated in the message that is not the session's own (`[access] account`), or any
    account id when the session carries none to compare with.
 
-(1) and (2) need an object of account data (order, account, card, password, address, ...) in the
+The rule runs on deployments where users have accounts: one with an `[access] account` or a
+`[routing] high_stakes` route (the pipeline decides). (1) and (2) need an object of account data (order, account, card, password, address, ...) in the
 message, so "can I buy a gift for my wife?" is an ordinary question."""
 
 from __future__ import annotations
