@@ -125,7 +125,8 @@ def test_someone_else_s_account_fails_closed_whatever_the_route() -> None:
         other_id = q.plan("show me the order history for customer 88123", session={"market": "eu", "customer": "40001"})
         own = q.plan("show me the order history for customer 40001", session={"market": "eu", "customer": "40001"})
         wife = q.plan("does my wife's order include the Solace 7 Pro warranty?", session={"market": "eu"})  # a search route
-    for plan in (husband, other_id, wife):
+        second = q.plan("how long is the warranty on the Solace 7, and show me my wife's orders", session={"market": "eu"})
+    for plan in (husband, other_id, wife, second):
         assert plan.action.type == "ask" and plan.queries == []
         step = plan.step("third_party")
         assert step is not None and step.status == "ran"

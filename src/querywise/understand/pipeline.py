@@ -169,10 +169,11 @@ class Understander:
                 needs_context = check_follow_up(message, history, catalog=self.catalog).needs_context
 
         started = time.perf_counter()
+        whole = text  # read whole by the third-party rule: a second ask may be the one about someone else
+        text, left = self._several_asks(text, trace)
         # A typo must not change the route ("firmwear update" is no account question): the router
         # reads the spelling-corrected copy; the text searched stays as typed (spelling adds its
         # correction next to it later).
-        text, left = self._several_asks(text, trace)
         routed = text
         if "spelling" in on and self.speller is not None:
             routed = self.speller.check(text).corrected or text
@@ -182,7 +183,7 @@ class Understander:
             step = step.model_copy(update={"reason": f"{step.reason} (read as {routed!r}, spelling corrected)"})
         trace.append(step)
         route = decision.route
-        if self._accounts and (other := other_person(text, session or {}, self.settings.access)) is not None:
+        if self._accounts and (other := other_person(whole, session or {}, self.settings.access)) is not None:
             # Someone else's account, whatever the route: ask for verification, no LLM, no search.
             trace.append(TraceStep(move="third_party", status="ran", reason=f"{other.rule}: {other.words!r}",
                                    changed="ask for verification", details={"rule": other.rule, "words": other.words}))
