@@ -14,6 +14,7 @@ from typing import Protocol
 
 __all__ = [
     "ANALYSIS_CHARS",
+    "CODE_TOKEN",
     "HISTORY_ANALYSIS_CHARS",
     "IDENTIFIER_COMPOUND",
     "IDENTIFIER_KEYS",
@@ -59,7 +60,8 @@ def identifier_key(identifier: str) -> str:
     return _ID_SEPARATORS.sub("", identifier).upper()
 
 
-_CODE_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-._][A-Za-z0-9]+)*")
+#: A code-like token: letters and digits, joined by hyphens, dots or underscores ("WS-4402").
+CODE_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-._][A-Za-z0-9]+)*")
 #: At most this many identifiers are kept per text (a parts table stays bounded).
 MAX_IDENTIFIERS = 64
 #: The engine payload field that holds a chunk's `identifier_keys` (written at build, hidden from hits).
@@ -74,7 +76,7 @@ def identifier_keys(text: str) -> list[str]:
     ['WS4402', 'HC3471']
     """
     out: dict[str, None] = {}
-    for m in _CODE_TOKEN.finditer(text):
+    for m in CODE_TOKEN.finditer(text):
         w = m.group(0)
         if any(c.isdigit() for c in w) and any(c.isalpha() for c in w):
             out[identifier_key(w)] = None

@@ -6,19 +6,16 @@ match on the identifier keys the index stores per chunk, inside the engine), and
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from querywise.conditions import Match, Where
 from querywise.plan import PlanQuery
-from querywise.text import IDENTIFIER_KEYS, analysed_part, identifier_key
+from querywise.text import CODE_TOKEN, IDENTIFIER_KEYS, analysed_part, identifier_key
 
 __all__ = ["EXACT_WEIGHT", "exact_queries", "identifiers_in"]
 
 #: The RRF weight of an exact lookup: a chunk that holds the part outranks one that only reads like it.
 EXACT_WEIGHT = 2.0
-
-_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-._][A-Za-z0-9]+)*")
 
 
 def identifiers_in(text: str, known: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -30,7 +27,7 @@ def identifiers_in(text: str, known: Mapping[str, str]) -> list[tuple[str, str]]
     [('ws 4402', 'ws-4402'), ('HC3471', 'hc-3471')]
     """
     text = analysed_part(text)
-    tokens = list(_TOKEN.finditer(text))
+    tokens = list(CODE_TOKEN.finditer(text))
     out: list[tuple[str, str]] = []
     i = 0
     while i < len(tokens):

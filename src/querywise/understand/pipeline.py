@@ -52,7 +52,6 @@ from querywise.plan import (
     QueryPlan,
     TraceStep,
 )
-from querywise.text import identifier_forms
 from querywise.understand import enrich
 from querywise.understand.access import access_from_session
 from querywise.understand.ambiguity import disambiguate
@@ -66,7 +65,7 @@ from querywise.understand.intents import split_asks
 from querywise.understand.limits import within_limits
 from querywise.understand.llm_plan import PlanNeeds, PlanOutcome, plan_call
 from querywise.understand.route import RouteDecision, Router, load_examples
-from querywise.understand.spelling import SpellChecker
+from querywise.understand.spelling import SpellChecker, Spelling
 from querywise.understand.third_party import other_person
 from querywise.understand.tier import Called, LLMTier
 
@@ -135,7 +134,7 @@ class Understander:
         # benefits" as any other question.
         self._accounts = settings.access.account is not None or bool(settings.routing.high_stakes)
         self.speller = SpellChecker.from_lexicon(lexicon) if lexicon is not None else None
-        self.identifiers = identifier_forms(lexicon.word_counts) if lexicon is not None else {}
+        self.identifiers = self.speller.identifiers if self.speller is not None else {}  # for exact lookups
         if any(f.unit and f.unit.lower() not in DEFAULT_RATES for f in settings.filters.fields.values()):
             units.load(DEFAULT_RATES)  # pint's registry takes a second or two to build: at start-up, not on a message
         if provider is None and settings.llm.provider != "none":
@@ -174,9 +173,10 @@ class Understander:
         # A typo must not change the route ("firmwear update" is no account question): the router
         # reads the spelling-corrected copy; the text searched stays as typed (spelling adds its
         # correction next to it later).
-        routed = text
+        routed, spelled = text, None
         if "spelling" in on and self.speller is not None:
-            routed = self.speller.check(text).corrected or text
+            spelled = self.speller.check(text)  # checked once: the spelling move reuses it when it reads this text
+            routed = spelled.corrected or text
         decision = self.router.route(routed)  # rules first: no embedding when a rule fires
         step = self.router.trace(decision, started)
         if routed != text:
@@ -211,7 +211,8 @@ class Understander:
         filters, inferred = (with_missing_policy(w, self.settings.filters, self.catalog) for w in (filters, inferred))
         if kind == "original":  # an LLM rewrite supersedes the weak follow-up's enrichment
             queries += beside
-        queries, action = self._spelling(queries, action, trace) if "spelling" in on else _off("spelling", trace, (queries, action))
+        checked = spelled if spelled is not None and queries[0].text == text else None
+        queries, action = self._spelling(queries, action, trace, checked) if "spelling" in on else _off("spelling", trace, (queries, action))
         queries = self._exact(text, queries, trace) if "exact_lookup" in on else _off("exact_lookup", trace, queries)
         action = self._ambiguity(text, texts(history), route, action, trace) if "ambiguity" in on else _off("ambiguity", trace, action)
         if self.tier is None:
@@ -544,12 +545,15 @@ class Understander:
             return f"judged by the catalog entries its {schema.catalog_link!r} names; with none, {'kept' if spec.missing == 'keep' else 'dropped'}"
         return "kept" if spec.missing == "keep" else "dropped"
 
-    def _spelling(self, queries: list[PlanQuery], action: Action, trace: list[TraceStep]) -> tuple[list[PlanQuery], Action]:
+    def _spelling(
+        self, queries: list[PlanQuery], action: Action, trace: list[TraceStep], checked: Spelling | None = None
+    ) -> tuple[list[PlanQuery], Action]:
+        """Corrections of the first query's text (`checked`: already worked out for that text)."""
         started = time.perf_counter()
         if self.speller is None:
             trace.append(TraceStep(move="spelling", status="skipped", reason="no index vocabulary to correct against"))
             return queries, action
-        result = self.speller.check(queries[0].text)
+        result = checked if checked is not None else self.speller.check(queries[0].text)
         details: dict[str, Any] = {
             "corrections": [[c.original, c.replacement, c.why] for c in result.corrections],
             "identifier_candidates": {k: list(v) for k, v in result.identifier_candidates.items()},

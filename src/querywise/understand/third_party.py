@@ -41,7 +41,7 @@ _OF = re.compile(rf"\b(?:{_DATA})\s+(?:of|belonging\s+to)\s+(?:my|our)\s+(?:{_PE
 _CLAIM = re.compile(
     rf"\b(?:i'?m|i\s+am)\s+(?:his|her|their)\s+(?:{_PEOPLE})\b|"
     rf"\bon\s+behalf\s+of\s+(?:(?:my|our|a|an|the)\s+(?:{_PEOPLE})|someone|somebody|him|her|them)\b|\b(?:someone|somebody)\s+else'?s\b|"
-    rf"\banother\s+(?:person|customer|user)'?s\b|\b(?:his|her|their)\s+(?:{_DATA})\b(?=.*\b(?:i'?m|i\s+am)\s+(?:his|her|their)\b)",
+    rf"\banother\s+(?:person|customer|user)'?s\b",
     re.IGNORECASE,
 )
 _DATA_WORD = re.compile(rf"\b(?:{_DATA})\b", re.IGNORECASE)

@@ -10,18 +10,16 @@ from collections.abc import Mapping
 from querywise.catalog import Catalog
 from querywise.checks.filters import Dropped
 from querywise.config import FilterSettings
-from querywise.understand.filters.scan import Scan, add_constraint
+from querywise.understand.filters.scan import Scan, add_constraint, comparison_ops
 from querywise.understand.filters.units import convert, currency_of, dimension_of, parse_unit
 
 __all__ = ["read_measures"]
 
 _NUM = r"\d++(?:[.,]\d++)?"
 _UNIT = r"[A-Za-z]+\.?|\"|″"
-_OPS = (
-    ("lt", r"less\s+than|lower\s+than|under|below|lighter\s+than|shorter\s+than|smaller\s+than|thinner\s+than|narrower\s+than|<(?!=)"),
-    ("lte", r"up\s+to|at\s+most|no\s+more\s+than|not\s+more\s+than|max(?:imum)?(?:\s+of)?|<=|≤"),
-    ("gt", r"more\s+than|greater\s+than|over|above|heavier\s+than|longer\s+than|bigger\s+than|larger\s+than|wider\s+than|>(?!=)"),
-    ("gte", r"at\s+least|no\s+less\s+than|min(?:imum)?(?:\s+of)?|>=|≥"),
+_OPS = comparison_ops(
+    lt=r"lighter\s+than|shorter\s+than|smaller\s+than|thinner\s+than|narrower\s+than",
+    gt=r"heavier\s+than|longer\s+than|bigger\s+than|larger\s+than|wider\s+than",
 )
 _OP = "|".join(f"(?P<{op}>{alts})" for op, alts in _OPS)
 _PREFIX = re.compile(rf"(?<![\w-])(?:{_OP})\s*(?P<num>{_NUM})\s?(?P<unit>{_UNIT})(?![\w])", re.IGNORECASE)

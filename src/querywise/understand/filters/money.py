@@ -12,7 +12,7 @@ from querywise.catalog import Catalog
 from querywise.checks.filters import Dropped, format_number
 from querywise.config import FilterSettings
 from querywise.understand.filters.fields import alias_alternation
-from querywise.understand.filters.scan import Basis, Provenance, Scan, add_constraint
+from querywise.understand.filters.scan import Basis, Provenance, Scan, add_constraint, comparison_ops
 from querywise.understand.filters.units import convert, currency_of
 
 __all__ = ["AFTER_BARE", "DEFAULT_RATES", "read_money"]
@@ -47,12 +47,7 @@ def _amount(tag: str) -> str:
     )
 
 
-_MONEY_OPS = (
-    ("lt", r"less\s+than|lower\s+than|cheaper\s+than|under|below|beneath|<(?!=)"),
-    ("lte", r"up\s+to|at\s+most|no\s+more\s+than|not\s+more\s+than|max(?:imum)?(?:\s+of)?|<=|≤"),
-    ("gt", r"more\s+than|greater\s+than|higher\s+than|over|above|>(?!=)"),
-    ("gte", r"at\s+least|no\s+less\s+than|min(?:imum)?(?:\s+of)?|starting\s+(?:at|from)|from|>=|≥"),
-)
+_MONEY_OPS = comparison_ops(lt=r"cheaper\s+than|beneath", gt=r"higher\s+than", gte=r"starting\s+(?:at|from)|from")
 _MONEY_LEAD = r"(?:(?:that|which)\s+)?(?:(?:is|are|costs?|costing|priced(?:\s+at)?|prices?|sells?\s+for|for|{aliases})\s+)?"
 # Words that may follow a bare number (no currency) for it to still read as an amount.
 AFTER_BARE = {"and", "or", "but", "with", "that", "which", "for", "in", "on", "please", "released", "launched",

@@ -14,7 +14,7 @@ from querywise.conditions import AnyOf, Condition, Match
 from querywise.config import FilterSettings
 from querywise.text import SpanSet
 
-__all__ = ["Basis", "Constraint", "Provenance", "Scan", "Within", "add_constraint", "inside"]
+__all__ = ["Basis", "Constraint", "Provenance", "Scan", "Within", "add_constraint", "comparison_ops", "inside"]
 
 
 Provenance = Literal["stated", "inferred"]
@@ -72,6 +72,25 @@ class Scan:
     def removed(self) -> list[Span]:
         kept = set(self.kept)
         return [s for s in self.claimed if s not in kept]
+
+
+# The comparison words every quantity reader (prices, measures) shares, by operator; a reader adds
+# its own ("cheaper than", "lighter than") through `comparison_ops`.
+_COMPARISON_WORDS = {
+    "lt": r"less\s+than|lower\s+than|under|below",
+    "lte": r"up\s+to|at\s+most|no\s+more\s+than|not\s+more\s+than|max(?:imum)?(?:\s+of)?",
+    "gt": r"more\s+than|greater\s+than|over|above",
+    "gte": r"at\s+least|no\s+less\s+than|min(?:imum)?(?:\s+of)?",
+}
+_COMPARISON_SYMBOLS = {"lt": r"<(?!=)", "lte": r"<=|≤", "gt": r">(?!=)", "gte": r">=|≥"}
+
+
+def comparison_ops(**extra: str) -> tuple[tuple[str, str], ...]:
+    """(operator, regex alternation) for lt, lte, gt, gte: the shared words, a reader's `extra`
+    words for an operator, then the symbols."""
+    return tuple(
+        (op, "|".join(p for p in (words, extra.get(op, ""), _COMPARISON_SYMBOLS[op]) if p)) for op, words in _COMPARISON_WORDS.items()
+    )
 
 
 def add_constraint(

@@ -214,7 +214,8 @@ class SpellChecker:
             elif any(ch.isdigit() for ch in word) and any(ch.isalpha() for ch in word):
                 self._identifiers.append(word)
         self._canonical = [_SEPARATORS.sub("", w) for w in self._identifiers]
-        self._by_key = identifier_forms(self._identifiers)  # "WS4402" is the index's "ws-4402", written another way
+        # The index's identifiers by `identifier_key`: "WS4402" is the index's "ws-4402", written another way.
+        self.identifiers = identifier_forms(self._identifiers)
         self._bucket_sizes = {n: len(bucket) for n, bucket in self._by_length.items()}
         self._near_cache: dict[str, list[tuple[str, int]]] = {}
 
@@ -246,7 +247,7 @@ class SpellChecker:
             if kind == "skip" or inside(m.start(), m.end(), quote_starts, quoted):
                 continue
             if kind == "code":
-                known = self._by_key.get(identifier_key(token))
+                known = self.identifiers.get(identifier_key(token))
                 if known is not None:  # the index's identifier in another spelling: its own form, no guess
                     surface = self.surface.get(known, known)
                     respelt[i] = Correction(token, surface, 0, self.counts.get(known, 0), 0, (), 1.0, 1.0, None, None,
