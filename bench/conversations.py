@@ -6,8 +6,9 @@
    agent turns as history): recall@5 of the gold chunk with the message as typed (no moves) and
    with the follow-up move, on the follow-up slice (the gate flags the turn) and the standalone
    slice (turns after the first that it does not flag), per split. Splits are by document, 60 /
-   20 / 20 by a hash of the document id: the referent tracker's answer excerpt, the topic-shift
-   threshold and the weak form's RRF weight were chosen on train.
+   20 / 20 by a hash of the document id: the referent tracker's answer excerpt and the weak form's
+   RRF weight were chosen on train; the topic-shift check was fitted on train and its threshold
+   chosen on train+val (bench/topic_shift.py).
 2. Changes of subject: each dialogue's first turn placed after the first turn of a dialogue about
    another document, so that every flag is false; recall@5 as typed and with the move (a loss is
    what the move costs when the subject changes).
@@ -57,16 +58,22 @@ def _doc(case: Any) -> str:
     return str(next(iter(case.relevant))).split("#")[0]
 
 
-def doc2dial(qw: Any, cases: Sequence[Any]) -> dict[str, Any]:
+def changes_of_subject(cases: Sequence[Any]) -> list[Any]:
+    """Each dialogue's first turn placed after the first turn of a dialogue about another document."""
     from querywise.conversation import Turn
 
-    follow = [c for c in cases if "follow_up" in c.slices]
-    alone = [c for c in cases if c.history and "standalone" in c.slices]
     firsts = [c for c in cases if not c.history]
     moved = []
     for i, c in enumerate(firsts):
         other = next(o for o in firsts[i + 1 :] + firsts[:i] if _doc(o) != _doc(c))
         moved.append(c.model_copy(update={"history": (Turn(text=other.message),)}))
+    return moved
+
+
+def doc2dial(qw: Any, cases: Sequence[Any]) -> dict[str, Any]:
+    follow = [c for c in cases if "follow_up" in c.slices]
+    alone = [c for c in cases if c.history and "standalone" in c.slices]
+    moved = changes_of_subject(cases)
     log(f"doc2dial: {len(follow)} follow-up turns, {len(alone)} standalone turns after the first, {len(moved)} changes of subject")
     return {"follow_up_slice": _recalls(follow, qw), "standalone_slice": _recalls(alone, qw), "changes_of_subject": _recalls(moved, qw)}
 
@@ -93,7 +100,7 @@ def demo() -> list[dict[str, Any]]:
 def markdown(result: dict[str, Any]) -> str:
     lines = ["# Conversations: follow-ups, changes of subject, the demo", "", f"Command: `{COMMAND}`.", "",
              "doc2dial, recall@5 of the gold chunk; history = the user's and the agent's earlier turns; splits by document "
-             "(60/20/20; the move's three data-chosen settings -- answer excerpt, topic-shift threshold, weak form's RRF weight -- were chosen on train). Targets: follow-up slice >= 0.60, "
+             "(60/20/20; answer excerpt and weak form's RRF weight chosen on train, the topic-shift check fitted on train with its threshold chosen on train+val: bench/topic_shift.py). Targets: follow-up slice >= 0.60, "
              "standalone slice not lower than as typed, changes of subject losing <= 0.02.", "",
              "| slice | split | n | as typed | follow-up move | delta |", "|---|---|---|---|---|---|"]
     for name, parts in result["doc2dial"].items():

@@ -58,7 +58,8 @@ def deployment(index: Index, tmp_path: Path, records: list[dict[str, Any]] | Non
         cache_dir=tmp_path / "c",
         routing=RoutingSettings(routes=ROUTES, min_margin=min_margin),
         access=AccessSettings(fields={"market": "markets"}),
-        understanding=UnderstandingSettings(moves=LLM_MOVES if records is not None else ["follow_up", "filters", "spelling", "ambiguity"]),  # type: ignore[arg-type]
+        understanding=UnderstandingSettings(moves=LLM_MOVES if records is not None else ["follow_up", "filters", "spelling", "ambiguity"],  # type: ignore[arg-type]
+                                            topic_window=3),
         deployment=DeploymentSettings(plan_log=tmp_path / "plans.jsonl" if plan_log else None),
         llm=LLMSettings(overlap=overlap),
     )
@@ -110,6 +111,7 @@ def test_ask_without_an_index_says_what_is_missing(tmp_path: Path, hash_embedder
 def test_with_moves_shares_the_index_and_changes_only_the_moves(index: Index, tmp_path: Path) -> None:
     with deployment(index, tmp_path, plan_log=True) as qw, qw.with_moves([]) as bare:
         assert bare.index is qw.index and bare.understander.embedder is qw.understander.embedder
+        assert bare.settings.understanding == qw.settings.understanding.model_copy(update={"moves": []})  # topic window, shift check kept
         plan = bare.ask("does it cover water damage?", history=["what is the warranty on the Vela X3"], session=EU).plan
         assert plan.queries[0].text == "does it cover water damage?"  # pass-through: no follow-up move
         assert {s.status for s in plan.trace if s.move != "route" and s.move != "execute"} == {"skipped"}

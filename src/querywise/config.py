@@ -257,12 +257,10 @@ class UnderstandingSettings(_Section):
     an ablation compares (LLM moves leave none while no `[llm]` provider is configured)."""
 
     moves: list[Move] = Field(default_factory=_default_moves)
-    # A message flagged by topic continuity alone that names a subject of its own, and whose
-    # embedding is less similar than this (cosine) to each of the last `topic_window` turns, opens
-    # a new subject: searched as typed, no standalone form. Chosen on doc2dial's train documents
-    # (bench/conversations.py: it trades 0.013 recall@5 of the follow-up slice for 0.008 of the
-    # changes of subject there); 0 turns it off.
-    topic_shift_below: float = Field(default=0.15, ge=0.0, le=1.0)
+    # A flagged message the learnt topic-shift check (understand/followup/shift.py, trained by
+    # bench/topic_shift.py) takes to open a new subject is searched as typed, with no standalone
+    # form; it reads the message's similarity to the last `topic_window` turns. false turns it off.
+    topic_shift: bool = True
     topic_window: int = Field(default=1, ge=1, le=20)
 
 

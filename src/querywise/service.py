@@ -30,7 +30,7 @@ from types import TracebackType
 from typing import Self
 
 from querywise.conditions import Where
-from querywise.config import Move, Settings, UnderstandingSettings, load_settings
+from querywise.config import Move, Settings, load_settings
 from querywise.conversation import Turn, as_turns
 from querywise.embed import Embedder
 from querywise.execute import PlanResult, execute
@@ -128,12 +128,12 @@ class QueryWise:
         return self.check.warnings
 
     def with_moves(self, moves: Sequence[Move]) -> QueryWise:
-        """The same deployment with other `[understanding] moves` and no plan log (an evaluation
-        arm is not traffic). It shares the index, the embedder and the LLM provider: close it, then
-        this one."""
+        """The same deployment with other `[understanding] moves` (its other understanding settings
+        kept) and no plan log (an evaluation arm is not traffic). It shares the index, the embedder
+        and the LLM provider: close it, then this one."""
         settings = self.settings.model_copy(
             update={
-                "understanding": UnderstandingSettings(moves=list(moves)),
+                "understanding": self.settings.understanding.model_copy(update={"moves": list(moves)}),
                 "deployment": self.settings.deployment.model_copy(update={"plan_log": None}),
             }
         )

@@ -166,6 +166,9 @@ def test_fault_matrix(kind: str, fake: FakeLLMServer, make_provider: Callable[..
     assert report.fallback_rate == pytest.approx(sum(expected.values()) / report.calls, abs=1e-6)
     assert report.warning is not None and "fallback rate" in report.warning
     print(f"{kind}: {2 * len(MATRIX)} faulty plans; slowest {slowest[1]}: {slowest[0]:.3f} s against a {DEADLINE} s deadline")
+    # The abandoned calls (a 30 MB body, a trickle) end on their own; waiting for them keeps their
+    # reading from slowing the next test's timed calls.
+    assert u.tier.wait_abandoned(30.0) == 0
     u.close()
 
 

@@ -59,8 +59,19 @@ from querywise.understand.exact import exact_queries, identifiers_in
 from querywise.understand.filters import extract_filters, units
 from querywise.understand.filters.missing import with_missing_policy
 from querywise.understand.filters.money import DEFAULT_RATES
-from querywise.understand.followup import WEAK_FORM_WEIGHT, Standalone, check_follow_up, concat_standalone, names_its_subject, points_back, standalone_form
+from querywise.understand.followup import (
+    WEAK_FORM_WEIGHT,
+    FollowUp,
+    Standalone,
+    check_follow_up,
+    concat_standalone,
+    flag_kind,
+    names_its_subject,
+    points_back,
+    standalone_form,
+)
 from querywise.understand.followup.referent import ANSWER_CHARS
+from querywise.understand.followup.shift import shift_features, shift_model
 from querywise.understand.intents import split_asks
 from querywise.understand.limits import within_limits
 from querywise.understand.llm_plan import PlanNeeds, PlanOutcome, plan_call
@@ -386,11 +397,12 @@ class Understander:
         if not gate.needs_context:
             trace.append(TraceStep(move="follow_up", status="skipped", reason=gate.reason, latency_ms=_ms(started)))
             return message, "original", False, []
-        if gate.strength == "weak" and (similarity := self._new_subject(message, history)) is not None:
-            shift = (f"a new subject: it names its own and is at most {similarity:.2f} similar to the last turns "
-                     f"(under [understanding] topic_shift_below = {self.settings.understanding.topic_shift_below})")
-            trace.append(TraceStep(move="follow_up", status="skipped", reason=f"{gate.reason}; but {shift}: searched as typed",
-                                   latency_ms=_ms(started), details={"cues": list(gate.cues), "similarity": round(similarity, 3)}))
+        if (shift := self._new_subject(message, history, gate)) is not None:
+            chance, similarity = shift
+            trace.append(TraceStep(move="follow_up", status="skipped",
+                                   reason=f"{gate.reason}; but a new subject (chance {chance:.2f} by the topic-shift check, "
+                                          f"{similarity:.2f} similar to the last turns): searched as typed",
+                                   latency_ms=_ms(started), details={"cues": list(gate.cues), "chance": round(chance, 3), "similarity": round(similarity, 3)}))
             return message, "original", False, []
         described = gate.strength == "strong" and not points_back(gate)
         if described:
@@ -431,12 +443,10 @@ class Understander:
         )
         return standalone, "standalone", True, []
 
-    def _new_subject(self, message: str, history: Sequence[Turn]) -> float | None:
-        """The message's greatest similarity to the last turns when it opens a new subject (it
-        names a subject of its own and is less similar than `topic_shift_below` to each of them),
-        else None. Embeds only messages flagged by topic continuity alone."""
-        below = self.settings.understanding.topic_shift_below
-        if below <= 0 or not history or not names_its_subject(message, catalog=self.catalog):
+    def _new_subject(self, message: str, history: Sequence[Turn], gate: FollowUp) -> tuple[float, float] | None:
+        """(chance, similarity) when the topic-shift check takes the flagged message to open a new
+        subject (`followup.shift`), else None. Embeds only messages the gate flagged."""
+        if not self.settings.understanding.topic_shift:
             return None
         recent = [t.text[:ANSWER_CHARS] for t in history[-self.settings.understanding.topic_window :] if t.text.strip()]
         if not recent:
@@ -444,7 +454,10 @@ class Understander:
         vectors = np.asarray(self.embedder.embed([message, *recent]), dtype=np.float32)
         vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         similarity = float((vectors[1:] @ vectors[0]).max())
-        return similarity if similarity < below else None
+        model = shift_model()
+        features = shift_features(flag_kind(gate), gate.cues, similarity=similarity, names_own=names_its_subject(message, catalog=self.catalog), message=message)
+        chance = model.chance(features)
+        return (chance, similarity) if chance >= model.threshold else None
 
     def _filters(self, text: str, queries: list[PlanQuery], today: dt.date, trace: list[TraceStep]) -> tuple[Where, Where, list[PlanQuery]]:
         started = time.perf_counter()

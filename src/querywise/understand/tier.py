@@ -191,5 +191,17 @@ class LLMTier:
             raise value
         return value
 
+    def wait_abandoned(self, timeout: float) -> int:
+        """Wait up to `timeout` seconds for the calls abandoned at their deadline to end (a
+        graceful shutdown; a test that times the next call); returns how many still run."""
+        until = time.perf_counter() + timeout
+        with self._lock:
+            threads = list(self._abandoned)
+        for t in threads:
+            t.join(max(0.0, until - time.perf_counter()))
+        with self._lock:
+            self._abandoned = [t for t in self._abandoned if t.is_alive()]
+            return len(self._abandoned)
+
     def close(self) -> None:
         self.provider.close()

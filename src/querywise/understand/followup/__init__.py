@@ -86,7 +86,7 @@ ANSWER_QUERY_CHARS = 300
 #: typical chat fit many times over; a history of long turns is read from its end).
 TRACKED_CHARS = 4_000
 
-__all__ = ["ANSWER_QUERY_CHARS", "WEAK_FORM_WEIGHT", "FollowUp", "Standalone", "check_follow_up", "concat_standalone", "names_its_subject", "points_back", "standalone_form"]
+__all__ = ["ANSWER_QUERY_CHARS", "WEAK_FORM_WEIGHT", "FollowUp", "Standalone", "check_follow_up", "concat_standalone", "flag_kind", "names_its_subject", "points_back", "standalone_form"]
 
 
 @dataclass(frozen=True)
@@ -483,6 +483,14 @@ def names_its_subject(message: str, *, catalog: Catalog | None = None) -> bool:
     """Whether the message names something of its own (an entity, an identifier, a noun phrase):
     what a message that opens a new subject does."""
     return bool(Tracker(catalog).mentions(message))
+
+
+def flag_kind(gate: FollowUp) -> str:
+    """How the gate flagged the message: "pointer" (a cue points back), "described" (a strong cue
+    that describes something needing an anchor) or "continuity" (the weak cue alone)."""
+    if gate.strength == "weak":
+        return "continuity"
+    return "pointer" if points_back(gate) else "described"
 
 
 def points_back(gate: FollowUp) -> bool:

@@ -1,0 +1,73 @@
+"""The topic-shift check: does a message the gate flagged open a new subject instead?
+
+A person changing subject mid-conversation writes a complete question ("can you give me details
+of drivers from other states?") that the gate may still flag: "other" presupposes a set, a
+definite ("the auto repair shop") wants an anchor, topic continuity fires on anything that names
+nothing. Searching such a message with the previous subject carried in costs recall. A logistic
+model over what the gate saw (which kind of cue, which cue families), how similar the message is
+to the last turns, whether it names a subject of its own and how long it is, gives the chance
+the message opens a new subject; at or over the model's threshold it is searched as typed.
+
+The weights are learnt, not written: `bench/topic_shift.py` trains them on doc2dial's train
+documents and TREC CAsT 2019's train topics (real follow-ups against first turns placed after
+another conversation), chooses the threshold on the train and val splits, and writes
+`topic_shift.json` with its provenance. Test documents and topics never reach the fit.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from functools import cache
+from importlib import resources
+
+from pydantic import BaseModel, ConfigDict
+
+from querywise.text import analyze
+
+__all__ = ["CUE_FAMILIES", "ShiftModel", "shift_features", "shift_model"]
+
+#: The gate's cue families the model reads (the prefix of a cue, before ":").
+CUE_FAMILIES = (
+    "continuity", "set", "definite", "pronoun", "short", "opener", "demonstrative", "particle",
+    "classifier", "existential", "pro-form", "relation",
+)
+
+
+def shift_features(kind: str, cues: Sequence[str], *, similarity: float, names_own: bool, message: str) -> dict[str, float]:
+    """What the model reads about one flagged message. `kind`: "pointer", "described" or
+    "continuity" (how the gate flagged it); `similarity`: the message's greatest cosine to the
+    last turns; `names_own`: it names a subject of its own."""
+    families = {c.split(":")[0] for c in cues}
+    return {
+        "kind_pointer": float(kind == "pointer"),
+        "kind_described": float(kind == "described"),
+        "kind_continuity": float(kind == "continuity"),
+        **{f"cue_{f}": float(f in families) for f in CUE_FAMILIES},
+        "similarity": similarity,
+        "names_own": float(names_own),
+        "log_terms": math.log1p(len(analyze(message))),
+    }
+
+
+class ShiftModel(BaseModel):
+    """Logistic weights over `shift_features`, the threshold, and where they came from."""
+
+    model_config = ConfigDict(frozen=True)
+    weights: dict[str, float]
+    intercept: float
+    threshold: float
+    provenance: dict[str, object] = {}
+
+    def chance(self, features: Mapping[str, float]) -> float:
+        """The chance the message opens a new subject."""
+        z = self.intercept + sum(w * features.get(name, 0.0) for name, w in self.weights.items())
+        return 1.0 / (1.0 + math.exp(-z))
+
+
+@cache
+def shift_model() -> ShiftModel:
+    """The packaged model (trained by bench/topic_shift.py)."""
+    raw = resources.files("querywise.understand.followup").joinpath("topic_shift.json").read_text(encoding="utf-8")
+    return ShiftModel.model_validate(json.loads(raw))
