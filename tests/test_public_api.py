@@ -20,7 +20,8 @@ def test_exported_members() -> None:
     assert querywise.__all__ == bound
     assert set(querywise.__all__) == {
         "Answer", "AnyOf", "Ask", "Assume", "Case", "Chunk", "Chunker", "ChunkingSettings", "ConfigError", "CorpusError",
-        "Cover", "EmbeddingSettings", "EvalReport", "EvalResult", "Hit", "Index", "IndexSettings", "IndexStoreError",
+        "Cover", "EmbeddingSettings", "EvalReport", "EvalResult", "FunctionRetriever", "HTTPRetriever", "Hit", "Index",
+        "IndexRetriever", "IndexSettings", "IndexStoreError", "Retriever", "RetrieverError",
         "InputError", "LLMError", "LeftAsk", "Manifest", "Match", "PlanQuery", "PlanResult", "Provider", "QueryPlan", "QueryWise",
         "Range", "ScriptedProvider", "Settings", "TraceStep", "TriageReport", "Turn", "Understander", "Where", "WhereSyntaxError",
         "build_index", "build_report", "compare_runs", "evaluate", "execute", "load_beir", "load_cases", "load_corpus",

@@ -26,6 +26,7 @@ from querywise.files import InputError
 from querywise.index import Hit, Index, IndexStoreError, Manifest, build_index, rrf
 from querywise.llm import LLMError, Provider, ScriptedProvider
 from querywise.plan import Answer, Ask, Assume, Cover, LeftAsk, PlanQuery, QueryPlan, TraceStep, plan_json_schema
+from querywise.retrieve import FunctionRetriever, HTTPRetriever, IndexRetriever, Retriever, RetrieverError
 from querywise.service import QueryWise
 from querywise.triage import (
     TriageReport,
@@ -56,8 +57,11 @@ __all__ = [
     "EmbeddingSettings",
     "EvalReport",
     "EvalResult",
+    "FunctionRetriever",
+    "HTTPRetriever",
     "Hit",
     "Index",
+    "IndexRetriever",
     "IndexSettings",
     "IndexStoreError",
     "InputError",
@@ -71,6 +75,8 @@ __all__ = [
     "QueryPlan",
     "QueryWise",
     "Range",
+    "Retriever",
+    "RetrieverError",
     "ScriptedProvider",
     "Settings",
     "TraceStep",

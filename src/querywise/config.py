@@ -31,6 +31,8 @@ __all__ = [
     "LimitsSettings",
     "Move",
     "Price",
+    "RetrieverFields",
+    "RetrieverSettings",
     "RouteSpec",
     "RoutingSettings",
     "Settings",
@@ -346,6 +348,43 @@ class DeploymentSettings(_Section):
     plan_log_backups: int = Field(5, ge=0)  # ... keeping this many old files (plans.jsonl.1 is the newest)
 
 
+class RetrieverFields(_Section):
+    """The names the HTTP retriever's protocol uses (`hits` may be a dotted path: "data.results")."""
+
+    query: str = "query"
+    k: str = "k"
+    filters: str = "filters"
+    hits: str = "hits"
+    id: str = "id"
+    score: str = "score"
+    text: str = "text"
+    title: str = "title"
+    payload: str = "payload"
+
+
+class RetrieverSettings(_Section):
+    """Which system retrieves: the querywise index (default), an HTTP JSON endpoint, or a Python
+    function (`module:function`). `--retriever SPEC` on `ask` and `eval` overrides `kind` and
+    `url` / `function`. Filters and access run inside the querywise index; another retriever is
+    sent them and its results are checked against them."""
+
+    kind: Literal["index", "http", "function"] = "index"
+    url: str | None = None
+    function: str | None = None
+    timeout_s: float = Field(default=10.0, gt=0, le=600)
+    headers: dict[str, str] = Field(default_factory=dict)
+    headers_env: dict[str, str] = Field(default_factory=dict)  # header -> environment variable holding its value (a token)
+    fields: RetrieverFields = Field(default_factory=RetrieverFields)
+
+    @model_validator(mode="after")
+    def _names_its_target(self) -> RetrieverSettings:
+        if self.kind == "http" and not (self.url or "").startswith(("http://", "https://")):
+            raise ValueError("[retriever] kind = 'http' needs url = 'http(s)://host:port/path'")
+        if self.kind == "function" and not self.function:
+            raise ValueError("[retriever] kind = 'function' needs function = 'module:function'")
+        return self
+
+
 class Settings(_Section):
     """Everything configurable, with embedded defaults."""
 
@@ -360,6 +399,7 @@ class Settings(_Section):
     understanding: UnderstandingSettings = UnderstandingSettings()
     llm: LLMSettings = LLMSettings()
     limits: LimitsSettings = LimitsSettings()
+    retriever: RetrieverSettings = RetrieverSettings()
 
     def fails_closed(self, route: str | None) -> bool:
         """Whether an LLM failure on `route` asks (closed) rather than searching (open)."""

@@ -1,6 +1,10 @@
 """Running a plan: search each query with the plan's filters and the session's access,
 fuse with weighted RRF on chunk ids, and say why when nothing comes back.
 
+The plan runs against any `Retriever` (the querywise index, the user's HTTP endpoint, a
+function): filters run inside the querywise index; another retriever is sent them and its results
+are checked against them here (`retrieve.checked`), and the execute step says which it was.
+
 Every empty result carries a reason (`PlanResult.empty_because`, `explain_empty`): a field no
 chunk of the index carries (an access field, or a stated filter's), a stated filter that leaves
 nothing on its own or with the others, nothing this session's access lets it see, or an index
@@ -18,6 +22,8 @@ from querywise.conditions import Where, describe
 from querywise.index import Hit, Index, rrf
 from querywise.index.engine import Mode
 from querywise.plan import PlanQuery, QueryPlan, TraceStep
+from querywise.retrieve import IndexRetriever, Retrieved, Retriever, checked
+from querywise.text import IDENTIFIER_KEYS
 
 __all__ = ["PlanResult", "QueryResult", "execute", "explain_empty"]
 
@@ -37,25 +43,36 @@ class PlanResult(BaseModel):
     empty_because: list[str] = Field(default_factory=list)  # why there are no hits: never empty when `hits` is
 
 
-def _search(plan: QueryPlan, index: Index, where: Where, *, k: int, depth: int, mode: Mode) -> tuple[list[Hit], list[QueryResult]]:
-    lists: list[list[Hit]] = [
-        index.search(q.text, mode=q.mode or mode, k=depth if len(plan.queries) > 1 else k, where=(where & q.where if q.where else where) or None)
+def _query_where(q: PlanQuery, where: Where, retriever: Retriever) -> Where:
+    """The query's filters: the plan's AND its own (an exact lookup's identifier keys, a field only
+    the querywise index stores: another retriever searches the identifier as text)."""
+    own = q.where if q.where else Where()
+    if not isinstance(retriever, IndexRetriever):
+        own = Where(conditions=tuple(c for c in own.conditions if c.field != IDENTIFIER_KEYS))
+    return where & own
+
+
+def _search(plan: QueryPlan, retriever: Retriever, where: Where, *, k: int, depth: int, mode: Mode, rrf_k: int) -> tuple[list[Hit], list[QueryResult], list[Retrieved]]:
+    answers = [
+        checked(retriever, q.text, k=depth if len(plan.queries) > 1 else k, where=_query_where(q, where, retriever), mode=q.mode or mode)
         for q in plan.queries
     ]
+    lists = [a.hits for a in answers]
     per_query = [QueryResult(query=q, ids=[h.id for h in hits]) for q, hits in zip(plan.queries, lists, strict=True)]
     if len(lists) == 1:  # one query: keep its own scores (cosine, BM25 or RRF of its two lists)
-        return lists[0][:k], per_query
+        return lists[0][:k], per_query, answers
     first_seen: dict[str, Hit] = {}
     for hits in lists:
         for h in hits:
             first_seen.setdefault(h.id, h)
-    fused = rrf([[h.id for h in hits] for hits in lists], k=index.settings.index.rrf_k, weights=[q.weight for q in plan.queries])
+    fused = rrf([[h.id for h in hits] for hits in lists], k=rrf_k, weights=[q.weight for q in plan.queries])
     top = [first_seen[cid].model_copy(update={"score": score, "rank": rank}) for rank, (cid, score) in enumerate(fused[:k], start=1)]
-    return top, per_query
+    return top, per_query, answers
 
 
-def execute(plan: QueryPlan, index: Index, *, k: int = 10, mode: Mode = "hybrid", depth: int = 50) -> PlanResult:
+def execute(plan: QueryPlan, retriever: Retriever | Index, *, k: int = 10, mode: Mode = "hybrid", depth: int = 50, rrf_k: int | None = None) -> PlanResult:
     """Search every query of `plan` with its filters AND the session's access constraints.
+    `rrf_k`: the fusion's constant (None: the querywise index's `[index] rrf_k`, else 60).
 
     Access is always applied. When the results are empty, inferred filters are relaxed (and the
     result says so); stated filters never are: the result names the one(s) that emptied it.
@@ -63,28 +80,42 @@ def execute(plan: QueryPlan, index: Index, *, k: int = 10, mode: Mode = "hybrid"
     >>> execute(understander.plan("warranty on the S7"), index).hits[0].id   # doctest: +SKIP
     """
     started = time.perf_counter()
+    if isinstance(retriever, Index):
+        retriever = IndexRetriever(retriever)
+    if rrf_k is None:
+        rrf_k = retriever.index.settings.index.rrf_k if isinstance(retriever, IndexRetriever) else 60
     if not plan.queries:  # the route runs no search, or the plan asks instead: its trace says which
         skipped = next((s for s in plan.trace if s.move == "retrieve" and s.status == "skipped"), None)
         why = skipped.reason if skipped is not None else f"the plan searches nothing (route {plan.route}, action {plan.action.type})"
         return PlanResult(plan=plan, empty_because=[why])
     where = plan.filters & plan.inferred_filters & plan.access
-    hits, per_query = _search(plan, index, where, k=k, depth=depth, mode=mode)
+    hits, per_query, answers = _search(plan, retriever, where, k=k, depth=depth, mode=mode, rrf_k=rrf_k)
     relaxed: list[str] = []
     empty_because: list[str] = []
     if not hits and plan.inferred_filters:
         relaxed = [describe(c) for c in plan.inferred_filters.conditions]
-        hits, per_query = _search(plan, index, plan.filters & plan.access, k=k, depth=depth, mode=mode)
+        hits, per_query, answers = _search(plan, retriever, plan.filters & plan.access, k=k, depth=depth, mode=mode, rrf_k=rrf_k)
     if not hits:
         searched = [(q.text, q.mode or mode) for q in plan.queries]
-        empty_because = explain_empty(index, searched, filters=plan.filters, access=plan.access)
+        if isinstance(retriever, IndexRetriever):
+            empty_because = explain_empty(retriever.index, searched, filters=plan.filters, access=plan.access)
+        else:
+            dropped = sum(a.dropped for a in answers)
+            empty_because = [f"{retriever.name} returned nothing for the query text" if not dropped else
+                             f"every result of {retriever.name} failed the filters or this session's access ({dropped} checked here and dropped)"]
+    filtered = sorted({a.filtered for a in answers} - {"none"})
     step = TraceStep(
         move="execute",
         status="ran",
         reason=f"{len(plan.queries)} quer{'y' if len(plan.queries) == 1 else 'ies'}, {mode}, "
-        + ("fused with weighted RRF" if len(plan.queries) > 1 else "no fusion needed"),
+        + ("fused with weighted RRF" if len(plan.queries) > 1 else "no fusion needed")
+        + ("" if isinstance(retriever, IndexRetriever) else f", through {retriever.name}")
+        + (f"; filters checked on its results ({sum(a.dropped for a in answers)} dropped)" if "checked" in filtered else ""),
         changed=("relaxed inferred " + ", ".join(relaxed)) if relaxed else None,
         latency_ms=round((time.perf_counter() - started) * 1000, 3),
         details={"n_hits": len(hits), "relaxed": relaxed, "empty_because": empty_because,
+                 "retriever": retriever.name, "filters_applied": filtered[0] if len(filtered) == 1 else filtered or "none",
+                 "dropped_by_check": sum(a.dropped for a in answers),
                  # What each exact lookup found: the chunks that hold the identifier (see understand.exact).
                  "exact": {r.query.text: r.ids for r in per_query if r.query.kind == "exact"}},
     )

@@ -1,7 +1,8 @@
 """The front door: one object that owns a deployment.
 
-`QueryWise` holds the settings, the index, the understander (router, catalog, speller, the LLM
-tier) and the plan log, and offers the online verbs every caller uses — the CLI, the evaluation
+`QueryWise` holds the settings, the index, the retriever plans run against (the index, or the
+user's own: `[retriever]`, `querywise.retrieve`), the understander (router, catalog, speller, the
+LLM tier) and the plan log, and offers the online verbs every caller uses — the CLI, the evaluation
 harness, the access probe, the benchmarks, and your application:
 
     >>> with QueryWise.open("querywise.toml", "my-index") as qw:                      # doctest: +SKIP
@@ -40,6 +41,7 @@ from querywise.index.engine import Mode
 from querywise.llm.provider import Provider
 from querywise.plan import PlanQuery, QueryPlan, TraceStep
 from querywise.planlog import PlanLog
+from querywise.retrieve import Retriever, checked, open_retriever
 from querywise.understand.access import access_from_session
 from querywise.understand.pipeline import Understander
 from querywise.validation import DeploymentCheck, Problem, check_deployment, check_index_fields
@@ -84,9 +86,13 @@ class QueryWise:
         *,
         provider: Provider | None = None,
         embedder: Embedder | None = None,
+        retriever: Retriever | None = None,
     ) -> None:
         self.settings = settings
         self.index = index
+        # What plans run against: given, else `[retriever]` (the querywise index by default).
+        self.retriever = retriever if retriever is not None else open_retriever(settings.retriever, index)
+        self._owns_retriever = retriever is None and settings.retriever.kind != "index"
         if index is not None:  # stop before any model loads when no search could work
             DeploymentCheck(problems=tuple(check_index_fields(settings, index.field_presence()))).raise_errors()
         if embedder is None and index is not None:
@@ -139,7 +145,7 @@ class QueryWise:
         )
         tier = self.understander.tier
         provider = tier.provider if tier is not None else self._provider
-        return QueryWise(settings, self.index, provider=provider, embedder=self.understander.embedder)
+        return QueryWise(settings, self.index, provider=provider, embedder=self.understander.embedder, retriever=self.retriever)
 
     # --- the online verbs ------------------------------------------------------------------
 
@@ -170,19 +176,19 @@ class QueryWise:
     ) -> PlanResult:
         """Plan `message` and run the plan: the plan (with its `execute` step) and the fused top `k`."""
         message, history, session = _clean(message, history, session)
-        index = self._need_index("ask")
+        retriever = self._need_retriever("ask")
         tier = self.understander.tier
         if tier is None or not self.settings.llm.overlap:
             plan = self.understander.plan(message, history=history, session=session, today=today)
-            result = execute(plan, index, k=k, mode=mode, depth=depth)
+            result = execute(plan, retriever, k=k, mode=mode, depth=depth, rrf_k=self.settings.index.rrf_k)
         else:
-            result = self._overlapped(index, message, history, session, today, k=k, mode=mode, depth=depth)
+            result = self._overlapped(retriever, message, history, session, today, k=k, mode=mode, depth=depth)
         self._log(result.plan, history, session)
         return result
 
     def execute(self, plan: QueryPlan, *, k: int = 10, mode: Mode = "hybrid", depth: int = 50) -> PlanResult:
-        """Run a plan made earlier (its filters AND its access constraints) against the index."""
-        return execute(plan, self._need_index("execute"), k=k, mode=mode, depth=depth)
+        """Run a plan made earlier (its filters AND its access constraints) against the retriever."""
+        return execute(plan, self._need_retriever("execute"), k=k, mode=mode, depth=depth, rrf_k=self.settings.index.rrf_k)
 
     def search(
         self,
@@ -197,7 +203,7 @@ class QueryWise:
         text, _, session = _clean(text, (), session)
         access = access_from_session(session or {}, self.settings.access)
         combined = (where or Where()) & access
-        return self._need_index("search").search(text, mode=mode, k=k, where=combined or None)
+        return checked(self._need_retriever("search"), text, k=k, where=combined or None, mode=mode).hits
 
     # --- plumbing ----------------------------------------------------------------------------
 
@@ -211,17 +217,18 @@ class QueryWise:
             fields=index.field_presence() if index is not None else None,
         )
 
-    def _need_index(self, verb: str) -> Index:
-        if self.index is None:
-            raise ValueError(f"{verb} needs an index: QueryWise(settings, index) or QueryWise.open(config, index_dir)")
-        return self.index
+    def _need_retriever(self, verb: str) -> Retriever:
+        if self.retriever is None:
+            raise ValueError(f"{verb} needs an index or a retriever: QueryWise(settings, index), QueryWise.open(config, index_dir) "
+                             "or [retriever] in the config")
+        return self.retriever
 
     def _log(self, plan: QueryPlan, history: Sequence[Turn], session: Mapping[str, str] | None) -> None:
         if self.plan_log is not None:
             self.plan_log.append(plan, history=history, session=session)
 
     def _overlapped(
-        self, index: Index, message: str, history: Sequence[Turn], session: Mapping[str, str] | None, today: dt.date | None,
+        self, retriever: Retriever, message: str, history: Sequence[Turn], session: Mapping[str, str] | None, today: dt.date | None,
         *, k: int, mode: Mode, depth: int,
     ) -> PlanResult:
         """Search the raw message while the LLM works; reuse that search when the plan is exactly it."""
@@ -230,7 +237,7 @@ class QueryWise:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="querywise-overlap")
         started = time.perf_counter()
-        future: Future[PlanResult] = self._pool.submit(execute, raw, index, k=k, mode=mode, depth=depth)
+        future: Future[PlanResult] = self._pool.submit(execute, raw, retriever, k=k, mode=mode, depth=depth, rrf_k=self.settings.index.rrf_k)
         try:
             plan = self.understander.plan(message, history=history, session=session, today=today)
         except BaseException:
@@ -246,7 +253,7 @@ class QueryWise:
             return speculative.model_copy(update={"plan": plan.model_copy(update={"trace": trace})})
         step = TraceStep(move="overlap", status="skipped", reason="the plan changed the search: the speculative raw-message search was not used")
         future.cancel()
-        return execute(plan.model_copy(update={"trace": [*plan.trace, step]}), index, k=k, mode=mode, depth=depth)
+        return execute(plan.model_copy(update={"trace": [*plan.trace, step]}), retriever, k=k, mode=mode, depth=depth, rrf_k=self.settings.index.rrf_k)
 
     def close(self) -> None:
         """Stop the overlap worker; close the LLM provider this deployment made and the index it opened."""
@@ -257,6 +264,8 @@ class QueryWise:
             self.understander.close()
         if self._owns_index and self.index is not None:
             self.index.close()
+        if self._owns_retriever and (close := getattr(self.retriever, "close", None)) is not None:
+            close()
 
     def __enter__(self) -> Self:
         return self

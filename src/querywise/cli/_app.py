@@ -33,7 +33,7 @@ from querywise.conversation import Turn
 from querywise.evaluation.metrics import MetricError
 from querywise.files import InputError, replace_surrogates
 from querywise.index.engine import MODES, Mode
-from querywise.index.store import IndexStoreError
+from querywise.index.store import Index, IndexStoreError
 from querywise.llm.provider import LLMError
 from querywise.understand.access import AccessError
 from querywise.validation import DeploymentError
@@ -134,6 +134,12 @@ out = Console(emoji=False)
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="Settings TOML file.", exists=True, dir_okay=False)]
 IndexOpt = Annotated[Path, typer.Option("--index", "-i", help="Index folder.")]
+MaybeIndexOpt = Annotated[Path | None, typer.Option("--index", "-i", help="Index folder (optional with another retriever: its vocabulary still serves spelling).")]
+RetrieverOpt = Annotated[
+    str | None,
+    typer.Option("--retriever", help="What plans run against, instead of [retriever]: 'index' (the querywise index), an http(s):// URL "
+                 "(POST {query, k, filters} -> {hits: [{id, score, text, payload}]}), or module:function."),
+]
 DeploymentOpt = Annotated[Path, typer.Option("--config", "-c", help="Deployment TOML file.", exists=True, dir_okay=False)]
 HistoryOpt = Annotated[
     list[str] | None,
@@ -182,6 +188,30 @@ def settings_from(config: Path | None) -> Settings:
     try:
         return load_settings(config)
     except ConfigError as exc:
+        raise fail(str(exc)) from None
+
+
+def with_retriever(settings: Settings, spec: str | None) -> Settings:
+    """The settings with --retriever SPEC in place of `[retriever]` (kind and target; the rest kept)."""
+    if spec is None:
+        return settings
+    from querywise.retrieve import settings_from_spec
+
+    try:
+        return settings.model_copy(update={"retriever": settings_from_spec(spec, settings.retriever)})
+    except ValueError as exc:
+        raise fail(f"--retriever: {exc}") from None
+
+
+def open_index(index: Path | None, settings: Settings) -> Index | None:
+    """The index of --index; without one, None when another retriever serves the plans."""
+    if index is None:
+        if settings.retriever.kind == "index":
+            raise fail("give --index DIR, or another retriever (--retriever URL|module:function, or [retriever] in the config)")
+        return None
+    try:
+        return Index.open(index, settings=settings)
+    except IndexStoreError as exc:
         raise fail(str(exc)) from None
 
 

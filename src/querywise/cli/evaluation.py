@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import sys
@@ -14,24 +15,28 @@ from rich.table import Table
 
 from querywise.cli._app import (
     ConfigOpt,
-    IndexOpt,
+    MaybeIndexOpt,
+    RetrieverOpt,
     SessionOpt,
     app,
     err,
     esc,
     fail,
     mode_from,
+    open_index,
     out,
     output_path,
     print_warnings,
     progress,
     session_from,
     settings_from,
+    with_retriever,
 )
 from querywise.conversation import Turn
 from querywise.evaluation.metrics import DEFAULT_METRICS
 from querywise.files import InputError
 from querywise.llm.provider import LLMError
+from querywise.retrieve import RetrieverError
 from querywise.understand.access import AccessError
 
 if TYPE_CHECKING:
@@ -159,8 +164,9 @@ def rewrite_eval_cmd(
 @app.command("eval")
 def eval_cmd(
     cases: Annotated[Path, typer.Argument(help="A JSONL case file, or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/).", exists=True)],
-    index: IndexOpt,
+    index: MaybeIndexOpt = None,
     config: ConfigOpt = None,
+    retriever: RetrieverOpt = None,
     mode: Annotated[str, typer.Option(help="dense, bm25 or hybrid.")] = "hybrid",
     metrics: Annotated[str, typer.Option("--metrics", help="Comma-separated, e.g. ndcg@10,recall@100,mrr@10,hit_rate@5.")] = ",".join(DEFAULT_METRICS),
     ablate: Annotated[list[str] | None, typer.Option("--ablate", help="A move or mode to ablate against pass-through; repeat; 'all' for every one.")] = None,
@@ -187,10 +193,9 @@ def eval_cmd(
     from querywise.evaluation.metrics import MetricError, parse_metrics
     from querywise.evaluation.report import evaluate
     from querywise.evaluation.result import EvalResult
-    from querywise.index import Index, IndexStoreError
     from querywise.service import QueryWise
 
-    settings = settings_from(config)
+    settings = with_retriever(settings_from(config), retriever)
     search_mode = mode_from(mode)
     output_path(html, "--html")
     try:
@@ -215,9 +220,11 @@ def eval_cmd(
             catalog = Catalog.load(settings.deployment.catalog) if settings.deployment.catalog else None
             got = read_cases(cases, catalog=catalog, skip_invalid=skip_invalid)
         loaded = got.cases
-        ix = Index.open(index, settings=settings)
-    except (InputError, IndexStoreError) as exc:
+    except InputError as exc:
         raise fail(str(exc)) from None
+    if failures is not None and index is None:
+        raise fail("--failures writes the gold passages' text from the index: give --index DIR too")
+    ix = open_index(index, settings)
     print_skipped(got.skipped, err)
     default_session = session_from(session)
     if default_session:
@@ -228,14 +235,14 @@ def eval_cmd(
 
         if requested is not None:
             plan_ablation(settings, requested or ["all"])  # unknown names fail before anything runs
-        with ix, QueryWise(settings, ix) as deployment, progress() as phase:
+        with ix or contextlib.nullcontext(), QueryWise(settings, ix) as deployment, progress() as phase:
             report = evaluate(
                 loaded, deployment, scored, mode=search_mode, ablate=requested,
                 probe_access=not no_access_probe, source=str(cases), on_phase=phase,
                 keep_ids=None if failures else KEEP_IDS,
             )
-            rows = failure_rows(loaded, report.run.cases, ix.chunks(), rule) if failures else None
-    except ValueError as exc:
+            rows = failure_rows(loaded, report.run.cases, ix.chunks(), rule) if failures and ix is not None else None
+    except (ValueError, RetrieverError) as exc:
         raise fail(str(exc)) from None
     print_warnings(report.warnings)  # the deployment's start-up warnings, judged ids the index lacks
     if failures is not None and rows is not None:
@@ -249,7 +256,7 @@ def eval_cmd(
         sys.stdout.write(EvalResult.from_report(report).model_dump_json() + "\n")
     else:
         render_terminal(report, out)
-    if failures is not None and rows is not None:  # last, so the next command is the last line
+    if failures is not None and rows is not None and index is not None:  # last, so the next command is the last line
         err.print(_failures_note(rows, failures, index, config, search_mode), highlight=False, soft_wrap=True)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -13,7 +14,8 @@ from rich.table import Table
 from querywise.cli._app import (
     DeploymentOpt,
     HistoryOpt,
-    IndexOpt,
+    MaybeIndexOpt,
+    RetrieverOpt,
     SessionOpt,
     app,
     err,
@@ -21,21 +23,24 @@ from querywise.cli._app import (
     fail,
     history_from,
     mode_from,
+    open_index,
     out,
     print_warnings,
     progress,
     session_from,
     settings_from,
+    with_retriever,
 )
 from querywise.conditions import describe, parse_where
 from querywise.config import load_settings
 from querywise.demo import SAMPLE_SEARCHES, demo_conversation, demo_corpus, demo_file
 from querywise.execute import PlanResult
 from querywise.files import InputError
-from querywise.index import Index, IndexStoreError, build_index
+from querywise.index import build_index
 from querywise.index.engine import Mode
 from querywise.llm.provider import LLMError
 from querywise.plan import QueryPlan, plan_json_schema
+from querywise.retrieve import RetrieverError
 from querywise.service import QueryWise
 from querywise.understand.access import AccessError
 
@@ -104,27 +109,25 @@ def render_result(result: PlanResult, k: int) -> None:
 def ask_cmd(
     message: Annotated[str, typer.Argument(help="The user's message.")],
     config: DeploymentOpt,
-    index: IndexOpt,
+    index: MaybeIndexOpt = None,
     history: HistoryOpt = None,
     session: SessionOpt = None,
     k: Annotated[int, typer.Option("-k", min=1, help="How many results.")] = 5,
     mode: Annotated[str, typer.Option(help="dense, bm25 or hybrid.")] = "hybrid",
+    retriever: RetrieverOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print {plan, hits} as one JSON object.")] = False,
 ) -> None:
-    """Plan MESSAGE and run the plan against the index: the plan, then the top results."""
+    """Plan MESSAGE and run the plan against the index (or --retriever): the plan, then the top results."""
     search_mode = mode_from(mode)
-    settings = settings_from(config)
+    settings = with_retriever(settings_from(config), retriever)
     sess = session_from(session)
-    try:
-        ix = Index.open(index, settings=settings)
-    except IndexStoreError as exc:
-        raise fail(str(exc)) from None
-    with ix:
+    ix = open_index(index, settings)
+    with ix or contextlib.nullcontext():
         try:
             with QueryWise(settings, ix) as qw:
                 print_warnings(qw.warnings)
                 result = qw.ask(message, history=history_from(history), session=sess, k=k, mode=search_mode)
-        except (AccessError, InputError, LLMError) as exc:
+        except (AccessError, InputError, LLMError, RetrieverError) as exc:
             raise fail(str(exc)) from None
     if as_json:
         payload = {"plan": json.loads(result.plan.to_json_line()), "hits": [{"id": h.id, "score": h.score, "rank": h.rank} for h in result.hits]}

@@ -1,0 +1,12 @@
+"""Retrievers: the querywise index, an HTTP JSON endpoint, a Python function — one protocol."""
+
+from querywise.retrieve.function import FunctionRetriever, load_function
+from querywise.retrieve.http import HTTPRetriever
+from querywise.retrieve.own_index import IndexRetriever
+from querywise.retrieve.protocol import OVERFETCH, Retrieved, Retriever, RetrieverError, checked
+from querywise.retrieve.spec import open_retriever, settings_from_spec
+
+__all__ = [
+    "OVERFETCH", "FunctionRetriever", "HTTPRetriever", "IndexRetriever", "Retrieved", "Retriever", "RetrieverError",
+    "checked", "load_function", "open_retriever", "settings_from_spec",
+]
