@@ -21,6 +21,7 @@ __all__ = [
     "ChunkingSettings",
     "ConfigError",
     "DeploymentSettings",
+    "ElasticsearchSource",
     "EmbeddingSettings",
     "FilterField",
     "FilterSettings",
@@ -31,6 +32,7 @@ __all__ = [
     "LimitsSettings",
     "Move",
     "Price",
+    "QdrantSource",
     "RetrieverFields",
     "RetrieverSettings",
     "RouteSpec",
@@ -362,19 +364,44 @@ class RetrieverFields(_Section):
     payload: str = "payload"
 
 
+class QdrantSource(_Section):
+    """A Qdrant collection querywise did not build (`[retriever] kind = "qdrant"`)."""
+
+    url: str = "http://localhost:6333"  # ":memory:" is qdrant-client's local mode (tests)
+    collection: str | None = None
+    vector: str | None = None  # the named dense vector; None: the collection's unnamed one
+    text_field: str = "text"
+    title_field: str | None = "title"
+    id_field: str | None = None  # the payload field holding the stable id; None: the point id
+
+
+class ElasticsearchSource(_Section):
+    """An Elasticsearch / OpenSearch index (`[retriever] kind = "elasticsearch"`)."""
+
+    url: str = "http://localhost:9200"
+    index: str | None = None
+    text_fields: list[str] = Field(default_factory=lambda: ["text"], min_length=1)  # what BM25 (multi_match) searches
+    title_field: str | None = "title"
+    id_field: str | None = None  # the _source field holding the stable id; None: _id
+    vector_field: str | None = None  # a dense_vector field for kNN; None: BM25 only
+    api_key_env: str | None = None  # the environment variable holding an API key
+
+
 class RetrieverSettings(_Section):
-    """Which system retrieves: the querywise index (default), an HTTP JSON endpoint, or a Python
-    function (`module:function`). `--retriever SPEC` on `ask` and `eval` overrides `kind` and
+    """Which system retrieves: the querywise index (default), an HTTP JSON endpoint, a Python
+    function (`module:function`), a Qdrant collection or an Elasticsearch index querywise did not build. `--retriever SPEC` on `ask` and `eval` overrides `kind` and
     `url` / `function`. Filters and access run inside the querywise index; another retriever is
     sent them and its results are checked against them."""
 
-    kind: Literal["index", "http", "function"] = "index"
+    kind: Literal["index", "http", "function", "qdrant", "elasticsearch"] = "index"
     url: str | None = None
     function: str | None = None
     timeout_s: float = Field(default=10.0, gt=0, le=600)
     headers: dict[str, str] = Field(default_factory=dict)
     headers_env: dict[str, str] = Field(default_factory=dict)  # header -> environment variable holding its value (a token)
     fields: RetrieverFields = Field(default_factory=RetrieverFields)
+    qdrant: QdrantSource = Field(default_factory=QdrantSource)
+    elasticsearch: ElasticsearchSource = Field(default_factory=ElasticsearchSource)
 
     @model_validator(mode="after")
     def _names_its_target(self) -> RetrieverSettings:
@@ -382,6 +409,10 @@ class RetrieverSettings(_Section):
             raise ValueError("[retriever] kind = 'http' needs url = 'http(s)://host:port/path'")
         if self.kind == "function" and not self.function:
             raise ValueError("[retriever] kind = 'function' needs function = 'module:function'")
+        if self.kind == "qdrant" and not self.qdrant.collection:
+            raise ValueError("[retriever] kind = 'qdrant' needs [retriever.qdrant] collection")
+        if self.kind == "elasticsearch" and not self.elasticsearch.index:
+            raise ValueError("[retriever] kind = 'elasticsearch' needs [retriever.elasticsearch] index")
         return self
 
 

@@ -90,19 +90,26 @@ class QueryWise:
     ) -> None:
         self.settings = settings
         self.index = index
-        # What plans run against: given, else `[retriever]` (the querywise index by default).
-        self.retriever = retriever if retriever is not None else open_retriever(settings.retriever, index)
-        self._owns_retriever = retriever is None and settings.retriever.kind != "index"
         if index is not None:  # stop before any model loads when no search could work
             DeploymentCheck(problems=tuple(check_index_fields(settings, index.field_presence()))).raise_errors()
         if embedder is None and index is not None:
             embedder = index.embedder
         self.understander = Understander(settings, embedder=embedder, lexicon=index.lexicon if index is not None else None, provider=provider)
         self._provider = provider
+        # What plans run against: given, else `[retriever]` (the querywise index by default).
+        try:
+            self.retriever = retriever if retriever is not None else open_retriever(settings.retriever, index, self.understander.embedder)
+        except BaseException:
+            if provider is None:
+                self.understander.close()
+            raise
+        self._owns_retriever = retriever is None and settings.retriever.kind != "index"
         self.check = self._check(index)
         if self.check.errors:
             if provider is None:
                 self.understander.close()
+            if self._owns_retriever and (close := getattr(self.retriever, "close", None)) is not None:
+                close()
             self.check.raise_errors()
         d = settings.deployment
         self.plan_log = (

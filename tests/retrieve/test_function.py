@@ -65,6 +65,12 @@ def test_a_spec_is_an_index_a_url_or_a_function() -> None:
     assert settings_from_spec("index").kind == "index"
     base = RetrieverSettings(timeout_s=3)
     assert settings_from_spec(f"{__name__}:search", base).model_dump() == {**base.model_dump(), "kind": "function", "function": f"{__name__}:search"}
+    q = settings_from_spec("qdrant://10.0.0.5:6333/products", RetrieverSettings(qdrant={"vector": "body"}))  # type: ignore[arg-type]
+    assert (q.kind, q.qdrant.url, q.qdrant.collection, q.qdrant.vector) == ("qdrant", "http://10.0.0.5:6333", "products", "body")
+    es = settings_from_spec("elasticsearch+https://search.internal:9243/help-centre")
+    assert (es.kind, es.elasticsearch.url, es.elasticsearch.index) == ("elasticsearch", "https://search.internal:9243", "help-centre")
+    with pytest.raises(ValueError, match="names no collection"):
+        settings_from_spec("qdrant://10.0.0.5:6333/")
     with pytest.raises(ValueError, match="not 'ftp://x'"):
         settings_from_spec("ftp://x")
     with pytest.raises(ValueError, match="needs url"):

@@ -20,7 +20,7 @@ from querywise.index.engine import DENSE, SPARSE, EngineHit, EnginePoint, Engine
 if TYPE_CHECKING:  # imported at run time only when a server is used
     from qdrant_client import QdrantClient
 
-__all__ = ["ServerEngine", "collection_of", "connect", "drop_collection", "point_alias"]
+__all__ = ["ServerEngine", "collection_of", "connect", "drop_collection", "point_alias", "qdrant_filter"]
 
 
 def connect(url: str) -> QdrantClient:
@@ -55,7 +55,8 @@ def drop_collection(client: QdrantClient, collection: str) -> None:
         client.delete_collection(collection)
 
 
-def _filter(where: Where | None) -> Any:
+def qdrant_filter(where: Where | None) -> Any:
+    """`where` as a qdrant-client `Filter` (None for no condition), with `Where.matches`' semantics."""
     if not where:
         return None
     from qdrant_client import models as m
@@ -155,7 +156,7 @@ class ServerEngine:
         from qdrant_client import models as m
 
         params = m.SearchParams(hnsw_ef=q.hnsw_ef, exact=q.exact)
-        flt = _filter(q.where)
+        flt = qdrant_filter(q.where)
 
         def search(kind: str, n: int) -> m.QueryRequest:
             if kind == "dense":

@@ -1,12 +1,16 @@
-"""Retrievers: the querywise index, an HTTP JSON endpoint, a Python function — one protocol."""
+"""Retrievers: the querywise index, an HTTP JSON endpoint, a Python function, a Qdrant collection,
+an Elasticsearch index — one protocol."""
 
+from querywise.retrieve.elastic import ElasticRetriever
 from querywise.retrieve.function import FunctionRetriever, load_function
 from querywise.retrieve.http import HTTPRetriever
 from querywise.retrieve.own_index import IndexRetriever
 from querywise.retrieve.protocol import OVERFETCH, Retrieved, Retriever, RetrieverError, checked
+from querywise.retrieve.qdrant import QdrantRetriever
 from querywise.retrieve.spec import open_retriever, settings_from_spec
 
 __all__ = [
-    "OVERFETCH", "FunctionRetriever", "HTTPRetriever", "IndexRetriever", "Retrieved", "Retriever", "RetrieverError",
+    "OVERFETCH", "ElasticRetriever", "FunctionRetriever", "HTTPRetriever", "IndexRetriever", "QdrantRetriever", "Retrieved",
+    "Retriever", "RetrieverError",
     "checked", "load_function", "open_retriever", "settings_from_spec",
 ]
