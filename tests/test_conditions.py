@@ -223,7 +223,7 @@ def test_both_engines_run_the_missing_policy_inside_the_engine(tmp_path: Path) -
     from qdrant_client import models
 
     from querywise.index.engine import EdgeEngine, EnginePoint, EngineQuery
-    from querywise.index.server import _filter, connect
+    from querywise.index.server import connect, qdrant_filter
 
     engine = EdgeEngine.create(tmp_path / "shard", dim=2, hnsw_m=16, hnsw_ef_construct=100)
     client = connect(":memory:")
@@ -236,7 +236,7 @@ def test_both_engines_run_the_missing_policy_inside_the_engine(tmp_path: Path) -
             where = Where(conditions=(cond,))
             expected = [i for i, p in enumerate(_MIXED) if where.matches(p)]
             edge = sorted(h.id for h in engine.query(EngineQuery(mode="dense", limit=100, dense=[1.0, 0.5], where=where, exact=True)))
-            server = sorted(int(p.id) for p in client.scroll("mixed", scroll_filter=_filter(where), limit=100)[0])
+            server = sorted(int(p.id) for p in client.scroll("mixed", scroll_filter=qdrant_filter(where), limit=100)[0])
             assert edge == expected == server, cond
     finally:
         engine.close()

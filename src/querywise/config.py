@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, Literal, Self, get_args
 
@@ -42,6 +42,7 @@ __all__ = [
     "check_routes_declared",
     "default_cache_dir",
     "load_settings",
+    "write_settings_file",
 ]
 
 
@@ -110,6 +111,12 @@ class IndexSettings(_Section):
     # (bench: 400k chunks, 5% kept: recall@10 0.945 at ef 128, 0.973 at ef 256).
     hnsw_ef_filtered: int = Field(256, ge=8)
     rrf_k: int = Field(60, ge=1)  # ranks counted from 1, as in Cormack et al.
+    # How hybrid fuses its dense and BM25 lists: "rrf" (dense weighted 2 * dense_weight, BM25
+    # 2 * (1 - dense_weight); 0.5 is plain RRF, the default when no labels exist) or "convex"
+    # (dense_weight * normalised dense score + (1 - dense_weight) * normalised BM25 score).
+    # `querywise tune` chooses both on labelled queries.
+    fusion: Literal["rrf", "convex"] = "rrf"
+    dense_weight: float = Field(0.5, ge=0.0, le=1.0)
     depth: int = Field(100, ge=1)  # how deep each list goes into hybrid fusion
     # Payload fields to index for fast filtering; None = every short scalar field.
     payload_indexes: list[str] | None = None
@@ -470,6 +477,31 @@ def _resolve_paths(data: dict[str, object], base: Path) -> None:
             table[key] = str((base / table[key]).resolve())
     if isinstance(data.get("cache_dir"), str):
         data["cache_dir"] = str((base / str(data["cache_dir"])).expanduser().resolve())
+
+
+def write_settings_file(source: Path | None, target: Path, changes: Mapping[str, Mapping[str, Any]]) -> Settings:
+    """Write `source` (None: an empty file) to `target` with `changes` ({section: {key: value}})
+    set, keeping its comments and layout (tomlkit); relative paths in it are rewritten to stay
+    right from `target`'s folder. Returns the settings `target` now loads (a ConfigError if not)."""
+    import tomlkit
+
+    doc = tomlkit.parse(source.read_text(encoding="utf-8")) if source is not None else tomlkit.document()
+    if source is not None and source.resolve().parent != target.resolve().parent:
+        old, new = source.resolve().parent, target.resolve().parent
+        rebase = [(section, key) for section, key in _PATH_KEYS] + [(None, "cache_dir")]
+        for section, key in rebase:
+            table: Any = doc if section is None else doc.get(section)
+            if isinstance(table, MutableMapping) and isinstance(table.get(key), str) and not Path(str(table[key])).expanduser().is_absolute():
+                table[key] = os.path.relpath((old / str(table[key])).resolve(), new)
+    for section, values in changes.items():
+        table = doc.get(section)
+        if table is None:
+            table = tomlkit.table()
+            doc[section] = table
+        for key, value in values.items():
+            table[key] = value
+    target.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    return load_settings(target)
 
 
 def _read_toml(p: Path) -> dict[str, Any]:

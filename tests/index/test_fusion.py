@@ -50,3 +50,42 @@ def test_a_list_cut_inside_a_tie_keeps_the_lowest_ids_whatever_the_engine_order(
     (kept,) = tie_complete(fetch, [5])
     assert [h.id for h in kept] == [99, 1, 2, 3, 4]
     assert asked == [5 + TIE_MARGIN, 2 * (5 + TIE_MARGIN), 4 * (5 + TIE_MARGIN)]
+
+
+def test_convex_combines_min_max_normalised_scores() -> None:
+    from querywise.index.fusion import convex
+
+    dense = [("a", 0.9), ("b", 0.5), ("c", 0.1)]
+    bm25 = [("c", 12.0), ("a", 2.0)]
+    fused = dict(convex([dense, bm25], weights=[0.5, 0.5]))
+    assert fused == pytest.approx({"a": 0.5 * 1.0 + 0.0, "b": 0.5 * 0.5, "c": 0.0 + 0.5 * 1.0})
+    assert fused["b"] < convex([dense, [("b", 1.0), ("z", 0.0)]], weights=[0.5, 0.5])[0][1]  # in a second list: more
+    assert [k for k, _ in convex([[("x", 3.0), ("y", 3.0)]], weights=[1.0])] == ["x", "y"]  # all equal: each counts 1
+
+
+def test_fuse_scored_at_the_default_weight_is_plain_rrf_and_at_the_ends_one_list() -> None:
+    from querywise.index.fusion import fuse_scored
+
+    dense = [("a", 0.9), ("b", 0.8), ("c", 0.2)]
+    bm25 = [("c", 9.0), ("d", 4.0), ("a", 1.0)]
+    plain = rrf([["a", "b", "c"], ["c", "d", "a"]], k=60)
+    assert fuse_scored([dense, bm25], fusion="rrf", dense_weight=0.5, rrf_k=60) == plain
+    assert [k for k, _ in fuse_scored([dense, bm25], fusion="convex", dense_weight=1.0, rrf_k=60)][:3] == ["a", "b", "c"]
+    assert [k for k, _ in fuse_scored([dense, bm25], fusion="convex", dense_weight=0.0, rrf_k=60)][:3] == ["c", "d", "a"]
+    # more weight on a list moves its first answer up
+    heavy = [k for k, _ in fuse_scored([dense, bm25], fusion="rrf", dense_weight=0.9, rrf_k=60)]
+    assert heavy[0] == "a" and heavy.index("b") < heavy.index("d")
+
+
+def test_the_engine_fuses_as_the_index_settings_say(tmp_path, shop, hash_embedder) -> None:  # type: ignore[no-untyped-def]
+    from querywise.config import IndexSettings, Settings
+    from querywise.index import Index, build_index
+
+    build_index(shop, tmp_path / "ix", settings=Settings(cache_dir=tmp_path / "c"), embedder=hash_embedder).close()
+    for w in (0.0, 1.0):
+        s = Settings(cache_dir=tmp_path / "c", index=IndexSettings(fusion="convex", dense_weight=w))
+        with Index.open(tmp_path / "ix", settings=s, embedder=hash_embedder) as ix:
+            single = "dense" if w == 1.0 else "bm25"
+            for text in ("Vela X3 warranty", "how fast is shipping", "cushions part"):
+                alone = [h.id for h in ix.search(text, mode=single, k=3)]  # type: ignore[arg-type]
+                assert [h.id for h in ix.search(text, mode="hybrid", k=3)][: len(alone)] == alone  # then the other list's rest

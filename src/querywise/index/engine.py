@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
 from querywise.conditions import AnyOf, Match, NoneOf, Range, Scalar, Where
+from querywise.index.fusion import Fusion, fuse_scored
 from querywise.index.lexical import SparseVec
 
 if TYPE_CHECKING:
@@ -46,6 +47,8 @@ class EngineQuery:
     where: Where | None = None
     depth: int = 100
     rrf_k: int = 60
+    fusion: Fusion = "rrf"
+    dense_weight: float = 0.5  # the dense list's share of the fusion (see index.fusion.fuse_scored)
     hnsw_ef: int | None = None
     exact: bool = False
     with_payload: bool = True
@@ -149,14 +152,14 @@ def tie_complete(fetch: Fetch, limits: Sequence[int]) -> list[list[EngineHit]]:
     return [out[i] for i in range(len(limits))]
 
 
-def fuse(lists: Sequence[Sequence[EngineHit]], *, rrf_k: int, limit: int) -> list[tuple[int, float]]:
-    """Reciprocal rank fusion of tie-complete lists: sum of 1 / (rrf_k + rank), ranks from 1;
-    equal fused scores (rank r in one list, rank r in the other) go to the lower point id."""
-    scores: dict[int, float] = {}
-    for hits in lists:
-        for rank, h in enumerate(hits, start=1):
-            scores[h.id] = scores.get(h.id, 0.0) + 1.0 / (rrf_k + rank)
-    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+def fuse(lists: Sequence[Sequence[EngineHit]], *, rrf_k: int, limit: int, fusion: Fusion = "rrf", dense_weight: float = 0.5) -> list[tuple[int, float]]:
+    """Fuse a hybrid query's tie-complete lists (dense, then BM25 when the query has an indexed
+    term) with `index.fusion.fuse_scored`: RRF (plain at dense_weight 0.5: sum of 1 / (rrf_k +
+    rank), ranks from 1) or a convex combination of normalised scores. Equal fused scores (rank r
+    in one list, rank r in the other) go to the lower point id."""
+    scored = [[(h.id, h.score) for h in hits] for hits in lists]
+    fused = fuse_scored([*scored, []][:2] if len(scored) == 1 else scored, fusion=fusion, dense_weight=dense_weight, rrf_k=rrf_k)
+    return sorted(fused, key=lambda kv: (-kv[1], kv[0]))[:limit]
 
 
 def lists_of(q: EngineQuery) -> list[Literal["dense", "bm25"]]:
@@ -192,7 +195,7 @@ def run_query(
         return batch([search(kinds[i], n) for i, n in asked])
 
     lists = tie_complete(fetch, [q.depth if fused else q.limit] * len(kinds))
-    top = fuse(lists, rrf_k=q.rrf_k, limit=q.limit) if fused else [(h.id, h.score) for h in lists[0]]
+    top = fuse(lists, rrf_k=q.rrf_k, limit=q.limit, fusion=q.fusion, dense_weight=q.dense_weight) if fused else [(h.id, h.score) for h in lists[0]]
     # Payloads of the kept points only (fetched with the lists, the margin's would be read too).
     found = payloads([pid for pid, _ in top]) if q.with_payload and top else {}
     return [EngineHit(pid, score, found.get(pid, {})) for pid, score in top]

@@ -1,13 +1,16 @@
-"""Reciprocal Rank Fusion on stable ids (never on text)."""
+"""Fusion of ranked lists on stable ids (never on text): reciprocal rank fusion, weighted or
+not, and a convex combination of min-max normalised scores."""
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import TypeVar
+from typing import Literal, TypeVar
 
-__all__ = ["rrf"]
+__all__ = ["Fusion", "convex", "fuse_scored", "rrf"]
 
 K = TypeVar("K", bound=Hashable)
+Fusion = Literal["rrf", "convex"]
+PRESENT = 1e-9  # convex: what being in a list adds before its normalised score (see `convex`)
 
 
 def rrf(
@@ -32,3 +35,32 @@ def rrf(
         for rank, key in enumerate(ranking[:depth] if depth else ranking, start=1):
             scores[key] = scores.get(key, 0.0) + w / (k + rank)
     return sorted(scores.items(), key=lambda kv: -kv[1])
+
+
+def convex(scored: Sequence[Sequence[tuple[K, float]]], *, weights: Sequence[float]) -> list[tuple[K, float]]:
+    """A convex combination of each list's min-max normalised scores: score(id) = sum of
+    weight * (s - min) / (max - min) over the lists it is in (0 where it is not; a list whose
+    scores are all equal counts 1 for each). A hit at its list's minimum gets `PRESENT` more than
+    0, so that being in a weighted list still beats being absent from it. Unlike RRF it keeps how
+    far apart the scores are, which suits a dense list whose top answer is clearly ahead
+    (paraphrase-heavy FAQs)."""
+    if len(weights) != len(scored):
+        raise ValueError(f"{len(weights)} weights for {len(scored)} lists")
+    out: dict[K, float] = {}
+    for hits, w in zip(scored, weights, strict=True):
+        if not hits:
+            continue
+        lo, hi = min(s for _, s in hits), max(s for _, s in hits)
+        for key, s in hits:
+            out[key] = out.get(key, 0.0) + w * (PRESENT + ((s - lo) / (hi - lo) if hi > lo else 1.0))
+    return sorted(out.items(), key=lambda kv: -kv[1])
+
+
+def fuse_scored(scored: Sequence[Sequence[tuple[K, float]]], *, fusion: Fusion, dense_weight: float, rrf_k: int) -> list[tuple[K, float]]:
+    """Fuse a dense list and a BM25 list (in that order), best first: `fusion` "rrf" weights the
+    dense list 2w and BM25 2(1 - w) (w = 0.5 is plain RRF); "convex" weighs normalised scores
+    w and 1 - w. Equal fused scores keep first-seen order (dense first)."""
+    weights = [dense_weight, 1.0 - dense_weight]
+    if fusion == "convex":
+        return convex(scored, weights=weights)
+    return rrf([[key for key, _ in hits] for hits in scored], k=rrf_k, weights=[2 * w for w in weights])

@@ -511,7 +511,7 @@ class Index:
         hits = self.engine.query(
             EngineQuery(
                 mode=mode, limit=k, dense=dense, sparse=sparse, where=where,
-                depth=max(s.depth, k), rrf_k=s.rrf_k, exact=exact,
+                depth=max(s.depth, k), rrf_k=s.rrf_k, fusion=s.fusion, dense_weight=s.dense_weight, exact=exact,
                 hnsw_ef=max(s.hnsw_ef_filtered if where else s.hnsw_ef, k),
             )
         )

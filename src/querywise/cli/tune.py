@@ -1,0 +1,87 @@
+"""`querywise tune`: choose how hybrid fuses dense and BM25 on labelled queries, write it into a config."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from querywise.cli._app import ConfigOpt, IndexOpt, SessionOpt, app, err, esc, fail, out, progress, session_from, settings_from
+from querywise.config import ConfigError, write_settings_file
+from querywise.evaluation.cases import read_beir, read_cases
+from querywise.evaluation.metrics import MetricError, parse_metrics
+from querywise.evaluation.tune import Candidate, TuneResult, tune
+from querywise.files import InputError
+from querywise.index import Index, IndexStoreError
+from querywise.service import QueryWise
+
+
+def as_index_settings(chosen: Candidate) -> dict[str, object]:
+    """The `[index]` keys that make hybrid rank as `chosen` (a single mode: a convex weight of 1 or 0)."""
+    if chosen.mode == "dense":
+        return {"fusion": "convex", "dense_weight": 1.0}
+    if chosen.mode == "bm25":
+        return {"fusion": "convex", "dense_weight": 0.0}
+    return {"fusion": chosen.fusion, "dense_weight": chosen.dense_weight}
+
+
+def _render(result: TuneResult) -> None:
+    table = Table(title=f"{result.metric} on {result.n} cases (mean over all; the choice cross-validated over {result.folds} folds)")
+    table.add_column("ranking")
+    table.add_column(result.metric, justify="right")
+    for s in result.scores[:8]:
+        table.add_row(esc(s.label) + ("  ← chosen" if s.candidate == result.chosen else ""), f"{s.score:.4f}")
+    out.print(table)
+    out.print(f"BM25 {result.bm25:.4f} · dense {result.dense:.4f} · plain RRF {result.plain_rrf:.4f} · "
+              f"held out: tuned {result.cv_score:.4f}, best single mode {result.cv_single_best:.4f}", highlight=False)
+
+
+@app.command("tune")
+def tune_cmd(
+    cases: Annotated[Path, typer.Argument(help="Labelled cases as `eval` reads them: a JSONL case file or a BEIR folder.", exists=True)],
+    index: IndexOpt,
+    write_config: Annotated[Path | None, typer.Option("--write-config", help="Write --config (or an empty config) here with the chosen [index] fusion and dense_weight.")] = None,
+    config: ConfigOpt = None,
+    split: Annotated[str, typer.Option(help="BEIR qrels split to tune on (qrels/SPLIT.tsv): dev or train, never the test you report.")] = "dev",
+    metric: Annotated[str, typer.Option(help="The metric to maximise, e.g. ndcg@10 or recall@100.")] = "ndcg@10",
+    folds: Annotated[int, typer.Option(min=2, max=20, help="Cross-validation folds.")] = 5,
+    session: SessionOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Choose how hybrid search fuses its dense and BM25 lists (RRF weights or a convex combination
+    of normalised scores, or one mode alone) on labelled queries; with --write-config, write it
+    into a config that `eval --config` and `ask --config` then use."""
+    settings = settings_from(config)
+    try:
+        (wanted,) = parse_metrics([metric])
+    except (MetricError, ValueError) as exc:
+        raise fail(f"--metric: {exc}") from None
+    try:
+        got = read_beir(cases, split=split, max_record_chars=settings.limits.max_record_chars) if cases.is_dir() else read_cases(cases)
+        ix = Index.open(index, settings=settings)
+    except (InputError, IndexStoreError) as exc:
+        raise fail(str(exc)) from None
+    default = session_from(session)
+    loaded = [c if c.session or not default else c.model_copy(update={"session": default}) for c in got.cases]
+    try:
+        with ix, QueryWise(settings, ix) as deployment, progress() as phase:
+            result = tune(loaded, deployment, wanted, folds=folds, on_case=phase("searching dense and BM25", sum(1 for c in loaded if c.relevant)))
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        sys.stdout.write(result.model_dump_json() + "\n")
+    else:
+        _render(result)
+    if write_config is not None:
+        chosen = as_index_settings(result.chosen)
+        try:
+            write_settings_file(config, write_config, {"index": chosen})
+        except ConfigError as exc:
+            raise fail(str(exc)) from None
+        err.print(f"wrote {esc(write_config)}: \\[index] fusion = {json.dumps(chosen['fusion'])}, dense_weight = {chosen['dense_weight']} "
+                  f"({esc(result.chosen.label)}); evaluate it with `querywise eval CASES -i {esc(index)} --config {esc(write_config)}`",
+                  highlight=False, soft_wrap=True)

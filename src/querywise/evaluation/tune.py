@@ -1,0 +1,144 @@
+"""Choosing how hybrid search fuses its two lists, on labelled queries (`querywise tune`).
+
+Each case's message is searched once dense and once BM25 (as typed, with its session's access,
+each list `depth` deep); every candidate fusion is then computed from those two lists, as the
+engine computes it (`index.fusion.fuse_scored`, equal scores to the chunk first in the corpus),
+and scored. Candidates: BM25 alone, dense alone, RRF with the dense list's share w in
+0.1..0.9 (0.5 is plain RRF) and the convex combination of normalised scores with w in 0..1.
+
+The choice is cross-validated: cases fall into `folds` folds by a hash of their id; for each fold
+the best candidate on the other folds is scored on it, and the mean of those held-out scores
+(`cv_score`) estimates what the procedure gives on queries it did not see, next to the best
+single mode's. The setting written is the best on all the given cases. Nothing here reads a
+test split: give `tune` the dev (or train) queries and report the chosen config on test with
+`eval --config`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from querywise.evaluation.cases import Case
+from querywise.evaluation.harness import JudgedIds
+from querywise.evaluation.metrics import Metric, score
+from querywise.index import Hit
+from querywise.index.engine import Mode
+from querywise.index.fusion import Fusion, fuse_scored
+from querywise.service import QueryWise
+from querywise.understand.access import access_from_session
+
+__all__ = ["Candidate", "CandidateScore", "TuneResult", "candidates", "tune"]
+
+RRF_WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+CONVEX_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+class Candidate(BaseModel):
+    """One way to rank: a single mode, or hybrid with a fusion and the dense list's share."""
+
+    model_config = ConfigDict(frozen=True)
+    mode: Mode
+    fusion: Fusion = "rrf"
+    dense_weight: float = 0.5
+
+    @property
+    def label(self) -> str:
+        return self.mode if self.mode != "hybrid" else f"{self.fusion} w={self.dense_weight:g}"
+
+
+class CandidateScore(BaseModel):
+    candidate: Candidate
+    label: str
+    score: float  # the mean metric over all the cases
+
+
+class TuneResult(BaseModel):
+    """What `tune` measured and chose."""
+
+    metric: str
+    n: int
+    folds: int
+    scores: list[CandidateScore]  # every candidate, best first
+    chosen: Candidate
+    cv_score: float  # the procedure's mean held-out score
+    cv_single_best: float  # the same for choosing only between BM25 and dense
+    plain_rrf: float
+    bm25: float
+    dense: float
+
+
+def candidates() -> list[Candidate]:
+    return [Candidate(mode="bm25"), Candidate(mode="dense"),
+            *(Candidate(mode="hybrid", fusion="rrf", dense_weight=w) for w in RRF_WEIGHTS),
+            *(Candidate(mode="hybrid", fusion="convex", dense_weight=w) for w in CONVEX_WEIGHTS)]
+
+
+def _fold(case_id: str, folds: int) -> int:
+    return int(hashlib.sha1(case_id.encode()).hexdigest(), 16) % folds
+
+
+def tune(
+    cases: Sequence[Case],
+    deployment: QueryWise,
+    metric: Metric,
+    *,
+    folds: int = 5,
+    on_case: Callable[[int], None] | None = None,
+) -> TuneResult:
+    """Score every candidate on `cases` (those with a relevant id) through the deployment's index."""
+    index = deployment.index
+    if index is None:
+        raise ValueError("tune compares fusions of the querywise index's own dense and BM25 lists: give it an index")
+    judged = [c for c in cases if c.relevant]
+    if len(judged) < folds:
+        raise ValueError(f"{len(judged)} cases with a relevant id: too few to cross-validate over {folds} folds")
+    settings = deployment.settings
+    depth = max(settings.index.depth, metric.k or 10)
+    position = {chunk.id: i for i, chunk in enumerate(index.chunks())}  # the engine's tie-break: corpus order
+    ids = JudgedIds.of(index)
+    grid = candidates()
+    table = np.zeros((len(judged), len(grid)))
+    vectors = np.asarray(index.embedder.embed([c.message for c in judged]), dtype=np.float32)
+    for row, case in enumerate(judged):
+        where = access_from_session(case.session, settings.access) or None
+        dense = index.query(mode="dense", k=depth, dense=vectors[row].tolist(), where=where)
+        bm25 = index.query(mode="bm25", k=depth, sparse=index.lexicon.query_vector(case.message), where=where)
+        by_id = {h.id: h for h in [*bm25, *dense]}
+        for col, cand in enumerate(grid):
+            if cand.mode != "hybrid":
+                ranked: list[Hit] = dense if cand.mode == "dense" else bm25
+            else:
+                fused = fuse_scored([[(h.id, h.score) for h in dense], [(h.id, h.score) for h in bm25]],
+                                    fusion=cand.fusion, dense_weight=cand.dense_weight, rrf_k=settings.index.rrf_k)
+                fused.sort(key=lambda kv: (-kv[1], position.get(kv[0], len(position))))
+                ranked = [by_id[i] for i, _ in fused[:depth]]
+            table[row, col] = score(metric, ids.ranked(ranked, case.relevant), case.relevant) or 0.0
+        if on_case:
+            on_case(1)
+
+    fold_of = np.array([_fold(c.id, folds) for c in judged])
+    singles = [i for i, c in enumerate(grid) if c.mode != "hybrid"]
+
+    def held_out(allowed: Sequence[int]) -> float:
+        total = 0.0
+        for f in range(folds):
+            train, test = fold_of != f, fold_of == f
+            if not test.any():
+                continue
+            best = max(allowed, key=lambda col: (table[train, col].mean(), -col))
+            total += table[test, best].sum()
+        return float(total / len(judged))
+
+    means = table.mean(axis=0)
+    order = sorted(range(len(grid)), key=lambda col: (-means[col], col))
+    label = {c.label: i for i, c in enumerate(grid)}
+    return TuneResult(
+        metric=metric.label, n=len(judged), folds=folds,
+        scores=[CandidateScore(candidate=grid[i], label=grid[i].label, score=round(float(means[i]), 4)) for i in order],
+        chosen=grid[order[0]], cv_score=round(held_out(range(len(grid))), 4), cv_single_best=round(held_out(singles), 4),
+        plain_rrf=round(float(means[label["rrf w=0.5"]]), 4), bm25=round(float(means[label["bm25"]]), 4), dense=round(float(means[label["dense"]]), 4),
+    )

@@ -1,0 +1,81 @@
+"""Tuning hybrid fusion on labelled queries: what it scores is what the engine then ranks, and
+the config it writes is the one `eval --config` reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from querywise import cli
+from querywise.config import IndexSettings, Settings, load_settings
+from querywise.corpus import Chunk
+from querywise.evaluation.cases import Case
+from querywise.evaluation.harness import Arm, run_arm
+from querywise.evaluation.metrics import parse_metric
+from querywise.evaluation.tune import candidates, tune
+from querywise.index import Index, build_index
+from querywise.service import QueryWise
+
+CASES = [
+    Case(id="q1", message="Vela X3 warranty months", relevant={"x3-warranty": 1}),
+    Case(id="q2", message="warranty on the pro with rain", relevant={"x3pro-warranty": 1}),
+    Case(id="q3", message="how many hours do the buds play", relevant={"buds-battery": 1}),
+    Case(id="q4", message="replacement ear cushions part number", relevant={"cushions": 1}),
+    Case(id="q5", message="when does my order ship", relevant={"shipping": 1}),
+    Case(id="q6", message="headphones warranty against defects", relevant={"x3-warranty": 1, "x3pro-warranty": 1}),
+]
+NDCG = parse_metric("ndcg@10")
+
+
+@pytest.fixture
+def built(tmp_path: Path, shop: list[Chunk], hash_embedder: Any) -> Path:
+    build_index(shop, tmp_path / "ix", settings=Settings(cache_dir=tmp_path / "c"), embedder=hash_embedder).close()
+    return tmp_path / "ix"
+
+
+def test_each_candidates_score_is_what_the_engine_gives_with_that_setting(built: Path, tmp_path: Path, hash_embedder: Any) -> None:
+    base = Settings(cache_dir=tmp_path / "c")
+    with Index.open(built, settings=base, embedder=hash_embedder) as ix, QueryWise(base, ix) as qw:
+        result = tune(CASES, qw, NDCG, folds=3)
+    assert result.n == len(CASES) and len(result.scores) == len(candidates())
+    assert [s.score for s in result.scores] == sorted((s.score for s in result.scores), reverse=True)
+    assert result.chosen == result.scores[0].candidate
+    assert result.cv_score <= max(s.score for s in result.scores) + 1e-9
+    for scored in result.scores:
+        c = scored.candidate
+        s = base.model_copy(update={"index": IndexSettings(fusion=c.fusion, dense_weight=c.dense_weight)})
+        with Index.open(built, settings=s, embedder=hash_embedder) as ix, QueryWise(s, ix) as qw:
+            run = run_arm(CASES, qw, Arm(name=c.label, mode=c.mode), [NDCG])
+        engine = sum(r.scores["ndcg@10"] or 0.0 for r in run.cases) / len(CASES)
+        assert scored.score == pytest.approx(engine, abs=1e-4), c.label
+
+
+def test_too_few_cases_to_cross_validate_is_a_clear_error(built: Path, tmp_path: Path, hash_embedder: Any) -> None:
+    s = Settings(cache_dir=tmp_path / "c")
+    with Index.open(built, settings=s, embedder=hash_embedder) as ix, QueryWise(s, ix) as qw, pytest.raises(ValueError, match="too few"):
+        tune(CASES[:2], qw, NDCG, folds=5)
+
+
+@pytest.mark.model
+def test_the_cli_writes_the_choice_into_a_copy_of_the_config(tmp_path: Path, shop: list[Chunk]) -> None:
+    build_index(shop, tmp_path / "real", settings=Settings(cache_dir=tmp_path / "c")).close()  # the CLI embeds with the packaged model
+    built = tmp_path / "real"
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(c.model_dump_json(include={"id", "message", "relevant"}) + "\n" for c in CASES), encoding="utf-8")
+    (tmp_path / "deploy").mkdir()
+    source = tmp_path / "deploy" / "querywise.toml"
+    (tmp_path / "deploy" / "plans").mkdir()
+    source.write_text('# our deployment\ncache_dir = "../c"\n\n[deployment]\nplan_log = "plans/plans.jsonl"  # kept\n', encoding="utf-8")
+    target = tmp_path / "tuned" / "querywise.toml"
+    target.parent.mkdir()
+    result = CliRunner().invoke(cli.app, ["tune", str(cases), "-i", str(built), "-c", str(source), "--folds", "3", "--write-config", str(target)])
+    assert result.exit_code == 0, result.output
+    text = target.read_text(encoding="utf-8")
+    assert "# our deployment" in text and "# kept" in text  # comments survive
+    tuned, original = load_settings(target), load_settings(source)
+    assert tuned.deployment.plan_log == original.deployment.plan_log and tuned.cache_dir == original.cache_dir  # paths still right
+    assert tuned.index.fusion in ("rrf", "convex") and f"fusion = \"{tuned.index.fusion}\"" in text
+    assert "wrote" in result.stderr and "--config" in result.stderr
