@@ -33,6 +33,7 @@ __all__ = [
     "Move",
     "Price",
     "QdrantSource",
+    "RerankSettings",
     "RetrieverFields",
     "RetrieverSettings",
     "RouteSpec",
@@ -423,6 +424,23 @@ class RetrieverSettings(_Section):
         return self
 
 
+class RerankSettings(_Section):
+    """Reranking the fused top N of each plan's results (`[rerank]`); off by default. A cross-encoder
+    is loaded from a local folder (`model`, a sentence-transformers CrossEncoder saved with
+    `save()`); none is shipped or downloaded."""
+
+    kind: Literal["none", "cross_encoder"] = "none"
+    model: Path | None = None
+    top_n: int = Field(20, ge=1, le=1000)  # how many fused hits the reranker sees
+    batch_size: int = Field(32, ge=1, le=1024)
+
+    @model_validator(mode="after")
+    def _has_a_model(self) -> RerankSettings:
+        if self.kind == "cross_encoder" and self.model is None:
+            raise ValueError("[rerank] kind = 'cross_encoder' needs model = 'path/to/cross-encoder-folder'")
+        return self
+
+
 class Settings(_Section):
     """Everything configurable, with embedded defaults."""
 
@@ -438,6 +456,7 @@ class Settings(_Section):
     llm: LLMSettings = LLMSettings()
     limits: LimitsSettings = LimitsSettings()
     retriever: RetrieverSettings = RetrieverSettings()
+    rerank: RerankSettings = RerankSettings()
 
     def fails_closed(self, route: str | None) -> bool:
         """Whether an LLM failure on `route` asks (closed) rather than searching (open)."""
@@ -465,7 +484,7 @@ class ConfigError(ValueError):
 
 
 _PATH_KEYS = {
-    ("deployment", "catalog"), ("deployment", "plan_log"), ("routing", "examples_file"), ("routing", "encoder"), ("llm", "scripted_file"), ("llm", "gguf_path"),
+    ("deployment", "catalog"), ("deployment", "plan_log"), ("rerank", "model"), ("routing", "examples_file"), ("routing", "encoder"), ("llm", "scripted_file"), ("llm", "gguf_path"),
 }
 
 

@@ -22,7 +22,7 @@ from querywise.conditions import Where, describe
 from querywise.index import Hit, Index, rrf
 from querywise.index.engine import Mode
 from querywise.plan import PlanQuery, QueryPlan, TraceStep
-from querywise.retrieve import IndexRetriever, Retrieved, Retriever, checked
+from querywise.retrieve import IndexRetriever, Reranker, Retrieved, Retriever, checked, rerank
 from querywise.text import IDENTIFIER_KEYS
 
 __all__ = ["PlanResult", "QueryResult", "execute", "explain_empty"]
@@ -70,9 +70,13 @@ def _search(plan: QueryPlan, retriever: Retriever, where: Where, *, k: int, dept
     return top, per_query, answers
 
 
-def execute(plan: QueryPlan, retriever: Retriever | Index, *, k: int = 10, mode: Mode = "hybrid", depth: int = 50, rrf_k: int | None = None) -> PlanResult:
+def execute(
+    plan: QueryPlan, retriever: Retriever | Index, *, k: int = 10, mode: Mode = "hybrid", depth: int = 50, rrf_k: int | None = None,
+    reranker: Reranker | None = None, rerank_top: int = 20,
+) -> PlanResult:
     """Search every query of `plan` with its filters AND the session's access constraints.
     `rrf_k`: the fusion's constant (None: the querywise index's `[index] rrf_k`, else 60).
+    `reranker`: reorders the fused top `rerank_top` for the message (a `rerank` step in the trace).
 
     Access is always applied. When the results are empty, inferred filters are relaxed (and the
     result says so); stated filters never are: the result names the one(s) that emptied it.
@@ -89,6 +93,8 @@ def execute(plan: QueryPlan, retriever: Retriever | Index, *, k: int = 10, mode:
         why = skipped.reason if skipped is not None else f"the plan searches nothing (route {plan.route}, action {plan.action.type})"
         return PlanResult(plan=plan, empty_because=[why])
     where = plan.filters & plan.inferred_filters & plan.access
+    wanted = k
+    k = max(k, rerank_top) if reranker is not None else k  # the reranker sees its top N, then k are kept
     hits, per_query, answers = _search(plan, retriever, where, k=k, depth=depth, mode=mode, rrf_k=rrf_k)
     relaxed: list[str] = []
     empty_because: list[str] = []
@@ -119,7 +125,16 @@ def execute(plan: QueryPlan, retriever: Retriever | Index, *, k: int = 10, mode:
                  # What each exact lookup found: the chunks that hold the identifier (see understand.exact).
                  "exact": {r.query.text: r.ids for r in per_query if r.query.kind == "exact"}},
     )
-    plan = plan.model_copy(update={"trace": [*plan.trace, step]})
+    steps = [step]
+    if reranker is not None and hits:
+        started = time.perf_counter()
+        candidates = min(len(hits), rerank_top)
+        hits = rerank(reranker, plan.message, hits, rerank_top)
+        steps.append(TraceStep(move="rerank", status="ran", reason=f"{reranker.name} reordered the fused top {candidates}",
+                               latency_ms=round((time.perf_counter() - started) * 1000, 3),
+                               details={"model": reranker.name, "top_n": rerank_top, "candidates": candidates}))
+    hits = hits[:wanted]
+    plan = plan.model_copy(update={"trace": [*plan.trace, *steps]})
     return PlanResult(plan=plan, hits=hits, per_query=per_query, relaxed=relaxed, empty_because=empty_because)
 
 

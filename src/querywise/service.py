@@ -41,7 +41,7 @@ from querywise.index.engine import Mode
 from querywise.llm.provider import Provider
 from querywise.plan import PlanQuery, QueryPlan, TraceStep
 from querywise.planlog import PlanLog
-from querywise.retrieve import Retriever, checked, open_retriever
+from querywise.retrieve import Retriever, checked, open_reranker, open_retriever
 from querywise.understand.access import access_from_session
 from querywise.understand.pipeline import Understander
 from querywise.validation import DeploymentCheck, Problem, check_deployment, check_index_fields
@@ -104,6 +104,7 @@ class QueryWise:
                 self.understander.close()
             raise
         self._owns_retriever = retriever is None and settings.retriever.kind != "index"
+        self.reranker = open_reranker(settings.rerank)  # loads its model on first use
         self.check = self._check(index)
         if self.check.errors:
             if provider is None:
@@ -187,7 +188,7 @@ class QueryWise:
         tier = self.understander.tier
         if tier is None or not self.settings.llm.overlap:
             plan = self.understander.plan(message, history=history, session=session, today=today)
-            result = execute(plan, retriever, k=k, mode=mode, depth=depth, rrf_k=self.settings.index.rrf_k)
+            result = self._execute(plan, retriever, k=k, mode=mode, depth=depth)
         else:
             result = self._overlapped(retriever, message, history, session, today, k=k, mode=mode, depth=depth)
         self._log(result.plan, history, session)
@@ -195,7 +196,7 @@ class QueryWise:
 
     def execute(self, plan: QueryPlan, *, k: int = 10, mode: Mode = "hybrid", depth: int = 50) -> PlanResult:
         """Run a plan made earlier (its filters AND its access constraints) against the retriever."""
-        return execute(plan, self._need_retriever("execute"), k=k, mode=mode, depth=depth, rrf_k=self.settings.index.rrf_k)
+        return self._execute(plan, self._need_retriever("execute"), k=k, mode=mode, depth=depth)
 
     def search(
         self,
@@ -224,6 +225,11 @@ class QueryWise:
             fields=index.field_presence() if index is not None else None,
         )
 
+    def _execute(self, plan: QueryPlan, retriever: Retriever, *, k: int, mode: Mode, depth: int) -> PlanResult:
+        """`execute` with this deployment's fusion constant and reranker."""
+        return execute(plan, retriever, k=k, mode=mode, depth=depth, rrf_k=self.settings.index.rrf_k,
+                       reranker=self.reranker, rerank_top=self.settings.rerank.top_n)
+
     def _need_retriever(self, verb: str) -> Retriever:
         if self.retriever is None:
             raise ValueError(f"{verb} needs an index or a retriever: QueryWise(settings, index), QueryWise.open(config, index_dir) "
@@ -244,7 +250,7 @@ class QueryWise:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="querywise-overlap")
         started = time.perf_counter()
-        future: Future[PlanResult] = self._pool.submit(execute, raw, retriever, k=k, mode=mode, depth=depth, rrf_k=self.settings.index.rrf_k)
+        future: Future[PlanResult] = self._pool.submit(self._execute, raw, retriever, k=k, mode=mode, depth=depth)
         try:
             plan = self.understander.plan(message, history=history, session=session, today=today)
         except BaseException:
@@ -260,7 +266,7 @@ class QueryWise:
             return speculative.model_copy(update={"plan": plan.model_copy(update={"trace": trace})})
         step = TraceStep(move="overlap", status="skipped", reason="the plan changed the search: the speculative raw-message search was not used")
         future.cancel()
-        return execute(plan.model_copy(update={"trace": [*plan.trace, step]}), retriever, k=k, mode=mode, depth=depth, rrf_k=self.settings.index.rrf_k)
+        return self._execute(plan.model_copy(update={"trace": [*plan.trace, step]}), retriever, k=k, mode=mode, depth=depth)
 
     def close(self) -> None:
         """Stop the overlap worker; close the LLM provider this deployment made and the index it opened."""

@@ -7,10 +7,25 @@ from querywise.retrieve.http import HTTPRetriever
 from querywise.retrieve.own_index import IndexRetriever
 from querywise.retrieve.protocol import OVERFETCH, Retrieved, Retriever, RetrieverError, checked
 from querywise.retrieve.qdrant import QdrantRetriever
+from querywise.retrieve.rerank import CrossEncoderReranker, Reranker, open_reranker, rerank
 from querywise.retrieve.spec import open_retriever, settings_from_spec
 
 __all__ = [
-    "OVERFETCH", "ElasticRetriever", "FunctionRetriever", "HTTPRetriever", "IndexRetriever", "QdrantRetriever", "Retrieved",
-    "Retriever", "RetrieverError",
-    "checked", "load_function", "open_retriever", "settings_from_spec",
+    "OVERFETCH",
+    "CrossEncoderReranker",
+    "ElasticRetriever",
+    "FunctionRetriever",
+    "HTTPRetriever",
+    "IndexRetriever",
+    "QdrantRetriever",
+    "Reranker",
+    "Retrieved",
+    "Retriever",
+    "RetrieverError",
+    "checked",
+    "load_function",
+    "open_reranker",
+    "open_retriever",
+    "rerank",
+    "settings_from_spec",
 ]
