@@ -43,6 +43,6 @@ class Endpoint:
         n = self.names
         raw = body[n["filters"]]
         where = Where.model_validate(raw) if raw and self.honour_filters else None
-        hits = self.index.search(body[n["query"]], k=body[n["k"]], where=where)
+        hits = self.index.search(body[n["query"]], k=body[n["k"]], where=where, mode=body.get("mode", "hybrid"))
         rows = [{n["id"]: h.id, "score": h.score, "text": h.text, "payload": h.payload} for h in hits]
         return 200, json.dumps({n["hits"]: rows} if "." not in n["hits"] else {"data": {"results": rows}}).encode()

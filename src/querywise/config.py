@@ -364,6 +364,7 @@ class RetrieverFields(_Section):
     query: str = "query"
     k: str = "k"
     filters: str = "filters"
+    mode: str | None = "mode"  # "dense" | "bm25" | "hybrid": a hint the endpoint may ignore; None: not sent
     hits: str = "hits"
     id: str = "id"
     score: str = "score"

@@ -69,3 +69,30 @@ def test_no_index_and_no_retriever_or_a_bad_spec_is_a_clear_error() -> None:
 def test_an_unreachable_retriever_is_a_clear_error() -> None:
     result = runner.invoke(cli.app, ["ask", "warranty?", "-c", CONFIG, "--retriever", "http://127.0.0.1:9/search", "--session", "market=eu"])
     assert result.exit_code == 2 and "HTTP retriever http://127.0.0.1:9/search" in result.stderr
+
+
+@pytest.mark.model
+def test_eval_failures_then_triage_through_the_retriever_match_the_index(demo_index: tuple[Path, Endpoint], tmp_path: Path) -> None:
+    """The round trip a user with their own retriever runs: eval --failures, then triage, with the
+    passages from a corpus file and no index: the same buckets as through the index."""
+    ix, endpoint = demo_index
+    passages = tmp_path / "passages.jsonl"
+    with Index.open(ix, settings=load_settings(demo_file("querywise.toml"))) as opened:
+        passages.write_text("".join(json.dumps({"id": c.id, "title": c.title, "text": c.text, **c.payload}) + "\n" for c in opened.chunks()), encoding="utf-8")
+    cases, failures = str(demo_file("eval_cases.jsonl")), tmp_path / "failures.jsonl"
+    evaluated = runner.invoke(cli.app, ["eval", cases, "-c", CONFIG, "--retriever", endpoint.url, "--corpus", str(passages), "--session", "market=eu",
+                                        "--no-access-probe", "--failures", str(failures), "--acceptable-if", "hit@3"])
+    assert evaluated.exit_code == 0, evaluated.output
+    assert f"--retriever {endpoint.url} --corpus {passages}" in evaluated.stderr  # the next command it prints
+    args = ["triage", str(failures), "-c", CONFIG, "--json", "--k", "20", "--context-k", "3"]
+    mine = runner.invoke(cli.app, [*args, "-i", str(ix)])
+    theirs = runner.invoke(cli.app, [*args, "--retriever", endpoint.url, "--corpus", str(passages)])
+    assert mine.exit_code == 0 and theirs.exit_code == 0, (mine.output, theirs.output)
+    a, b = json.loads(mine.stdout), json.loads(theirs.stdout)
+    assert b["buckets"] == a["buckets"] and sum(a["buckets"].values()) > 0
+    assert [(c["id"], c["bucket"]) for c in b["cases"]] == [(c["id"], c["bucket"]) for c in a["cases"]]
+
+
+def test_triage_through_a_retriever_needs_its_passages() -> None:
+    result = runner.invoke(cli.app, ["triage", str(demo_file("eval_cases.jsonl")), "--retriever", "http://127.0.0.1:9/x"])
+    assert result.exit_code == 2 and "--corpus FILE" in result.stderr

@@ -20,7 +20,7 @@ def test_the_same_index_behind_http_gives_the_same_ranked_hits(index: Index, end
         assert [(h.id, h.rank, h.text) for h in theirs] == [(h.id, h.rank, h.text) for h in mine]
         assert [h.score for h in theirs] == pytest.approx([h.score for h in mine])
     body, headers = endpoint.bodies[0]
-    assert body == {"query": "warranty on the Vela X3", "k": 4, "filters": None}
+    assert body == {"query": "warranty on the Vela X3", "k": 4, "filters": None, "mode": "hybrid"}
     assert headers["Content-Type"] == "application/json"
 
 
@@ -45,7 +45,7 @@ def test_a_hit_without_the_access_field_is_dropped(endpoint: Endpoint) -> None:
 def test_every_name_of_the_protocol_is_remappable(endpoint: Endpoint, index: Index, monkeypatch: pytest.MonkeyPatch) -> None:
     endpoint.names = {"query": "q", "k": "size", "filters": "where", "hits": "data.results", "id": "doc_id"}
     monkeypatch.setenv("QW_TEST_TOKEN", "s3cret")
-    fields = RetrieverFields(query="q", k="size", filters="where", hits="data.results", id="doc_id")
+    fields = RetrieverFields(query="q", k="size", filters="where", hits="data.results", id="doc_id", mode=None)
     remote = HTTPRetriever(RetrieverSettings(kind="http", url=endpoint.url, fields=fields, headers_env={"Authorization": "QW_TEST_TOKEN"}))
     assert [h.id for h in remote.retrieve("warranty on the Vela X3", k=2)] == [h.id for h in index.search("warranty on the Vela X3", k=2)]
     body, headers = endpoint.bodies[-1]

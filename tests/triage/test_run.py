@@ -314,3 +314,37 @@ def test_run_together_gold_is_extraction_noise(tmp_path: Path, settings: Setting
     assert by_text.evidence.noise.whitespace_damage == ["warrantycovers", "damageif", "strapis"]  # type: ignore[union-attr]
     assert by_id.bucket == "extraction_noise" and "against the index vocabulary" in by_id.evidence.reason
     assert by_id.evidence.noise.run_together[0] == "warrantycovers = warranty + covers"  # type: ignore[union-attr]
+
+
+def test_the_same_index_behind_a_retriever_gives_the_same_triage(index_dir: Path, settings: Settings, broken: BrokenEmbedder) -> None:
+    """Probing through the HTTP retriever (the index served on 127.0.0.1), with the chunk table read
+    from the index or from the passages alone, sorts every failure as probing the index does."""
+    from http_endpoint import Endpoint
+
+    from querywise.config import RetrieverSettings
+    from querywise.retrieve import HTTPRetriever
+    from querywise.triage.locate import ChunkTable
+
+    failures = [Failure.model_validate(f) for f in FAILURES]
+    with Index.open(index_dir, settings=settings, embedder=broken) as ix:
+        mine = triage_cases(failures, ix, sources={"recall": "Recall notice."}, k=20, mode="hybrid")
+        endpoint = Endpoint(ix)
+        try:
+            remote = HTTPRetriever(RetrieverSettings(kind="http", url=endpoint.url))
+            theirs = triage_cases(failures, ix, retriever=remote, sources={"recall": "Recall notice."}, k=20, mode="hybrid")
+            passages = ChunkTable.of(ix.chunks())  # what --corpus gives: the passages, no index
+            alone = triage_cases(failures, None, retriever=remote, embedder=broken, table=passages, sources={"recall": "Recall notice."}, k=20, mode="hybrid")
+        finally:
+            endpoint.server.shutdown()
+            endpoint.server.server_close()
+    assert [(c.id, c.bucket) for c in theirs] == [(c.id, c.bucket) for c in mine]
+    assert [(c.id, c.bucket) for c in alone] == [(c.id, c.bucket) for c in mine]
+    assert [c.evidence.literal_rank for c in theirs] == [c.evidence.literal_rank for c in mine]
+    assert {body["k"] for body, _ in endpoint.bodies} == {20}  # every probe went to the system under triage
+
+
+def test_a_retriever_without_its_passages_is_a_clear_error(broken: BrokenEmbedder) -> None:
+    from querywise.retrieve import FunctionRetriever
+
+    with pytest.raises(ValueError, match="--corpus"):
+        triage_cases([Failure.model_validate(FAILURES[0])], None, retriever=FunctionRetriever(lambda q, k, f: []), embedder=broken)

@@ -138,7 +138,8 @@ MaybeIndexOpt = Annotated[Path | None, typer.Option("--index", "-i", help="Index
 RetrieverOpt = Annotated[
     str | None,
     typer.Option("--retriever", help="What plans run against, instead of [retriever]: 'index' (the querywise index), an http(s):// URL "
-                 "(POST {query, k, filters} -> {hits: [{id, score, text, payload}]}), or module:function."),
+                 "(POST {query, k, filters, mode} -> {hits: [{id, score, text, payload}]}), module:function, qdrant://host:port/collection "
+                 "or elasticsearch://host:port/index."),
 ]
 DeploymentOpt = Annotated[Path, typer.Option("--config", "-c", help="Deployment TOML file.", exists=True, dir_okay=False)]
 HistoryOpt = Annotated[

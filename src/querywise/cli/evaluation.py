@@ -33,6 +33,7 @@ from querywise.cli._app import (
     with_retriever,
 )
 from querywise.conversation import Turn
+from querywise.corpus import read_corpus
 from querywise.evaluation.metrics import DEFAULT_METRICS
 from querywise.files import InputError
 from querywise.llm.provider import LLMError
@@ -167,6 +168,7 @@ def eval_cmd(
     index: MaybeIndexOpt = None,
     config: ConfigOpt = None,
     retriever: RetrieverOpt = None,
+    corpus: Annotated[Path | None, typer.Option("--corpus", help="With --retriever and no --index: your passages (records with the ids your retriever returns); --failures takes the gold texts from them.", exists=True)] = None,
     mode: Annotated[str, typer.Option(help="dense, bm25 or hybrid.")] = "hybrid",
     metrics: Annotated[str, typer.Option("--metrics", help="Comma-separated, e.g. ndcg@10,recall@100,mrr@10,hit_rate@5.")] = ",".join(DEFAULT_METRICS),
     ablate: Annotated[list[str] | None, typer.Option("--ablate", help="A move or mode to ablate against pass-through; repeat; 'all' for every one.")] = None,
@@ -222,8 +224,8 @@ def eval_cmd(
         loaded = got.cases
     except InputError as exc:
         raise fail(str(exc)) from None
-    if failures is not None and index is None:
-        raise fail("--failures writes the gold passages' text from the index: give --index DIR too")
+    if failures is not None and index is None and corpus is None:
+        raise fail("--failures writes the gold passages' text: give --index DIR, or --corpus FILE with your passages")
     ix = open_index(index, settings)
     print_skipped(got.skipped, err)
     default_session = session_from(session)
@@ -241,8 +243,11 @@ def eval_cmd(
                 probe_access=not no_access_probe, source=str(cases), on_phase=phase,
                 keep_ids=None if failures else KEEP_IDS,
             )
-            rows = failure_rows(loaded, report.run.cases, ix.chunks(), rule) if failures and ix is not None else None
-    except (ValueError, RetrieverError) as exc:
+            rows = None
+            if failures:
+                passages = ix.chunks() if ix is not None else read_corpus(corpus, whole_records=True).chunks if corpus is not None else []
+                rows = failure_rows(loaded, report.run.cases, passages, rule)
+    except (ValueError, RetrieverError, InputError) as exc:
         raise fail(str(exc)) from None
     print_warnings(report.warnings)  # the deployment's start-up warnings, judged ids the index lacks
     if failures is not None and rows is not None:
@@ -256,21 +261,24 @@ def eval_cmd(
         sys.stdout.write(EvalResult.from_report(report).model_dump_json() + "\n")
     else:
         render_terminal(report, out)
-    if failures is not None and rows is not None and index is not None:  # last, so the next command is the last line
-        err.print(_failures_note(rows, failures, index, config, search_mode), highlight=False, soft_wrap=True)
+    if failures is not None and rows is not None:  # last, so the next command is the last line
+        err.print(_failures_note(rows, failures, index, config, search_mode, retriever=retriever, corpus=corpus), highlight=False, soft_wrap=True)
 
 
 TRIAGE_K = 50  # triage's default probe depth (--k); --context-k must stay below it
 
 
-def _failures_note(rows: FailureRows, path: Path, index: Path, config: Path | None, mode: str) -> str:
+def _failures_note(rows: FailureRows, path: Path, index: Path | None, config: Path | None, mode: str, *,
+                   retriever: str | None = None, corpus: Path | None = None) -> str:
     """What --failures wrote, and the triage command that reads it."""
     skipped = f"; {len(rows.skipped)} without a judged id skipped" if rows.skipped else ""
     head = (f"wrote {len(rows.rows)} cases ({rows.n_acceptable} acceptable by `{rows.rule.label}`, "
             f"{rows.n_failing} failing{skipped}) to {path}")
     if not rows.n_failing:
         return esc(f"{head}; nothing failing to triage")
-    command = ["querywise", "triage", str(path), "--index", str(index)]
+    command = ["querywise", "triage", str(path), *(["--index", str(index)] if index is not None else [])]
+    command += ["--retriever", retriever] if retriever is not None else []  # probe the system that failed
+    command += ["--corpus", str(corpus)] if index is None and corpus is not None else []
     command += ["--config", str(config)] if config is not None else []
     command += ["--mode", mode] if mode != "hybrid" else []  # probe the index the way the system searched it
     shown = rows.rule.shown

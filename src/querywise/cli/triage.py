@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import sys
 import time
@@ -14,7 +16,8 @@ from rich.table import Table
 
 from querywise.cli._app import (
     ConfigOpt,
-    IndexOpt,
+    MaybeIndexOpt,
+    RetrieverOpt,
     app,
     esc,
     fail,
@@ -23,6 +26,7 @@ from querywise.cli._app import (
     output_path,
     progress,
     settings_from,
+    with_retriever,
 )
 from querywise.files import InputError
 from querywise.triage import TriageReport
@@ -32,7 +36,9 @@ from querywise.triage.probe_writer import probe_writer_from
 @app.command("triage")
 def triage_cmd(
     failures: Annotated[Path, typer.Argument(help="JSONL: id, question, history, acceptable, retrieved, gold_chunk | gold_text | gold_doc [+ gold_offset]; what `eval --failures` writes.", exists=True, dir_okay=False)],
-    index: IndexOpt,
+    index: MaybeIndexOpt = None,
+    retriever: RetrieverOpt = None,
+    corpus: Annotated[Path | None, typer.Option("--corpus", help="With --retriever and no --index: your passages (JSONL/CSV records with the ids your retriever returns), for the detectors.", exists=True)] = None,
     sources: Annotated[Path | None, typer.Option("--sources", help="JSONL {id, text}: the documents before ingest.", exists=True, dir_okay=False)] = None,
     eval_total: Annotated[int | None, typer.Option("--eval-total", help="Questions in the eval set.", min=1)] = None,
     acceptable: Annotated[float | None, typer.Option("--acceptable", help="Acceptable rate of the eval set (0..1).")] = None,
@@ -48,9 +54,12 @@ def triage_cmd(
     show_cases: Annotated[bool, typer.Option("--show-cases", help="List every case: bucket, reason, ranks and the chunks ranked above the gold for the original question.")] = False,
     config: ConfigOpt = None,
 ) -> None:
-    """For each failure, find the gold passage, ask the index whether it can retrieve itself, and
-    sort the failure into the place where it is repaired."""
+    """For each failure, find the gold passage, ask the index (or --retriever: the system that
+    failed) whether it can retrieve itself, and sort the failure into the place where it is repaired."""
+    from querywise.corpus import read_corpus
+    from querywise.embed import embedder_for
     from querywise.index.store import Index, IndexStoreError
+    from querywise.retrieve import RetrieverError, open_retriever
     from querywise.triage import (
         build_report,
         load_failures,
@@ -61,10 +70,15 @@ def triage_cmd(
         triage_cases,
     )
     from querywise.triage.html import triage_html
+    from querywise.triage.locate import ChunkTable
 
     search_mode = mode_from(mode)
-    settings = settings_from(config)
+    settings = with_retriever(settings_from(config), retriever)
     output_path(html, "--html")
+    if index is None and settings.retriever.kind == "index":
+        raise fail("give --index DIR, or the retriever that failed (--retriever SPEC, or [retriever] in the config) and --corpus FILE")
+    if index is None and corpus is None:
+        raise fail("triage through a retriever reads your passages from --corpus FILE (the records, with the ids your retriever returns)")
     if context_k >= k:
         raise fail(f"--context-k ({context_k}) must be below --k ({k}): ranking is the gold at ranks {context_k + 1}..k")
     try:
@@ -78,19 +92,28 @@ def triage_cmd(
         raise fail(f"{failures}: no failing rows (acceptable: false) to triage")
     picked = sample_failures(data.failures, sample, seed)
     try:
-        ix = Index.open(index, settings=settings)
-    except IndexStoreError as exc:
+        table = ChunkTable.of(read_corpus(corpus, whole_records=True, max_record_chars=settings.limits.max_record_chars).chunks) if corpus else None
+        ix = Index.open(index, settings=settings) if index is not None else None
+    except (IndexStoreError, InputError) as exc:
         raise fail(str(exc)) from None
     write_probe = probe_writer_from(settings)
     started = time.perf_counter()
-    with ix:
-        if as_json:
-            cases = triage_cases(picked, ix, sources=docs, labels=human, k=k, context_k=context_k, mode=search_mode,
-                                 write_probe=write_probe)
-        else:
-            with progress() as phase:
-                cases = triage_cases(picked, ix, sources=docs, labels=human, k=k, context_k=context_k, mode=search_mode,
-                                     progress=phase, write_probe=write_probe)
+    embedder = None if ix is not None else embedder_for(settings)
+    try:
+        probed = open_retriever(settings.retriever, ix, ix.embedder if ix is not None else embedder) if settings.retriever.kind != "index" else None
+    except ValueError as exc:
+        raise fail(f"--retriever: {exc}") from None
+    run = functools.partial(triage_cases, picked, ix, retriever=probed, embedder=embedder, table=table, sources=docs, labels=human,
+                            k=k, context_k=context_k, mode=search_mode, write_probe=write_probe)
+    try:
+        with ix or contextlib.nullcontext():
+            if as_json:
+                cases = run()
+            else:
+                with progress() as phase:
+                    cases = run(progress=phase)
+    except (RetrieverError, ValueError) as exc:
+        raise fail(str(exc)) from None
     report = build_report(cases, population, k=k, context_k=context_k, mode=search_mode, seed=seed if sample else None, fpc=fpc)
     report = report.model_copy(update={"seconds": round(time.perf_counter() - started, 3)})
     if html is not None:

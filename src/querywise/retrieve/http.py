@@ -1,7 +1,8 @@
 """A retriever behind an HTTP JSON endpoint (an internal search API, a service in front of any engine).
 
 The protocol, by default: `POST {"query": str, "k": int, "filters": <the plan's validated filters,
-as `Where` dumps them>}` answered by `{"hits": [{"id": str, "score": float, "text": str, "payload":
+as `Where` dumps them>, "mode": "dense" | "bm25" | "hybrid" (a hint; an endpoint with one way to
+search ignores it)}` answered by `{"hits": [{"id": str, "score": float, "text": str, "payload":
 {}}]}`, best first (`text` and `payload` optional). Every name is remappable (`[retriever.fields]`;
 `hits` may be a dotted path such as "data.results"). The endpoint is sent the filters but its
 answer is checked against them (`filters_inside` is False): see `retrieve.protocol`.
@@ -50,7 +51,9 @@ class HTTPRetriever:
 
     def retrieve(self, text: str, *, k: int, where: Where | None = None, mode: Mode = "hybrid") -> list[Hit]:
         f = self.settings.fields
-        body = {f.query: text, f.k: k, f.filters: where.model_dump(mode="json") if where else None}
+        body: dict[str, Any] = {f.query: text, f.k: k, f.filters: where.model_dump(mode="json") if where else None}
+        if f.mode is not None:
+            body[f.mode] = mode
         url = str(self.settings.url)
         try:
             response = self._client.post(url, json=body)

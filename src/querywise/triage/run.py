@@ -1,5 +1,10 @@
 """Running the triage: locate each gold passage, probe the index, run the detectors, classify.
 
+The probes go to the system that failed: the querywise index, or the user's own retriever
+(`retriever`, any `querywise.retrieve.Retriever`) with the chunk table read from the user's
+corpus file (their passages, with the ids their retriever returns). Then the vocabulary the
+detectors need comes from that table, and the gold is located in it by a BM25 of its own.
+
 The original questions are embedded in one batch and searched first (a document gold is
 pointed at its chunk that ranks best for the question); then the literal and generated probes
 and the gold chunks' texts in a second batch, searched with precomputed vectors: 60 failures
@@ -14,8 +19,12 @@ import numpy as np
 
 from querywise.conversation import texts as turn_texts
 from querywise.corpus import Chunk
+from querywise.embed import Embedder
 from querywise.index.engine import Mode
+from querywise.index.lexical import Lexicon
 from querywise.index.store import Hit, Index
+from querywise.retrieve import Retriever, checked
+from querywise.text import analyze
 from querywise.triage.buckets import (
     DEFAULT_CONTEXT_K,
     AboveGold,
@@ -71,10 +80,34 @@ def _snippet(text: str) -> str:
     return flat if len(flat) <= SNIPPET_CHARS else flat[: SNIPPET_CHARS - 1].rstrip() + "…"
 
 
+def _table_bm25(table: ChunkTable, lex: Lexicon, analysed: Sequence[list[str]], ids: Sequence[str]) -> Callable[[str], list[Chunk]]:
+    """The 3 best chunks of the table for a text, by BM25 over the table itself (to locate a gold
+    passage when the index is the user's)."""
+    postings: dict[int, list[tuple[int, float]]] = {}
+    for row, terms in enumerate(analysed):
+        tids, weights = lex.document_vector(terms, k1=1.5, b=0.75)
+        for tid, w in zip(tids, weights, strict=True):
+            postings.setdefault(tid, []).append((row, w))
+    idf = idf_from(lex.terms, lex.df, lex.n_docs)
+
+    def search(text: str) -> list[Chunk]:
+        scores: dict[int, float] = {}
+        for term in set(analyze(text)):
+            if (tid := lex.terms.get(term)) is not None:
+                for row, w in postings.get(tid, ()):
+                    scores[row] = scores.get(row, 0.0) + idf(term) * w
+        best = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+        return [table.chunks[ids[row]] for row, _ in best]
+
+    return search
+
+
 def triage_cases(
     failures: Sequence[Failure],
-    ix: Index,
+    ix: Index | None,
     *,
+    retriever: Retriever | None = None,
+    embedder: Embedder | None = None,
     table: ChunkTable | None = None,
     sources: Mapping[str, str] | None = None,
     labels: Mapping[str, QueryDefectKind] | None = None,
@@ -84,7 +117,8 @@ def triage_cases(
     write_probe: WriteProbe | None = None,
     progress: Callable[[str, int | None], Advance] | None = None,
 ) -> list[Case]:
-    """Triage each failure against index `ix`; one `Case` per failure, in order.
+    """Triage each failure against index `ix`, or against `retriever` (with `table`, the user's
+    passages, and `embedder` for the vector checks); one `Case` per failure, in order.
 
     `context_k` is how many results the generator (or UI) is shown: a gold within them is a
     *generation* failure, one at ranks context_k+1..k a *ranking* failure. `table` is the
@@ -93,17 +127,36 @@ def triage_cases(
     """
     check_cutoffs(k, context_k)
     step = progress or (lambda phase, total: lambda n: None)
-    table = table or ChunkTable.of(ix.chunks())
     labels = labels or {}
-    lex = ix.lexicon
+    if ix is None and retriever is None:
+        raise ValueError("triage needs an index or a retriever to probe")
+    if table is None:
+        if ix is None:
+            raise ValueError("triage through a retriever needs the table of its passages (--corpus FILE)")
+        table = ChunkTable.of(ix.chunks())
+    embed = embedder if embedder is not None else ix.embedder if ix is not None else None
+    if embed is None:
+        raise ValueError("triage through a retriever needs an embedder for the vector checks")
+    index = ix
+    if index is not None:
+        lex = index.lexicon
+    else:  # the user's passages: the vocabulary and the locating BM25 come from the table itself
+        ids = list(table.chunks)
+        lex, analysed = Lexicon.build(table.chunks[i].search_text for i in ids)
+        table_bm25 = _table_bm25(table, lex, analysed, ids)
     idf = idf_from(lex.terms, lex.df, lex.n_docs)
 
     def bm25(text: str) -> list[Chunk]:
-        return [table.chunks[h.id] for h in ix.search(text, mode="bm25", k=3) if h.id in table.chunks]
+        if index is None:
+            return table_bm25(text)
+        return [table.chunks[h.id] for h in index.search(text, mode="bm25", k=3) if h.id in table.chunks]
 
     def search(vector: np.ndarray, text: str, how: Mode) -> list[Hit]:
-        return ix.query(mode=how, k=k, dense=vector.tolist() if how != "bm25" else None,
-                        sparse=lex.query_vector(text) if how != "dense" else None)
+        if retriever is not None:  # the system that failed answers the probes
+            return checked(retriever, text, k=k, where=None, mode=how).hits
+        assert index is not None
+        return index.query(mode=how, k=k, dense=vector.tolist() if how != "bm25" else None,
+                           sparse=lex.query_vector(text) if how != "dense" else None)
 
     advance = step("locating gold passages", len(failures))
     located: list[Location] = []
@@ -118,7 +171,7 @@ def triage_cases(
     q_row: dict[int, int] = {}
     if asked:
         step("embedding questions", None)
-        q_vectors = np.asarray(ix.embedder.embed([failures[i].question for i in asked]), dtype=np.float32)
+        q_vectors = np.asarray(embed.embed([failures[i].question for i in asked]), dtype=np.float32)
         advance = step("searching the questions", len(asked))
         for row, i in enumerate(asked):
             q_row[i] = row
@@ -160,7 +213,7 @@ def triage_cases(
     vectors = np.zeros((0, 0), dtype=np.float32)
     if texts:
         step("embedding probes", None)
-        vectors = np.asarray(ix.embedder.embed(texts), dtype=np.float32)
+        vectors = np.asarray(embed.embed(texts), dtype=np.float32)
 
     advance = step("probing the index", len(failures))
     cases: list[Case] = []
