@@ -84,3 +84,21 @@ def test_nothing_back_says_which_retriever_and_why(tmp_path: Any, hash_embedder:
 def test_without_an_index_or_a_retriever_asking_is_a_clear_error(tmp_path: Any, hash_embedder: Any) -> None:
     with QueryWise(settings(tmp_path), None, embedder=hash_embedder) as qw, pytest.raises(ValueError, match="needs an index or a retriever"):
         qw.ask("what is the warranty", session=EU)
+
+
+def test_eval_through_a_retriever_judges_documents_by_the_passages_given(tmp_path: Any, hash_embedder: Any) -> None:
+    from querywise.corpus import Chunk
+    from querywise.evaluation.cases import Case
+    from querywise.evaluation.harness import Arm, JudgedIds, run_arm
+    from querywise.evaluation.metrics import parse_metric
+
+    passages = [Chunk(id="guide#0", text="a", payload={"doc_id": "guide", "markets": ["eu"]}),
+                Chunk(id="guide#1", text="b", payload={"doc_id": "guide", "markets": ["eu"]})]
+    found = FunctionRetriever(lambda q, k, f: [{"id": p.id, "payload": p.payload} for p in reversed(passages)])
+    case = Case(id="c", message="what is the warranty", relevant={"guide": 1}, session=EU)
+    hit1 = parse_metric("hit@1")
+    with QueryWise(settings(tmp_path), None, embedder=hash_embedder, retriever=found) as qw:
+        blind = run_arm([case], qw, Arm(name="a"), [hit1])
+        judged = run_arm([case], qw, Arm(name="a"), [hit1], judged=JudgedIds.of_chunks(passages))
+    assert blind.cases[0].scores[hit1.label] == 0.0  # no index, no passages: chunk ids never equal a document id
+    assert judged.cases[0].scores[hit1.label] == 1.0 and judged.cases[0].top == ["guide"]  # pooled per document

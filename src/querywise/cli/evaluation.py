@@ -191,7 +191,7 @@ def eval_cmd(
     from querywise.evaluation.acceptable import AcceptableRuleError, parse_rule
     from querywise.evaluation.cases import read_beir, read_cases
     from querywise.evaluation.failures import failure_rows, write_failures
-    from querywise.evaluation.harness import KEEP_IDS
+    from querywise.evaluation.harness import KEEP_IDS, JudgedIds
     from querywise.evaluation.metrics import MetricError, parse_metrics
     from querywise.evaluation.report import evaluate
     from querywise.evaluation.result import EvalResult
@@ -238,15 +238,16 @@ def eval_cmd(
         if requested is not None:
             plan_ablation(settings, requested or ["all"])  # unknown names fail before anything runs
         with ix or contextlib.nullcontext(), QueryWise(settings, ix) as deployment, progress() as phase:
+            passages = read_corpus(corpus, whole_records=True).chunks if corpus is not None and ix is None else None
             report = evaluate(
                 loaded, deployment, scored, mode=search_mode, ablate=requested,
                 probe_access=not no_access_probe, source=str(cases), on_phase=phase,
                 keep_ids=None if failures else KEEP_IDS,
+                judged=JudgedIds.of_chunks(passages) if passages is not None else None,
             )
             rows = None
             if failures:
-                passages = ix.chunks() if ix is not None else read_corpus(corpus, whole_records=True).chunks if corpus is not None else []
-                rows = failure_rows(loaded, report.run.cases, passages, rule)
+                rows = failure_rows(loaded, report.run.cases, ix.chunks() if ix is not None else passages or [], rule)
     except (ValueError, RetrieverError, InputError) as exc:
         raise fail(str(exc)) from None
     print_warnings(report.warnings)  # the deployment's start-up warnings, judged ids the index lacks

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from querywise.config import LLM_MOVES, Move, Settings
 from querywise.evaluation.cases import Case
-from querywise.evaluation.harness import ALL, Arm, ArmResult, run_arm
+from querywise.evaluation.harness import ALL, Arm, ArmResult, JudgedIds, run_arm
 from querywise.evaluation.metrics import Metric
 from querywise.evaluation.stats import N_RESAMPLES, SEED, PairedDiff, paired_difference
 from querywise.index.engine import Mode
@@ -139,6 +139,7 @@ def run_ablation(
     on_phase: Callable[[str, int], Callable[[int], None] | None] | None = None,
     seed: int = SEED,
     resamples: int = N_RESAMPLES,
+    judged: JudgedIds | None = None,
 ) -> AblationReport:
     """Run every arm of `plan` on `cases`; compare each with the first (the baseline).
 
@@ -151,7 +152,7 @@ def run_ablation(
             results.append(reuse.model_copy(update={"arm": arm}))
             continue
         on_case = on_phase(f"{arm.name} ({arm.mode})", len(cases)) if on_phase else None
-        results.append(run_arm(cases, deployment, arm, metrics, on_case=on_case))
+        results.append(run_arm(cases, deployment, arm, metrics, on_case=on_case, judged=judged))
     base = results[0]
     deltas = [d for other in results[1:] for d in compare_arms(base, other, seed=seed, resamples=resamples)]
     return AblationReport(

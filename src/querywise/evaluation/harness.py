@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from querywise.conditions import AnyOf, Match, Range, Where
 from querywise.config import Move
+from querywise.corpus import Chunk
 from querywise.evaluation.cases import Case
 from querywise.evaluation.metrics import Metric, score
 from querywise.index import Hit, Index
@@ -107,9 +108,14 @@ class JudgedIds:
     @classmethod
     def of(cls, index: Index | None) -> JudgedIds:
         """Read once from the index's chunks (one pass over chunks.jsonl)."""
+        return cls.of_chunks(index.chunks() if index is not None else ())
+
+    @classmethod
+    def of_chunks(cls, chunks: Iterable[Chunk]) -> JudgedIds:
+        """From a corpus's chunks: the index's, or the passages of a retriever querywise does not own."""
         chunk_ids: set[str] = set()
         doc_ids: set[str] = set()
-        for chunk in index.chunks() if index is not None else ():
+        for chunk in chunks:
             chunk_ids.add(chunk.id)
             if (doc := _doc_id(chunk.payload)) is not None:
                 doc_ids.add(doc)

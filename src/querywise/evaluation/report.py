@@ -24,7 +24,7 @@ from querywise.evaluation.components import (
     access_probe,
     component_scores,
 )
-from querywise.evaluation.harness import KEEP_IDS, Arm, ArmResult, run_arm
+from querywise.evaluation.harness import KEEP_IDS, Arm, ArmResult, JudgedIds, run_arm
 from querywise.evaluation.metrics import Metric
 from querywise.index.engine import Mode
 from querywise.service import QueryWise
@@ -55,24 +55,27 @@ def evaluate(
     source: str = "",
     on_phase: Callable[[str, int], Callable[[int], None] | None] | None = None,
     keep_ids: int | None = KEEP_IDS,
+    judged: JudgedIds | None = None,
 ) -> EvalReport:
     """Ask `cases` through `deployment` with its configured moves in `mode`, score the components
     and, when `ablate` is given (possibly empty = every move and mode), the ablation against
     pass-through. Plans are not logged: an evaluation is not traffic. The main run keeps each
-    case's top `keep_ids` ids (None: the whole ranking, for `eval --failures`)."""
+    case's top `keep_ids` ids (None: the whole ranking, for `eval --failures`). `judged`: the ids
+    the cases are judged by, when the deployment's retriever is not its index (the user's passages)."""
     settings = deployment.settings
     _check_sessions(cases, settings)
     warnings = [p.message for p in deployment.warnings] + _check_judged_ids(cases, deployment)
     main_arm = Arm(name="configured", mode=mode, moves=tuple(settings.understanding.moves))
     main = run_arm(
         cases, deployment, main_arm, metrics, on_case=on_phase(f"{main_arm.name} ({mode})", len(cases)) if on_phase else None, keep_ids=keep_ids,
+        judged=judged,
     )
     probe = access_probe(cases, deployment) if probe_access else None
     components = component_scores(cases, main.cases, settings, access=probe)
     ablation = None
     if ablate is not None:
         plan = plan_ablation(settings, ablate, mode=mode)
-        ablation = run_ablation(cases, deployment, plan, metrics, reuse=main, on_phase=on_phase)
+        ablation = run_ablation(cases, deployment, plan, metrics, reuse=main, on_phase=on_phase, judged=judged)
     return EvalReport(source=source, run=main, components=components, ablation=ablation, warnings=warnings)
 
 
