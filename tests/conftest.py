@@ -67,3 +67,4 @@ SHOP = [
 def shop() -> list[Chunk]:
     return list(SHOP)
 
+

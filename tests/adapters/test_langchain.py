@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shop_deployment import shop_settings
 
 pytest.importorskip("langchain_core")
 
@@ -15,7 +16,6 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from querywise.adapters.langchain import LangChainRetriever, QueryWiseRetriever
-from querywise.config import AccessSettings, RouteSpec, RoutingSettings, Settings, UnderstandingSettings
 from querywise.corpus import Chunk
 from querywise.index import build_index
 from querywise.service import QueryWise
@@ -23,17 +23,8 @@ from querywise.service import QueryWise
 EU = {"market": "eu"}
 
 
-def settings(tmp: Path) -> Settings:
-    return Settings(
-        cache_dir=tmp / "c",
-        routing=RoutingSettings(routes=[RouteSpec(name="kb_search", search=True, examples=["what is the warranty", "how long does shipping take"])], min_margin=0.0),
-        access=AccessSettings(fields={"market": "markets"}),
-        understanding=UnderstandingSettings(moves=["follow_up", "filters", "spelling", "ambiguity"]),
-    )
-
-
 def test_querywise_is_a_langchain_retriever_with_the_plan_on_each_document(tmp_path: Path, shop: list[Chunk], hash_embedder: Any) -> None:
-    s = settings(tmp_path)
+    s = shop_settings(tmp_path)
     with build_index(shop, tmp_path / "ix", settings=s, embedder=hash_embedder) as ix, QueryWise(s, ix) as qw:
         retriever = QueryWiseRetriever(deployment=qw, k=3, session=EU)
         docs = retriever.invoke("how long is the warranty on the Vela X3?")
@@ -55,7 +46,7 @@ def test_a_langchain_vector_store_is_querywises_retriever_and_access_still_holds
     theirs = LangChainRetriever(store.as_retriever())
     hits = theirs.retrieve("Vela X3 warranty", k=3)
     assert len(hits) == 3 and [h.rank for h in hits] == [1, 2, 3] and all(h.id in {c.id for c in shop} for h in hits)
-    with QueryWise(settings(tmp_path), None, embedder=hash_embedder, retriever=theirs) as qw:
+    with QueryWise(shop_settings(tmp_path), None, embedder=hash_embedder, retriever=theirs) as qw:
         result = qw.ask("Pico Buds battery", session=EU, k=5)
     assert result.hits and all("eu" in h.payload["markets"] for h in result.hits)  # the store knows nothing of access: checked
     step = result.plan.step("execute")

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 from http_endpoint import Endpoint
+from shop_deployment import shop_settings
 
-from querywise.config import AccessSettings, RetrieverSettings, RouteSpec, RoutingSettings, Settings, UnderstandingSettings
+from querywise.config import RetrieverSettings
 from querywise.index import Index
 from querywise.plan import PlanQuery, QueryPlan
 from querywise.retrieve import FunctionRetriever, HTTPRetriever
@@ -19,17 +20,8 @@ EU = {"market": "eu"}
 MESSAGES = ["how long is the warranty on the Vela X3?", "how fast does shipping go", "does the Vela X3 Pro cover rain?", "Pico Buds battery"]
 
 
-def settings(tmp: Any) -> Settings:
-    return Settings(
-        cache_dir=tmp / "c",
-        routing=RoutingSettings(routes=[RouteSpec(name="kb_search", search=True, examples=["what is the warranty", "how long does shipping take"])], min_margin=0.0),
-        access=AccessSettings(fields={"market": "markets"}),
-        understanding=UnderstandingSettings(moves=["follow_up", "filters", "spelling", "ambiguity"]),
-    )
-
-
 def test_the_same_index_behind_http_answers_every_plan_the_same(index: Index, endpoint: Endpoint, tmp_path: Any, hash_embedder: Any) -> None:
-    s = settings(tmp_path)
+    s = shop_settings(tmp_path)
     remote = HTTPRetriever(RetrieverSettings(kind="http", url=endpoint.url))
     with QueryWise(s, index) as mine, QueryWise(s, None, embedder=hash_embedder, retriever=remote) as theirs:
         for message in MESSAGES:
@@ -46,7 +38,7 @@ def test_the_same_index_behind_http_answers_every_plan_the_same(index: Index, en
 def test_an_endpoint_that_ignores_access_cannot_widen_it(index: Index, endpoint: Endpoint, tmp_path: Any, hash_embedder: Any) -> None:
     endpoint.honour_filters = False
     remote = HTTPRetriever(RetrieverSettings(kind="http", url=endpoint.url))
-    with QueryWise(settings(tmp_path), None, embedder=hash_embedder, retriever=remote) as qw:
+    with QueryWise(shop_settings(tmp_path), None, embedder=hash_embedder, retriever=remote) as qw:
         result = qw.ask("Pico Buds battery per charge", session=EU, k=5)
         assert result.hits and all("eu" in h.payload["markets"] for h in result.hits)  # buds-battery is us only
         assert "buds-battery" not in [h.id for h in result.hits]
@@ -66,7 +58,7 @@ def test_an_exact_lookup_searches_the_identifier_as_text_elsewhere(tmp_path: Any
         PlanQuery(text="QR-5126", kind="original"),
         PlanQuery(text="QR-5126", kind="exact", weight=2.0, where={"conditions": [{"kind": "match", "field": IDENTIFIER_KEYS, "value": "qr5126"}]}),  # type: ignore[arg-type]
     ])
-    with QueryWise(settings(tmp_path), None, embedder=hash_embedder, retriever=FunctionRetriever(search)) as qw:
+    with QueryWise(shop_settings(tmp_path), None, embedder=hash_embedder, retriever=FunctionRetriever(search)) as qw:
         result = qw.execute(plan)
     assert [h.id for h in result.hits] == ["c1"] and seen == [None, None]  # the hidden field only our index has is not sent
 
@@ -74,15 +66,15 @@ def test_an_exact_lookup_searches_the_identifier_as_text_elsewhere(tmp_path: Any
 def test_nothing_back_says_which_retriever_and_why(tmp_path: Any, hash_embedder: Any) -> None:
     nothing = FunctionRetriever(lambda q, k, f: [], name="empty")
     elsewhere = FunctionRetriever(lambda q, k, f: [{"id": "us-only", "payload": {"markets": ["us"]}}], name="us")
-    with QueryWise(settings(tmp_path), None, embedder=hash_embedder, retriever=nothing) as qw:
+    with QueryWise(shop_settings(tmp_path), None, embedder=hash_embedder, retriever=nothing) as qw:
         assert qw.ask("what is the warranty", session=EU).empty_because == ["function retriever empty returned nothing for the query text"]
-    with QueryWise(settings(tmp_path), None, embedder=hash_embedder, retriever=elsewhere) as qw:
+    with QueryWise(shop_settings(tmp_path), None, embedder=hash_embedder, retriever=elsewhere) as qw:
         (why,) = qw.ask("what is the warranty", session=EU).empty_because
         assert "failed the filters or this session's access (1 checked here and dropped)" in why
 
 
 def test_without_an_index_or_a_retriever_asking_is_a_clear_error(tmp_path: Any, hash_embedder: Any) -> None:
-    with QueryWise(settings(tmp_path), None, embedder=hash_embedder) as qw, pytest.raises(ValueError, match="needs an index or a retriever"):
+    with QueryWise(shop_settings(tmp_path), None, embedder=hash_embedder) as qw, pytest.raises(ValueError, match="needs an index or a retriever"):
         qw.ask("what is the warranty", session=EU)
 
 
@@ -97,7 +89,7 @@ def test_eval_through_a_retriever_judges_documents_by_the_passages_given(tmp_pat
     found = FunctionRetriever(lambda q, k, f: [{"id": p.id, "payload": p.payload} for p in reversed(passages)])
     case = Case(id="c", message="what is the warranty", relevant={"guide": 1}, session=EU)
     hit1 = parse_metric("hit@1")
-    with QueryWise(settings(tmp_path), None, embedder=hash_embedder, retriever=found) as qw:
+    with QueryWise(shop_settings(tmp_path), None, embedder=hash_embedder, retriever=found) as qw:
         blind = run_arm([case], qw, Arm(name="a"), [hit1])
         judged = run_arm([case], qw, Arm(name="a"), [hit1], judged=JudgedIds.of_chunks(passages))
     assert blind.cases[0].scores[hit1.label] == 0.0  # no index, no passages: chunk ids never equal a document id
