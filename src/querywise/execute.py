@@ -101,27 +101,26 @@ def execute(
     if not hits and plan.inferred_filters:
         relaxed = [describe(c) for c in plan.inferred_filters.conditions]
         hits, per_query, answers = _search(plan, retriever, plan.filters & plan.access, k=k, depth=depth, mode=mode, rrf_k=rrf_k)
+    dropped = sum(a.dropped for a in answers)
     if not hits:
         searched = [(q.text, q.mode or mode) for q in plan.queries]
         if isinstance(retriever, IndexRetriever):
             empty_because = explain_empty(retriever.index, searched, filters=plan.filters, access=plan.access)
         else:
-            dropped = sum(a.dropped for a in answers)
             empty_because = [f"{retriever.name} returned nothing for the query text" if not dropped else
                              f"every result of {retriever.name} failed the filters or this session's access ({dropped} checked here and dropped)"]
-    filtered = sorted({a.filtered for a in answers} - {"none"})
+    filtered = ", ".join(sorted({a.filtered for a in answers} - {"none"})) or "none"  # engine | checked
     step = TraceStep(
         move="execute",
         status="ran",
         reason=f"{len(plan.queries)} quer{'y' if len(plan.queries) == 1 else 'ies'}, {mode}, "
         + ("fused with weighted RRF" if len(plan.queries) > 1 else "no fusion needed")
         + ("" if isinstance(retriever, IndexRetriever) else f", through {retriever.name}")
-        + (f"; filters checked on its results ({sum(a.dropped for a in answers)} dropped)" if "checked" in filtered else ""),
+        + (f"; filters checked on its results ({dropped} dropped)" if "checked" in filtered else ""),
         changed=("relaxed inferred " + ", ".join(relaxed)) if relaxed else None,
         latency_ms=round((time.perf_counter() - started) * 1000, 3),
-        details={"n_hits": len(hits), "relaxed": relaxed, "empty_because": empty_because,
-                 "retriever": retriever.name, "filters_applied": filtered[0] if len(filtered) == 1 else filtered or "none",
-                 "dropped_by_check": sum(a.dropped for a in answers),
+        details={"n_hits": min(len(hits), wanted), "relaxed": relaxed, "empty_because": empty_because,
+                 "retriever": retriever.name, "filters_applied": filtered, "dropped_by_check": dropped,
                  # What each exact lookup found: the chunks that hold the identifier (see understand.exact).
                  "exact": {r.query.text: r.ids for r in per_query if r.query.kind == "exact"}},
     )
@@ -129,7 +128,7 @@ def execute(
     if reranker is not None and hits:
         started = time.perf_counter()
         candidates = min(len(hits), rerank_top)
-        hits = rerank(reranker, plan.message, hits, rerank_top)
+        hits = rerank(reranker, plan.queries[0].text, hits, rerank_top)  # the message, or the standalone form that replaced it
         steps.append(TraceStep(move="rerank", status="ran", reason=f"{reranker.name} reordered the fused top {candidates}",
                                latency_ms=round((time.perf_counter() - started) * 1000, 3),
                                details={"model": reranker.name, "top_n": rerank_top, "candidates": candidates}))
