@@ -36,7 +36,7 @@ from bench.rewrite_cast2019 import split_of as cast_split_of
 
 COMMAND = ".venv/bin/python -m bench.topic_shift"
 MODEL = ROOT / "src" / "querywise" / "understand" / "followup" / "topic_shift.json"
-MAX_LOSS = 0.01  # recall@5 the changes of subject may lose on train+val: half the target (#14), a margin for unseen data
+MAX_LOSS = 0.02  # recall@5 the changes of subject may lose on train+val: the target (#14)
 ROWS = WORK / "topic_shift_rows.json"  # the features and outcomes of the last run, for --reuse
 C = 1.0
 THRESHOLDS = [round(0.30 + 0.025 * i, 3) for i in range(25)]

@@ -403,7 +403,9 @@ class Understander:
                                    reason=f"{gate.reason}; but a new subject (chance {chance:.2f} by the topic-shift check, "
                                           f"{similarity:.2f} similar to the last turns): searched as typed",
                                    latency_ms=_ms(started), details={"cues": list(gate.cues), "chance": round(chance, 3), "similarity": round(similarity, 3)}))
-            return message, "original", False, []
+            # Still "needs the conversation": an LLM tier, which reads all of it, decides; the
+            # deterministic plan searches the message as typed.
+            return message, "original", True, []
         described = gate.strength == "strong" and not points_back(gate)
         if described:
             # A description that needs an anchor ("the address", "what kind?") is weaker evidence
