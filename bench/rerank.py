@@ -13,6 +13,7 @@ import argparse
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bench import RESULTS, log, percentiles, write_json
 
@@ -32,6 +33,25 @@ def tiny_model(folder: Path) -> Path:
     BertForSequenceClassification(BertConfig(vocab_size=5 + len(words), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                                              intermediate_size=64, max_position_embeddings=512, num_labels=1)).save_pretrained(folder)
     return folder
+
+
+PASSAGE_CHARS = 600  # [rerank] passage_chars, the default
+
+
+def llm_rows() -> dict[str, Any]:
+    """The cost model's listwise rerank call per candidate count, at the embedded [llm] defaults."""
+    from querywise.config import LLMSettings, Price
+    from querywise.llm.cost import cost_model, rerank_tokens
+
+    llm = LLMSettings()
+    rows = []
+    for n in COUNTS:
+        m = cost_model(price=Price(usd_per_m_in=1.0, usd_per_m_out=5.0), ttft_s=llm.ttft_s, tokens_per_s=llm.tokens_per_s,
+                       rerank=rerank_tokens(n, PASSAGE_CHARS // 4), rerank_top_n=n)
+        assert m.rerank is not None
+        (tokens_in, tokens_out), = m.rerank.calls
+        rows.append({"candidates": n, "input_tokens": tokens_in, "output_tokens": tokens_out, "added_s": m.rerank.added_s, "usd_per_1000": m.rerank.usd_per_1000})
+    return {"assumptions": m.assumptions.model_dump(), "rows": rows}
 
 
 def main() -> None:
@@ -57,12 +77,21 @@ def main() -> None:
             p = percentiles(times)
             rows.append({"candidates": n, **p, "per_candidate_ms": round(p["p50_ms"] / n, 3)})
             log(str(rows[-1]))
-    result = {"model": "tiny random BERT (2 layers, hidden 32)" if args.model is None else str(args.model), "repeats": REPEATS, "rows": rows}
+    llm = llm_rows()
+    result = {"model": "tiny random BERT (2 layers, hidden 32)" if args.model is None else str(args.model), "repeats": REPEATS, "rows": rows,
+              "llm": llm}
     write_json("rerank.json", result, command=COMMAND)
     lines = ["# The reranking step: latency per candidate count", "", f"Command: `{COMMAND}`. Model: {result['model']}; "
              f"{REPEATS} runs per count, passages of ~120 words, one CPU process.", "",
              "| candidates | p50 ms | p95 ms | per candidate (p50) ms |", "|---|---|---|---|"]
     lines += [f"| {r['candidates']} | {r['p50_ms']} | {r['p95_ms']} | {r['per_candidate_ms']} |" for r in rows]
+    a = llm["assumptions"]
+    lines += ["", "## The LLM as a listwise reranker: the cost model (`querywise cost --rerank-top N`)", "",
+              f"One call per searched request, after retrieval; each candidate cut to {PASSAGE_CHARS} characters (~{PASSAGE_CHARS // 4} tokens); "
+              f"USD {a['usd_per_m_in']:g} / {a['usd_per_m_out']:g} per million tokens in / out, time to first token {a['ttft_s']:g} s, "
+              f"{a['tokens_per_s']:g} tokens/s (the embedded `[llm]` defaults). Not measured against a model: no LLM is reachable here.", "",
+              "| candidates | tokens in / out | added latency s | USD per 1,000 requests |", "|---|---|---|---|"]
+    lines += [f"| {r['candidates']} | {r['input_tokens']} / {r['output_tokens']} | {r['added_s']} | {r['usd_per_1000']} |" for r in llm["rows"]]
     (RESULTS / "rerank.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

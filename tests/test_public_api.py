@@ -21,7 +21,7 @@ def test_exported_members() -> None:
     assert set(querywise.__all__) == {
         "Answer", "AnyOf", "Ask", "Assume", "Case", "Chunk", "Chunker", "ChunkingSettings", "ConfigError", "CorpusError",
         "Cover", "EmbeddingSettings", "EvalReport", "EvalResult", "FunctionRetriever", "HTTPRetriever", "Hit", "Index",
-        "IndexRetriever", "IndexSettings", "IndexStoreError", "Retriever", "RetrieverError",
+        "IndexRetriever", "IndexSettings", "IndexStoreError", "Reordering", "Reranker", "Retriever", "RetrieverError",
         "InputError", "LLMError", "LeftAsk", "Manifest", "Match", "PlanQuery", "PlanResult", "Provider", "QueryPlan", "QueryWise",
         "Range", "ScriptedProvider", "Settings", "TraceStep", "TriageReport", "Turn", "Understander", "Where", "WhereSyntaxError",
         "build_index", "build_report", "compare_runs", "evaluate", "execute", "load_beir", "load_cases", "load_corpus",

@@ -26,7 +26,7 @@ from querywise.files import InputError
 from querywise.index import Hit, Index, IndexStoreError, Manifest, build_index, rrf
 from querywise.llm import LLMError, Provider, ScriptedProvider
 from querywise.plan import Answer, Ask, Assume, Cover, LeftAsk, PlanQuery, QueryPlan, TraceStep, plan_json_schema
-from querywise.retrieve import FunctionRetriever, HTTPRetriever, IndexRetriever, Retriever, RetrieverError
+from querywise.retrieve import FunctionRetriever, HTTPRetriever, IndexRetriever, Reordering, Reranker, Retriever, RetrieverError
 from querywise.service import QueryWise
 from querywise.triage import (
     TriageReport,
@@ -75,6 +75,8 @@ __all__ = [
     "QueryPlan",
     "QueryWise",
     "Range",
+    "Reordering",
+    "Reranker",
     "Retriever",
     "RetrieverError",
     "ScriptedProvider",

@@ -428,12 +428,14 @@ class RetrieverSettings(_Section):
 class RerankSettings(_Section):
     """Reranking the fused top N of each plan's results (`[rerank]`); off by default. A cross-encoder
     is loaded from a local folder (`model`, a sentence-transformers CrossEncoder saved with
-    `save()`); none is shipped or downloaded."""
+    `save()`); none is shipped or downloaded. `kind = "llm"`: the `[llm]` provider ranks the
+    candidates in one listwise call through the LLM tier (fail-open)."""
 
-    kind: Literal["none", "cross_encoder"] = "none"
+    kind: Literal["none", "cross_encoder", "llm"] = "none"
     model: Path | None = None
     top_n: int = Field(20, ge=1, le=1000)  # how many fused hits the reranker sees
     batch_size: int = Field(32, ge=1, le=1024)
+    passage_chars: int = Field(600, ge=50, le=20_000)  # of each candidate, in the LLM's prompt
 
     @model_validator(mode="after")
     def _has_a_model(self) -> RerankSettings:

@@ -25,7 +25,7 @@ from querywise.plan import PlanQuery, QueryPlan, TraceStep
 from querywise.retrieve import IndexRetriever, Reranker, Retrieved, Retriever, checked, rerank
 from querywise.text import IDENTIFIER_KEYS
 
-__all__ = ["PlanResult", "QueryResult", "execute", "explain_empty"]
+__all__ = ["PlanResult", "QueryResult", "execute", "explain_empty", "reranked"]
 
 class QueryResult(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -124,17 +124,24 @@ def execute(
                  # What each exact lookup found: the chunks that hold the identifier (see understand.exact).
                  "exact": {r.query.text: r.ids for r in per_query if r.query.kind == "exact"}},
     )
-    steps = [step]
-    if reranker is not None and hits:
-        started = time.perf_counter()
-        candidates = min(len(hits), rerank_top)
-        hits = rerank(reranker, plan.queries[0].text, hits, rerank_top)  # the message, or the standalone form that replaced it
-        steps.append(TraceStep(move="rerank", status="ran", reason=f"{reranker.name} reordered the fused top {candidates}",
-                               latency_ms=round((time.perf_counter() - started) * 1000, 3),
-                               details={"model": reranker.name, "top_n": rerank_top, "candidates": candidates}))
-    hits = hits[:wanted]
-    plan = plan.model_copy(update={"trace": [*plan.trace, *steps]})
-    return PlanResult(plan=plan, hits=hits, per_query=per_query, relaxed=relaxed, empty_because=empty_because)
+    plan = plan.model_copy(update={"trace": [*plan.trace, step]})
+    result = PlanResult(plan=plan, hits=hits, per_query=per_query, relaxed=relaxed, empty_because=empty_because)
+    return reranked(result, reranker, top_n=rerank_top, k=wanted) if reranker is not None else result.model_copy(update={"hits": hits[:wanted]})
+
+
+def reranked(result: PlanResult, reranker: Reranker, *, top_n: int, k: int) -> PlanResult:
+    """`result` with its first `top_n` hits reordered by `reranker` (a `rerank` step in the trace)
+    and `k` kept; not when an identifier lookup found its chunks (an exact match is not second-guessed)."""
+    plan, hits = result.plan, result.hits
+    if not hits:
+        return result
+    found_exactly = [r.query.text for r in result.per_query if r.query.kind == "exact" and r.ids]
+    if found_exactly:
+        step = TraceStep(move="rerank", status="skipped", reason=f"an identifier lookup found the chunks that hold {found_exactly[0]!r}: "
+                         "the fused order stands", details={"model": reranker.name})
+    else:  # the message, or the standalone form that replaced it
+        hits, step = rerank(reranker, plan.queries[0].text, hits, top_n, route=plan.route)
+    return result.model_copy(update={"plan": plan.model_copy(update={"trace": [*plan.trace, step]}), "hits": hits[:k]})
 
 
 def explain_empty(

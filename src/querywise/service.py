@@ -34,15 +34,16 @@ from querywise.conditions import Where
 from querywise.config import Move, Settings, load_settings
 from querywise.conversation import Turn, as_turns
 from querywise.embed import Embedder
-from querywise.execute import PlanResult, execute
+from querywise.execute import PlanResult, execute, reranked
 from querywise.files import replace_surrogates
 from querywise.index import Hit, Index
 from querywise.index.engine import Mode
 from querywise.llm.provider import Provider
 from querywise.plan import PlanQuery, QueryPlan, TraceStep
 from querywise.planlog import PlanLog
-from querywise.retrieve import Retriever, checked, open_reranker, open_retriever
+from querywise.retrieve import Reranker, Retriever, checked, open_reranker, open_retriever
 from querywise.understand.access import access_from_session
+from querywise.understand.llm_rerank import LLMReranker
 from querywise.understand.pipeline import Understander
 from querywise.validation import DeploymentCheck, Problem, check_deployment, check_index_fields
 
@@ -74,7 +75,9 @@ class QueryWise:
 
     `index` may be None for a deployment that only plans (`plan`); `ask` and `search` need one.
     `provider` overrides the `[llm]` provider of the settings (tests, demos, benchmarks); the
-    caller then owns it. `embedder` defaults to the index's.
+    caller then owns it. `embedder` defaults to the index's. `retriever` and `reranker` override
+    `[retriever]` and `[rerank]` (anything with the protocol's method: another team's search API,
+    a hosted reranker).
 
     Raises `DeploymentError` when the settings cannot work with the index (see `check`).
     """
@@ -87,6 +90,7 @@ class QueryWise:
         provider: Provider | None = None,
         embedder: Embedder | None = None,
         retriever: Retriever | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         self.settings = settings
         self.index = index
@@ -96,6 +100,7 @@ class QueryWise:
             embedder = index.embedder
         self.understander = Understander(settings, embedder=embedder, lexicon=index.lexicon if index is not None else None, provider=provider)
         self._provider = provider
+        self.reranker = reranker if reranker is not None else self._reranker(settings)
         # What plans run against: given, else `[retriever]` (the querywise index by default).
         try:
             self.retriever = retriever if retriever is not None else open_retriever(settings.retriever, index, self.understander.embedder)
@@ -104,7 +109,6 @@ class QueryWise:
                 self.understander.close()
             raise
         self._owns_retriever = retriever is None and settings.retriever.kind != "index"
-        self.reranker = open_reranker(settings.rerank)  # loads its model on first use
         self.check = self._check(index)
         if self.check.errors:
             if provider is None:
@@ -153,7 +157,8 @@ class QueryWise:
         )
         tier = self.understander.tier
         provider = tier.provider if tier is not None else self._provider
-        return QueryWise(settings, self.index, provider=provider, embedder=self.understander.embedder, retriever=self.retriever)
+        return QueryWise(settings, self.index, provider=provider, embedder=self.understander.embedder, retriever=self.retriever,
+                         reranker=self.reranker)
 
     # --- the online verbs ------------------------------------------------------------------
 
@@ -230,6 +235,17 @@ class QueryWise:
         return execute(plan, retriever, k=k, mode=mode, depth=depth, rrf_k=self.settings.index.rrf_k,
                        reranker=self.reranker, rerank_top=self.settings.rerank.top_n)
 
+    def _reranker(self, settings: Settings) -> Reranker | None:
+        """`[rerank]`: a cross-encoder (loads its model on first use), or this deployment's LLM tier."""
+        if settings.rerank.kind != "llm":
+            return open_reranker(settings.rerank)
+        tier = self.understander.tier
+        if tier is None:
+            if self._provider is None:
+                self.understander.close()
+            raise ValueError("[rerank] kind = 'llm' needs an [llm] provider (or QueryWise(..., provider=...))")
+        return LLMReranker(tier, passage_chars=settings.rerank.passage_chars)
+
     def _need_retriever(self, verb: str) -> Retriever:
         if self.retriever is None:
             raise ValueError(f"{verb} needs an index or a retriever: QueryWise(settings, index), QueryWise.open(config, index_dir) "
@@ -250,7 +266,10 @@ class QueryWise:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="querywise-overlap")
         started = time.perf_counter()
-        future: Future[PlanResult] = self._pool.submit(self._execute, raw, retriever, k=k, mode=mode, depth=depth)
+        # Searched only: a reranker runs once the plan is known (on the plan's route, in the
+        # request's LLM deadline), so the speculative search fetches what it will see.
+        wide = max(k, self.settings.rerank.top_n) if self.reranker is not None else k
+        future: Future[PlanResult] = self._pool.submit(execute, raw, retriever, k=wide, mode=mode, depth=depth, rrf_k=self.settings.index.rrf_k)
         try:
             plan = self.understander.plan(message, history=history, session=session, today=today)
         except BaseException:
@@ -263,7 +282,10 @@ class QueryWise:
                              latency_ms=waited)
             done = next((s for s in reversed(speculative.plan.trace) if s.move == "execute"), None)
             trace = [*plan.trace, step, *([done] if done else [])]
-            return speculative.model_copy(update={"plan": plan.model_copy(update={"trace": trace})})
+            reused = speculative.model_copy(update={"plan": plan.model_copy(update={"trace": trace})})
+            if self.reranker is None:
+                return reused.model_copy(update={"hits": reused.hits[:k]})
+            return reranked(reused, self.reranker, top_n=self.settings.rerank.top_n, k=k)
         step = TraceStep(move="overlap", status="skipped", reason="the plan changed the search: the speculative raw-message search was not used")
         future.cancel()
         return self._execute(plan.model_copy(update={"trace": [*plan.trace, step]}), retriever, k=k, mode=mode, depth=depth)

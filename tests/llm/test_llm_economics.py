@@ -113,3 +113,16 @@ def test_cost_command_json_and_table(tmp_path: Path) -> None:
     assert res.exit_code == 0 and "+1.07 s" in res.stdout and "0.30" in res.stdout
     bad = runner.invoke(app, ["cost", "--one-call", "600"])
     assert bad.exit_code == 2 and "IN,OUT" in bad.output
+
+
+def test_cost_shows_the_llm_reranker_when_it_is_configured(tmp_path: Path) -> None:
+    runner = CliRunner()
+    assert json.loads(runner.invoke(app, ["cost", "--json"]).stdout)["rerank"] is None  # not configured, not asked for
+    cfg = tmp_path / "q.toml"
+    cfg.write_text('[rerank]\nkind = "llm"\ntop_n = 10\npassage_chars = 400\n', encoding="utf-8")
+    d = json.loads(runner.invoke(app, ["cost", "--json", "--config", str(cfg), "--ttft", "0.5", "--tokens-per-s", "100"]).stdout)
+    (tokens_in, tokens_out), = d["rerank"]["calls"]
+    assert d["rerank_top_n"] == 10 and (tokens_in, tokens_out) == (110 + 10 * (100 + 3), 6 + 30)  # 400 chars ~ 100 tokens each
+    assert d["rerank"]["added_s"] == round(0.5 + 36 / 100, 2) and d["rerank"]["usd_per_1000"] == round((1140 * 1.0 + 36 * 5.0) / 1e3, 2)
+    table = runner.invoke(app, ["cost", "--rerank-top", "30"]).stdout
+    assert "LLM rerank" in table and "top 30" in table  # (the table wraps to the terminal)

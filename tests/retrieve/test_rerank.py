@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from querywise.config import RerankSettings, Settings
 from querywise.index import Hit, Index
 from querywise.plan import PlanQuery, QueryPlan
-from querywise.retrieve import CrossEncoderReranker, open_reranker, rerank
+from querywise.retrieve import CrossEncoderReranker, Reordering, Reranker, open_reranker, rerank
 from querywise.service import QueryWise
 
 WORDS = ["vela", "x3", "pro", "headphones", "warranty", "month", "rain", "sweat", "pico", "buds", "play", "hours", "charge", "case", "replacement", "cushions", "part", "ship", "orders", "day"]
@@ -38,7 +39,8 @@ def _hits(n: int) -> list[Hit]:
 def test_the_top_n_are_put_in_the_models_order_and_the_rest_keep_theirs(tiny_cross_encoder: Path) -> None:
     reranker = CrossEncoderReranker(tiny_cross_encoder)
     hits = _hits(5)
-    out = rerank(reranker, "x3 warranty", hits, top_n=3)
+    out, step = rerank(reranker, "x3 warranty", hits, top_n=3)
+    assert step.move == "rerank" and step.status == "ran" and step.details["candidates"] == 3
     scores = reranker.scores("x3 warranty", [h.text for h in hits[:3]])
     assert [h.id for h in out[:3]] == [hits[i].id for i in sorted(range(3), key=lambda i: -scores[i])]
     assert [h.id for h in out[3:]] == ["h3", "h4"] and [h.rank for h in out] == [1, 2, 3, 4, 5]
@@ -72,3 +74,24 @@ def test_off_by_default(index: Index, tmp_path: Path) -> None:
         assert qw.execute(plan).plan.step("rerank") is None
 
 
+
+
+class Shortest:
+    """A reranker of the user's own (a hosted API, a rule): the protocol is one method."""
+
+    name = "shortest first"
+
+    def reorder(self, message: str, candidates: Sequence[Hit], *, route: str | None = None) -> Reordering:
+        return Reordering([-float(len(h.text)) for h in candidates])
+
+
+def test_a_reranker_of_ones_own_is_given_to_the_deployment(index: Index, tmp_path: Path) -> None:
+    assert isinstance(Shortest(), Reranker)
+    plan = QueryPlan(message="vela x3 warranty", route="kb_search", queries=[PlanQuery(text="vela x3 warranty", kind="original")])
+    with QueryWise(Settings(cache_dir=tmp_path / "c"), index, reranker=Shortest()) as qw:
+        result = qw.execute(plan, k=5)
+        arm = qw.with_moves([])
+        assert arm.reranker is qw.reranker  # an evaluation arm reranks like the deployment
+        arm.close()
+    lengths = [len(h.text) for h in result.hits]
+    assert lengths == sorted(lengths) and result.plan.step("rerank").details["model"] == "shortest first"  # type: ignore[union-attr]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
 from querywise.cli._app import ConfigOpt, app, esc, fail, out, settings_from
+from querywise.config import RerankSettings
 
 
 def _pair(text: str, option: str) -> tuple[int, int]:
@@ -20,6 +22,14 @@ def _pair(text: str, option: str) -> tuple[int, int]:
     return a, b
 
 
+def _rerank_call(settings: RerankSettings, top: int | None, passage_tokens: int | None,
+                 tokens: Callable[[int, int], tuple[int, int]]) -> dict[str, Any]:
+    if top is None and settings.kind != "llm":
+        return {}
+    n = top or settings.top_n
+    return {"rerank": tokens(n, passage_tokens or max(1, settings.passage_chars // 4)), "rerank_top_n": n}
+
+
 @app.command("cost")
 def cost_cmd(
     config: ConfigOpt = None,
@@ -30,11 +40,13 @@ def cost_cmd(
     chain: Annotated[list[str] | None, typer.Option(help="IN,OUT tokens of one call of a chain; repeat per call (default: 3 x 500,40).")] = None,
     one_call: Annotated[str, typer.Option(help="IN,OUT tokens of the one structured plan call.")] = "600,80",
     gated: Annotated[float, typer.Option(min=0.0, max=1.0, help="Share of requests the gate sends to the LLM.")] = 0.3,
+    rerank_top: Annotated[int | None, typer.Option(min=1, help="Candidates the LLM reranker sees (default: [rerank] top_n).")] = None,
+    passage_tokens: Annotated[int | None, typer.Option(min=1, help="Tokens of each candidate in its prompt (default: [rerank] passage_chars / 4).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the cost model as JSON.")] = False,
 ) -> None:
     """The cost model: a chain of calls vs one structured call, and that call gated to a share."""
     from querywise.config import Price
-    from querywise.llm.cost import cost_model
+    from querywise.llm.cost import cost_model, rerank_tokens
 
     settings = settings_from(config)
     llm = settings.llm
@@ -47,6 +59,8 @@ def cost_cmd(
     model = cost_model(
         price=price, ttft_s=llm.ttft_s if ttft is None else ttft, tokens_per_s=llm.tokens_per_s if tokens_per_s is None else tokens_per_s,
         chain=calls, one_call=_pair(one_call, "--one-call"), gated_share=gated,
+        # The listwise reranker: shown when [rerank] kind = "llm" or asked for with --rerank-top.
+        **_rerank_call(settings.rerank, rerank_top, passage_tokens, rerank_tokens),
     )
     if as_json:
         typer.echo(model.model_dump_json(indent=2))
@@ -64,5 +78,12 @@ def cost_cmd(
     table.add_row("one structured call", " + ".join(f"{i}/{o}" for i, o in model.one_call.calls), f"+{model.one_call.added_s:.2f} s", f"{model.one_call.usd_per_1000:.2f}")
     g = model.gated
     table.add_row(f"gated to {g.share:.0%}", "one call, when needed", f"+{g.added_s_mean:.2f} s mean, +{g.added_s_p95:.2f} s p95", f"{g.usd_per_1000:.2f}")
+    if model.rerank is not None:
+        r = model.rerank
+        table.add_row(f"LLM rerank of the top {model.rerank_top_n}", " + ".join(f"{i}/{o}" for i, o in r.calls),
+                      f"+{r.added_s:.2f} s, after retrieval", f"{r.usd_per_1000:.2f}")
     out.print(table)
     out.print(f"p95: {esc(g.p95_note)}", highlight=False)
+    if model.rerank is not None:
+        out.print("the LLM reranker calls once per request that searches (an identifier lookup is not reranked): "
+                  "it adds its latency to p95 as well", highlight=False)

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from querywise.config import Price
 
-__all__ = ["CostAssumptions", "CostModel", "GatedCost", "PathCost", "call_latency_s", "cost_model"]
+__all__ = ["CostAssumptions", "CostModel", "GatedCost", "PathCost", "call_latency_s", "cost_model", "rerank_tokens"]
 
 
 class CostAssumptions(BaseModel):
@@ -43,6 +43,18 @@ class CostModel(BaseModel):
     chain: PathCost
     one_call: PathCost
     gated: GatedCost
+    rerank: PathCost | None = None  # the listwise LLM reranker's one call per searched request
+    rerank_top_n: int | None = None
+
+
+def rerank_tokens(top_n: int, passage_tokens: int) -> tuple[int, int]:
+    """(input, output) tokens of one listwise rerank call: the instructions and the message
+    (~110 tokens), each candidate with its number; out, the numbers of the JSON list (~3 each).
+
+    >>> rerank_tokens(20, 150)
+    (3170, 66)
+    """
+    return 110 + top_n * (passage_tokens + 3), 6 + 3 * top_n
 
 
 def call_latency_s(output_tokens: int, *, ttft_s: float, tokens_per_s: float) -> float:
@@ -65,8 +77,12 @@ def cost_model(
     one_call: tuple[int, int] = (600, 80),
     gated_share: float = 0.3,
     tail: float = 0.95,
+    rerank: tuple[int, int] | None = None,
+    rerank_top_n: int | None = None,
 ) -> CostModel:
-    """A chain of separate calls against one structured call, and that call gated to a share.
+    """A chain of separate calls against one structured call, and that call gated to a share;
+    with `rerank` (its call's tokens, `rerank_tokens`), the LLM reranker's call, which comes
+    after retrieval, on every searched request.
 
     >>> m = cost_model(price=Price(usd_per_m_in=1, usd_per_m_out=5), ttft_s=0.4, tokens_per_s=120)
     >>> m.chain.added_s, m.chain.usd_per_1000, m.one_call.added_s, m.one_call.usd_per_1000
@@ -92,4 +108,5 @@ def cost_model(
         usd_per_1000=round(gated_share * exact_usd * 1000, 2),
         p95_note=note,
     )
-    return CostModel(assumptions=a, chain=_path(chain, a), one_call=one, gated=gated)
+    return CostModel(assumptions=a, chain=_path(chain, a), one_call=one, gated=gated,
+                     rerank=_path([rerank], a) if rerank is not None else None, rerank_top_n=rerank_top_n)

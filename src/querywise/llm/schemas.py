@@ -21,6 +21,7 @@ __all__ = [
     "PlanOutput",
     "ProbeOutput",
     "QuestionOutput",
+    "RerankOutput",
     "VariantsOutput",
     "filters_schema",
     "nullable",
@@ -95,6 +96,14 @@ class VariantsOutput(_Out):
     @staticmethod
     def json_schema() -> dict[str, Any]:
         return strict_object({"variants": _STRS})
+
+
+class RerankOutput(_Out):
+    order: list[int]  # passage numbers, most relevant first
+
+    @staticmethod
+    def json_schema() -> dict[str, Any]:
+        return strict_object({"order": {"type": "array", "items": {"type": "integer"}}})
 
 
 class PassageOutput(_Out):

@@ -7,7 +7,7 @@ from querywise.retrieve.http import HTTPRetriever
 from querywise.retrieve.own_index import IndexRetriever
 from querywise.retrieve.protocol import OVERFETCH, Retrieved, Retriever, RetrieverError, checked
 from querywise.retrieve.qdrant import QdrantRetriever
-from querywise.retrieve.rerank import CrossEncoderReranker, Reranker, open_reranker, rerank
+from querywise.retrieve.rerank import CrossEncoderReranker, Reordering, Reranker, open_reranker, rerank, rerank_text
 from querywise.retrieve.spec import open_retriever, settings_from_spec
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "HTTPRetriever",
     "IndexRetriever",
     "QdrantRetriever",
+    "Reordering",
     "Reranker",
     "Retrieved",
     "Retriever",
@@ -27,5 +28,6 @@ __all__ = [
     "open_reranker",
     "open_retriever",
     "rerank",
+    "rerank_text",
     "settings_from_spec",
 ]

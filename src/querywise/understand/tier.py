@@ -108,10 +108,12 @@ class LLMTier:
         text: str,
         history: Sequence[object] = (),
         why: str = "",
+        fails_open: bool = False,
     ) -> tuple[Called[T] | None, TraceStep]:
         """Call `fn(seconds_left)` within the request's deadline (or serve a single-turn result
         from the cache); on any failure count the fallback and return None with a `fallback` step
-        naming the reason. Never raises (but `KeyboardInterrupt` and `SystemExit`)."""
+        naming the reason and the policy (the route's, or open for a move that `fails_open`
+        whatever the route). Never raises (but `KeyboardInterrupt` and `SystemExit`)."""
         cached: Called[T] | None = self.cache.get(move, text, history)
         if cached is not None:
             self.budget.record_cache_hit()
@@ -120,17 +122,17 @@ class LLMTier:
         timeout, left = self._time_left(route)
         if left < min(_MIN_CALL_S, timeout):
             spent = LLMError("timeout", f"the request's {timeout:g} s LLM deadline was spent by earlier LLM moves: not called")
-            return None, self._fallback(move, route, why, spent, budget_s=0.0, latency=0.0, called=False)
+            return None, self._fallback(move, route, why, spent, budget_s=0.0, latency=0.0, called=False, fails_open=fails_open)
         started = time.perf_counter()
         try:
             called = self._bounded(fn, left)
         except LLMError as exc:
             latency = exc.latency_s or (time.perf_counter() - started)
-            return None, self._fallback(move, route, why, exc, budget_s=left, latency=latency, called=exc.reason != "unavailable")
+            return None, self._fallback(move, route, why, exc, budget_s=left, latency=latency, called=exc.reason != "unavailable", fails_open=fails_open)
         except Exception as exc:  # a bug in a provider or a check: counted, never propagated
             log.warning("LLM move %s failed unexpectedly; falling back", move, exc_info=True)
             error = LLMError("provider_error", f"{type(exc).__name__}: {exc}"[:300])
-            return None, self._fallback(move, route, why, error, budget_s=left, latency=time.perf_counter() - started, called=True)
+            return None, self._fallback(move, route, why, error, budget_s=left, latency=time.perf_counter() - started, called=True, fails_open=fails_open)
         r = called.result
         cost = self.budget.record_call(r.usage, r.latency_s)
         self.cache.put(move, text, history, called)
@@ -144,7 +146,8 @@ class LLMTier:
                                  llm_calls=1, cost_usd=round(cost, 8), llm=info,
                                  details={"dropped": called.removed()} if called.removed() else {})
 
-    def _fallback(self, move: str, route: str | None, why: str, exc: LLMError, *, budget_s: float, latency: float, called: bool) -> TraceStep:
+    def _fallback(self, move: str, route: str | None, why: str, exc: LLMError, *, budget_s: float, latency: float, called: bool,
+                  fails_open: bool = False) -> TraceStep:
         """Count a failed move (a call, or a move that never called) and its `fallback` step."""
         if called:
             cost = self.budget.record_call(exc.usage, latency)
@@ -152,7 +155,7 @@ class LLMTier:
             cost = 0.0
             self.budget.record_skipped()
         self.budget.record_fallback(exc.reason)
-        policy = self.policy(route)
+        policy = "open" if fails_open else self.policy(route)
         return TraceStep(
             move=move, status="fallback",
             reason=f"{why}; LLM {exc.reason}: {exc.detail}; fail-{policy} on route {route}".lstrip("; "),
