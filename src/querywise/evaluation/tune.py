@@ -4,7 +4,8 @@ Each case's message is searched once dense and once BM25 (as typed, with its ses
 each list `depth` deep); every candidate fusion is then computed from those two lists, as the
 engine computes it (`index.fusion.fuse_scored`, equal scores to the chunk first in the corpus),
 and scored. Candidates: BM25 alone, dense alone, RRF with the dense list's share w in
-0.1..0.9 (0.5 is plain RRF) and the convex combination of normalised scores with w in 0..1.
+0.1..0.9 (0.5 is plain RRF) and the convex combination of normalised scores with w in 0..1,
+in steps of 0.05.
 
 The choice is cross-validated: cases fall into `folds` folds by a hash of their id; for each fold
 the best candidate on the other folds is scored on it, and the mean of those held-out scores
@@ -33,8 +34,10 @@ from querywise.understand.access import access_from_session
 
 __all__ = ["Candidate", "CandidateScore", "TuneResult", "candidates", "tune"]
 
-RRF_WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-CONVEX_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+# Steps of 0.05: the score curves over w are smooth enough that a finer grid costs only more
+# candidates for the cross-validation to guard against (its held-out score says what it gives).
+RRF_WEIGHTS = tuple(round(0.1 + 0.05 * i, 2) for i in range(17))  # 0.1 .. 0.9
+CONVEX_WEIGHTS = tuple(round(0.05 * i, 2) for i in range(21))  # 0 .. 1
 
 
 class Candidate(BaseModel):
