@@ -12,6 +12,7 @@ the vector engine load on first use.
 """
 
 from querywise.chunking import Chunker
+from querywise.client import Client, ServiceError
 from querywise.conditions import AnyOf, Match, Range, Where, WhereSyntaxError, parse_where
 from querywise.config import ChunkingSettings, ConfigError, EmbeddingSettings, IndexSettings, Settings, load_settings
 from querywise.conversation import Turn
@@ -51,6 +52,7 @@ __all__ = [
     "Chunk",
     "Chunker",
     "ChunkingSettings",
+    "Client",
     "ConfigError",
     "CorpusError",
     "Cover",
@@ -80,6 +82,7 @@ __all__ = [
     "Retriever",
     "RetrieverError",
     "ScriptedProvider",
+    "ServiceError",
     "Settings",
     "TraceStep",
     "TriageReport",

@@ -1,0 +1,279 @@
+"""The HTTP service: one `QueryWise` deployment behind FastAPI, loaded once at start-up.
+
+    POST /v1/plan    {message, history, today}        -> {plan}
+    POST /v1/ask     {message, history, today, k, mode} -> {plan, hits, empty_because, relaxed}
+    POST /v1/search  {text, k, mode, filters}          -> {hits}
+    GET  /healthz    live;  GET /readyz  the deployment loaded;  GET /metrics  Prometheus
+
+Every `/v1` request is authenticated first (`server.auth`: the session comes from the verified
+credentials, never from the body; 401 without them), then rate-limited per subject (429 with
+Retry-After), and bounded: a body over `[server] max_body_bytes` is 413 before it is read, a
+message or turn over `[limits]` is 413 too. The deployment's own errors map to statuses: an
+unusable session 403, a bad filter or history 422, the user's retriever failing 502. The
+handlers are sync functions, run in the server's thread pool: the embedding model and the LLM
+tier are shared by the requests in flight (the tier keeps one deadline per request per thread).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from limits import parse_many
+from limits.storage import MemoryStorage
+from limits.strategies import MovingWindowRateLimiter
+
+from querywise.config import ServerSettings
+from querywise.execute import PlanResult
+from querywise.files import InputError
+from querywise.plan import QueryPlan
+from querywise.retrieve import RetrieverError
+from querywise.server.auth import Authenticator, AuthError, Principal
+from querywise.server.metrics import CONTENT_TYPE, ServiceMetrics
+from querywise.server.schemas import (
+    AskRequest,
+    AskResponse,
+    ErrorBody,
+    PlanRequest,
+    PlanResponse,
+    SearchRequest,
+    SearchResponse,
+    reject_access_fields,
+)
+from querywise.service import QueryWise
+from querywise.understand.access import AccessError
+from querywise.understand.limits import LimitError
+
+__all__ = ["API_VERSION", "create_app", "openapi_schema", "router"]
+
+API_VERSION = "1"
+log = logging.getLogger("querywise.server")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class _RefusedError(Exception):
+    def __init__(self, status: int, error: str, detail: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(detail)
+        self.status, self.error, self.detail, self.headers = status, error, detail, headers or {}
+
+
+class BodyLimit:
+    """413 for a body over `limit` bytes: by its Content-Length before anything is read, or by
+    counting a chunked body as it arrives (pure ASGI, so no body is buffered twice)."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            await _too_large(send, self.limit)
+            return
+        seen, refused = 0, False
+
+        # Over the limit mid-body: answer 413 at once, tell the app the client left (so it stops
+        # reading), and drop whatever it sends after (FastAPI would have made a 400 of an error).
+        async def counted() -> Message:
+            nonlocal seen, refused
+            if refused:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                refused = True
+                await _too_large(send, self.limit)
+                return {"type": "http.disconnect"}
+            return message
+
+        async def unless_refused(message: Message) -> None:
+            if not refused:
+                await send(message)
+
+        try:
+            await self.app(scope, counted, unless_refused)
+        except Exception:
+            if not refused:
+                raise
+
+
+async def _too_large(send: Send, limit: int) -> None:
+    body = json.dumps({"error": "too_large", "detail": f"the request body is over {limit} bytes ([server] max_body_bytes)"}).encode()
+    await send({"type": "http.response.start", "status": 413, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class _Guard:
+    """Who may ask, and how often: the authenticator and the per-subject rate limits."""
+
+    def __init__(self, authenticator: Authenticator | None, rate_limit: str | None) -> None:
+        self.authenticator = authenticator
+        self.limiter = MovingWindowRateLimiter(MemoryStorage())  # per worker process, by design (docs/service.md)
+        self.limits = parse_many(rate_limit) if rate_limit else []
+
+    def principal(self, request: Request) -> Principal:
+        if self.authenticator is None:
+            who = Principal(subject="insecure-no-auth")
+        else:
+            try:
+                who = self.authenticator.authenticate(request.headers)
+            except AuthError as exc:
+                raise _RefusedError(401, "unauthorized", str(exc), {"WWW-Authenticate": "Bearer"}) from None
+        for item in self.limits:
+            if not self.limiter.hit(item, "subject", who.subject):
+                reset = self.limiter.get_window_stats(item, "subject", who.subject).reset_time
+                raise _RefusedError(429, "rate_limited", f"over {item} for this client ([server] rate_limit)",
+                                    {"Retry-After": str(max(1, int(reset - time.time() + 0.999)))})
+        return who
+
+
+def _principal(request: Request) -> Principal:
+    guard: _Guard = request.app.state.guard
+    return guard.principal(request)
+
+
+Who = Annotated[Principal, Depends(_principal)]
+
+
+@dataclass(frozen=True)
+class _Served:
+    """What the handlers serve: the deployment, its metrics, the session keys a body may not name."""
+
+    deployment: QueryWise
+    metrics: ServiceMetrics
+    session_keys: frozenset[str]
+
+    def run(self, fn: Callable[[], Any]) -> Any:
+        """`fn()` with the deployment's errors as the statuses they mean."""
+        try:
+            return fn()
+        except LimitError as exc:
+            raise _RefusedError(413, "too_large", str(exc)) from None
+        except AccessError as exc:
+            raise _RefusedError(403, "forbidden", f"the credentials' session cannot be searched with: {exc}") from None
+        except RetrieverError as exc:
+            raise _RefusedError(502, "retriever_failed", str(exc)) from None
+        except (InputError, ValueError) as exc:
+            raise _RefusedError(422, "invalid_request", str(exc)) from None
+
+    def check(self, body: PlanRequest | SearchRequest) -> None:
+        try:  # the deployment's own session keys ("market"...), refused like "session" itself
+            reject_access_fields(body.model_dump(exclude_unset=True), self.session_keys)
+        except ValueError as exc:
+            raise _RefusedError(422, "invalid_request", str(exc)) from None
+
+
+def _served(request: Request) -> _Served:
+    served: _Served = request.app.state.served
+    return served
+
+
+Served = Annotated[_Served, Depends(_served)]
+router = APIRouter()
+
+
+@router.post("/v1/plan", response_model=PlanResponse, tags=["understand"])
+def plan(body: PlanRequest, who: Who, served: Served) -> PlanResponse:
+    """The query plan for a message and its conversation (nothing is searched)."""
+    served.check(body)
+    made: QueryPlan = served.run(lambda: served.deployment.plan(body.message, history=body.history, session=who.session, today=body.today))
+    served.metrics.observe_plan(made)
+    return PlanResponse(plan=made)
+
+
+@router.post("/v1/ask", response_model=AskResponse, tags=["understand"])
+def ask(body: AskRequest, who: Who, served: Served) -> AskResponse:
+    """Plan the message and run the plan: the plan (with its execute step) and the fused top k."""
+    served.check(body)
+    result: PlanResult = served.run(lambda: served.deployment.ask(body.message, history=body.history, session=who.session, today=body.today,
+                                                                  k=body.k, mode=body.mode))
+    served.metrics.observe_plan(result.plan)
+    return AskResponse(plan=result.plan, hits=result.hits, empty_because=result.empty_because, relaxed=result.relaxed)
+
+
+@router.post("/v1/search", response_model=SearchResponse, tags=["retrieve"])
+def search(body: SearchRequest, who: Who, served: Served) -> SearchResponse:
+    """Search the text as typed, no understanding, with the filters AND the credentials' access."""
+    served.check(body)
+    return SearchResponse(hits=served.run(lambda: served.deployment.search(body.text, session=who.session, where=body.filters, k=body.k,
+                                                                           mode=body.mode)))
+
+
+@router.get("/healthz", tags=["operations"])
+def healthz() -> dict[str, str]:
+    """Live: the process answers."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz", tags=["operations"])
+def readyz(served: Served) -> JSONResponse:
+    """Ready: the deployment (model, index or retriever, router, catalog) is loaded."""
+    d = served.deployment
+    ready = d.retriever is not None or d.index is None
+    body = {"status": "ready" if ready else "not_ready", "index": d.index is not None,
+            "retriever": getattr(d.retriever, "name", None), "llm": d.understander.tier is not None}
+    return JSONResponse(body, status_code=200 if ready else 503)
+
+
+@router.get("/metrics", tags=["operations"])
+def prometheus(served: Served) -> Response:
+    """Prometheus text format: requests, latencies per route and move, the LLM tier's counters."""
+    return Response(served.metrics.render(), media_type=CONTENT_TYPE)
+
+
+def _api() -> FastAPI:
+    app = FastAPI(title="querywise", version=API_VERSION, summary="Query understanding and retrieval diagnosis",
+                  responses={401: {"model": ErrorBody}, 413: {"model": ErrorBody}, 422: {"model": ErrorBody}, 429: {"model": ErrorBody}})
+    app.include_router(router)
+
+    @app.exception_handler(_RefusedError)
+    async def refused(request: Request, exc: _RefusedError) -> JSONResponse:
+        return JSONResponse({"error": exc.error, "detail": exc.detail}, status_code=exc.status, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        return JSONResponse({"error": "invalid_request", "detail": problems}, status_code=422)
+
+    return app
+
+
+def openapi_schema() -> dict[str, Any]:
+    """The API's OpenAPI schema (the same for every deployment)."""
+    return _api().openapi()
+
+
+def create_app(deployment: QueryWise, *, authenticator: Authenticator | None, server: ServerSettings | None = None) -> FastAPI:
+    """The service of `deployment`. `authenticator` None serves without authentication (only
+    `querywise serve --insecure-no-auth` does that, and logs it): every request is then the
+    anonymous principal with an empty session."""
+    server = server or deployment.settings.server
+    metrics = ServiceMetrics(deployment)
+    app = _api()
+    app.state.served = _Served(deployment, metrics, frozenset(deployment.settings.access.fields))
+    app.state.guard = _Guard(authenticator, server.rate_limit)
+
+    @app.middleware("http")
+    async def timed(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        started = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        metrics.observe(getattr(route, "path", "(unmatched)"), response.status_code, time.perf_counter() - started)
+        return response
+
+    app.add_middleware(BodyLimit, limit=server.max_body_bytes)
+    return app

@@ -1,0 +1,144 @@
+"""Who is asking, and so what they may see: the session comes from authentication, never from
+the request body.
+
+Two ways in (`[server] auth`):
+
+- `"jwt"`: `Authorization: Bearer <token>`, verified with PyJWT — the signature (HS256 with the
+  secret in `$QUERYWISE_JWT_SECRET`, or RS256 / ES256 with the configured public key), `exp`
+  (required), `nbf`, and `aud` / `iss` when configured. The claims named like the `[access]`
+  session keys become the session; other claims are ignored.
+- `"gateway"`: a trusted gateway that authenticated the user sets `x-querywise-session` (base64url
+  JSON `{"session": {...}, "exp": unix seconds}`) and `x-querywise-signature` (hex HMAC-SHA256 of
+  that header's value with the shared secret). An unsigned, tampered or expired header is refused.
+
+Anything else is `AuthError` (the service answers 401): a request without valid credentials never
+gets a plan with empty access. A session value that is not a non-empty string, or a required
+access key missing from the claims, is refused too.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import jwt
+
+from querywise.config import AccessSettings, ServerSettings
+
+__all__ = ["AuthError", "Authenticator", "Principal", "sign_gateway_session"]
+
+
+class AuthError(Exception):
+    """No valid credentials; the message says why (for the 401 body: never the secret or the token)."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The authenticated caller: a subject (for rate limits and logs) and its session."""
+
+    subject: str
+    session: dict[str, str] = field(default_factory=dict)
+
+
+def _secret(env: str, what: str) -> bytes:
+    value = os.environ.get(env, "")
+    if not value:
+        raise RuntimeError(f"{what}: set the environment variable {env} (the secret is never read from the config file)")
+    return value.encode("utf-8")
+
+
+class Authenticator:
+    """Turns request headers into a `Principal`, or raises `AuthError`. Reads its secret or key once.
+
+    >>> Authenticator(ServerSettings(), AccessSettings(fields={"market": "markets"}))  # doctest: +SKIP
+    """
+
+    def __init__(self, server: ServerSettings, access: AccessSettings) -> None:
+        self.server, self.access = server, access
+        if server.auth == "gateway":
+            self._key: bytes | str = _secret(server.gateway_secret_env, "[server] auth = 'gateway'")
+        elif server.jwt_algorithms == ["HS256"]:
+            self._key = _secret(server.jwt_secret_env, "[server] auth = 'jwt' with HS256")
+        else:
+            assert server.jwt_public_key is not None  # ServerSettings checks it
+            try:
+                self._key = server.jwt_public_key.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise RuntimeError(f"[server] jwt_public_key {server.jwt_public_key}: {exc.strerror}") from None
+            if "HS256" in server.jwt_algorithms:  # a public key as an HMAC secret is the classic confusion attack
+                raise RuntimeError("[server] jwt_algorithms: HS256 cannot be mixed with RS256 / ES256")
+
+    def authenticate(self, headers: Mapping[str, str]) -> Principal:
+        if self.server.auth == "gateway":
+            subject, claims = self._gateway(headers)
+        else:
+            subject, claims = self._jwt(headers)
+        return Principal(subject=subject, session=self._session(claims))
+
+    def _jwt(self, headers: Mapping[str, str]) -> tuple[str, Mapping[str, object]]:
+        scheme, _, token = headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise AuthError("missing bearer token (Authorization: Bearer <JWT>)")
+        s = self.server
+        try:
+            claims = jwt.decode(
+                token.strip(), self._key, algorithms=list(s.jwt_algorithms), audience=s.jwt_audience, issuer=s.jwt_issuer,
+                leeway=s.jwt_leeway_s, options={"require": ["exp"], "verify_aud": s.jwt_audience is not None},
+            )
+        except jwt.ExpiredSignatureError:
+            raise AuthError("token expired") from None
+        except jwt.InvalidTokenError as exc:
+            raise AuthError(f"invalid token: {exc}") from None
+        return str(claims.get("sub") or "anonymous"), claims
+
+    def _gateway(self, headers: Mapping[str, str]) -> tuple[str, Mapping[str, object]]:
+        s = self.server
+        value, signature = headers.get(s.gateway_header, ""), headers.get(s.gateway_signature_header, "")
+        if not value or not signature:
+            raise AuthError(f"missing gateway headers ({s.gateway_header}, {s.gateway_signature_header})")
+        assert isinstance(self._key, bytes)
+        expected = hmac.new(self._key, value.encode("utf-8"), hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(expected, signature.strip().lower()):
+            raise AuthError("gateway session header: bad signature")
+        try:
+            body = json.loads(base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)))
+        except (ValueError, binascii.Error):
+            raise AuthError("gateway session header: not base64url JSON") from None
+        if not isinstance(body, dict) or not isinstance(body.get("session"), dict) or not isinstance(body.get("exp"), int | float):
+            raise AuthError('gateway session header: expected {"session": {...}, "exp": unix seconds}')
+        if body["exp"] + s.jwt_leeway_s < time.time():
+            raise AuthError("gateway session header expired")
+        return str(body.get("sub") or "gateway"), body["session"]
+
+    def _session(self, claims: Mapping[str, object]) -> dict[str, str]:
+        session: dict[str, str] = {}
+        for key in self.access.fields:
+            value = claims.get(key)
+            if value is None:
+                if key not in self.access.optional:
+                    raise AuthError(f"credentials carry no {key!r} (a required access key)")
+                continue
+            if not isinstance(value, str) or not value.strip():
+                raise AuthError(f"credentials' {key!r} must be a non-empty string")
+            session[key] = value
+        return session
+
+
+def sign_gateway_session(session: Mapping[str, str], secret: str, *, ttl_s: float = 60.0, subject: str | None = None,
+                         server: ServerSettings | None = None) -> dict[str, str]:
+    """The two headers a gateway sets for `session` (what a gateway plugin or a test does), named
+    as `server` (default settings) names them."""
+    body: dict[str, object] = {"session": dict(session), "exp": int(time.time() + ttl_s)}
+    if subject is not None:
+        body["sub"] = subject
+    value = base64.urlsafe_b64encode(json.dumps(body, separators=(",", ":")).encode("utf-8")).decode("ascii").rstrip("=")
+    signature = hmac.new(secret.encode("utf-8"), value.encode("utf-8"), hashlib.sha256).hexdigest()
+    s = server or ServerSettings()
+    return {s.gateway_header: value, s.gateway_signature_header: signature}

@@ -1,0 +1,82 @@
+"""The service's request and response bodies (`/v1`): pydantic models, so the OpenAPI schema is
+generated from them and a body that does not fit is a 422 naming the field.
+
+No request carries a session or access field: those come from authentication
+(`server.auth`). A body that names one (`session`, `access`, or an `[access]` session key such as
+`market`) is rejected with a message saying so — silently dropping it would let a client believe
+it had narrowed (or widened) what it sees."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from querywise.conditions import Where
+from querywise.conversation import Turns
+from querywise.index import Hit
+from querywise.index.engine import Mode
+from querywise.plan import QueryPlan
+
+__all__ = ["AskRequest", "AskResponse", "ErrorBody", "PlanRequest", "PlanResponse", "SearchRequest", "SearchResponse", "reject_access_fields"]
+
+#: Keys a body may never carry, whatever the deployment's `[access]` session keys are.
+ACCESS_KEYS = frozenset({"session", "access", "access_constraints", "tenant", "permissions"})
+
+
+def reject_access_fields(body: object, session_keys: frozenset[str]) -> None:
+    """Raise ValueError when a request body names a session or access field."""
+    if isinstance(body, dict):
+        named = sorted(k for k in body if k in ACCESS_KEYS or k in session_keys)
+        if named:
+            raise ValueError(f"{', '.join(map(repr, named))}: the session and access come from your credentials, never from the "
+                             "request body; remove them")
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_access(cls, data: Any) -> Any:
+        reject_access_fields(data, frozenset())  # the deployment's own session keys are checked by the app
+        return data
+
+
+class PlanRequest(_Request):
+    message: str = Field(min_length=1)
+    history: Turns = ()
+    today: dt.date | None = None  # resolves relative dates ("next week"); default: the server's date
+
+
+class AskRequest(PlanRequest):
+    k: int = Field(10, ge=1, le=100)
+    mode: Mode = "hybrid"
+
+
+class SearchRequest(_Request):
+    text: str = Field(min_length=1)
+    k: int = Field(10, ge=1, le=100)
+    mode: Mode = "hybrid"
+    filters: Where | None = None  # a `Where` as JSON (as a plan's `filters`): AND-ed with the credentials' access
+
+
+class PlanResponse(BaseModel):
+    plan: QueryPlan
+
+
+class AskResponse(BaseModel):
+    plan: QueryPlan
+    hits: list[Hit]
+    empty_because: list[str] = Field(default_factory=list)
+    relaxed: list[str] = Field(default_factory=list)
+
+
+class SearchResponse(BaseModel):
+    hits: list[Hit]
+
+
+class ErrorBody(BaseModel):
+    error: str
+    detail: str
