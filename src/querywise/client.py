@@ -12,6 +12,7 @@ An error answer raises `ServiceError` with the status and the service's reason.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
@@ -67,11 +68,37 @@ class Client:
             body["filters"] = filters.model_dump(mode="json")
         return [Hit.model_validate(h) for h in self._post("/v1/search", body)["hits"]]
 
+    def start_triage(self, failures: Sequence[Mapping[str, Any]], **options: Any) -> dict[str, Any]:
+        """Start a triage job of `failures` (the rows `eval --failures` writes); options as
+        `/v1/triage` takes them (sample, seed, k, context_k, mode...). Needs the jobs scope."""
+        return self._post("/v1/triage", {"failures": list(failures), **options})
+
+    def start_eval(self, cases: Sequence[Mapping[str, Any]], **options: Any) -> dict[str, Any]:
+        """Start an eval job of `cases` (as `eval` reads them); options: metrics, mode, ablate."""
+        return self._post("/v1/eval", {"cases": list(cases), **options})
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        return self._answer(self._http.get(f"/v1/jobs/{job_id}"))
+
+    def wait(self, job_id: str, *, timeout_s: float = 600.0, poll_s: float = 0.5) -> dict[str, Any]:
+        """The job once done or failed (its `result` is the report JSON); TimeoutError after `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            job = self.job(job_id)
+            if job["status"] in ("done", "failed"):
+                return job
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"job {job_id} still {job['status']} after {timeout_s:g} s")
+            time.sleep(poll_s)
+
     def ready(self) -> bool:
         return self._http.get("/readyz").status_code == 200
 
     def _post(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        response = self._http.post(path, json=body)
+        return self._answer(self._http.post(path, json=body))
+
+    @staticmethod
+    def _answer(response: httpx.Response) -> dict[str, Any]:
         if response.status_code >= 400:
             try:
                 err = response.json()

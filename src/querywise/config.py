@@ -477,6 +477,10 @@ class ServerSettings(_Section):
     max_body_bytes: int = Field(262_144, ge=1024)  # a larger request is 413
     rate_limit: str | None = "100/second"  # per client (the token's subject), `limits` notation; None: no limit
     graceful_shutdown_s: float = Field(10.0, ge=0)  # in-flight requests get this long to finish on SIGTERM
+    # The grant (a token's `scope` claim) that may start triage and eval jobs: they read passages
+    # whatever the caller's session is, so they are an operator's, not every user's.
+    jobs_scope: str = "querywise:jobs"
+    max_queued_jobs: int = Field(4, ge=1, le=1000)
 
     @model_validator(mode="after")
     def _keys_for_algorithms(self) -> ServerSettings:

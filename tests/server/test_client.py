@@ -57,7 +57,7 @@ def test_the_committed_openapi_schema_is_the_apis() -> None:
     `querywise openapi > schemas/openapi.json` when the API changes."""
     assert json.loads(SCHEMA.read_text(encoding="utf-8")) == json.loads(json.dumps(openapi_schema())), "run: querywise openapi > schemas/openapi.json"
     paths = openapi_schema()["paths"]
-    assert set(paths) == {"/v1/plan", "/v1/ask", "/v1/search", "/healthz", "/readyz", "/metrics"}
-    for path in ("/v1/plan", "/v1/ask", "/v1/search"):
+    assert set(paths) == {"/v1/plan", "/v1/ask", "/v1/search", "/v1/triage", "/v1/eval", "/v1/jobs/{job_id}", "/healthz", "/readyz", "/metrics"}
+    for path in ("/v1/plan", "/v1/ask", "/v1/search", "/v1/triage", "/v1/eval"):
         body = paths[path]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
         assert "session" not in openapi_schema()["components"]["schemas"][body]["properties"]  # the body has no place for access

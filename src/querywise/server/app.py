@@ -3,6 +3,7 @@
     POST /v1/plan    {message, history, today}        -> {plan}
     POST /v1/ask     {message, history, today, k, mode} -> {plan, hits, empty_because, relaxed}
     POST /v1/search  {text, k, mode, filters}          -> {hits}
+    POST /v1/triage, /v1/eval {rows, options}          -> 202 {job};  GET /v1/jobs/{id}  its progress, result
     GET  /healthz    live;  GET /readyz  the deployment loaded;  GET /metrics  Prometheus
 
 Every `/v1` request is authenticated first (`server.auth`: the session comes from the verified
@@ -21,7 +22,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -36,17 +37,21 @@ from querywise.files import InputError
 from querywise.plan import QueryPlan
 from querywise.retrieve import RetrieverError
 from querywise.server.auth import Authenticator, AuthError, Principal
+from querywise.server.jobs import Job, JobQueueFull, Jobs, Progress
 from querywise.server.metrics import CONTENT_TYPE, ServiceMetrics
 from querywise.server.schemas import (
     AskRequest,
     AskResponse,
     ErrorBody,
+    EvalJobRequest,
     PlanRequest,
     PlanResponse,
     SearchRequest,
     SearchResponse,
+    TriageJobRequest,
     reject_access_fields,
 )
+from querywise.server.work import run_eval, run_triage
 from querywise.service import QueryWise
 from querywise.understand.access import AccessError
 from querywise.understand.limits import LimitError
@@ -156,6 +161,8 @@ class _Served:
     deployment: QueryWise
     metrics: ServiceMetrics
     session_keys: frozenset[str]
+    jobs: Jobs
+    jobs_scope: str
 
     def run(self, fn: Callable[[], Any]) -> Any:
         """`fn()` with the deployment's errors as the statuses they mean."""
@@ -213,6 +220,38 @@ def search(body: SearchRequest, who: Who, served: Served) -> SearchResponse:
                                                                            mode=body.mode)))
 
 
+def _start(served: _Served, who: Principal, kind: Literal["triage", "eval"], fn: Callable[[Progress], dict[str, Any]]) -> JSONResponse:
+    if served.jobs_scope not in who.scopes:
+        raise _RefusedError(403, "forbidden", f"{kind} jobs need the {served.jobs_scope!r} scope in the credentials ([server] jobs_scope): "
+                            "they read passages whatever the session may see")
+    try:
+        job = served.jobs.submit(kind, who.subject, fn)
+    except JobQueueFull as exc:
+        raise _RefusedError(429, "too_many_jobs", str(exc), {"Retry-After": "10"}) from None
+    return JSONResponse(job.model_dump(mode="json"), status_code=202, headers={"Location": f"/v1/jobs/{job.id}"})
+
+
+@router.post("/v1/triage", status_code=202, response_model=Job, tags=["diagnose"])
+def triage(body: TriageJobRequest, who: Who, served: Served) -> JSONResponse:
+    """Start a triage of failures (the rows `eval --failures` writes) through the served deployment."""
+    return _start(served, who, "triage", lambda progress: run_triage(served.deployment, body, progress))
+
+
+@router.post("/v1/eval", status_code=202, response_model=Job, tags=["diagnose"])
+def evaluation(body: EvalJobRequest, who: Who, served: Served) -> JSONResponse:
+    """Start an evaluation of labelled cases (as `eval` reads them; each case's session is its own)."""
+    return _start(served, who, "eval", lambda progress: run_eval(served.deployment, body, progress))
+
+
+@router.get("/v1/jobs/{job_id}", response_model=Job, tags=["diagnose"])
+def job(job_id: str, who: Who, served: Served) -> Job:
+    """A job's status and progress, and its result (the report JSON) once done; only its starter sees it."""
+    found = served.jobs.get(job_id, who.subject)
+    if found is None:
+        raise _RefusedError(404, "not_found", f"no job {job_id!r} of yours")
+    return found
+
+
 @router.get("/healthz", tags=["operations"])
 def healthz() -> dict[str, str]:
     """Live: the process answers."""
@@ -264,7 +303,9 @@ def create_app(deployment: QueryWise, *, authenticator: Authenticator | None, se
     server = server or deployment.settings.server
     metrics = ServiceMetrics(deployment)
     app = _api()
-    app.state.served = _Served(deployment, metrics, frozenset(deployment.settings.access.fields))
+    jobs = Jobs(max_queued=server.max_queued_jobs)
+    app.state.served = _Served(deployment, metrics, frozenset(deployment.settings.access.fields), jobs, server.jobs_scope)
+    app.router.add_event_handler("shutdown", jobs.close)
     app.state.guard = _Guard(authenticator, server.rate_limit)
 
     @app.middleware("http")

@@ -8,7 +8,7 @@ Two ways in (`[server] auth`):
   (required), `nbf`, and `aud` / `iss` when configured. The claims named like the `[access]`
   session keys become the session; other claims are ignored.
 - `"gateway"`: a trusted gateway that authenticated the user sets `x-querywise-session` (base64url
-  JSON `{"session": {...}, "exp": unix seconds}`) and `x-querywise-signature` (hex HMAC-SHA256 of
+  JSON `{"session": {...}, "exp": unix seconds, "sub", "scope"}`) and `x-querywise-signature` (hex HMAC-SHA256 of
   that header's value with the shared secret). An unsigned, tampered or expired header is refused.
 
 Anything else is `AuthError` (the service answers 401): a request without valid credentials never
@@ -45,6 +45,7 @@ class Principal:
 
     subject: str
     session: dict[str, str] = field(default_factory=dict)
+    scopes: frozenset[str] = frozenset()  # OAuth-style grants: `[server] jobs_scope` starts triage and eval jobs
 
 
 def _secret(env: str, what: str) -> bytes:
@@ -77,10 +78,11 @@ class Authenticator:
 
     def authenticate(self, headers: Mapping[str, str]) -> Principal:
         if self.server.auth == "gateway":
-            subject, claims = self._gateway(headers)
+            subject, claims, scopes = self._gateway(headers)
         else:
             subject, claims = self._jwt(headers)
-        return Principal(subject=subject, session=self._session(claims))
+            scopes = claims.get("scope", claims.get("scp"))
+        return Principal(subject=subject, session=self._session(claims), scopes=_scopes(scopes))
 
     def _jwt(self, headers: Mapping[str, str]) -> tuple[str, Mapping[str, object]]:
         scheme, _, token = headers.get("authorization", "").partition(" ")
@@ -98,7 +100,7 @@ class Authenticator:
             raise AuthError(f"invalid token: {exc}") from None
         return str(claims.get("sub") or "anonymous"), claims
 
-    def _gateway(self, headers: Mapping[str, str]) -> tuple[str, Mapping[str, object]]:
+    def _gateway(self, headers: Mapping[str, str]) -> tuple[str, Mapping[str, object], object]:
         s = self.server
         value, signature = headers.get(s.gateway_header, ""), headers.get(s.gateway_signature_header, "")
         if not value or not signature:
@@ -115,7 +117,7 @@ class Authenticator:
             raise AuthError('gateway session header: expected {"session": {...}, "exp": unix seconds}')
         if body["exp"] + s.jwt_leeway_s < time.time():
             raise AuthError("gateway session header expired")
-        return str(body.get("sub") or "gateway"), body["session"]
+        return str(body.get("sub") or "gateway"), body["session"], body.get("scope")
 
     def _session(self, claims: Mapping[str, object]) -> dict[str, str]:
         session: dict[str, str] = {}
@@ -131,13 +133,24 @@ class Authenticator:
         return session
 
 
+def _scopes(value: object) -> frozenset[str]:
+    """A `scope` claim: a space-separated string (RFC 8693 / OAuth 2) or a list of strings."""
+    if isinstance(value, str):
+        return frozenset(value.split())
+    if isinstance(value, list):
+        return frozenset(v for v in value if isinstance(v, str))
+    return frozenset()
+
+
 def sign_gateway_session(session: Mapping[str, str], secret: str, *, ttl_s: float = 60.0, subject: str | None = None,
-                         server: ServerSettings | None = None) -> dict[str, str]:
+                         scope: str | None = None, server: ServerSettings | None = None) -> dict[str, str]:
     """The two headers a gateway sets for `session` (what a gateway plugin or a test does), named
     as `server` (default settings) names them."""
     body: dict[str, object] = {"session": dict(session), "exp": int(time.time() + ttl_s)}
     if subject is not None:
         body["sub"] = subject
+    if scope is not None:
+        body["scope"] = scope
     value = base64.urlsafe_b64encode(json.dumps(body, separators=(",", ":")).encode("utf-8")).decode("ascii").rstrip("=")
     signature = hmac.new(secret.encode("utf-8"), value.encode("utf-8"), hashlib.sha256).hexdigest()
     s = server or ServerSettings()

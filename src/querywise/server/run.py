@@ -73,11 +73,12 @@ def build_app(settings: Settings, index: Path | None, *, insecure_no_auth: bool 
         raise
     app = create_app(deployment, authenticator=authenticator, server=settings.server)
 
-    @app.on_event("shutdown")
     def _close() -> None:
         deployment.close()
         if ix is not None:
             ix.close()
+
+    app.router.add_event_handler("shutdown", _close)
 
     return app
 

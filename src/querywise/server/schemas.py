@@ -15,11 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from querywise.conditions import Where
 from querywise.conversation import Turns
+from querywise.evaluation.metrics import DEFAULT_METRICS
 from querywise.index import Hit
 from querywise.index.engine import Mode
 from querywise.plan import QueryPlan
 
-__all__ = ["AskRequest", "AskResponse", "ErrorBody", "PlanRequest", "PlanResponse", "SearchRequest", "SearchResponse", "reject_access_fields"]
+__all__ = ["AskRequest", "AskResponse", "ErrorBody", "EvalJobRequest", "PlanRequest", "PlanResponse", "SearchRequest", "SearchResponse", "TriageJobRequest", "reject_access_fields"]
 
 #: Keys a body may never carry, whatever the deployment's `[access]` session keys are.
 ACCESS_KEYS = frozenset({"session", "access", "access_constraints", "tenant", "permissions"})
@@ -60,6 +61,34 @@ class SearchRequest(_Request):
     k: int = Field(10, ge=1, le=100)
     mode: Mode = "hybrid"
     filters: Where | None = None  # a `Where` as JSON (as a plan's `filters`): AND-ed with the credentials' access
+
+
+class TriageJobRequest(_Request):
+    """A triage of failures, as `querywise triage` reads them (the rows `eval --failures` writes)."""
+
+    failures: list[dict[str, Any]] = Field(min_length=1)
+    sample: int | None = Field(None, ge=1)
+    seed: int = 0
+    k: int = Field(50, ge=2, le=500)
+    context_k: int = Field(10, ge=1)
+    mode: Mode = "hybrid"
+    eval_total: int | None = Field(None, ge=1)
+    acceptable: float | None = Field(None, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _cutoffs(self) -> TriageJobRequest:
+        if self.context_k >= self.k:
+            raise ValueError(f"context_k ({self.context_k}) must be below k ({self.k})")
+        return self
+
+
+class EvalJobRequest(_Request):
+    """An evaluation of labelled cases, as `querywise eval` reads them (each case's session is its own)."""
+
+    cases: list[dict[str, Any]] = Field(min_length=1)
+    metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
+    mode: Mode = "hybrid"
+    ablate: list[str] | None = None  # moves or modes to ablate against pass-through ([] = every one)
 
 
 class PlanResponse(BaseModel):
