@@ -10,6 +10,7 @@ embedder is built. Nothing here downloads anything: the weights come from the
 """
 
 from ._base import Embedder, ProgressCallback, TokenWindow, Vectors, count_over_window, model_dir
+from ._batching import BatchingEmbedder
 from ._cache import CachedEmbedder
 from ._factory import DEFAULT_KIND, EMBEDDER_KINDS, EmbedderKind, embedder_for, load_embedder
 from ._onnx import OnnxEmbedder, export_fp32_onnx
@@ -19,6 +20,7 @@ from .finetune import EncoderManifest, fine_tune_encoder, read_manifest
 __all__ = [
     "DEFAULT_KIND",
     "EMBEDDER_KINDS",
+    "BatchingEmbedder",
     "CachedEmbedder",
     "Embedder",
     "EmbedderKind",

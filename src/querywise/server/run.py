@@ -4,6 +4,7 @@ One worker serves the app built here. Several (`--workers N`) are separate proce
 starts from the factory `app_from_env`, each loading its own deployment (model, index, router,
 catalog) from the settings named in the environment: their caches (the LLM single-turn cache, the
 embedding cache in memory), rate-limit windows and metrics are per worker by design.
+Query embeddings go through one `BatchingEmbedder` per worker (`serving_embedder`).
 Logs are JSON lines (`JSONFormatter`, the standard library's logging; no extra dependency).
 SIGTERM drains: uvicorn stops accepting, and in-flight requests get `[server] graceful_shutdown_s`.
 """
@@ -20,11 +21,12 @@ from typing import Any
 from fastapi import FastAPI
 
 from querywise.config import Settings, load_settings
+from querywise.embed import BatchingEmbedder, CachedEmbedder, embedder_for
 from querywise.server.app import create_app
 from querywise.server.auth import Authenticator
 from querywise.service import QueryWise
 
-__all__ = ["JSONFormatter", "app_from_env", "build_app", "log_config", "serve"]
+__all__ = ["JSONFormatter", "app_from_env", "build_app", "log_config", "serve", "serving_embedder"]
 
 log = logging.getLogger("querywise.server")
 ENV_CONFIG, ENV_INDEX, ENV_INSECURE = "QUERYWISE_SERVE_CONFIG", "QUERYWISE_SERVE_INDEX", "QUERYWISE_SERVE_INSECURE_NO_AUTH"
@@ -62,14 +64,16 @@ def build_app(settings: Settings, index: Path | None, *, insecure_no_auth: bool 
     authenticator = None if insecure_no_auth else Authenticator(settings.server, settings.access)  # fails before any model loads
     if insecure_no_auth:
         log.warning(INSECURE_WARNING)
+    embedder = serving_embedder(settings)
     from querywise.index import Index
 
-    ix = Index.open(index, settings=settings) if index is not None else None
+    ix = Index.open(index, settings=settings, embedder=embedder) if index is not None else None
     try:
-        deployment = QueryWise(settings, ix)
+        deployment = QueryWise(settings, ix, embedder=embedder)
     except BaseException:
         if ix is not None:
             ix.close()
+        embedder.close()
         raise
     app = create_app(deployment, authenticator=authenticator, server=settings.server)
 
@@ -77,10 +81,22 @@ def build_app(settings: Settings, index: Path | None, *, insecure_no_auth: bool 
         deployment.close()
         if ix is not None:
             ix.close()
+        embedder.close()
 
     app.router.add_event_handler("shutdown", _close)
 
     return app
+
+
+def serving_embedder(settings: Settings) -> BatchingEmbedder:
+    """The model `[embedding]` names behind `BatchingEmbedder`: concurrent requests' queries are
+    embedded together (bench/results/embed_batching.md), recent ones kept in memory, none written
+    to the on-disk cache (it holds corpora, not what users type); the ONNX export is still cached."""
+    model = embedder_for(settings)
+    if isinstance(model, CachedEmbedder):
+        model.close()  # its database; the model it wraps stays
+        return BatchingEmbedder(model.inner)
+    return BatchingEmbedder(model)
 
 
 def app_from_env() -> FastAPI:
