@@ -307,7 +307,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="10k chunks, no HNSW sweep, 10k BM25 speed run")
     ap.add_argument("--readme", action="store_true", help="only re-render README.md")
-    ap.add_argument("--skip", default="", help="comma-separated: scale,bm25,embed,latency,adversarial,access,rewrite,router,triage,evaluation,third_party,intents,conversations,llm_latency,first_contact")
+    ap.add_argument("--skip", default="", help="comma-separated: scale,bm25,embed,latency,adversarial,access,rewrite,router,triage,evaluation,third_party,intents,conversations,llm_latency,first_contact,fusion,triage_retriever,rerank,embed_batching,service_load,service_adversarial,service_faults")
     a = ap.parse_args()
     if a.readme:
         log(f"wrote {render_readme()}")
@@ -351,6 +351,14 @@ def main() -> None:
         run_module("bench.conversations", [])
     if "first_contact" not in skip and not a.quick:  # index → eval --failures → triage, as a user runs them (~15 min)
         run_module("bench.first_contact", [])
+    # The retrieval stage: fusion and triage through a retriever read first_contact's indexes.
+    for name in ("fusion", "triage_retriever"):
+        if name not in skip and not a.quick:
+            run_module(f"bench.{name}", [])
+    # The reranker's latency and cost; the service: embeddings under concurrency, load, access attacks, faults.
+    for name in ("rerank", "embed_batching", "service_load", "service_adversarial", "service_faults"):
+        if name not in skip and (BENCH / f"{name}.py").exists():
+            run_module(f"bench.{name}", [])
     log(f"wrote {render_readme()} ({time.time() - t0:.0f}s)")
 
 
