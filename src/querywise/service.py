@@ -43,6 +43,7 @@ from querywise.plan import PlanQuery, QueryPlan, TraceStep
 from querywise.planlog import PlanLog
 from querywise.retrieve import Reranker, Retriever, checked, open_reranker, open_retriever
 from querywise.understand.access import access_from_session
+from querywise.understand.limits import within_limits
 from querywise.understand.llm_rerank import LLMReranker
 from querywise.understand.pipeline import Understander
 from querywise.validation import DeploymentCheck, Problem, check_deployment, check_index_fields
@@ -212,8 +213,10 @@ class QueryWise:
         k: int = 10,
         mode: Mode = "hybrid",
     ) -> list[Hit]:
-        """Search `text` as typed, no understanding, with `where` AND the session's access constraints."""
+        """Search `text` as typed, no understanding, with `where` AND the session's access constraints
+        (`LimitError` for a text over `[limits] max_message_chars`, as for a message)."""
         text, _, session = _clean(text, (), session)
+        within_limits(text, (), self.settings.limits)
         access = access_from_session(session or {}, self.settings.access)
         combined = (where or Where()) & access
         return checked(self._need_retriever("search"), text, k=k, where=combined or None, mode=mode).hits

@@ -89,8 +89,9 @@ def test_too_large_bodies_and_messages_are_413(service: str, token: Callable[...
     assert big.status_code == 413 and "max_body_bytes" in big.json()["detail"]
     chunked = httpx.post(f"{service}/v1/plan", content=iter([b'{"message": "', b"y" * 300_000, b'"}']), headers={**eu, "content-type": "application/json"})
     assert chunked.status_code == 413  # no Content-Length: counted as it arrives
-    long = httpx.post(f"{service}/v1/plan", json={"message": "warranty " * 100}, headers=eu)
-    assert long.status_code == 413 and "max_message_chars" in long.json()["detail"]
+    for path, field in (("/v1/plan", "message"), ("/v1/ask", "message"), ("/v1/search", "text")):
+        long = httpx.post(f"{service}{path}", json={field: "warranty " * 100}, headers=eu)
+        assert long.status_code == 413 and "max_message_chars" in long.json()["detail"], path
 
 
 def test_rate_limit_per_subject_is_429_with_retry_after(tmp_path: Path, index: Index, token: Callable[..., str]) -> None:

@@ -40,6 +40,11 @@ class _TierCollector(Collector):
         for reason, n in sorted(r.fallbacks.items()):
             fallbacks.add_metric([reason], n)
         yield fallbacks
+        dropped = CounterMetricFamily("querywise_llm_proposals_dropped", "filters the LLM proposed that the validator dropped, by kind "
+                                      "(access: on an access field)", labels=["kind"])
+        for kind in ("access", "filter"):
+            dropped.add_metric([kind], r.dropped.get(kind, 0))
+        yield dropped
         tokens = CounterMetricFamily("querywise_llm_tokens", "LLM tokens", labels=["direction"])
         tokens.add_metric(["input"], r.input_tokens)
         tokens.add_metric(["output"], r.output_tokens)
