@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 import time
@@ -357,7 +358,9 @@ def main() -> None:
             run_module(f"bench.{name}", [])
     # The reranker's latency and cost; the service: embeddings under concurrency, load, access attacks, faults.
     for name in ("rerank", "embed_batching", "service_load", "service_adversarial", "service_faults"):
-        if name not in skip and (BENCH / f"{name}.py").exists():
+        if name == "service_load" and importlib.util.find_spec("locust") is None:
+            log("bench.service_load skipped: locust is not installed (pip install 'querywise[bench]')")
+        elif name not in skip and (BENCH / f"{name}.py").exists():
             run_module(f"bench.{name}", [])
     log(f"wrote {render_readme()} ({time.time() - t0:.0f}s)")
 
