@@ -1,0 +1,70 @@
+"""`[embedding]`, `[chunking]` and `[index]`: how a corpus becomes an index."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from querywise.config._section import _Section
+
+# The embedder kinds of `querywise.embed` (its EMBEDDER_KINDS; a test keeps the two in step), and
+# "auto", which picks the fastest path that keeps the reference numbers. Validated here, so a bad
+# value is a config error naming the key, not a failure when the first text is embedded.
+EMBEDDING_KINDS: tuple[str, ...] = ("auto", "torch", "onnx", "onnx-int8")
+
+
+class EmbeddingSettings(_Section):
+    kind: str = "auto"  # one of EMBEDDING_KINDS
+    batch_size: int = Field(64, ge=1)
+    cache: bool = True  # on-disk cache keyed by model and text hash
+
+    @model_validator(mode="after")
+    def _known_kind(self) -> EmbeddingSettings:
+        if self.kind not in EMBEDDING_KINDS:
+            raise ValueError(f"embedding.kind: unknown embedder kind {self.kind!r}; expected one of {', '.join(EMBEDDING_KINDS)}")
+        return self
+
+
+class ChunkingSettings(_Section):
+    max_chars: int = Field(1000, ge=50)
+    overlap: int = Field(0, ge=0)
+    identifier_pattern: str = r"\b[A-Z]{2,}-\d{3,}\b"
+
+    @model_validator(mode="after")
+    def _pattern_compiles(self) -> ChunkingSettings:
+        try:
+            re.compile(self.identifier_pattern, re.IGNORECASE)
+        except re.error as exc:
+            raise ValueError(f"chunking.identifier_pattern {self.identifier_pattern!r} does not compile: {exc}") from None
+        return self
+
+
+class IndexSettings(_Section):
+    engine: Literal["edge", "server"] = "edge"
+    server_url: str | None = None  # for engine = "server"; the API key comes from QDRANT_API_KEY
+    collection: str = "querywise"
+    # BM25 (Lucene form) over Qdrant sparse vectors with the IDF modifier.
+    k1: float = Field(1.5, gt=0)
+    b: float = Field(0.75, ge=0, le=1)
+    # HNSW: see bench/results for the recall@10 against exact search these settings keep.
+    hnsw_m: int = Field(16, ge=4)
+    hnsw_ef_construct: int = Field(64, ge=8)
+    hnsw_ef: int = Field(128, ge=8)
+    # A filter that keeps few points makes the graph search work harder for the same recall
+    # (bench: 400k chunks, 5% kept: recall@10 0.945 at ef 128, 0.973 at ef 256).
+    hnsw_ef_filtered: int = Field(256, ge=8)
+    rrf_k: int = Field(60, ge=1)  # ranks counted from 1, as in Cormack et al.
+    # How hybrid fuses its dense and BM25 lists: "rrf" (dense weighted 2 * dense_weight, BM25
+    # 2 * (1 - dense_weight); 0.5 is plain RRF, the default when no labels exist) or "convex"
+    # (dense_weight * normalised dense score + (1 - dense_weight) * normalised BM25 score).
+    # `querywise tune` chooses both on labelled queries.
+    fusion: Literal["rrf", "convex"] = "rrf"
+    dense_weight: float = Field(0.5, ge=0.0, le=1.0)
+    depth: int = Field(100, ge=1)  # how deep each list goes into hybrid fusion
+    # Payload fields to index for fast filtering; None = every short scalar field.
+    payload_indexes: list[str] | None = None
+    # Builds kept in the index folder, the live one included: the previous one stays for readers
+    # that opened it and for `querywise index --rollback` (a build a reader holds is never removed).
+    keep_builds: int = Field(2, ge=1)

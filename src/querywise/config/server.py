@@ -1,0 +1,60 @@
+"""`[server]`: `querywise serve`'s address, authentication and limits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from querywise.config._section import _Section
+
+JWTAlgorithm = Literal["HS256", "RS256", "ES256"]
+
+
+def _hs256() -> list[JWTAlgorithm]:
+    return ["HS256"]
+
+
+class ServerSettings(_Section):
+    """`querywise serve` (`[server]`): where it listens, what it accepts, and whom.
+
+    The session (the access constraints) comes from authentication only: a JWT whose claims named
+    like the `[access]` session keys become the session — HS256 with the secret in the environment
+    variable `jwt_secret_env`, or RS256 / ES256 with the PEM public key `jwt_public_key` — or, with
+    `auth = "gateway"`, a session header set by a trusted gateway and signed (HMAC-SHA256) with the
+    secret in `gateway_secret_env`. Secrets are never in the file, only the names of their variables."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    workers: int = Field(1, ge=1, le=64)
+    auth: Literal["jwt", "gateway"] = "jwt"
+    jwt_algorithms: list[JWTAlgorithm] = Field(default_factory=_hs256, min_length=1)
+    jwt_secret_env: str = "QUERYWISE_JWT_SECRET"
+    jwt_public_key: Path | None = None  # PEM, for RS256 / ES256
+    jwt_audience: str | None = None  # required in the token when set
+    jwt_issuer: str | None = None
+    jwt_leeway_s: float = Field(30.0, ge=0, le=600)  # clock skew allowed on exp / nbf
+    gateway_secret_env: str = "QUERYWISE_GATEWAY_SECRET"
+    gateway_header: str = "x-querywise-session"  # base64url JSON {"session": {...}, "exp": unix seconds}
+    gateway_signature_header: str = "x-querywise-signature"  # hex HMAC-SHA256 of the session header's value
+    max_body_bytes: int = Field(262_144, ge=1024)  # a larger request is 413
+    rate_limit: str | None = "100/second"  # per client (the token's subject), `limits` notation; None: no limit
+    graceful_shutdown_s: float = Field(10.0, ge=0)  # in-flight requests get this long to finish on SIGTERM
+    # The grant (a token's `scope` claim) that may start triage and eval jobs: they read passages
+    # whatever the caller's session is, so they are an operator's, not every user's.
+    jobs_scope: str = "querywise:jobs"
+    max_queued_jobs: int = Field(4, ge=1, le=1000)
+
+    @model_validator(mode="after")
+    def _keys_for_algorithms(self) -> ServerSettings:
+        if self.auth == "jwt" and any(a != "HS256" for a in self.jwt_algorithms) and self.jwt_public_key is None:
+            raise ValueError("[server] jwt_algorithms RS256 / ES256 need jwt_public_key = 'path/to/public.pem'")
+        if self.rate_limit is not None:
+            from limits import parse_many
+
+            try:
+                parse_many(self.rate_limit)
+            except ValueError:
+                raise ValueError(f"[server] rate_limit {self.rate_limit!r}: expected e.g. '100/second' or '20/second;1000/minute'") from None
+        return self

@@ -1,0 +1,178 @@
+"""`[routing]`, `[filters]`, `[access]`, `[understanding]` and `[limits]`: how a message is understood."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal, get_args
+
+from pydantic import Field, model_validator
+
+from querywise.config._section import _Section
+
+
+class RouteSpec(_Section):
+    name: str = Field(min_length=1)
+    description: str = ""
+    examples: list[str] = Field(default_factory=list)
+    search: bool = False  # does this route run retrieval?
+
+
+class IdentifierRule(_Section):
+    """A message matching `pattern` (always case-insensitive) goes to `route`."""
+
+    pattern: str
+    route: str
+
+    @model_validator(mode="after")
+    def _compiles(self) -> IdentifierRule:
+        try:
+            re.compile(self.pattern, re.IGNORECASE)
+        except re.error as exc:
+            raise ValueError(f"pattern {self.pattern!r} does not compile: {exc}") from None
+        return self
+
+
+class RoutingSettings(_Section):
+    routes: list[RouteSpec] = Field(default_factory=list)
+    examples_file: Path | None = None  # JSONL {"text", "label"}, added to the inline examples
+    rules: list[IdentifierRule] = Field(default_factory=list)
+    classifier: Literal["centroid", "trained", "auto"] = "auto"
+    # An encoder fine-tuned on the examples (`querywise router-train`); None = the index's embedder.
+    encoder: Path | None = None
+    min_margin: float = Field(0.05, ge=0)
+    # Below this in-scope signal a message is out of scope. None: no such gate. Choose it on
+    # labelled data (`querywise router-eval --val`), never by guessing.
+    min_in_scope: float | None = None
+    # The operating point `querywise router-eval` chooses min_margin and min_in_scope for on
+    # validation data: answered accuracy at least min_answered (None: no floor) with at most
+    # max_deferred of the messages deferred to the unsure tier. Read offline, never per message.
+    min_answered: float | None = Field(0.97, ge=0, le=1)
+    max_deferred: float = Field(0.10, ge=0, le=1)
+    default_route: str | None = None  # applied when the classifier is unsure and no LLM tier is set
+    out_of_scope_route: str | None = None
+    high_stakes: list[str] = Field(default_factory=list)  # fail closed (ask) on error
+
+    def route_references(self) -> list[tuple[str, str]]:
+        """(config key, route name) for every setting here that names a route."""
+        refs = [(f"routing.rules[{i}].route", r.route) for i, r in enumerate(self.rules)]
+        refs += [(key, name) for key, name in (("routing.default_route", self.default_route), ("routing.out_of_scope_route", self.out_of_scope_route)) if name is not None]
+        return refs + [(f"routing.high_stakes[{i}]", r) for i, r in enumerate(self.high_stakes)]
+
+    @model_validator(mode="after")
+    def _routes_declared(self) -> RoutingSettings:
+        names = [r.name for r in self.routes]
+        doubled = sorted({n for n in names if names.count(n) > 1})
+        if doubled:
+            raise ValueError(f"routing.routes: route {doubled[0]!r} is declared more than once")
+        if names or self.examples_file is None:  # else the examples file declares them: load_settings reads it
+            check_routes_declared(set(names), self.route_references())
+        return self
+
+
+def check_routes_declared(declared: set[str], references: list[tuple[str, str]], *, source: str = "[[routing.routes]]") -> None:
+    """Raise ValueError for the first reference to a route that is not declared.
+
+    A deployment's routes are declared by `[[routing.routes]]`; when it lists none, by the
+    labels of `routing.examples_file` (`source` then names it); with neither, no route exists
+    and every message goes to the one implicit search route, so nothing may name a route.
+    """
+    for key, name in references:
+        if name in declared:
+            continue
+        if declared:
+            raise ValueError(f"{key}: unknown route {name!r} (routes declared by {source}: {', '.join(sorted(declared))})")
+        raise ValueError(f"{key}: unknown route {name!r}: no route is declared (add [[routing.routes]] or a routing.examples_file)")
+
+
+class FilterField(_Section):
+    """One filterable field of the index payload, as the filter validator sees it."""
+
+    type: Literal["number", "integer", "enum", "keyword", "list"]
+    values: list[str] | None = None  # allowed values (enum); or taken from the catalog
+    catalog_field: str | None = None  # catalog key whose values are this field's enum
+    min: float | None = None
+    max: float | None = None
+    unit: str | None = None  # e.g. "usd": amounts in other units are converted
+    aliases: list[str] = Field(default_factory=list)  # words users say for it ("price", "cost")
+    # What a filter on this field does to a document without it (a help article has no price):
+    # "keep" it (the default: on a mixed corpus only some document types carry a field), or
+    # "drop" it. With `[filters] catalog_link`, a document that links to catalog entries is judged
+    # by their values instead. Executed inside the engine (is_empty), never after it.
+    missing: Literal["keep", "drop"] = "keep"
+
+
+class FilterSettings(_Section):
+    fields: dict[str, FilterField] = Field(default_factory=dict)
+    # The payload field that names the catalog entries a document is about (names or ids, e.g.
+    # "products"): a filter on a catalog field then applies to a document without that field
+    # through its entries ("under $300" keeps the guide to a $249 product). None: no link.
+    catalog_link: str | None = None
+
+
+class AccessSettings(_Section):
+    """Session fields that become access constraints, AND-ed into every search.
+
+    Every field is required: a session without it (or with an empty value) searches nothing.
+    A field listed in `optional` may be absent, and then constrains nothing."""
+
+    fields: dict[str, str] = Field(default_factory=dict)  # session key -> payload field
+    optional: list[str] = Field(default_factory=list)  # session keys that may be absent
+    # The session key that holds the user's own account id: a message naming another account id
+    # is about someone else's account (understand.third_party), and fails closed.
+    account: str | None = None
+    # What the plan asks when a message is about another person's account or data.
+    third_party_question: str = (
+        "I can only help with the account you are signed in to. If you manage this account for someone, "
+        "please ask them to contact us, or verify that you are authorised to act for them."
+    )
+
+    @model_validator(mode="after")
+    def _optional_are_fields(self) -> AccessSettings:
+        unknown = [k for k in self.optional if k not in self.fields]
+        if unknown:
+            raise ValueError(f"optional names no access field: {', '.join(unknown)} (fields: {', '.join(self.fields) or 'none'})")
+        if self.account is not None and self.account not in self.fields:
+            raise ValueError(f"account names no access field: {self.account!r} (fields: {', '.join(self.fields) or 'none'})")
+        return self
+
+
+# LLM moves (off by default; each needs an `[llm]` provider): the three plan moves share one
+# structured call per message; the enrichments are one call each, searched next to the original.
+LLMMove = Literal["llm_rewrite", "llm_route", "llm_filters", "multi_query", "hyde", "query2doc", "step_back"]
+DeterministicMove = Literal["follow_up", "filters", "spelling", "exact_lookup", "ambiguity"]
+Move = Literal[DeterministicMove, LLMMove]  # flattens: get_args(Move) lists every move
+LLM_MOVES: tuple[str, ...] = get_args(LLMMove)
+
+
+def _default_moves() -> list[Move]:
+    return ["follow_up", "filters", "spelling", "exact_lookup", "ambiguity"]
+
+
+class UnderstandingSettings(_Section):
+    """Which moves run. A move that is off still leaves a trace step saying so, which is what
+    an ablation compares (LLM moves leave none while no `[llm]` provider is configured)."""
+
+    moves: list[Move] = Field(default_factory=_default_moves)
+    # A flagged message the learnt topic-shift check (understand/followup/shift.py, trained by
+    # bench/topic_shift.py) takes to open a new subject is searched as typed, with no standalone
+    # form; it reads the message's similarity to the last `topic_window` turns. false turns it off.
+    topic_shift: bool = True
+    topic_window: int = Field(default=1, ge=1, le=20)
+
+
+
+class LimitsSettings(_Section):
+    """Bounds on one request, so that its time is bounded (every move is linear in its input,
+    and these bound the input). A message or a history turn over its limit is an error
+    (`understand.limits.LimitError`, an `InputError`); history beyond `max_history_turns` is
+    dropped, oldest first: the moves weigh the conversation by recency (the follow-up reads the
+    last turn; ambiguity halves a turn's weight for each turn back), and a long conversation is
+    ordinary traffic, not a mistake. A rewrite (the LLM's or the deterministic one) longer than
+    `max_rewrite_chars` is not read by the guard but rejected."""
+
+    max_message_chars: int = Field(4_000, ge=1)
+    max_turn_chars: int = Field(4_000, ge=1)
+    max_history_turns: int = Field(20, ge=0)  # the most recent ones are kept
+    max_rewrite_chars: int = Field(10_000, ge=1)
+    max_record_chars: int = Field(1_000_000, ge=1)  # a corpus file record (JSONL, CSV); folders are chunked
