@@ -45,12 +45,9 @@ import hmac
 import json
 import os
 import random
-import threading
 import time
 import warnings
 from collections import Counter, defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -383,20 +380,27 @@ class Gen:
             good = self.token(m)
             head, payload, sig = good.split(".")
             claims = json.loads(_unb64(payload))
+
+            def edited(claims: dict[str, Any] = claims, **changes: Any) -> str:  # the payload changed, the signature kept
+                return _b64(json.dumps({**claims, **changes}).encode())
+
+            def with_alg(alg: str) -> str:
+                return _b64(json.dumps({"alg": alg, "typ": "JWT"}).encode())
+
             if kind == "payload market edited":
-                headers = self.bearer(f"{head}.{_b64(json.dumps({**claims, 'market': o}).encode())}.{sig}")
+                headers = self.bearer(f"{head}.{edited(market=o)}.{sig}")
             elif kind == "payload markets added":
-                headers = self.bearer(f"{head}.{_b64(json.dumps({**claims, 'markets': ['eu', 'us']}).encode())}.{sig}")
+                headers = self.bearer(f"{head}.{edited(markets=['eu', 'us'])}.{sig}")
             elif kind == "payload exp extended":
-                headers = self.bearer(f"{head}.{_b64(json.dumps({**claims, 'exp': claims['exp'] + 10**6}).encode())}.{sig}")
+                headers = self.bearer(f"{head}.{edited(exp=claims['exp'] + 10**6)}.{sig}")
             elif kind == "header alg none, signature kept":
-                headers = self.bearer(f"{_b64(json.dumps({'alg': 'none', 'typ': 'JWT'}).encode())}.{payload}.{sig}")
+                headers = self.bearer(f"{with_alg('none')}.{payload}.{sig}")
             elif kind == "header alg HS512":
-                headers = self.bearer(f"{_b64(json.dumps({'alg': 'HS512', 'typ': 'JWT'}).encode())}.{payload}.{sig}")
+                headers = self.bearer(f"{with_alg('HS512')}.{payload}.{sig}")
             elif kind == "signature removed":
                 headers = self.bearer(f"{head}.{payload}.")
             elif kind == "signature of another token":
-                headers = self.bearer(f"{head}.{_b64(json.dumps({**claims, 'market': o}).encode())}.{self.token(o).split('.')[2]}")
+                headers = self.bearer(f"{head}.{edited(market=o)}.{self.token(o).split('.')[2]}")
             elif kind == "signature char flipped":
                 j = r.randrange(len(sig) - 1)  # not the last character: its low bits may be padding
                 headers = self.bearer(f"{head}.{payload}.{sig[:j]}{'A' if sig[j] != 'A' else 'B'}{sig[j + 1:]}")
@@ -564,27 +568,6 @@ def hostile_plan(rng: random.Random, message: str, history: list[Any]) -> dict[s
 # --- serving and checking ------------------------------------------------------------------------
 
 
-@contextmanager
-def running(app: Any) -> Iterator[str]:
-    """Serve `app` on 127.0.0.1 in a thread (as tests/server/conftest.py); yields its base URL."""
-    import uvicorn
-
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-
-
 def conversation_of(body: Any) -> tuple[str, list[Any]] | None:
     """(message, history) of a plan/ask body the deployment will plan, None if it will not."""
     from querywise.conversation import TurnError, parse_turn
@@ -726,7 +709,7 @@ def main() -> None:
     from querywise.index import Index, IndexStoreError, build_index
     from querywise.llm.scripted import ScriptedProvider
     from querywise.llm.structured import conversation_key
-    from querywise.server import Authenticator, create_app
+    from querywise.server import Authenticator, create_app, running
     from querywise.server.run import serving_embedder
     from querywise.service import QueryWise
 

@@ -99,13 +99,12 @@ class Client:
 
     @staticmethod
     def _answer(response: httpx.Response) -> dict[str, Any]:
+        try:
+            data: dict[str, Any] = response.json()
+        except ValueError:  # not JSON: a proxy's page, a crash
+            data = {}
         if response.status_code >= 400:
-            try:
-                err = response.json()
-                raise ServiceError(response.status_code, str(err.get("error", "error")), str(err.get("detail", response.text)))
-            except ValueError:
-                raise ServiceError(response.status_code, "error", response.text[:500]) from None
-        data: dict[str, Any] = response.json()
+            raise ServiceError(response.status_code, str(data.get("error", "error")), str(data.get("detail", response.text[:500])))
         return data
 
     def close(self) -> None:

@@ -1,38 +1,15 @@
-"""A real uvicorn server on 127.0.0.1 (an ephemeral port) in front of the shop deployment."""
+"""Tokens for the service tests; the server is `querywise.server.running` (uvicorn on 127.0.0.1)."""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
-from fastapi import FastAPI
 
 SECRET = "test-secret-for-hs256-at-least-32-bytes!"
-
-
-@contextmanager
-def running(app: FastAPI) -> Iterator[str]:
-    """Serve `app` on 127.0.0.1 in a thread; yields its base URL; stops it (draining) after."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
 
 
 @pytest.fixture

@@ -10,13 +10,12 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import running
 from shop_deployment import shop_settings
 
 from querywise.config import LimitsSettings, ServerSettings, Settings
 from querywise.corpus import Chunk
 from querywise.index import Index, build_index
-from querywise.server import Authenticator, create_app, sign_gateway_session
+from querywise.server import Authenticator, create_app, running, sign_gateway_session
 from querywise.service import QueryWise
 
 

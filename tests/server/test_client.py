@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import running
 from shop_deployment import shop_settings
 
 from querywise import Client
@@ -17,7 +16,7 @@ from querywise.conditions import parse_where
 from querywise.config import ServerSettings
 from querywise.corpus import Chunk
 from querywise.index import build_index
-from querywise.server import Authenticator, create_app
+from querywise.server import Authenticator, create_app, running
 from querywise.server.app import openapi_schema
 from querywise.service import QueryWise
 

@@ -24,7 +24,6 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import running
 from prometheus_client.parser import text_string_to_metric_families
 from shop_deployment import shop_settings
 
@@ -33,7 +32,7 @@ from querywise.corpus import Chunk
 from querywise.index import Index, build_index
 from querywise.index.builds import read_current
 from querywise.llm.fake_server import FakeLLMServer, Reply
-from querywise.server import Authenticator, create_app
+from querywise.server import Authenticator, create_app, running
 from querywise.server.schemas import AskResponse, PlanResponse, SearchResponse
 from querywise.service import QueryWise
 

@@ -10,13 +10,12 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import running
 from shop_deployment import shop_settings
 
 from querywise.config import ServerSettings
 from querywise.corpus import Chunk
 from querywise.index import build_index
-from querywise.server import Authenticator, create_app
+from querywise.server import Authenticator, create_app, running
 from querywise.service import QueryWise
 
 FAILURES = [

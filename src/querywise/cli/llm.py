@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -22,12 +21,14 @@ def _pair(text: str, option: str) -> tuple[int, int]:
     return a, b
 
 
-def _rerank_call(settings: RerankSettings, top: int | None, passage_tokens: int | None,
-                 tokens: Callable[[int, int], tuple[int, int]]) -> dict[str, Any]:
+def _rerank_call(settings: RerankSettings, top: int | None, passage_tokens: int | None) -> dict[str, Any]:
+    """The LLM reranker's call for `cost_model`: when `[rerank] kind = "llm"` or --rerank-top asks."""
+    from querywise.llm.cost import rerank_tokens
+
     if top is None and settings.kind != "llm":
         return {}
     n = top or settings.top_n
-    return {"rerank": tokens(n, passage_tokens or max(1, settings.passage_chars // 4)), "rerank_top_n": n}
+    return {"rerank": rerank_tokens(n, passage_tokens or max(1, settings.passage_chars // 4)), "rerank_top_n": n}
 
 
 @app.command("cost")
@@ -46,7 +47,7 @@ def cost_cmd(
 ) -> None:
     """The cost model: a chain of calls vs one structured call, and that call gated to a share."""
     from querywise.config import Price
-    from querywise.llm.cost import cost_model, rerank_tokens
+    from querywise.llm.cost import cost_model
 
     settings = settings_from(config)
     llm = settings.llm
@@ -59,8 +60,7 @@ def cost_cmd(
     model = cost_model(
         price=price, ttft_s=llm.ttft_s if ttft is None else ttft, tokens_per_s=llm.tokens_per_s if tokens_per_s is None else tokens_per_s,
         chain=calls, one_call=_pair(one_call, "--one-call"), gated_share=gated,
-        # The listwise reranker: shown when [rerank] kind = "llm" or asked for with --rerank-top.
-        **_rerank_call(settings.rerank, rerank_top, passage_tokens, rerank_tokens),
+        **_rerank_call(settings.rerank, rerank_top, passage_tokens),
     )
     if as_json:
         typer.echo(model.model_dump_json(indent=2))

@@ -10,7 +10,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Embedder", "ProgressCallback", "TokenWindow", "Vectors", "count_over_window", "model_dir", "token_counter"]
+__all__ = ["Embedder", "ProgressCallback", "TokenWindow", "Vectors", "Wrapper", "count_over_window", "model_dir", "token_counter"]
 
 #: A float32 matrix, one L2-normalised row per input text.
 Vectors = npt.NDArray[np.float32]
@@ -61,6 +61,33 @@ class TokenWindow(Protocol):
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """Each text's length in the model's tokens, special tokens included, before truncation."""
         ...
+
+
+class Wrapper:
+    """What an embedder that wraps another (a cache, a batcher) says about itself: the inner
+    model's id, dimension, window and token counts, so its vectors are the inner one's."""
+
+    inner: Embedder
+
+    @property
+    def model_id(self) -> str:
+        """The inner embedder's id: a vector is only ever reused for the same model."""
+        return self.inner.model_id
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    @property
+    def window(self) -> int | None:
+        """The inner embedder's window (None when it does not say)."""
+        return self.inner.window if isinstance(self.inner, TokenWindow) else None
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """The inner embedder's token counts: a wrapped vector was cut where a fresh one would be."""
+        if not isinstance(self.inner, TokenWindow):
+            raise TypeError(f"{self.model_id} does not count tokens (its window is None)")
+        return self.inner.token_counts(texts)
 
 
 def count_over_window(embedder: object, texts: Sequence[str]) -> tuple[int, int] | None:

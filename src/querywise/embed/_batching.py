@@ -22,12 +22,12 @@ from concurrent.futures import Future
 
 import numpy as np
 
-from ._base import Embedder, ProgressCallback, TokenWindow, Vectors
+from ._base import Embedder, ProgressCallback, Vectors, Wrapper
 
 __all__ = ["BatchingEmbedder"]
 
 
-class BatchingEmbedder:
+class BatchingEmbedder(Wrapper):
     """Wraps an `Embedder` (the model itself, not an on-disk cache).
 
     >>> embedder = BatchingEmbedder(load_embedder("onnx", cache_dir=None))  # doctest: +SKIP
@@ -42,23 +42,6 @@ class BatchingEmbedder:
         self.batched = 0  # texts those calls embedded
         self._thread = threading.Thread(target=self._serve, name="querywise-embed-batch", daemon=True)
         self._thread.start()
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    @property
-    def window(self) -> int | None:
-        return self.inner.window if isinstance(self.inner, TokenWindow) else None
-
-    def token_counts(self, texts: Sequence[str]) -> list[int]:
-        if not isinstance(self.inner, TokenWindow):
-            raise TypeError(f"{self.model_id} does not count tokens")
-        return self.inner.token_counts(texts)
 
     def embed(self, texts: Sequence[str], *, on_progress: ProgressCallback | None = None) -> Vectors:
         if len(texts) > self.max_batch:

@@ -11,7 +11,7 @@ from types import TracebackType
 
 import numpy as np
 
-from ._base import Embedder, ProgressCallback, TokenWindow, Vectors
+from ._base import Embedder, ProgressCallback, Vectors, Wrapper
 
 __all__ = ["CachedEmbedder"]
 
@@ -27,7 +27,7 @@ CREATE TABLE IF NOT EXISTS vectors (
 _LOOKUP_CHUNK = 500
 
 
-class CachedEmbedder:
+class CachedEmbedder(Wrapper):
     """Wraps an :class:`Embedder`; vectors are kept in SQLite keyed by (model_id, sha256(text)).
 
     Only texts not seen before with the same ``model_id`` reach the inner embedder, in slices of
@@ -52,27 +52,6 @@ class CachedEmbedder:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=30000")  # other processes may be writing
         self._db.execute(_SCHEMA)
-
-    @property
-    def model_id(self) -> str:
-        """The inner embedder's id: a cached vector is only ever reused for the same model."""
-        return self.inner.model_id
-
-    @property
-    def dim(self) -> int:
-        """The inner embedder's dimension."""
-        return self.inner.dim
-
-    @property
-    def window(self) -> int | None:
-        """The inner embedder's window (None when it does not say)."""
-        return self.inner.window if isinstance(self.inner, TokenWindow) else None
-
-    def token_counts(self, texts: Sequence[str]) -> list[int]:
-        """The inner embedder's token counts: a cached vector was cut where a fresh one would be."""
-        if not isinstance(self.inner, TokenWindow):
-            raise TypeError(f"{self.model_id} does not count tokens (its window is None)")
-        return self.inner.token_counts(texts)
 
     def embed(
         self, texts: Sequence[str], *, on_progress: ProgressCallback | None = None

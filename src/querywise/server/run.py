@@ -15,6 +15,10 @@ import datetime as dt
 import json
 import logging
 import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +30,7 @@ from querywise.server.app import create_app
 from querywise.server.auth import Authenticator
 from querywise.service import QueryWise
 
-__all__ = ["JSONFormatter", "app_from_env", "build_app", "log_config", "serve", "serving_embedder"]
+__all__ = ["JSONFormatter", "app_from_env", "build_app", "log_config", "running", "serve", "serving_embedder"]
 
 log = logging.getLogger("querywise.server")
 ENV_CONFIG, ENV_INDEX, ENV_INSECURE = "QUERYWISE_SERVE_CONFIG", "QUERYWISE_SERVE_INDEX", "QUERYWISE_SERVE_INSECURE_NO_AUTH"
@@ -97,6 +101,28 @@ def serving_embedder(settings: Settings) -> BatchingEmbedder:
         model.close()  # its database; the model it wraps stays
         return BatchingEmbedder(model.inner)
     return BatchingEmbedder(model)
+
+
+@contextmanager
+def running(app: FastAPI, *, host: str = "127.0.0.1", start_timeout_s: float = 30.0) -> Iterator[str]:
+    """Serve `app` with uvicorn in a thread on an ephemeral port of `host` (tests, benches, a
+    notebook); yields its base URL, and stops it (draining) on exit."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=0, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, name="querywise-uvicorn", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + start_timeout_s
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=start_timeout_s)
 
 
 def app_from_env() -> FastAPI:
