@@ -146,7 +146,9 @@ class _Guard:
         return who
 
 
-def _principal(request: Request) -> Principal:
+async def _principal(request: Request) -> Principal:
+    # async: run on the event loop (a JWT check and a rate-limit hit are microseconds), not handed
+    # to the thread pool — each hand-off costs more than the work (bench/results/service_load.md).
     guard: _Guard = request.app.state.guard
     return guard.principal(request)
 
@@ -184,7 +186,7 @@ class _Served:
             raise _RefusedError(422, "invalid_request", str(exc)) from None
 
 
-def _served(request: Request) -> _Served:
+async def _served(request: Request) -> _Served:
     served: _Served = request.app.state.served
     return served
 
