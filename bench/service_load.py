@@ -510,9 +510,9 @@ SPY_RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [  # (category, 
     ("querywise: plan model, catalog, service", ("querywise/",), ()),
     ("FastAPI: response validation and JSON (serialize_response)", ("fastapi/",), ("serialize_response", "_prepare_response_content")),
     ("FastAPI: request body, dependencies, routing", ("fastapi/",), ()),
-    ("Starlette: routing, BaseHTTPMiddleware", ("starlette/",), ()),
-    ("uvicorn / h11: HTTP", ("uvicorn/", "h11/", "httptools/"), ()),
-    ("anyio: thread-pool hand-off (run_in_threadpool)", ("anyio/", "sniffio/"), ()),
+    ("Starlette: routing, middleware", ("starlette/",), ()),
+    ("uvicorn: HTTP (httptools), uvloop", ("uvicorn/", "h11/", "httptools/", "uvloop/"), ()),
+    ("thread hand-offs: anyio (Starlette's task groups, streams), the request threads", ("anyio/", "sniffio/", "concurrent/futures/"), ()),
     ("asyncio event loop", ("asyncio/", "selectors.py"), ()),
 ]  # fmt: skip
 
@@ -854,7 +854,7 @@ def main() -> None:
     }  # fmt: skip
     out = {
         "setup": {
-            "service": f"querywise serve -c <config> -i {INDEX.relative_to(ROOT)} --port P --workers N (uvicorn, JSON logs incl. access log on stderr)",
+            "service": f"querywise serve -c <config> -i {INDEX.relative_to(ROOT)} --port P --workers N (uvicorn on uvloop + httptools, JSON logs incl. access log on stderr)",
             "deployment": "bundled demo (querywise.demo: querywise.toml, demo_corpus), real embedding model behind the batching embedder, JWT HS256",
             "workers": workers, "workers_chosen_by": "the saturation runs: the count that served more plans/s",
             "users": USERS, "spawn_rate": SPAWN_RATE, "pace_per_user_per_s": PACE, "follow_up_share": FOLLOW_UP_SHARE,
@@ -952,9 +952,8 @@ def _markdown(r: dict[str, Any], command: str, machine: dict[str, Any]) -> str:
             lines.append(f"| {c} | " + " | ".join(f"{spy[k]['py_spy']['share'].get(c, 0):.1%} / {spy[k]['py_spy']['ms_per_request_if_cpu_follows_the_gil'].get(c, 0)}"
                                                 for k in spy) + " |")
         lines += ["", "The GIL by thread: " + "; ".join(f"**{k}**: " + ", ".join(f"{t} {v:.0%}" for t, v in spy[k]["py_spy"]["threads"].items()) for k in spy)
-                  + ". Each /v1/plan request crosses from the event loop to the thread pool four times (FastAPI runs the sync "
-                  "dependencies `_principal` and `_served`, the sync endpoint and, for a sync endpoint, the response validation "
-                  "through `run_in_threadpool`).", ""]
+                  + ". Each /v1/plan request crosses from the event loop to the thread pool once, for the sync endpoint (the dependencies "
+                  "are async; the middlewares pure ASGI; uvicorn runs on uvloop with the httptools parser).", ""]
         lines += ["Functions most often on top (hot): " + "; ".join(f"`{t['function']}` {t['share']:.1%}" for t in spy["hot"]["py_spy"]["top_leaf_functions"][:8])
                   + ".", ""]
     moves_cols = list(prof["cold"]["moves_ms_mean_per_plan"])

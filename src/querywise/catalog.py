@@ -77,6 +77,7 @@ class Catalog:
         forms = sorted(self._by_form, key=lambda f: (-len(f), f))
         alternation = "|".join(re.escape(f).replace(r"\ ", r"[\s\-]+") for f in forms if f)
         self._pattern = re.compile(rf"(?<![\w-])(?:{alternation})(?![\w-])") if alternation else None
+        self._values: dict[str, tuple[Any, ...]] = {}  # per field, on first use (every plan's filters ask)
 
     @classmethod
     def load(cls, path: Path | str) -> Catalog:
@@ -129,13 +130,15 @@ class Catalog:
 
     def values(self, field_name: str) -> list[Any]:
         """Distinct values of a field across entities (list fields are flattened), in order seen."""
-        out: dict[Any, None] = {}
-        for e in self.entities:
-            v = e.fields.get(field_name)
-            for item in v if isinstance(v, list) else [v]:
-                if item is not None:
-                    out[item] = None
-        return list(out)
+        if (found := self._values.get(field_name)) is None:
+            out: dict[Any, None] = {}
+            for e in self.entities:
+                v = e.fields.get(field_name)
+                for item in v if isinstance(v, list) else [v]:
+                    if item is not None:
+                        out[item] = None
+            found = self._values[field_name] = tuple(out)
+        return list(found)
 
     def __len__(self) -> int:
         return len(self.entities)

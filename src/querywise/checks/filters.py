@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from querywise.catalog import Catalog
@@ -247,7 +248,8 @@ def allowed_values(name: str, spec: FilterField, catalog: Catalog | None) -> lis
     return []
 
 
-def word_forms(word: str) -> set[str]:
+@lru_cache(maxsize=16_384)  # the catalog's values, asked for by every plan's filters
+def word_forms(word: str) -> frozenset[str]:
     """Singular and plural forms of the last word: speaker/speakers, watch/watches, accessory/ies."""
     w = word.lower().strip()
     head, _, last = w.rpartition(" ")
@@ -265,7 +267,7 @@ def word_forms(word: str) -> set[str]:
         forms.add(last + "es")
     elif not last.endswith("s"):
         forms.add(last + "s")
-    return {prefix + f for f in forms}
+    return frozenset(prefix + f for f in forms)
 
 
 def _canonical(value: str, allowed: Iterable[str]) -> str | None:

@@ -11,16 +11,20 @@ credentials, never from the body; 401 without them), then rate-limited per subje
 Retry-After), and bounded: a body over `[server] max_body_bytes` is 413 before it is read, a
 message or turn over `[limits]` is 413 too. The deployment's own errors map to statuses: an
 unusable session 403, a bad filter or history 422, the user's retriever failing 502. The
-handlers are sync functions, run in the server's thread pool: the embedding model and the LLM
-tier are shared by the requests in flight (the tier keeps one deadline per request per thread).
+handlers are async and hand the deployment's sync work to a pool of `REQUEST_THREADS` threads:
+the embedding model and the LLM tier are shared by the requests in flight (the tier keeps one
+deadline per request per thread); everything else (auth, limits, metrics) stays on the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -60,6 +64,10 @@ __all__ = ["API_VERSION", "create_app", "openapi_schema", "router"]
 
 API_VERSION = "1"
 log = logging.getLogger("querywise.server")
+# Threads for the deployment's sync work (a plan waits on the embedding batch or the LLM tier):
+# as many as anyio's default pool, which a sync endpoint would have used; the standard library's
+# executor hands work over more cheaply (bench/results/service_load.md).
+REQUEST_THREADS = 40
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -116,6 +124,32 @@ class BodyLimit:
                 raise
 
 
+class Timed:
+    """Each request's latency and status into the metrics, by the route that served it. Pure ASGI:
+    Starlette's `BaseHTTPMiddleware` runs the app in a task of its own and streams the response
+    through a queue, which cost more than the plan itself (bench/results/service_load.md)."""
+
+    def __init__(self, app: ASGIApp, metrics: ServiceMetrics) -> None:
+        self.app, self.metrics = app, metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started, status = time.perf_counter(), 500
+
+        async def noted(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, noted)
+        finally:  # the router put the matched route into this same scope
+            self.metrics.observe(getattr(scope.get("route"), "path", "(unmatched)"), status, time.perf_counter() - started)
+
+
 async def _too_large(send: Send, limit: int) -> None:
     body = json.dumps({"error": "too_large", "detail": f"the request body is over {limit} bytes ([server] max_body_bytes)"}).encode()
     await send({"type": "http.response.start", "status": 413, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
@@ -165,11 +199,13 @@ class _Served:
     session_keys: frozenset[str]
     jobs: Jobs
     jobs_scope: str
+    threads: ThreadPoolExecutor
 
-    def run(self, fn: Callable[[], Any]) -> Any:
-        """`fn()` with the deployment's errors as the statuses they mean."""
+    async def run(self, fn: Callable[[], Any]) -> Any:
+        """`fn()` in a worker thread, with the deployment's errors as the statuses they mean."""
         try:
-            return fn()
+            context = contextvars.copy_context()  # the request's context variables (tracing...) go with it, as anyio's would
+            return await asyncio.get_running_loop().run_in_executor(self.threads, context.run, fn)
         except LimitError as exc:
             raise _RefusedError(413, "too_large", str(exc)) from None
         except AccessError as exc:
@@ -196,29 +232,29 @@ router = APIRouter()
 
 
 @router.post("/v1/plan", response_model=PlanResponse, tags=["understand"])
-def plan(body: PlanRequest, who: Who, served: Served) -> PlanResponse:
+async def plan(body: PlanRequest, who: Who, served: Served) -> PlanResponse:
     """The query plan for a message and its conversation (nothing is searched)."""
     served.check(body)
-    made: QueryPlan = served.run(lambda: served.deployment.plan(body.message, history=body.history, session=who.session, today=body.today))
+    made: QueryPlan = await served.run(lambda: served.deployment.plan(body.message, history=body.history, session=who.session, today=body.today))
     served.metrics.observe_plan(made)
     return PlanResponse(plan=made)
 
 
 @router.post("/v1/ask", response_model=AskResponse, tags=["understand"])
-def ask(body: AskRequest, who: Who, served: Served) -> AskResponse:
+async def ask(body: AskRequest, who: Who, served: Served) -> AskResponse:
     """Plan the message and run the plan: the plan (with its execute step) and the fused top k."""
     served.check(body)
-    result: PlanResult = served.run(lambda: served.deployment.ask(body.message, history=body.history, session=who.session, today=body.today,
+    result: PlanResult = await served.run(lambda: served.deployment.ask(body.message, history=body.history, session=who.session, today=body.today,
                                                                   k=body.k, mode=body.mode))
     served.metrics.observe_plan(result.plan)
     return AskResponse(plan=result.plan, hits=result.hits, empty_because=result.empty_because, relaxed=result.relaxed)
 
 
 @router.post("/v1/search", response_model=SearchResponse, tags=["retrieve"])
-def search(body: SearchRequest, who: Who, served: Served) -> SearchResponse:
+async def search(body: SearchRequest, who: Who, served: Served) -> SearchResponse:
     """Search the text as typed, no understanding, with the filters AND the credentials' access."""
     served.check(body)
-    return SearchResponse(hits=served.run(lambda: served.deployment.search(body.text, session=who.session, where=body.filters, k=body.k,
+    return SearchResponse(hits=await served.run(lambda: served.deployment.search(body.text, session=who.session, where=body.filters, k=body.k,
                                                                            mode=body.mode)))
 
 
@@ -306,17 +342,12 @@ def create_app(deployment: QueryWise, *, authenticator: Authenticator | None, se
     metrics = ServiceMetrics(deployment)
     app = _api()
     jobs = Jobs(max_queued=server.max_queued_jobs)
-    app.state.served = _Served(deployment, metrics, frozenset(deployment.settings.access.fields), jobs, server.jobs_scope)
+    threads = ThreadPoolExecutor(max_workers=REQUEST_THREADS, thread_name_prefix="querywise-request")
+    app.state.served = _Served(deployment, metrics, frozenset(deployment.settings.access.fields), jobs, server.jobs_scope, threads)
     app.router.add_event_handler("shutdown", jobs.close)
+    app.router.add_event_handler("shutdown", threads.shutdown)
     app.state.guard = _Guard(authenticator, server.rate_limit)
 
-    @app.middleware("http")
-    async def timed(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        started = time.perf_counter()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        metrics.observe(getattr(route, "path", "(unmatched)"), response.status_code, time.perf_counter() - started)
-        return response
-
+    app.add_middleware(Timed, metrics=metrics)
     app.add_middleware(BodyLimit, limit=server.max_body_bytes)
     return app

@@ -110,11 +110,10 @@ def _references(
             continue
         key = spec.catalog_field or name
         for value in allowed_values(name, spec, catalog):
-            members = tuple(e for e in catalog.entities if e.fields.get(key) == value)
-            if not members:
-                continue
-            for m in re.finditer(rf"(?<![\w-]){form_alternation(value)}(?![\w-])", message, re.IGNORECASE):
-                refs.append((m.start(), m.end(), members, True))
+            found = list(re.finditer(rf"(?<![\w-]){form_alternation(value)}(?![\w-])", message, re.IGNORECASE))
+            # the members only of a value the message names: the scan over the catalog is the cost
+            members = tuple(e for e in catalog.entities if e.fields.get(key) == value) if found else ()
+            refs += [(m.start(), m.end(), members, True) for m in found if members]
     return refs
 
 

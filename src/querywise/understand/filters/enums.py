@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 from querywise.catalog import Catalog
 from querywise.checks.filters import Span, allowed_values, word_forms
@@ -44,6 +45,7 @@ def _verb_before(message: str, end: int) -> bool:
     return _VERBS_BEFORE.search(message, max(0, start - 7), end) is not None
 
 
+@lru_cache(maxsize=16_384)
 def form_alternation(value: str) -> str:
     """The singular and plural forms of `value` as a regex alternation, longest first."""
     return "|".join(re.escape(f).replace(r"\ ", r"[\s-]+") for f in sorted(word_forms(value), key=len, reverse=True))
