@@ -65,7 +65,7 @@ def test_sources_and_labels(tmp_path: Path) -> None:
         load_sources(_write(tmp_path / "s2.jsonl", [{"id": "d1"}]))
     lab = _write(tmp_path / "l.jsonl", [{"id": "a", "label": "filler"}])
     assert load_labels(lab) == {"a": "filler"}
-    with pytest.raises(TriageInputError, match=r"l2.jsonl:1: label must be one of"):
+    with pytest.raises(TriageInputError, match=r"l2.jsonl:1: label: Input should be 'vocabulary', .* got 'typo'"):
         load_labels(_write(tmp_path / "l2.jsonl", [{"id": "a", "label": "typo"}]))
 
 

@@ -66,7 +66,7 @@ def test_json_has_exactly_the_documented_keys() -> None:
     data = build_report(_cases(REFERENCE), POP, k=50, mode="hybrid").to_json()
     assert list(data) == ["sample", "buckets", "shares", "se", "points", "part_shares", "part_points", "failing_whole",
                           "reachable_share", "reachable_points", "unreachable_points", "ceiling_points", "expected_band", "cases"]
-    assert set(data["cases"][0]) == {"id", "question", "bucket", "evidence"}  # type: ignore[index]
+    assert set(data["cases"][0]) == {"id", "question", "bucket", "evidence", "history", "gold_text"}  # type: ignore[index]
 
 
 def test_small_ceiling_band_and_unknown_population() -> None:

@@ -45,6 +45,9 @@ class ServerSettings(_Section):
     # whatever the caller's session is, so they are an operator's, not every user's.
     jobs_scope: str = "querywise:jobs"
     max_queued_jobs: int = Field(4, ge=1, le=1000)
+    # The workbench's labels (JSONL, the format `querywise triage --labels` reads), relative to the
+    # directory the service starts in; every worker saves to the same file under a lock.
+    labels_file: Path = Path("querywise-labels.jsonl")
 
     @model_validator(mode="after")
     def _keys_for_algorithms(self) -> ServerSettings:

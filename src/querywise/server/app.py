@@ -31,16 +31,15 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from limits import parse_many
-from limits.storage import MemoryStorage
-from limits.strategies import MovingWindowRateLimiter
 
 from querywise.config import ServerSettings
 from querywise.execute import PlanResult
 from querywise.files import InputError
 from querywise.plan import QueryPlan
 from querywise.retrieve import RetrieverError
-from querywise.server.auth import Authenticator, AuthError, Principal
+from querywise.server import workbench
+from querywise.server.auth import Authenticator, Principal
+from querywise.server.guard import Guard, RefusedError, Who
 from querywise.server.jobs import Job, JobQueueFull, Jobs, Progress
 from querywise.server.metrics import CONTENT_TYPE, ServiceMetrics
 from querywise.server.schemas import (
@@ -74,12 +73,6 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-class _RefusedError(Exception):
-    def __init__(self, status: int, error: str, detail: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(detail)
-        self.status, self.error, self.detail, self.headers = status, error, detail, headers or {}
 
 
 class BodyLimit:
@@ -156,40 +149,6 @@ async def _too_large(send: Send, limit: int) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-class _Guard:
-    """Who may ask, and how often: the authenticator and the per-subject rate limits."""
-
-    def __init__(self, authenticator: Authenticator | None, rate_limit: str | None) -> None:
-        self.authenticator = authenticator
-        self.limiter = MovingWindowRateLimiter(MemoryStorage())  # per worker process, by design (docs/service.md)
-        self.limits = parse_many(rate_limit) if rate_limit else []
-
-    def principal(self, request: Request) -> Principal:
-        if self.authenticator is None:
-            who = Principal(subject="insecure-no-auth")
-        else:
-            try:
-                who = self.authenticator.authenticate(request.headers)
-            except AuthError as exc:
-                raise _RefusedError(401, "unauthorized", str(exc), {"WWW-Authenticate": "Bearer"}) from None
-        for item in self.limits:
-            if not self.limiter.hit(item, "subject", who.subject):
-                reset = self.limiter.get_window_stats(item, "subject", who.subject).reset_time
-                raise _RefusedError(429, "rate_limited", f"over {item} for this client ([server] rate_limit)",
-                                    {"Retry-After": str(max(1, int(reset - time.time() + 0.999)))})
-        return who
-
-
-async def _principal(request: Request) -> Principal:
-    # async: run on the event loop (a JWT check and a rate-limit hit are microseconds), not handed
-    # to the thread pool — each hand-off costs more than the work (bench/results/service_load.md).
-    guard: _Guard = request.app.state.guard
-    return guard.principal(request)
-
-
-Who = Annotated[Principal, Depends(_principal)]
-
-
 @dataclass(frozen=True)
 class _Served:
     """What the handlers serve: the deployment, its metrics, the session keys a body may not name."""
@@ -207,19 +166,19 @@ class _Served:
             context = contextvars.copy_context()  # the request's context variables (tracing...) go with it, as anyio's would
             return await asyncio.get_running_loop().run_in_executor(self.threads, context.run, fn)
         except LimitError as exc:
-            raise _RefusedError(413, "too_large", str(exc)) from None
+            raise RefusedError(413, "too_large", str(exc)) from None
         except AccessError as exc:
-            raise _RefusedError(403, "forbidden", f"the credentials' session cannot be searched with: {exc}") from None
+            raise RefusedError(403, "forbidden", f"the credentials' session cannot be searched with: {exc}") from None
         except RetrieverError as exc:
-            raise _RefusedError(502, "retriever_failed", str(exc)) from None
+            raise RefusedError(502, "retriever_failed", str(exc)) from None
         except (InputError, ValueError) as exc:
-            raise _RefusedError(422, "invalid_request", str(exc)) from None
+            raise RefusedError(422, "invalid_request", str(exc)) from None
 
     def check(self, body: PlanRequest | SearchRequest) -> None:
         try:  # the deployment's own session keys ("market"...), refused like "session" itself
             reject_access_fields(body.model_dump(exclude_unset=True), self.session_keys)
         except ValueError as exc:
-            raise _RefusedError(422, "invalid_request", str(exc)) from None
+            raise RefusedError(422, "invalid_request", str(exc)) from None
 
 
 async def _served(request: Request) -> _Served:
@@ -260,12 +219,12 @@ async def search(body: SearchRequest, who: Who, served: Served) -> SearchRespons
 
 def _start(served: _Served, who: Principal, kind: Literal["triage", "eval"], fn: Callable[[Progress], dict[str, Any]]) -> JSONResponse:
     if served.jobs_scope not in who.scopes:
-        raise _RefusedError(403, "forbidden", f"{kind} jobs need the {served.jobs_scope!r} scope in the credentials ([server] jobs_scope): "
+        raise RefusedError(403, "forbidden", f"{kind} jobs need the {served.jobs_scope!r} scope in the credentials ([server] jobs_scope): "
                             "they read passages whatever the session may see")
     try:
         job = served.jobs.submit(kind, who.subject, fn)
     except JobQueueFull as exc:
-        raise _RefusedError(429, "too_many_jobs", str(exc), {"Retry-After": "10"}) from None
+        raise RefusedError(429, "too_many_jobs", str(exc), {"Retry-After": "10"}) from None
     return JSONResponse(job.model_dump(mode="json"), status_code=202, headers={"Location": f"/v1/jobs/{job.id}"})
 
 
@@ -286,7 +245,7 @@ def job(job_id: str, who: Who, served: Served) -> Job:
     """A job's status and progress, and its result (the report JSON) once done; only its starter sees it."""
     found = served.jobs.get(job_id, who.subject)
     if found is None:
-        raise _RefusedError(404, "not_found", f"no job {job_id!r} of yours")
+        raise RefusedError(404, "not_found", f"no job {job_id!r} of yours")
     return found
 
 
@@ -317,8 +276,8 @@ def _api() -> FastAPI:
                   responses={401: {"model": ErrorBody}, 413: {"model": ErrorBody}, 422: {"model": ErrorBody}, 429: {"model": ErrorBody}})
     app.include_router(router)
 
-    @app.exception_handler(_RefusedError)
-    async def refused(request: Request, exc: _RefusedError) -> JSONResponse:
+    @app.exception_handler(RefusedError)
+    async def refused(request: Request, exc: RefusedError) -> JSONResponse:
         return JSONResponse({"error": exc.error, "detail": exc.detail}, status_code=exc.status, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
@@ -346,7 +305,8 @@ def create_app(deployment: QueryWise, *, authenticator: Authenticator | None, se
     app.state.served = _Served(deployment, metrics, frozenset(deployment.settings.access.fields), jobs, server.jobs_scope, threads)
     app.router.add_event_handler("shutdown", jobs.close)
     app.router.add_event_handler("shutdown", threads.shutdown)
-    app.state.guard = _Guard(authenticator, server.rate_limit)
+    app.state.guard = Guard(authenticator, server.rate_limit, insecure_scopes=frozenset({server.jobs_scope}))
+    workbench.install(app, deployment, jobs, server.labels_file, server.jobs_scope)
 
     app.add_middleware(Timed, metrics=metrics)
     app.add_middleware(BodyLimit, limit=server.max_body_bytes)

@@ -72,6 +72,21 @@ class Jobs:
         self._pool.submit(self._run, job.id, fn)
         return job
 
+    def add(self, kind: Literal["triage", "eval"], owner: str, result: dict[str, Any]) -> Job:
+        """A finished job of a result made elsewhere (a report opened in the workbench)."""
+        now = _now()
+        job = Job(id=f"{kind}-{next(self._serial)}-{secrets.token_hex(6)}", kind=kind, status="done", created_at=now, started_at=now,
+                  finished_at=now, result=result)
+        with self._lock:
+            self._jobs[job.id] = (owner, job)
+            self._forget_old()
+        return job
+
+    def mine(self, owner: str) -> list[Job]:
+        """The jobs `owner` started or opened, newest first."""
+        with self._lock:
+            return [j for o, j in reversed(self._jobs.values()) if o == owner]
+
     def get(self, job_id: str, owner: str) -> Job | None:
         with self._lock:
             found = self._jobs.get(job_id)

@@ -11,10 +11,10 @@ from querywise.triage.failures import (
     Failure,
     TriageInputError,
     load_failures,
-    load_labels,
     load_sources,
     sample_failures,
 )
+from querywise.triage.labels import Label, LabelStore, load_labels, relabel
 from querywise.triage.locate import ChunkTable, Location, locate
 from querywise.triage.report import (
     Population,
@@ -34,6 +34,8 @@ __all__ = [
     "EvalFile",
     "Evidence",
     "Failure",
+    "Label",
+    "LabelStore",
     "Location",
     "Population",
     "TriageInputError",
@@ -46,6 +48,7 @@ __all__ = [
     "load_sources",
     "locate",
     "population_of",
+    "relabel",
     "sample_failures",
     "triage_cases",
 ]

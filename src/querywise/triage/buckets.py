@@ -46,6 +46,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from querywise.conversation import Turns
 from querywise.triage.detectors import (
     BoundaryCheck,
     LabelCheck,
@@ -153,6 +154,8 @@ class Case(BaseModel):
     question: str
     bucket: Bucket
     evidence: Evidence
+    history: Turns = ()  # the question's earlier turns, as the failures file gave them
+    gold_text: str | None = None  # the gold passage's text when the failures file gave it (else the gold chunk is the gold)
 
 
 #: A chunk above the gold that shares at least this share of the gold's terms (or comes from

@@ -27,7 +27,6 @@ __all__ = [
     "QueryDefectKind",
     "TriageInputError",
     "load_failures",
-    "load_labels",
     "load_sources",
     "sample_failures",
 ]
@@ -121,19 +120,6 @@ def load_sources(path: Path | str) -> dict[str, str]:
             raise TriageInputError(path, line, f"duplicate id {doc_id!r}")
         docs[str(doc_id)] = rec["text"]
     return docs
-
-
-def load_labels(path: Path | str) -> dict[str, QueryDefectKind]:
-    """Human labels of query defects: JSONL `id`, `label` (vocabulary, compound, referent, filler)."""
-    labels: dict[str, QueryDefectKind] = {}
-    for line, rec in read_jsonl(path, error=TriageInputError):
-        rid, label = rec.get("id"), rec.get("label")
-        if rid is None or str(rid) == "":
-            raise TriageInputError(path, line, "missing 'id'")
-        if label not in QUERY_DEFECT_KINDS:
-            raise TriageInputError(path, line, f"label must be one of {', '.join(QUERY_DEFECT_KINDS)}, got {label!r}")
-        labels[str(rid)] = label
-    return labels
 
 
 def sample_failures(failures: Sequence[Failure], n: int | None, seed: int = 0) -> list[Failure]:

@@ -4,12 +4,13 @@ each with its ranks and the chunks ranked above the gold. No scripts, no externa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from html import escape
 
 from querywise.triage.buckets import BUCKETS, LABEL_BUCKETS, QUERY_BUCKETS, UNREACHABLE_BUCKETS, Case
 from querywise.triage.report import TriageReport
 
-__all__ = ["triage_html"]
+__all__ = ["bucket_chart", "triage_html"]
 
 _STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; max-width: 72em; }
@@ -33,7 +34,9 @@ def _colour(bucket: str) -> str:
     return _COLOURS[bucket]
 
 
-def _chart(report: TriageReport) -> str:
+def bucket_chart(report: TriageReport, *, href: Callable[[str], str] | None = None) -> str:
+    """The share of each bucket with a one-SE whisker, as inline SVG; `href(bucket)` makes each
+    row a link (the workbench's bucket filter)."""
     n = report.sample.n or 1
     row_h, label_w, bar_w = 24, 190, 420
     peak = max([report.buckets[b] / n + report.se[b] for b in BUCKETS] + [0.05])
@@ -43,13 +46,14 @@ def _chart(report: TriageReport) -> str:
         y = i * row_h + 4
         w = bar_w * p / peak
         lo, hi = label_w + bar_w * max(0.0, p - se) / peak, label_w + bar_w * (p + se) / peak
-        parts.append(
+        row = (
             f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end">{escape(b)}</text>'
             f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row_h - 8}" fill="{_colour(b)}"/>'
             + (f'<line x1="{lo:.1f}" x2="{hi:.1f}" y1="{y + row_h / 2}" y2="{y + row_h / 2}" stroke="#333"/>' if se else "")
             + f'<text x="{label_w + max(w, hi - label_w) + 6:.1f}" y="{y + 15}">{report.buckets[b]} '
             f'({report.shares[b]}% ± {100 * se:.1f})</text>'
         )
+        parts.append(f'<a href="{escape(href(b))}" data-bucket="{escape(b)}">{row}</a>' if href is not None else row)
     legend = [("not reachable: ingest, chunker", "unreachable"), ("ranking", "ranking"), ("generation", "generation"),
               ("suspect label", "label"), ("query layer", "query")]
     x = 0
@@ -132,7 +136,7 @@ def triage_html(report: TriageReport, *, title: str = "Failure triage") -> str:
     notes = "".join(f"<li>{escape(n)}</li>" for n in report.notes)
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(title)}</title><style>{_STYLE}</style></head><body>"
-        f"<h1>{escape(title)}</h1><p>{escape(popline)}</p>{head}<h2>Where the failures are repaired</h2>{_chart(report)}"
+        f"<h1>{escape(title)}</h1><p>{escape(popline)}</p>{head}<h2>Where the failures are repaired</h2>{bucket_chart(report)}"
         f"{table}<p>{escape(sums + rounding)}</p><ul>{notes}</ul><h2>Cases</h2><table><tr><th class='l'>id</th><th class='l'>bucket</th>"
         f"<th class='l'>question</th><th>rank (original)</th><th>rank (retrieved)</th><th>rank (literal)</th><th>rank (generated)</th>"
         f"<th class='l'>why</th><th class='l'>ranked above the gold (original question)</th></tr>{cases}</table></body></html>"

@@ -239,7 +239,7 @@ def triage_cases(
             })
             row += 3
         bucket, reason, source = classify(ev, k=k, context_k=context_k)
-        cases.append(Case(id=f.id, question=f.question, bucket=bucket,
+        cases.append(Case(id=f.id, question=f.question, bucket=bucket, history=f.history, gold_text=f.gold_text,
                           evidence=ev.model_copy(update={"reason": reason, "label_source": source})))
         advance(1)
     return cases

@@ -1,0 +1,166 @@
+"""What people say about triaged cases, kept safe, and the report they change.
+
+A labels file is JSONL, one row per case id, the newest word on it:
+`{"id", "label"?, "bucket"?, "note", "by", "at"}`. `label` is a query-defect kind (vocabulary,
+compound, referent, filler: what `querywise triage --labels` reads and the detectors only
+suggest); `bucket` overrides the bucket of any case a person disagrees with. A row needs one of
+the two.
+
+`LabelStore.save` reads the file, changes one row and writes it again under an exclusive lock
+(`filelock`, a lock file beside it: every thread and worker process of a service serialises on
+it, so two labellers saving at once both land); the new content goes to a temporary file in the
+same folder, is flushed to disk, then `os.replace`s the old one. A process killed at any point
+leaves the old file or the new one, never a part of either.
+
+`relabel` applies the labels to a report: the detectors' bucket of each case is kept beside the
+person's, and `Agreement` counts how often they agree.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from filelock import FileLock
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from querywise.files import read_jsonl
+from querywise.triage.buckets import QUERY_BUCKETS, Bucket, Case, classify
+from querywise.triage.failures import QueryDefectKind, TriageInputError
+from querywise.triage.report import Population, TriageReport, build_report
+
+__all__ = ["Agreement", "Label", "LabelStore", "detectors_bucket", "load_labels", "read_labels", "relabel"]
+
+
+class Label(BaseModel):
+    """One person's word on one case."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    id: str = Field(min_length=1)
+    label: QueryDefectKind | None = None  # which query move would have helped
+    bucket: Bucket | None = None  # the bucket the person puts the case in, whatever the detectors said
+    note: str = Field("", max_length=2000)
+    by: str = ""
+    at: dt.datetime = Field(default_factory=lambda: dt.datetime.now(dt.UTC))
+
+    @model_validator(mode="after")
+    def _says_something(self) -> Label:
+        if self.label is None and self.bucket is None:
+            raise ValueError("a label needs 'label' (a query-defect kind) or 'bucket' (an override)")
+        return self
+
+
+def read_labels(path: Path | str) -> dict[str, Label]:
+    """The labels of a file by case id (a later row of an id wins); a bad row names its line."""
+    out: dict[str, Label] = {}
+    for line, rec in read_jsonl(path, error=TriageInputError):
+        try:
+            label = Label.model_validate(rec)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            given = f", got {first['input']!r}" if first["loc"] else ""
+            raise TriageInputError(path, line, f"{'.'.join(str(p) for p in first['loc']) or 'row'}: {first['msg']}{given}") from None
+        out[label.id] = label
+    return out
+
+
+def load_labels(path: Path | str) -> dict[str, QueryDefectKind]:
+    """The query-defect labels of a labels file (`querywise triage --labels`): id -> kind. Rows
+    that only override a bucket are the workbench's, and read by `relabel`."""
+    return {i: lab.label for i, lab in read_labels(path).items() if lab.label is not None}
+
+
+class LabelStore:
+    """The labels file of a workbench: read at any time, saved one change at a time."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._lock = FileLock(str(self.path) + ".lock")
+
+    def all(self) -> dict[str, Label]:
+        if not self.path.exists():
+            return {}
+        return read_labels(self.path)
+
+    def save(self, label: Label) -> dict[str, Label]:
+        """Add or replace the label of `label.id`; every label after the save."""
+        return self._change(label.id, label)
+
+    def remove(self, case_id: str) -> dict[str, Label]:
+        """Forget what was said about `case_id`; every label after."""
+        return self._change(case_id, None)
+
+    def _change(self, case_id: str, label: Label | None) -> dict[str, Label]:
+        with self._lock:  # read, change, write as one step for every thread and process
+            labels = self.all()
+            labels.pop(case_id, None)
+            if label is not None:
+                labels[case_id] = label
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as out:
+                    out.writelines(json.dumps(v.model_dump(mode="json", exclude_none=True)) + "\n" for v in labels.values())
+                    out.flush()
+                    os.fsync(out.fileno())
+                os.replace(tmp, self.path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+            return labels
+
+
+def detectors_bucket(case: Case, *, k: int, context_k: int) -> tuple[Bucket, str]:
+    """The bucket the detectors alone give the case (no human label), and why."""
+    bucket, reason, _ = classify(case.evidence.model_copy(update={"label": None}), k=k, context_k=context_k)
+    return bucket, reason
+
+
+class Agreement(BaseModel):
+    """Detectors against people, over the cases a person labelled."""
+
+    labelled: int  # cases with a person's word
+    agreed: int  # ... whose bucket the detectors had given too
+    rate: float | None  # agreed / labelled (None with no labels)
+    detectors: dict[str, str]  # case id -> the detectors' bucket, for every case
+
+
+def relabel(report: Mapping[str, object], labels: Mapping[str, Label]) -> tuple[TriageReport, Agreement]:
+    """The report (a `triage --json` object) with the labels applied and recounted: a bucket
+    override puts the case in that bucket; a query-defect label names the kind of a case the
+    detectors sent to the query layer (on any other case it is kept in the evidence only)."""
+    sample = report["sample"]
+    assert isinstance(sample, Mapping)
+    k, context_k = int(sample["k"]), int(sample["context_k"])
+    cases = [Case.model_validate(c) for c in report["cases"]]  # type: ignore[attr-defined]
+    out: list[Case] = []
+    detectors: dict[str, str] = {}
+    agreed = labelled = 0
+    for case in cases:
+        first, why = detectors_bucket(case, k=k, context_k=context_k)
+        detectors[case.id] = first
+        said = labels.get(case.id)
+        ev = case.evidence.model_copy(update={"label": said.label if said else None})
+        if said is None:
+            bucket, reason, source = classify(ev, k=k, context_k=context_k)
+        elif said.bucket is not None:
+            bucket, source = said.bucket, "human"
+            reason = f"set by {said.by or 'a person'}" + (f": {said.note}" if said.note else "") + f" (the detectors said {first}: {why})"
+        else:
+            bucket, reason, source = classify(ev, k=k, context_k=context_k)
+            if first in QUERY_BUCKETS and said.note:
+                reason = f"{reason} by {said.by or 'a person'}: {said.note}"
+        if said is not None:
+            labelled += 1
+            agreed += bucket == first
+        out.append(case.model_copy(update={"bucket": bucket, "evidence": ev.model_copy(update={"reason": reason, "label_source": source})}))
+    population = Population.model_validate(sample["population"])
+    seed = sample.get("seed")
+    rebuilt = build_report(out, population, k=k, context_k=context_k, mode=str(sample["mode"]), seed=seed if isinstance(seed, int) else None,
+                           fpc="finite-population" in str(sample.get("se_method", "")))  # fmt: skip
+    rate = round(agreed / labelled, 4) if labelled else None
+    return rebuilt, Agreement(labelled=labelled, agreed=agreed, rate=rate, detectors=detectors)

@@ -1,0 +1,131 @@
+"""People's labels: saved without loss (threads, processes, a kill mid-save), read back by
+`triage --labels`, and applied to a report with the detectors' word kept beside them."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from querywise.files import InputError
+from querywise.triage import Case, Evidence, Location, Population, build_report, load_labels
+from querywise.triage.detectors import QueryCheck
+from querywise.triage.labels import Label, LabelStore, read_labels, relabel
+
+
+def _report() -> dict[str, object]:
+    loc = Location(method="chunk_id", chunk_id="c1", chunk_ids=["c1"])
+    cases = [
+        Case(id="q1", question="the cooling-off period?", bucket="vocabulary",
+             evidence=Evidence(location=loc, query=QueryCheck(suggested="vocabulary", fired=["vocabulary"], cues=["vocabulary: 0%"]),
+                               label_source="suggested", reason="vocabulary: 0%")),
+        Case(id="q2", question="how do I reset them?", bucket="ranking", evidence=Evidence(location=loc, rank_original=8, reason="rank 8")),
+        Case(id="q3", question="and the Pro?", bucket="unlabelled_query_defect", evidence=Evidence(location=loc)),
+    ]
+    return build_report(cases, Population(failures=3), k=10, context_k=5, mode="hybrid").to_json()
+
+
+def test_a_label_names_the_kind_and_an_override_moves_any_bucket() -> None:
+    labels = {"q1": Label(id="q1", label="referent", by="ann"), "q2": Label(id="q2", bucket="generation", note="the answer was there", by="bob")}
+    report, agreement = relabel(_report(), labels)
+    got = {c.id: (c.bucket, c.evidence.label_source) for c in report.cases}
+    assert got == {"q1": ("referent", "human"), "q2": ("generation", "human"), "q3": ("unlabelled_query_defect", None)}
+    assert report.buckets["referent"] == 1 and report.buckets["vocabulary"] == 0 and report.buckets["ranking"] == 0
+    assert report.buckets["generation"] == 1 and sum(report.shares.values()) == 100
+    assert "set by bob: the answer was there (the detectors said ranking" in report.cases[1].evidence.reason
+    assert (agreement.labelled, agreement.agreed, agreement.rate) == (2, 0, 0.0)
+    assert agreement.detectors == {"q1": "vocabulary", "q2": "ranking", "q3": "unlabelled_query_defect"}
+    same, agree = relabel(_report(), {"q1": Label(id="q1", label="vocabulary")})
+    assert (agree.agreed, agree.rate) == (1, 1.0) and same.cases[0].evidence.label_source == "human"
+
+
+def test_a_query_defect_label_does_not_move_a_case_the_index_side_explains() -> None:
+    report, _ = relabel(_report(), {"q2": Label(id="q2", label="filler")})
+    assert report.cases[1].bucket == "ranking" and report.cases[1].evidence.label == "filler"  # kept in the evidence
+
+
+def test_the_store_saves_replaces_and_removes_and_triage_reads_its_file(tmp_path: Path) -> None:
+    store = LabelStore(tmp_path / "labels.jsonl")
+    assert store.all() == {}
+    store.save(Label(id="q1", label="vocabulary"))
+    store.save(Label(id="q2", bucket="generation", note="n"))
+    store.save(Label(id="q1", label="compound", by="ann"))  # the newest word on q1 replaces the old one
+    assert {k: (v.label, v.bucket, v.by) for k, v in store.all().items()} == {"q1": ("compound", None, "ann"), "q2": (None, "generation", "")}
+    assert load_labels(store.path) == {"q1": "compound"}  # `querywise triage --labels FILE` reads the workbench's file
+    assert store.remove("q1").keys() == {"q2"} and read_labels(store.path).keys() == {"q2"}
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_a_bad_labels_row_is_named_by_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "labels.jsonl"
+    path.write_text(json.dumps({"id": "a", "label": "filler"}) + "\n" + json.dumps({"id": "b", "note": "no label"}) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"labels\.jsonl:2: .*needs 'label'"):
+        read_labels(path)
+    path.write_text(json.dumps({"id": "a", "label": "typo"}) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"labels\.jsonl:1: label"):
+        load_labels(path)
+
+
+def test_labellers_saving_at_once_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "labels.jsonl"
+
+    def label(who: str) -> None:
+        store = LabelStore(path)  # each labeller its own store, as each request or worker has
+        for i in range(40):
+            store.save(Label(id=f"{who}-{i}", label="filler", by=who))
+
+    threads = [threading.Thread(target=label, args=(w,)) for w in ("ann", "bob", "cy")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_label_in_a_process, args=(str(path), w)) for w in ("dee", "eve")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+    assert all(p.exitcode == 0 for p in procs)
+    saved = read_labels(path)
+    assert len(saved) == 5 * 40 and {v.by for v in saved.values()} == {"ann", "bob", "cy", "dee", "eve"}
+
+
+def _label_in_a_process(path: str, who: str) -> None:
+    store = LabelStore(path)
+    for i in range(40):
+        store.save(Label(id=f"{who}-{i}", label="referent", by=who))
+
+
+_SAVER = """
+import sys
+from querywise.triage.labels import Label, LabelStore
+store = LabelStore(sys.argv[1])
+i = 0
+while True:
+    store.save(Label(id=f"k-{i % 50}", label="vocabulary", note="x" * (i % 997), by="killed"))
+    i += 1
+"""
+
+
+def test_a_process_killed_while_saving_leaves_a_valid_file(tmp_path: Path) -> None:
+    path = tmp_path / "labels.jsonl"
+    LabelStore(path).save(Label(id="kept", bucket="ranking", by="ann"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    for delay in (0.3, 0.45, 0.6, 0.75, 0.9):
+        saver = subprocess.Popen([sys.executable, "-c", _SAVER, str(path)], env=env)
+        time.sleep(delay)  # mid-save more often than not: it saves in a tight loop
+        saver.send_signal(signal.SIGKILL)
+        saver.wait()
+        saved = read_labels(path)  # parses: the old file or the new one, never a torn one
+        assert saved["kept"].bucket == "ranking"
+    store = LabelStore(path)
+    store.save(Label(id="after", label="filler"))  # the lock a killed process held is free again
+    assert "after" in store.all()
