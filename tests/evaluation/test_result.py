@@ -142,3 +142,16 @@ def test_committed_schema_is_current() -> None:
 def test_eval_schema_command_prints_the_schema() -> None:
     result = CliRunner().invoke(cli.app, ["eval-schema"])
     assert result.exit_code == 0 and json.loads(result.stdout) == json.loads(SCHEMA_FILE.read_text())
+
+
+def test_every_slice_gets_an_interval_around_its_own_figure() -> None:
+    from querywise.evaluation.result import slice_intervals
+
+    result = EvalResult.from_report(_report(False))
+    got = slice_intervals(result)
+    assert set(got) == {"all", "prose", "identifier", "standalone"}
+    mean, low, high = got["prose"]["mrr"]
+    assert mean == result.slices["prose"]["mrr"] == 1.0 and (low, high) == (1.0, 1.0)  # every prose case scored 1
+    mean, low, high = got["all"]["mrr"]
+    assert mean == result.overall["mrr"] and low < mean < high  # half 1.0, half 0.5
+    assert got["all"]["ndcg@10"][0] == pytest.approx(result.overall["ndcg@10"])  # the unscored case left out, as the figure leaves it

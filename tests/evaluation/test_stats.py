@@ -40,3 +40,14 @@ def test_a_worse_b_has_direction_minus_one() -> None:
 def test_lengths_must_match() -> None:
     with pytest.raises(ValueError, match="same length"):
         paired_difference([1.0], [1.0, 2.0])
+
+
+def test_a_mean_interval_holds_the_mean_and_narrows_with_more_cases() -> None:
+    from querywise.evaluation.stats import mean_interval
+
+    few = mean_interval([1.0, 0.0] * 10 + [float("nan")])  # a case with no score is dropped
+    many = mean_interval([1.0, 0.0] * 500)
+    assert few[0] == many[0] == 0.5
+    assert few[1] < 0.5 < few[2] and many[1] < 0.5 < many[2]
+    assert (many[2] - many[1]) < (few[2] - few[1]) / 3
+    assert mean_interval([]) == (0.0, 0.0, 0.0) and mean_interval([0.7] * 5) == (0.7, 0.7, 0.7)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -39,6 +40,7 @@ from pydantic import (
 from querywise.evaluation.components import ComponentReport
 from querywise.evaluation.harness import ArmResult
 from querywise.evaluation.report import EvalReport
+from querywise.evaluation.stats import mean_interval
 from querywise.index.engine import Mode
 
 __all__ = [
@@ -52,6 +54,7 @@ __all__ = [
     "LLMUsage",
     "Latency",
     "eval_result_json_schema",
+    "slice_intervals",
 ]
 
 EVAL_RESULT_VERSION = 1
@@ -194,6 +197,21 @@ class EvalResult(_Model):
 
 def _arm(r: ArmResult) -> ArmSummary:
     return ArmSummary(mode=r.arm.mode, moves=list(r.arm.moves), overall=r.overall, slices=r.slices, latency_ms=Latency.model_validate(r.latency_ms))
+
+
+def slice_intervals(run: EvalResult) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """Every slice's (and "all"'s) metrics as (mean, low, high), a 95% bootstrap interval over
+    the run's own per-case scores (what the workbench shows beside each figure)."""
+    metrics = list(run.config.metrics)
+    groups: dict[str, list[CaseScores]] = {"all": list(run.cases)}
+    for case in run.cases:
+        for name in case.slices:
+            groups.setdefault(name, []).append(case)
+    def scores(cases: list[CaseScores], metric: str) -> list[float]:
+        return [np.nan if (v := c.scores.get(metric)) is None else v for c in cases]
+
+    return {name: {m: mean_interval(scores(cases, m)) for m in metrics}
+            for name, cases in groups.items()}
 
 
 def eval_result_json_schema() -> dict[str, Any]:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["N_RESAMPLES", "SEED", "PairedDiff", "paired_difference"]
+__all__ = ["N_RESAMPLES", "SEED", "PairedDiff", "mean_interval", "paired_difference"]
 
 SEED = 42
 N_RESAMPLES = 2000
@@ -85,3 +85,23 @@ def paired_difference(
         n=n, a=float(x.mean()), b=float(y.mean()), delta=delta, low=float(low), high=float(high),
         p_value=float(min(1.0, p)), seed=seed, resamples=resamples,
     )
+
+
+def mean_interval(values: Sequence[float] | np.ndarray, *, confidence: float = 0.95, resamples: int = N_RESAMPLES,
+                  seed: int = SEED) -> tuple[float, float, float]:
+    """(mean, low, high): the mean of `values` (NaNs dropped) with a percentile bootstrap interval
+    over the cases, the same resampling as `paired_difference`.
+
+    >>> mean_interval([1.0, 1.0, 1.0])
+    (1.0, 1.0, 1.0)
+    """
+    x = np.asarray(values, dtype=np.float64)
+    x = x[~np.isnan(x)]
+    if x.size == 0:
+        return 0.0, 0.0, 0.0
+    rng = np.random.default_rng(seed)
+    boot = np.concatenate([x[rng.integers(0, x.size, size=(min(_CHUNK, resamples - start), x.size))].mean(axis=1)
+                           for start in range(0, resamples, _CHUNK)])
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(boot, [tail, 1 - tail])
+    return float(x.mean()), float(low), float(high)

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from querywise.conversation import Turn
 from querywise.evaluation.compare import compare_runs
-from querywise.evaluation.result import EvalResult
+from querywise.evaluation.result import EvalResult, slice_intervals
 from querywise.server.auth import Principal
 from querywise.server.guard import UI_COOKIE, Guard, RefusedError
 from querywise.server.jobs import Job, Jobs
@@ -347,7 +347,8 @@ async def eval_view(request: Request, job_id: str, who: Viewer, bench: Bench, ag
         base = _job(bench, who, against, "eval")
         if base.result is not None:
             comparison = compare_runs(EvalResult.model_validate(base.result), run)
-    return _page(request, "eval_report.html", who, job=job, run=run, others=others, against=against, comparison=comparison)
+    return _page(request, "eval_report.html", who, job=job, run=run, others=others, against=against, comparison=comparison,
+                 intervals=slice_intervals(run))
 
 
 # --- the plan inspector -----------------------------------------------------------------
