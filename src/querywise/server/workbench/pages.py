@@ -157,7 +157,7 @@ class _Opened(BaseModel):
 @router.post("/ui/reports")
 async def open_report(request: Request, who: Viewer, bench: Bench, body: _Opened) -> JSONResponse:
     """A report saved with `querywise triage --json`, opened as a finished job."""
-    _require_ui(request, who, bench)
+    _require_ui(who, bench)
     try:
         relabel(body.report, {})
     except (KeyError, TypeError, ValueError, ValidationError) as exc:
@@ -166,7 +166,7 @@ async def open_report(request: Request, who: Viewer, bench: Bench, body: _Opened
     return JSONResponse({"id": job.id, "location": f"/triage/{job.id}"}, status_code=201)
 
 
-def _require_ui(request: Request, who: Principal, bench: Workbench) -> None:
+def _require_ui(who: Principal, bench: Workbench) -> None:
     if bench.jobs_scope not in who.scopes:
         raise RefusedError(403, "forbidden", f"this needs the {bench.jobs_scope!r} scope in the credentials ([server] jobs_scope)")
 
@@ -259,7 +259,7 @@ class _LabelBody(BaseModel):
 
 @router.post("/ui/labels/{job_id}")
 async def save_label(request: Request, job_id: str, body: _LabelBody, who: Viewer, bench: Bench) -> JSONResponse:
-    _require_ui(request, who, bench)
+    _require_ui(who, bench)
     job = _job(bench, who, job_id, "triage")
     if job.result is None or all(c.get("id") != body.case_id for c in job.result.get("cases", [])):
         raise RefusedError(404, "not_found", f"no case {body.case_id!r} in {job.id}")
@@ -273,7 +273,7 @@ async def save_label(request: Request, job_id: str, body: _LabelBody, who: Viewe
 
 @router.delete("/ui/labels/{job_id}/{case_id}")
 async def remove_label(request: Request, job_id: str, case_id: str, who: Viewer, bench: Bench) -> JSONResponse:
-    _require_ui(request, who, bench)
+    _require_ui(who, bench)
     job = _job(bench, who, job_id, "triage")
     bench.labels.remove(case_id)
     return _summary(bench, job, case_id)
@@ -290,8 +290,7 @@ def _summary(bench: Workbench, job: Job, case_id: str) -> JSONResponse:
 
 @router.get("/triage/{job_id}/export.json")
 async def export_json(job_id: str, who: Viewer, bench: Bench) -> JSONResponse:
-    if bench.jobs_scope not in who.scopes:
-        raise RefusedError(403, "forbidden", f"this needs the {bench.jobs_scope!r} scope in the credentials ([server] jobs_scope)")
+    _require_ui(who, bench)
     job = _job(bench, who, job_id, "triage")
     report, agreement, labels = _report(bench, job)
     body = {**report.to_json(), "labels": [v.model_dump(mode="json", exclude_none=True) for k, v in labels.items()
@@ -302,8 +301,7 @@ async def export_json(job_id: str, who: Viewer, bench: Bench) -> JSONResponse:
 
 @router.get("/triage/{job_id}/export.html", response_class=HTMLResponse)
 async def export_html(job_id: str, who: Viewer, bench: Bench) -> HTMLResponse:
-    if bench.jobs_scope not in who.scopes:
-        raise RefusedError(403, "forbidden", f"this needs the {bench.jobs_scope!r} scope in the credentials ([server] jobs_scope)")
+    _require_ui(who, bench)
     job = _job(bench, who, job_id, "triage")
     report, agreement, _ = _report(bench, job)
     title = f"Failure triage {job.id} (labelled: {agreement.labelled}, detectors agree on {agreement.agreed})"
@@ -324,7 +322,7 @@ async def eval_list(request: Request, who: Viewer, bench: Bench) -> HTMLResponse
 @router.post("/ui/runs")
 async def open_run(request: Request, who: Viewer, bench: Bench, body: _Opened) -> JSONResponse:
     """A run saved with `querywise eval --json`, opened as a finished job."""
-    _require_ui(request, who, bench)
+    _require_ui(who, bench)
     try:
         EvalResult.model_validate(body.report)
     except ValidationError as exc:
