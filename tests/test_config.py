@@ -1,6 +1,7 @@
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from querywise.config import ConfigError, load_settings
 
@@ -80,3 +81,12 @@ def test_invalid_toml_and_missing_file(tmp_path: Path) -> None:
 def test_no_file_means_embedded_defaults() -> None:
     s = load_settings(None)
     assert s.index.rrf_k == 60 and s.routing.routes == []
+
+
+def test_the_rate_limit_store_is_named_by_a_scheme_limits_knows() -> None:
+    from querywise.config import ServerSettings
+
+    assert ServerSettings().rate_limit_storage == "memory://"  # per worker unless the replicas share a store
+    assert ServerSettings(rate_limit_storage="redis://cache:6379").rate_limit_storage == "redis://cache:6379"
+    with pytest.raises(ValidationError, match=r"rate_limit_storage 'nope://x': expected one of .*memory://.*redis://"):
+        ServerSettings(rate_limit_storage="nope://x")

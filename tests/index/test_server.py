@@ -66,3 +66,49 @@ def test_rollback_moves_the_alias_back(tmp_path: Path, shop: list[Chunk], hash_e
     (alias,) = client.get_aliases().aliases
     assert alias.collection_name == f"shop-{first.manifest.build_id}"
     assert len(Index.open(tmp_path / "ix", settings=s, embedder=hash_embedder, client=client)) == len(shop)
+
+
+def test_a_cluster_collection_is_created_with_the_configured_shards_and_replicas() -> None:
+    """Against a recording stand-in for Qdrant's REST API on 127.0.0.1 (the collection create is
+    the one call that carries them; local mode ignores both)."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from querywise.index.server import ServerEngine
+
+    seen: list[tuple[str, str, dict[str, object]]] = []
+
+    class Qdrant(BaseHTTPRequestHandler):
+        def _answer(self, result: object) -> None:
+            body = json.dumps({"result": result, "status": "ok", "time": 0.0}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_PUT(self) -> None:
+            length = int(self.headers.get("Content-Length", 0))
+            seen.append(("PUT", self.path, json.loads(self.rfile.read(length) or b"{}")))
+            self._answer(True)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Qdrant)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        from qdrant_client import QdrantClient
+
+        client = QdrantClient(url=f"http://127.0.0.1:{server.server_address[1]}", check_compatibility=False)
+        engine = ServerEngine.create(client, "shop", "b1", dim=8, hnsw_m=16, hnsw_ef_construct=64, shards=3, replicas=2)
+        client.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert engine.collection == "shop-b1"
+    ((method, path, body),) = [s for s in seen if s[1].startswith("/collections/shop-b1")]
+    assert (method, path.split("?")[0]) == ("PUT", "/collections/shop-b1")
+    assert body["shard_number"] == 3 and body["replication_factor"] == 2

@@ -45,6 +45,11 @@ class IndexSettings(_Section):
     engine: Literal["edge", "server"] = "edge"
     server_url: str | None = None  # for engine = "server"; the API key comes from QDRANT_API_KEY
     collection: str = "querywise"
+    # engine = "server" on a Qdrant cluster: each build's collection in this many shards, each
+    # kept on this many nodes (Qdrant's shard_number / replication_factor; None: the server's
+    # default). docs/scaling.md says how to size them.
+    shards: int | None = Field(None, ge=1, le=1024)
+    replicas: int | None = Field(None, ge=1, le=64)
     # BM25 (Lucene form) over Qdrant sparse vectors with the IDF modifier.
     k1: float = Field(1.5, gt=0)
     b: float = Field(0.75, ge=0, le=1)

@@ -40,6 +40,10 @@ class ServerSettings(_Section):
     gateway_signature_header: str = "x-querywise-signature"  # hex HMAC-SHA256 of the session header's value
     max_body_bytes: int = Field(262_144, ge=1024)  # a larger request is 413
     rate_limit: str | None = "100/second"  # per client (the token's subject), `limits` notation; None: no limit
+    # Where the rate-limit windows live: "memory://" is per worker process; replicas behind a load
+    # balancer share one store ("redis://host:6379", "memcached://host:11211"; the client library
+    # is then the user's to install), so a client's limit holds across all of them.
+    rate_limit_storage: str = "memory://"
     graceful_shutdown_s: float = Field(10.0, ge=0)  # in-flight requests get this long to finish on SIGTERM
     # The grant (a token's `scope` claim) that may start triage and eval jobs: they read passages
     # whatever the caller's session is, so they are an operator's, not every user's.
@@ -53,6 +57,11 @@ class ServerSettings(_Section):
     def _keys_for_algorithms(self) -> ServerSettings:
         if self.auth == "jwt" and any(a != "HS256" for a in self.jwt_algorithms) and self.jwt_public_key is None:
             raise ValueError("[server] jwt_algorithms RS256 / ES256 need jwt_public_key = 'path/to/public.pem'")
+        from limits.storage import SCHEMES
+
+        if self.rate_limit_storage.split("://", 1)[0] not in SCHEMES:
+            raise ValueError(f"[server] rate_limit_storage {self.rate_limit_storage!r}: expected one of "
+                             f"{', '.join(sorted(k + '://' for k in SCHEMES))}")
         if self.rate_limit is not None:
             from limits import parse_many
 

@@ -98,13 +98,16 @@ class ServerEngine:
 
     @classmethod
     def create(
-        cls, client: QdrantClient, alias: str, build_id: str, *, dim: int, hnsw_m: int, hnsw_ef_construct: int
+        cls, client: QdrantClient, alias: str, build_id: str, *, dim: int, hnsw_m: int, hnsw_ef_construct: int,
+        shards: int | None = None, replicas: int | None = None,
     ) -> ServerEngine:
         from qdrant_client import models as m
 
         name = collection_of(alias, build_id)
         client.create_collection(
             name,
+            shard_number=shards,
+            replication_factor=replicas,
             vectors_config={
                 DENSE: m.VectorParams(
                     size=dim,

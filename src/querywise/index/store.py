@@ -226,7 +226,8 @@ def build_index(
             else:
                 client = client or connect(s.server_url or ":memory:")
                 engine = ServerEngine.create(
-                    client, s.collection, build_id, dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct
+                    client, s.collection, build_id, dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct,
+                    shards=s.shards, replicas=s.replicas,
                 )
             kinds = _payload_index_kinds(chunks, s.payload_indexes)
             for field, kind in kinds.items():

@@ -305,7 +305,7 @@ def create_app(deployment: QueryWise, *, authenticator: Authenticator | None, se
     app.state.served = _Served(deployment, metrics, frozenset(deployment.settings.access.fields), jobs, server.jobs_scope, threads)
     app.router.add_event_handler("shutdown", jobs.close)
     app.router.add_event_handler("shutdown", threads.shutdown)
-    app.state.guard = Guard(authenticator, server.rate_limit, insecure_scopes=frozenset({server.jobs_scope}))
+    app.state.guard = Guard(authenticator, server.rate_limit, storage=server.rate_limit_storage, insecure_scopes=frozenset({server.jobs_scope}))
     workbench.install(app, deployment, jobs, server.labels_file, server.jobs_scope)
 
     app.add_middleware(Timed, metrics=metrics)

@@ -15,7 +15,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from limits import parse_many
-from limits.storage import MemoryStorage
+from limits.storage import storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
 from querywise.server.auth import Authenticator, AuthError, Principal
@@ -37,12 +37,14 @@ class RefusedError(Exception):
 class Guard:
     """The authenticator and the per-subject rate limits."""
 
-    def __init__(self, authenticator: Authenticator | None, rate_limit: str | None, *, insecure_scopes: frozenset[str] = frozenset()) -> None:
+    def __init__(self, authenticator: Authenticator | None, rate_limit: str | None, *, storage: str = "memory://",
+                 insecure_scopes: frozenset[str] = frozenset()) -> None:
         self.authenticator = authenticator
         # With authentication off (`--insecure-no-auth`, a laptop) the one caller holds these grants
         # (the jobs scope: whoever reaches the port can do everything anyway); its session stays empty.
         self.insecure = Principal(subject="insecure-no-auth", scopes=insecure_scopes)
-        self.limiter = MovingWindowRateLimiter(MemoryStorage())  # per worker process, by design (docs/service.md)
+        # memory:// is per worker process (docs/service.md); a shared store holds across replicas
+        self.limiter = MovingWindowRateLimiter(storage_from_string(storage))
         self.limits = parse_many(rate_limit) if rate_limit else []
 
     def principal(self, request: Request) -> Principal:
