@@ -124,3 +124,67 @@ def test_a_saved_report_opens_as_a_finished_job(served: tuple[str, Path], token:
         opened = ops.post("/ui/reports", json={"report": report}, headers=UI)
         assert opened.status_code == 201 and ops.get(opened.json()["location"]).status_code == 200
         assert ops.post("/ui/reports", json={"report": {"cases": "no"}}, headers=UI).status_code == 422
+
+
+@pytest.mark.model
+def test_a_server_killed_while_labellers_save_leaves_a_valid_labels_file(tmp_path: Path, token: Callable[..., str], jwt_secret: str) -> None:
+    """`querywise serve` in its own process, two labellers saving as fast as they can, SIGKILL:
+    the file it leaves parses, and what was saved before the kill began is still in it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    from test_serve_cli import _free_port
+    from triage_sample import small_report
+
+    from querywise.demo import demo_file
+    from querywise.triage.labels import read_labels
+
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([sys.executable, "-m", "querywise", "serve", "-c", str(demo_file("querywise.toml")), "--port", str(port)],
+                            cwd=tmp_path, env={**os.environ, "HF_HUB_OFFLINE": "1", "QUERYWISE_JWT_SECRET": jwt_secret},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, "querywise serve did not start"
+            try:
+                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        with _signed_in(url, token(market="eu", sub="ops", scope="querywise:jobs")) as ops:
+            job = ops.post("/ui/reports", json={"report": small_report()}, headers=UI).json()["id"]
+            first = ops.post(f"/ui/labels/{job}", json={"case_id": "q1", "label": "referent", "note": "before the kill"}, headers=UI)
+            assert first.status_code == 200
+            cookie = ops.cookies[UI_COOKIE]
+        saved = threading.Event()
+
+        def label(case: str) -> None:
+            with httpx.Client(base_url=url, cookies={UI_COOKIE: cookie}, headers=UI, timeout=5) as client:
+                for i in range(10_000):
+                    try:
+                        client.post(f"/ui/labels/{job}", json={"case_id": case, "bucket": "generation", "note": "x" * (i % 500)})
+                    except httpx.TransportError:
+                        return  # the server is gone
+                    saved.set()
+
+        labellers = [threading.Thread(target=label, args=(c,)) for c in ("q2", "q3")]
+        for t in labellers:
+            t.start()
+        assert saved.wait(30)
+        time.sleep(0.5)  # saving in a tight loop from two threads: the kill lands mid-save more often than not
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        for t in labellers:
+            t.join(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    labels = read_labels(tmp_path / "querywise-labels.jsonl")  # parses: the old file or the new one
+    assert labels["q1"].label == "referent" and labels["q1"].note == "before the kill"
+    assert {"q2", "q3"} & set(labels)

@@ -14,28 +14,16 @@ import time
 from pathlib import Path
 
 import pytest
+from triage_sample import small_report
 
 from querywise.files import InputError
-from querywise.triage import Case, Evidence, Location, Population, build_report, load_labels
-from querywise.triage.detectors import QueryCheck
+from querywise.triage import load_labels
 from querywise.triage.labels import Label, LabelStore, read_labels, relabel
-
-
-def _report() -> dict[str, object]:
-    loc = Location(method="chunk_id", chunk_id="c1", chunk_ids=["c1"])
-    cases = [
-        Case(id="q1", question="the cooling-off period?", bucket="vocabulary",
-             evidence=Evidence(location=loc, query=QueryCheck(suggested="vocabulary", fired=["vocabulary"], cues=["vocabulary: 0%"]),
-                               label_source="suggested", reason="vocabulary: 0%")),
-        Case(id="q2", question="how do I reset them?", bucket="ranking", evidence=Evidence(location=loc, rank_original=8, reason="rank 8")),
-        Case(id="q3", question="and the Pro?", bucket="unlabelled_query_defect", evidence=Evidence(location=loc)),
-    ]
-    return build_report(cases, Population(failures=3), k=10, context_k=5, mode="hybrid").to_json()
 
 
 def test_a_label_names_the_kind_and_an_override_moves_any_bucket() -> None:
     labels = {"q1": Label(id="q1", label="referent", by="ann"), "q2": Label(id="q2", bucket="generation", note="the answer was there", by="bob")}
-    report, agreement = relabel(_report(), labels)
+    report, agreement = relabel(small_report(), labels)
     got = {c.id: (c.bucket, c.evidence.label_source) for c in report.cases}
     assert got == {"q1": ("referent", "human"), "q2": ("generation", "human"), "q3": ("unlabelled_query_defect", None)}
     assert report.buckets["referent"] == 1 and report.buckets["vocabulary"] == 0 and report.buckets["ranking"] == 0
@@ -43,12 +31,12 @@ def test_a_label_names_the_kind_and_an_override_moves_any_bucket() -> None:
     assert "set by bob: the answer was there (the detectors said ranking" in report.cases[1].evidence.reason
     assert (agreement.labelled, agreement.agreed, agreement.rate) == (2, 0, 0.0)
     assert agreement.detectors == {"q1": "vocabulary", "q2": "ranking", "q3": "unlabelled_query_defect"}
-    same, agree = relabel(_report(), {"q1": Label(id="q1", label="vocabulary")})
+    same, agree = relabel(small_report(), {"q1": Label(id="q1", label="vocabulary")})
     assert (agree.agreed, agree.rate) == (1, 1.0) and same.cases[0].evidence.label_source == "human"
 
 
 def test_a_query_defect_label_does_not_move_a_case_the_index_side_explains() -> None:
-    report, _ = relabel(_report(), {"q2": Label(id="q2", label="filler")})
+    report, _ = relabel(small_report(), {"q2": Label(id="q2", label="filler")})
     assert report.cases[1].bucket == "ranking" and report.cases[1].evidence.label == "filler"  # kept in the evidence
 
 
