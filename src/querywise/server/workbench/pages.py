@@ -82,6 +82,9 @@ async def _bench(request: Request) -> Workbench:
 
 Viewer = Annotated[Principal, Depends(_viewer)]
 Bench = Annotated[Workbench, Depends(_bench)]
+# Handlers that read or write the labels file, read the index's chunks or recount a report are
+# sync (FastAPI runs them in its thread pool): a save waiting on another worker's file lock must
+# not hold this worker's event loop, which serves the API too.
 
 
 def _page(request: Request, name: str, who: Principal | None, status: int = 200, **context: Any) -> HTMLResponse:
@@ -143,7 +146,7 @@ async def home(request: Request, who: Viewer, bench: Bench) -> HTMLResponse:
 
 
 @router.get("/triage", response_class=HTMLResponse)
-async def triage_list(request: Request, who: Viewer, bench: Bench) -> HTMLResponse:
+def triage_list(request: Request, who: Viewer, bench: Bench) -> HTMLResponse:
     if (refused := _operator(request, who, bench)) is not None:
         return refused
     jobs = [j for j in bench.jobs.mine(who.subject) if j.kind == "triage"]
@@ -155,7 +158,7 @@ class _Opened(BaseModel):
 
 
 @router.post("/ui/reports")
-async def open_report(request: Request, who: Viewer, bench: Bench, body: _Opened) -> JSONResponse:
+def open_report(request: Request, who: Viewer, bench: Bench, body: _Opened) -> JSONResponse:
     """A report saved with `querywise triage --json`, opened as a finished job."""
     _require_ui(who, bench)
     try:
@@ -179,7 +182,7 @@ def _report(bench: Workbench, job: Job) -> tuple[TriageReport, Agreement, dict[s
 
 
 @router.get("/triage/{job_id}", response_class=HTMLResponse)
-async def triage_view(request: Request, job_id: str, who: Viewer, bench: Bench, bucket: str | None = None) -> HTMLResponse:
+def triage_view(request: Request, job_id: str, who: Viewer, bench: Bench, bucket: str | None = None) -> HTMLResponse:
     if (refused := _operator(request, who, bench)) is not None:
         return refused
     job = _job(bench, who, job_id, "triage")
@@ -193,7 +196,7 @@ async def triage_view(request: Request, job_id: str, who: Viewer, bench: Bench, 
 
 
 @router.get("/triage/{job_id}/case/{case_id}", response_class=HTMLResponse)
-async def case_view(request: Request, job_id: str, case_id: str, who: Viewer, bench: Bench, bucket: str | None = None) -> HTMLResponse:
+def case_view(request: Request, job_id: str, case_id: str, who: Viewer, bench: Bench, bucket: str | None = None) -> HTMLResponse:
     if (refused := _operator(request, who, bench)) is not None:
         return refused
     job = _job(bench, who, job_id, "triage")
@@ -258,7 +261,7 @@ class _LabelBody(BaseModel):
 
 
 @router.post("/ui/labels/{job_id}")
-async def save_label(request: Request, job_id: str, body: _LabelBody, who: Viewer, bench: Bench) -> JSONResponse:
+def save_label(request: Request, job_id: str, body: _LabelBody, who: Viewer, bench: Bench) -> JSONResponse:
     _require_ui(who, bench)
     job = _job(bench, who, job_id, "triage")
     if job.result is None or all(c.get("id") != body.case_id for c in job.result.get("cases", [])):
@@ -272,7 +275,7 @@ async def save_label(request: Request, job_id: str, body: _LabelBody, who: Viewe
 
 
 @router.delete("/ui/labels/{job_id}/{case_id}")
-async def remove_label(request: Request, job_id: str, case_id: str, who: Viewer, bench: Bench) -> JSONResponse:
+def remove_label(request: Request, job_id: str, case_id: str, who: Viewer, bench: Bench) -> JSONResponse:
     _require_ui(who, bench)
     job = _job(bench, who, job_id, "triage")
     bench.labels.remove(case_id)
@@ -289,7 +292,7 @@ def _summary(bench: Workbench, job: Job, case_id: str) -> JSONResponse:
 
 
 @router.get("/triage/{job_id}/export.json")
-async def export_json(job_id: str, who: Viewer, bench: Bench) -> JSONResponse:
+def export_json(job_id: str, who: Viewer, bench: Bench) -> JSONResponse:
     _require_ui(who, bench)
     job = _job(bench, who, job_id, "triage")
     report, agreement, labels = _report(bench, job)
@@ -300,7 +303,7 @@ async def export_json(job_id: str, who: Viewer, bench: Bench) -> JSONResponse:
 
 
 @router.get("/triage/{job_id}/export.html", response_class=HTMLResponse)
-async def export_html(job_id: str, who: Viewer, bench: Bench) -> HTMLResponse:
+def export_html(job_id: str, who: Viewer, bench: Bench) -> HTMLResponse:
     _require_ui(who, bench)
     job = _job(bench, who, job_id, "triage")
     report, agreement, _ = _report(bench, job)
@@ -312,7 +315,7 @@ async def export_html(job_id: str, who: Viewer, bench: Bench) -> HTMLResponse:
 
 
 @router.get("/eval", response_class=HTMLResponse)
-async def eval_list(request: Request, who: Viewer, bench: Bench) -> HTMLResponse:
+def eval_list(request: Request, who: Viewer, bench: Bench) -> HTMLResponse:
     if (refused := _operator(request, who, bench)) is not None:
         return refused
     jobs = [j for j in bench.jobs.mine(who.subject) if j.kind == "eval"]
@@ -320,7 +323,7 @@ async def eval_list(request: Request, who: Viewer, bench: Bench) -> HTMLResponse
 
 
 @router.post("/ui/runs")
-async def open_run(request: Request, who: Viewer, bench: Bench, body: _Opened) -> JSONResponse:
+def open_run(request: Request, who: Viewer, bench: Bench, body: _Opened) -> JSONResponse:
     """A run saved with `querywise eval --json`, opened as a finished job."""
     _require_ui(who, bench)
     try:
@@ -332,7 +335,7 @@ async def open_run(request: Request, who: Viewer, bench: Bench, body: _Opened) -
 
 
 @router.get("/eval/{job_id}", response_class=HTMLResponse)
-async def eval_view(request: Request, job_id: str, who: Viewer, bench: Bench, against: str | None = None) -> HTMLResponse:
+def eval_view(request: Request, job_id: str, who: Viewer, bench: Bench, against: str | None = None) -> HTMLResponse:
     if (refused := _operator(request, who, bench)) is not None:
         return refused
     job = _job(bench, who, job_id, "eval")
