@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Self
@@ -16,6 +17,14 @@ def default_cache_dir() -> Path:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "querywise"
+
+
+def check_pattern(pattern: str, what: str) -> None:
+    """ValueError naming `what` when `pattern` is no regex (they are always used case-insensitive)."""
+    try:
+        re.compile(pattern, re.IGNORECASE)
+    except re.error as exc:
+        raise ValueError(f"{what} {pattern!r} does not compile: {exc}") from None
 
 
 class _Section(BaseModel):

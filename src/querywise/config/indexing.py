@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import Field, model_validator
 
-from querywise.config._section import _Section
+from querywise.config._section import _Section, check_pattern
 
 # The embedder kinds of `querywise.embed` (its EMBEDDER_KINDS; a test keeps the two in step), and
 # "auto", which picks the fastest path that keeps the reference numbers. Validated here, so a bad
@@ -34,10 +33,7 @@ class ChunkingSettings(_Section):
 
     @model_validator(mode="after")
     def _pattern_compiles(self) -> ChunkingSettings:
-        try:
-            re.compile(self.identifier_pattern, re.IGNORECASE)
-        except re.error as exc:
-            raise ValueError(f"chunking.identifier_pattern {self.identifier_pattern!r} does not compile: {exc}") from None
+        check_pattern(self.identifier_pattern, "chunking.identifier_pattern")
         return self
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Literal, get_args
 
 from pydantic import Field, model_validator
 
-from querywise.config._section import _Section
+from querywise.config._section import _Section, check_pattern
 
 
 class RouteSpec(_Section):
@@ -26,10 +25,7 @@ class IdentifierRule(_Section):
 
     @model_validator(mode="after")
     def _compiles(self) -> IdentifierRule:
-        try:
-            re.compile(self.pattern, re.IGNORECASE)
-        except re.error as exc:
-            raise ValueError(f"pattern {self.pattern!r} does not compile: {exc}") from None
+        check_pattern(self.pattern, "pattern")
         return self
 
 

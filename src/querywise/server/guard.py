@@ -58,9 +58,7 @@ class Guard:
 
     def identify(self, request: Request) -> Principal:
         """The caller, not counted against its rate limit; 401 without valid credentials."""
-        if self.authenticator is None:
-            return self.insecure
-        headers: dict[str, str] = dict(request.headers)  # lower-case keys
+        headers: dict[str, str] = dict(request.headers)  # lower-case keys; of repeated ones the first
         token = request.cookies.get(UI_COOKIE)
         if token and "authorization" not in headers and (request.method in ("GET", "HEAD") or headers.get(UI_HEADER) == "1"):
             headers["authorization"] = f"Bearer {token}"

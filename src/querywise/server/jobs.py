@@ -66,7 +66,7 @@ class Jobs:
             waiting = sum(1 for _, j in self._jobs.values() if j.status == "queued")
             if waiting >= self.max_queued:
                 raise JobQueueFull(f"{waiting} jobs already wait: try again when one has finished")
-            job = Job(id=f"{kind}-{next(self._serial)}-{secrets.token_hex(6)}", kind=kind, created_at=_now())
+            job = Job(id=self._new_id(kind), kind=kind, created_at=_now())
             self._jobs[job.id] = (owner, job)
             self._forget_old()
         self._pool.submit(self._run, job.id, fn)
@@ -75,8 +75,7 @@ class Jobs:
     def add(self, kind: Literal["triage", "eval"], owner: str, result: dict[str, Any]) -> Job:
         """A finished job of a result made elsewhere (a report opened in the workbench)."""
         now = _now()
-        job = Job(id=f"{kind}-{next(self._serial)}-{secrets.token_hex(6)}", kind=kind, status="done", created_at=now, started_at=now,
-                  finished_at=now, result=result)
+        job = Job(id=self._new_id(kind), kind=kind, status="done", created_at=now, started_at=now, finished_at=now, result=result)
         with self._lock:
             self._jobs[job.id] = (owner, job)
             self._forget_old()
@@ -86,6 +85,9 @@ class Jobs:
         """The jobs `owner` started or opened, newest first."""
         with self._lock:
             return [j for o, j in reversed(self._jobs.values()) if o == owner]
+
+    def _new_id(self, kind: str) -> str:
+        return f"{kind}-{next(self._serial)}-{secrets.token_hex(6)}"  # unguessable: ids are links
 
     def get(self, job_id: str, owner: str) -> Job | None:
         with self._lock:

@@ -1,4 +1,5 @@
-"""The failures file, the optional sources and labels files, and the reproducible sample.
+"""The failures file, the optional sources file, and the reproducible sample (people's labels:
+`triage.labels`).
 
 A failures file is JSONL, one object per eval question: `id`, `question`, `history` (earlier
 turns, strings or {"role", "text"} objects), `acceptable` (rows marked true are read for the

@@ -245,10 +245,10 @@ def _highlight(text: str, gold: str) -> list[tuple[str, bool]]:
     """`text` cut around the part of `gold` it holds (whitespace-insensitive): the whole gold, or
     for a gold that crosses chunks the longest run of its opening or closing words found here."""
     words = gold.split()
-    for n in range(len(words), 0, -1):
+    for n in range(len(words), min(3, len(words)) - 1, -1):  # a run of fewer than 3 words marks nothing
         for part in (words[:n], words[-n:]):
             m = re.search(r"\s+".join(re.escape(w) for w in part), text)
-            if m and (n >= 3 or n == len(words)):
+            if m:
                 return [(text[: m.start()], False), (m.group(0), True), (text[m.end() :], False)]
     return [(text, True)]
 

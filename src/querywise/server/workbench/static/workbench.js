@@ -59,11 +59,16 @@ on("start-triage", "submit", async (e) => {
   } catch (error) { fail("start-error", error); }
 });
 
-on("open-report", "submit", async (e) => {
-  e.preventDefault();
-  try { const opened = await call("POST", "/ui/reports", { report: await readJson(document.getElementById("report-file")) }); location.assign(opened.location); }
-  catch (error) { fail("open-error", error); }
-});
+// A saved report or run opened as a finished job, then shown.
+function openSaved(formId, fileId, url, errorId) {
+  on(formId, "submit", async (e) => {
+    e.preventDefault();
+    try { const opened = await call("POST", url, { report: await readJson(document.getElementById(fileId)) }); location.assign(opened.location); }
+    catch (error) { fail(errorId, error); }
+  });
+}
+openSaved("open-report", "report-file", "/ui/reports", "open-error");
+openSaved("open-run", "run-file", "/ui/runs", "run-error");
 
 on("start-eval", "submit", async (e) => {
   e.preventDefault();
@@ -73,12 +78,6 @@ on("start-eval", "submit", async (e) => {
     const job = await call("POST", "/v1/eval", body);
     location.assign(`/eval/${job.id}`);
   } catch (error) { fail("eval-error", error); }
-});
-
-on("open-run", "submit", async (e) => {
-  e.preventDefault();
-  try { const opened = await call("POST", "/ui/runs", { report: await readJson(document.getElementById("run-file")) }); location.assign(opened.location); }
-  catch (error) { fail("run-error", error); }
 });
 
 // A running job: poll its progress, then show the finished page.
