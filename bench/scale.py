@@ -32,22 +32,25 @@ from bench import RESULTS, ROOT, WORK, dir_size_mib, log, peak_rss_mib, percenti
 
 K = 10
 MODES = ("dense", "bm25", "hybrid")
-LIB_DEFAULT = (16, 100, 128)  # IndexSettings defaults at the time of writing: m, ef_construct, ef
-# (m, ef_construct) builds tried at the tuning size; each is searched with every ef below
-TUNE_BUILDS = ["16:100", "16:100:0", "16:64", "16:32", "8:64"]  # m:ef_construct[:payload_m experiment]
+LIB_DEFAULT = (16, 64, 128)  # IndexSettings defaults: m, ef_construct, ef
+# Builds tried at the tuning size, m:ef_construct:filtered_search ("graph": Qdrant's per-value
+# graph links; "acorn": none, filtered searches walk with ACORN, or score the matches exactly);
+# each is searched with every ef below.
+TUNE_BUILDS = ["16:100:graph", "16:64:graph", "16:64:acorn", "16:32:acorn", "8:64:acorn"]
 TUNE_EFS = [32, 64, 128, 256]
-RECALL_MIN, RECALL_MIN_FILTERED = 0.98, 0.95
+RECALL_MIN, RECALL_MIN_FILTERED = 0.98, 0.98
+FILTERED_P95_MAX_MS = 10.0  # #19's target for a filtered search at 400k
 
 
-def _settings(m: int, efc: int, ef: int) -> Any:
+def _settings(m: int, efc: int, ef: int, filtered: str = "graph") -> Any:
     from querywise.config import IndexSettings, Settings
 
-    return Settings(index=IndexSettings(hnsw_m=m, hnsw_ef_construct=efc, hnsw_ef=ef))
+    # hnsw_ef_filtered = ef: the sweep moves both
+    return Settings(index=IndexSettings(hnsw_m=m, hnsw_ef_construct=efc, hnsw_ef=ef, hnsw_ef_filtered=ef, filtered_search=filtered))
 
 
-def index_path(n: int, m: int, efc: int, payload_m: int | None = None) -> Path:
-    pm = "" if payload_m is None else f"-pm{payload_m}"
-    return WORK / "indexes" / f"synth-{n}-m{m}-efc{efc}{pm}"
+def index_path(n: int, m: int, efc: int, filtered: str = "graph") -> Path:
+    return WORK / "indexes" / f"synth-{n}-m{m}-efc{efc}{'' if filtered == 'graph' else '-' + filtered}"
 
 
 def _vm_status(field: str) -> float | None:
@@ -72,19 +75,7 @@ def _reset_peak_rss() -> bool:
 # --------------------------------------------------------------------------- child: build
 
 
-def _force_payload_m(payload_m: int) -> None:
-    """Experiment only: make the library's HnswIndexConfig(...) calls pass payload_m (not a library option)."""
-    import qdrant_edge as qe
-
-    orig = qe.HnswIndexConfig
-
-    def patched(*args: Any, **kwargs: Any) -> Any:
-        return orig(*args, **{**kwargs, "payload_m": payload_m})
-
-    qe.HnswIndexConfig = patched
-
-
-def do_build(n: int, m: int, efc: int, out: Path, payload_m: int | None = None) -> None:
+def do_build(n: int, m: int, efc: int, out: Path, filtered: str = "graph") -> None:
     from bench.synth import describe, synth_chunks, synth_embedder
     from querywise.index import build_index
 
@@ -94,9 +85,7 @@ def do_build(n: int, m: int, efc: int, out: Path, payload_m: int | None = None) 
     synth_s = time.perf_counter() - t
     rss_data = _vm_status("VmRSS")
     reset = _reset_peak_rss()
-    if payload_m is not None:
-        _force_payload_m(payload_m)
-    path = index_path(n, m, efc, payload_m)
+    path = index_path(n, m, efc, filtered)
     shutil.rmtree(path, ignore_errors=True)
     load0 = os.getloadavg()[0]
     phases: dict[str, float] = {}
@@ -108,31 +97,33 @@ def do_build(n: int, m: int, efc: int, out: Path, payload_m: int | None = None) 
         cpu.setdefault(phase, time.process_time())
         return lambda k: None
 
-    settings = _settings(m, efc, LIB_DEFAULT[2])
-    log(f"build n={n} m={m} ef_construct={efc}")
+    settings = _settings(m, efc, LIB_DEFAULT[2], filtered)
+    log(f"build n={n} m={m} ef_construct={efc} filtered_search={filtered}")
     t0, c0 = time.perf_counter(), time.process_time()
     index = build_index(chunks, path, settings=settings, embedder=emb, progress=progress)
     t_end, c_end = time.perf_counter(), time.process_time()
     index.close()
     hnsw0 = phases.get("building HNSW graph", t_end)
-    idx0 = phases.get("indexing", hnsw0)
+    idx0 = phases.get("embedding and indexing", hnsw0)
     res = {
-        "n": n, "m": m, "ef_construct": efc, "payload_m": payload_m,
+        "n": n, "m": m, "ef_construct": efc, "filtered_search": filtered,
+        "build_workers": settings.index.build_workers,
         "build_s": round(t_end - t0, 2),
         "load_avg_1min_start_end": [round(load0, 2), round(os.getloadavg()[0], 2)],
         "phases_s": {
-            # vector lookup (no model) + Lexicon.build (analysis of every text) + engine/payload-index creation
+            # analysis of every text (worker processes) + engine/payload-index creation
             "lexicon_and_setup": round(idx0 - t0, 2),
-            # sparse BM25 doc vectors + chunks.jsonl + upserts into the engine (Python side)
+            # vector lookup (no model), BM25 doc vectors, chunks.jsonl, upserts into the engine
             "upsert": round(hnsw0 - idx0, 2),
             # EdgeShard.optimize() (the HNSW graph build) + flush, lexicon/manifest write, reopen
             "hnsw_optimize_and_finalize": round(t_end - hnsw0, 2),
         },
         # CPU seconds (user + system, all threads of the process): robust to other load on the machine
+        # of this process only: the analysis workers' CPU is not counted here
         "cpu_s": {
             "total": round(c_end - c0, 2),
-            "lexicon_and_setup": round(cpu.get("indexing", c_end) - c0, 2),
-            "upsert": round(cpu.get("building HNSW graph", c_end) - cpu.get("indexing", c_end), 2),
+            "lexicon_and_setup": round(cpu.get("embedding and indexing", c_end) - c0, 2),
+            "upsert": round(cpu.get("building HNSW graph", c_end) - cpu.get("embedding and indexing", c_end), 2),
             "hnsw_optimize_and_finalize": round(c_end - cpu.get("building HNSW graph", c_end), 2),
         },
         "disk_mib": dir_size_mib(path),
@@ -166,7 +157,7 @@ def _recall(approx: list[list[str]], exact: list[list[str]]) -> float:
 
 
 def do_search(n: int, m: int, efc: int, efs: list[int], main_ef: int, latency: bool, out: Path,
-              payload_m: int | None = None, acorn_efs: list[int] | None = None) -> None:
+              filtered: str = "graph") -> None:
     from bench.synth import FILTER, query_vectors
     from querywise.conditions import parse_where
     from querywise.index import Index
@@ -176,7 +167,7 @@ def do_search(n: int, m: int, efc: int, efs: list[int], main_ef: int, latency: b
     rss0 = peak_rss_mib()
     t = time.perf_counter()
     load0 = os.getloadavg()[0]
-    index = Index.open(index_path(n, m, efc, payload_m), settings=_settings(m, efc, main_ef))
+    index = Index.open(index_path(n, m, efc, filtered), settings=_settings(m, efc, main_ef, filtered))
     open_s = time.perf_counter() - t
     sparse = [index.lexicon.query_vector(q) for q in texts]  # first pass loads stop words and stemmer
     t = time.perf_counter()
@@ -197,7 +188,7 @@ def do_search(n: int, m: int, efc: int, efs: list[int], main_ef: int, latency: b
             run(mode, i, None)
             run(mode, i, where)
     res: dict[str, Any] = {
-        "n": n, "m": m, "ef_construct": efc, "payload_m": payload_m, "n_queries": nq, "open_s": round(open_s, 3),
+        "n": n, "m": m, "ef_construct": efc, "filtered_search": filtered, "n_queries": nq, "open_s": round(open_s, 3),
         "filter": FILTER, "filter_matches": int(n_match), "filter_selectivity": round(n_match / n, 4),
         "query_analysis_ms": round(sparse_s * 1000, 3),
     }
@@ -210,10 +201,11 @@ def do_search(n: int, m: int, efc: int, efs: list[int], main_ef: int, latency: b
             got.append(ids(run("dense", i, w, exact=True)))
             lat.append(time.perf_counter() - t)
         exact[label], exact_lat[label] = got, lat
+    # "filter" is also `filtered_search = "exact"`: the matches read through the payload index, all scored
     res["exact_dense_latency"] = {k: percentiles(v) for k, v in exact_lat.items()}
     sweep = []
     for ef in efs:
-        index.settings = _settings(m, efc, ef)
+        index.settings = _settings(m, efc, ef, filtered)
         row: dict[str, Any] = {"ef": ef}
         for label, w in (("none", None), ("filter", where)):
             lat, got = [], []
@@ -228,7 +220,7 @@ def do_search(n: int, m: int, efc: int, efs: list[int], main_ef: int, latency: b
             f"  p50 {row['dense_none']['p50_ms']}ms / {row['dense_filter']['p50_ms']}ms")
     res["ef_sweep"] = sweep
     if latency:
-        index.settings = _settings(m, efc, main_ef)
+        index.settings = _settings(m, efc, main_ef, filtered)
         res["ef"] = main_ef
         lat_table: dict[str, Any] = {}
         for mode in MODES:
@@ -257,23 +249,6 @@ def do_search(n: int, m: int, efc: int, efs: list[int], main_ef: int, latency: b
             "index.query(k=10) with precomputed query vectors, payload (text) returned; BM25 query analysis "
             "(query_analysis_ms) and query embedding (query_embedding in scale.json) come on top"
         )
-    if acorn_efs:  # experiment: Qdrant's ACORN filtered search (not a library option)
-        import qdrant_edge as qe
-
-        orig = qe.SearchParams
-        qe.SearchParams = lambda *args, **kw: orig(*args, **{**kw, "acorn": qe.AcornSearchParams(enable=True)})
-        rows = []
-        for ef in acorn_efs:
-            index.settings = _settings(m, efc, ef)
-            lat, got = [], []
-            for i in range(nq):
-                t = time.perf_counter()
-                got.append(ids(run("dense", i, where)))
-                lat.append(time.perf_counter() - t)
-            rows.append({"ef": ef, "recall@10_filter": _recall(got, exact["filter"]), "dense_filter": percentiles(lat)})
-            log(f"n={n} ACORN ef={ef}: filtered recall {rows[-1]['recall@10_filter']} p50 {rows[-1]['dense_filter']['p50_ms']}ms")
-        qe.SearchParams = orig
-        res["acorn_sweep"] = rows
     res["peak_rss_search_mib"] = peak_rss_mib()
     res["load_avg_1min_start_end"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
     res["rss_before_open_mib"] = rss0
@@ -309,37 +284,53 @@ def query_embedding_timing() -> dict[str, Any]:
     return {"model_id": emb.model_id, "model_load_s": round(load_s, 2), "single_query": percentiles(lat)}
 
 
+def filtered_options(search: dict[str, Any], ef_row: dict[str, Any]) -> list[tuple[str, float, float]]:
+    """(filtered_search mode, filtered recall@10, filtered p95 ms) a build offers at one ef: its own
+    walk (graph or ACORN) and, on any build, the exact scan of the matches (recall 1 by definition)."""
+    walk = search["filtered_search"]
+    return [(walk, ef_row["recall@10_filter"], ef_row["dense_filter"]["p95_ms"]),
+            ("exact", 1.0, search["exact_dense_latency"]["filter"]["p95_ms"])]
+
+
 def pick(tune: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Cheapest (build time) (m, ef_construct), then smallest ef, meeting both recall thresholds."""
+    """Cheapest build (time), then smallest ef, whose unfiltered recall meets RECALL_MIN and which
+    offers a filtered mode meeting RECALL_MIN_FILTERED within FILTERED_P95_MAX_MS (the faster
+    such mode is taken)."""
     ok = []
     for b in tune:
-        if b.get("payload_m") is not None:  # not settable through the library: experiment only
-            continue
         for row in b["search"]["ef_sweep"]:
-            if row["recall@10_none"] >= RECALL_MIN and row["recall@10_filter"] >= RECALL_MIN_FILTERED:
-                ok.append((b["build"]["build_s"], row["ef"], b["m"], b["ef_construct"], row))
+            modes = [o for o in filtered_options(b["search"], row) if o[1] >= RECALL_MIN_FILTERED and o[2] <= FILTERED_P95_MAX_MS]
+            if row["recall@10_none"] >= RECALL_MIN and modes:
+                mode = min(modes, key=lambda o: o[2])
+                ok.append((b["build"]["build_s"], row["ef"], b["m"], b["ef_construct"], b["filtered_search"], mode, row))
                 break
     if not ok:
         return None
     ok.sort(key=lambda x: (x[0], x[1]))
-    s, ef, m, efc, row = ok[0]
-    return {"m": m, "ef_construct": efc, "ef": ef, "build_s": s, "recall": row}
+    s_, ef, m, efc, built, mode, row = ok[0]
+    return {"m": m, "ef_construct": efc, "ef": ef, "built_for": built, "filtered_search": mode[0],
+            "filtered_recall@10": mode[1], "filtered_p95_ms": mode[2], "build_s": s_, "recall": row}
+
+
+def _spec(text: str) -> tuple[int, int, str]:
+    """"m:ef_construct[:graph|acorn]" (an "exact" build is an "acorn" one: no per-value links)."""
+    parts = text.split(":")
+    filtered = parts[2] if len(parts) > 2 else "graph"
+    return int(parts[0]), int(parts[1]), "acorn" if filtered == "exact" else filtered
 
 
 def followup(a: argparse.Namespace, command: str) -> None:
-    """A deeper look at one size (e.g. a wider ef sweep and ACORN where filtered recall fell short)."""
+    """A deeper look at one size (e.g. a wider ef sweep) with --hnsw m:ef_construct:ef[:graph|acorn]."""
     started = time.time()
     n = a.followup
-    m, efc, ef = map(int, (a.hnsw or ":".join(map(str, LIB_DEFAULT))).split(":"))
+    m, efc, ef, filtered = _hnsw(a.hnsw)
     tmp = WORK / "scale-tmp"
     tmp.mkdir(parents=True, exist_ok=True)
-    b = _child(["--build", str(n), "--m", str(m), "--efc", str(efc)], tmp / f"fu-b-{n}.json")
-    args = ["--search", str(n), "--m", str(m), "--efc", str(efc), "--efs", a.efs, "--ef", str(ef), "--latency"]
-    if a.acorn_efs:
-        args += ["--acorn-efs", a.acorn_efs]
-    srch = _child(args, tmp / f"fu-s-{n}.json")
+    flags = ["--m", str(m), "--efc", str(efc), "--filtered-search", filtered]
+    b = _child(["--build", str(n), *flags], tmp / f"fu-b-{n}.json")
+    srch = _child(["--search", str(n), *flags, "--efs", a.efs, "--ef", str(ef), "--latency"], tmp / f"fu-s-{n}.json")
     if not a.keep_indexes:
-        shutil.rmtree(index_path(n, m, efc), ignore_errors=True)
+        shutil.rmtree(index_path(n, m, efc, filtered), ignore_errors=True)
     path = RESULTS / a.results_name
     data = json.loads(path.read_text()) if path.exists() else {}
     machine = data.pop("machine", None)
@@ -347,23 +338,27 @@ def followup(a: argparse.Namespace, command: str) -> None:
 
     info = machine_info()
     info["command"] = command
-    data.setdefault("followups", []).append({"n": n, "m": m, "ef_construct": efc, "ef": ef, "machine": info,
-                                             "build": b, "search": srch, "wall_s": round(time.time() - started, 1)})
+    data.setdefault("followups", []).append({"n": n, "m": m, "ef_construct": efc, "ef": ef, "filtered_search": filtered,
+                                             "machine": info, "build": b, "search": srch, "wall_s": round(time.time() - started, 1)})
     path.write_text(json.dumps({"machine": machine or info, **data}, indent=2, ensure_ascii=False) + "\n")
     log(f"appended a follow-up at n={n} to {path}")
+
+
+def _hnsw(text: str | None) -> tuple[int, int, int, str]:
+    parts = (text or ":".join(map(str, LIB_DEFAULT))).split(":")
+    return int(parts[0]), int(parts[1]), int(parts[2]), parts[3] if len(parts) > 3 else "graph"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10000,100000,400000", help="comma-separated chunk counts")
     ap.add_argument("--tune-size", type=int, default=100_000, help="size of the HNSW tuning sweep (0: skip)")
-    ap.add_argument("--tune-builds", default=",".join(TUNE_BUILDS),
-                    help="m:ef_construct[:payload_m],... (payload_m forces HnswIndexConfig.payload_m: experiment only)")
+    ap.add_argument("--tune-builds", default=",".join(TUNE_BUILDS), help="m:ef_construct:graph|acorn,...")
     ap.add_argument("--efs", default=",".join(map(str, TUNE_EFS)), help="search ef values swept at the tuning size")
-    ap.add_argument("--hnsw", default=None, help="m:ef_construct:ef for the size runs (default: the tuning pick, "
-                    "else the library default)")
+    ap.add_argument("--hnsw", default=None, help="m:ef_construct:ef[:graph|acorn] for the size runs (default: the "
+                    "tuning pick, else the library default)")
     ap.add_argument("--followup", type=int, default=0,
-                    help="one more build+search at this size with --hnsw, --efs and --acorn-efs; appended to "
+                    help="one more build+search at this size with --hnsw and --efs; appended to "
                     "'followups' in the existing results file")
     ap.add_argument("--keep-indexes", action="store_true", help="keep index folders in bench/work/indexes")
     ap.add_argument("--command", default=None, help=argparse.SUPPRESS)
@@ -375,16 +370,14 @@ def main() -> None:
     ap.add_argument("--efc", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--ef", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--latency", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--payload-m", type=int, default=None, help=argparse.SUPPRESS)
-    ap.add_argument("--acorn-efs", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--filtered-search", default="graph", help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.build:
-        do_build(a.build, a.m, a.efc, a.out, a.payload_m)
+        do_build(a.build, a.m, a.efc, a.out, a.filtered_search)
         return
     if a.search:
-        do_search(a.search, a.m, a.efc, [int(x) for x in a.efs.split(",")], a.ef, a.latency, a.out, a.payload_m,
-                  [int(x) for x in a.acorn_efs.split(",") if x])
+        do_search(a.search, a.m, a.efc, [int(x) for x in a.efs.split(",")], a.ef, a.latency, a.out, a.filtered_search)
         return
 
     command = a.command or "python -m bench.scale " + " ".join(sys.argv[1:])
@@ -399,7 +392,8 @@ def main() -> None:
     sentence_vectors()
     query_vectors()
     result: dict[str, Any] = {"synthetic_corpus": describe(), "k": K,
-                              "recall_thresholds": {"unfiltered": RECALL_MIN, "filtered": RECALL_MIN_FILTERED}}
+                              "recall_thresholds": {"unfiltered": RECALL_MIN, "filtered": RECALL_MIN_FILTERED,
+                                                    "filtered_p95_max_ms": FILTERED_P95_MAX_MS}}
     out_name = a.results_name
 
     def save() -> None:
@@ -413,47 +407,46 @@ def main() -> None:
     if a.tune_size:
         tune = []
         for spec in a.tune_builds.split(","):
-            parts = [int(x) for x in spec.split(":")]
-            m, efc = parts[:2]
-            pm = parts[2] if len(parts) > 2 else None
-            extra = ["--payload-m", str(pm)] if pm is not None else []
-            b = _child(["--build", str(a.tune_size), "--m", str(m), "--efc", str(efc), *extra],
-                       tmp / f"b-{m}-{efc}-{pm}.json")
-            s = _child(["--search", str(a.tune_size), "--m", str(m), "--efc", str(efc), "--efs", a.efs,
-                        "--ef", str(LIB_DEFAULT[2]), *extra], tmp / f"s-{m}-{efc}-{pm}.json")
-            tune.append({"m": m, "ef_construct": efc, "payload_m": pm, "build": b, "search": s})
+            m, efc, filtered = _spec(spec)
+            flags = ["--m", str(m), "--efc", str(efc), "--filtered-search", filtered]
+            b = _child(["--build", str(a.tune_size), *flags], tmp / f"b-{m}-{efc}-{filtered}.json")
+            s = _child(["--search", str(a.tune_size), *flags, "--efs", a.efs, "--ef", str(LIB_DEFAULT[2])],
+                       tmp / f"s-{m}-{efc}-{filtered}.json")
+            tune.append({"m": m, "ef_construct": efc, "filtered_search": filtered, "build": b, "search": s})
             result["hnsw_tuning"] = {"n": a.tune_size, "runs": tune}
             save()
         chosen = pick(tune)
         for r in tune:  # keep only the picked build: the size run at the tuning size reuses it
-            if not a.keep_indexes and not (chosen and r["payload_m"] is None and
-                                           (r["m"], r["ef_construct"]) == (chosen["m"], chosen["ef_construct"])):
-                shutil.rmtree(index_path(a.tune_size, r["m"], r["ef_construct"], r["payload_m"]), ignore_errors=True)
+            key = (r["m"], r["ef_construct"], r["filtered_search"])
+            if not a.keep_indexes and not (chosen and key == (chosen["m"], chosen["ef_construct"], chosen["built_for"])):
+                shutil.rmtree(index_path(a.tune_size, *key), ignore_errors=True)
         result["hnsw_tuning"]["pick"] = chosen
         save()
         log(f"HNSW pick: {chosen}")
     if a.hnsw:
-        m, efc, ef = map(int, a.hnsw.split(":"))
+        m, efc, ef, filtered = _hnsw(a.hnsw)
     elif chosen:
-        m, efc, ef = chosen["m"], chosen["ef_construct"], chosen["ef"]
+        m, efc, ef, filtered = chosen["m"], chosen["ef_construct"], chosen["ef"], chosen["built_for"]
     else:
-        m, efc, ef = LIB_DEFAULT
-    result["hnsw_used"] = {"m": m, "ef_construct": efc, "ef": ef}
+        m, efc, ef, filtered = _hnsw(None)
+    result["hnsw_used"] = {"m": m, "ef_construct": efc, "ef": ef, "filtered_search_build": filtered}
     result["sizes"] = []
+    flags = ["--m", str(m), "--efc", str(efc), "--filtered-search", filtered]
     for n in [int(x) for x in a.sizes.split(",") if x]:
-        reuse = [r for r in result.get("hnsw_tuning", {}).get("runs", []) if r["payload_m"] is None and
-                 (r["build"]["n"], r["m"], r["ef_construct"]) == (n, m, efc) and index_path(n, m, efc).exists()]
+        reuse = [r for r in result.get("hnsw_tuning", {}).get("runs", [])
+                 if (r["build"]["n"], r["m"], r["ef_construct"], r["filtered_search"]) == (n, m, efc, filtered)
+                 and index_path(n, m, efc, filtered).exists()]
         if reuse:
             b = {**reuse[0]["build"], "reused_from": "hnsw_tuning"}
-            log(f"n={n}: reusing the tuning build of m={m} ef_construct={efc}")
+            log(f"n={n}: reusing the tuning build of m={m} ef_construct={efc} {filtered}")
         else:
-            b = _child(["--build", str(n), "--m", str(m), "--efc", str(efc)], tmp / f"size-b-{n}.json")
+            b = _child(["--build", str(n), *flags], tmp / f"size-b-{n}.json")
         efs = sorted({ef, *(e for e in (ef // 2, ef * 2) if e >= K)})
-        s = _child(["--search", str(n), "--m", str(m), "--efc", str(efc), "--efs", ",".join(map(str, efs)),
-                    "--ef", str(ef), "--latency"], tmp / f"size-s-{n}.json")
+        s = _child(["--search", str(n), *flags, "--efs", ",".join(map(str, efs)), "--ef", str(ef), "--latency"],
+                   tmp / f"size-s-{n}.json")
         result["sizes"].append({"n": n, "build": b, "search": s})
         if not a.keep_indexes and n != 100_000:  # bm25_engines reuses the 100k index
-            shutil.rmtree(index_path(n, m, efc), ignore_errors=True)
+            shutil.rmtree(index_path(n, m, efc, filtered), ignore_errors=True)
         save()
     save()
     log(f"wrote {RESULTS / out_name}")

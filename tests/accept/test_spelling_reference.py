@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from querywise.index.lexical import Lexicon
+from querywise.index.analysis import analyse
 from querywise.understand.spelling import SpellChecker
 
 
 @pytest.fixture(scope="module")
 def checker(reference: dict[str, Any]) -> SpellChecker:
-    lexicon, _ = Lexicon.build(list(reference["chunks"].values()))
+    lexicon = analyse(list(reference["chunks"].values())).lexicon
     return SpellChecker.from_lexicon(lexicon)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from querywise.index import lexical
+from querywise.index.analysis import analyse
 from querywise.index.lexical import Lexicon, word_runs
 
 TEXTS = [
@@ -23,7 +24,7 @@ def test_word_runs_split_at_punctuation_but_not_inside_numbers() -> None:
 
 
 def test_bigrams_count_adjacent_words_within_runs() -> None:
-    lex, _ = Lexicon.build(TEXTS)
+    lex = analyse(TEXTS).lexicon
     assert lex.bigram_counts["to pair"] == 1
     assert lex.bigram_counts["pair the"] == 1
     assert lex.bigram_counts["then pair"] == 1
@@ -34,7 +35,7 @@ def test_bigrams_count_adjacent_words_within_runs() -> None:
 
 
 def test_surface_keeps_the_corpus_spelling_of_codes() -> None:
-    lex, _ = Lexicon.build([*TEXTS, "the hc-3471 fits too"])
+    lex = analyse([*TEXTS, "the hc-3471 fits too"]).lexicon
     assert lex.surface == {"hc-3471": "HC-3471", "hc-3417": "HC-3417"}
     assert lex.word_counts["hc-3471"] == 2  # counted once per mention whatever the case
 
@@ -42,15 +43,15 @@ def test_surface_keeps_the_corpus_spelling_of_codes() -> None:
 def test_bigrams_are_bounded_on_large_corpora(monkeypatch: pytest.MonkeyPatch) -> None:
     texts = ["alpha beta"] * 3 + ["gamma delta"] * 2 + [f"w{i} x{i}" for i in range(10)]
     monkeypatch.setattr(lexical, "MAX_BIGRAMS", 50)
-    assert len(Lexicon.build(texts)[0].bigram_counts) == 12  # under the bound: every pair kept
+    assert len(analyse(texts).lexicon.bigram_counts) == 12  # under the bound: every pair kept
     monkeypatch.setattr(lexical, "MAX_BIGRAMS", 5)
-    assert Lexicon.build(texts)[0].bigram_counts == {"alpha beta": 3, "gamma delta": 2}  # singletons dropped
+    assert analyse(texts).lexicon.bigram_counts == {"alpha beta": 3, "gamma delta": 2}  # singletons dropped
     monkeypatch.setattr(lexical, "MAX_BIGRAMS", 1)
-    assert Lexicon.build(texts)[0].bigram_counts == {"alpha beta": 3}  # then the rarest
+    assert analyse(texts).lexicon.bigram_counts == {"alpha beta": 3}  # then the rarest
 
 
 def test_save_and_load_keep_bigrams_and_spellings(tmp_path: Path) -> None:
-    lex, _ = Lexicon.build(TEXTS)
+    lex = analyse(TEXTS).lexicon
     lex.save(tmp_path / "lexicon.json")
     back = Lexicon.load(tmp_path / "lexicon.json")
     assert back.bigram_counts == lex.bigram_counts
@@ -59,7 +60,7 @@ def test_save_and_load_keep_bigrams_and_spellings(tmp_path: Path) -> None:
 
 
 def test_load_reads_lexicons_saved_before_bigrams(tmp_path: Path) -> None:
-    lex, _ = Lexicon.build(TEXTS)
+    lex = analyse(TEXTS).lexicon
     lex.save(tmp_path / "lexicon.json")
     data = json.loads((tmp_path / "lexicon.json").read_text())
     del data["bigrams"], data["surface"]
@@ -72,6 +73,6 @@ def test_load_reads_lexicons_saved_before_bigrams(tmp_path: Path) -> None:
 def test_document_length_counts_words_not_identifier_aids() -> None:
     # "HC-3471" is indexed as hc, 3471 and hc-3471; "7" as a lone digit: matching aids, not length.
     assert lexical.doc_length(["solac", "7", "hc", "3471", "hc-3471", "cushion"]) == 4
-    plain, _ = Lexicon.build(["warranty covers cushions", "warranty covers cushions for model 7 part HC-3471"])
-    lex_words, _ = Lexicon.build(["warranty covers cushions", "warranty covers cushions model part hc 3471"])
+    plain = analyse(["warranty covers cushions", "warranty covers cushions for model 7 part HC-3471"]).lexicon
+    lex_words = analyse(["warranty covers cushions", "warranty covers cushions model part hc 3471"]).lexicon
     assert plain.total_len == lex_words.total_len == 3 + 7

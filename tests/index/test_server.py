@@ -70,7 +70,7 @@ def test_rollback_moves_the_alias_back(tmp_path: Path, shop: list[Chunk], hash_e
 
 def test_a_cluster_collection_is_created_with_the_configured_shards_and_replicas() -> None:
     """Against a recording stand-in for Qdrant's REST API on 127.0.0.1 (the collection create is
-    the one call that carries them; local mode ignores both)."""
+    the one call that carries them; local mode ignores both, and the filtered-search options)."""
     import json
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -93,6 +93,11 @@ def test_a_cluster_collection_is_created_with_the_configured_shards_and_replicas
             seen.append(("PUT", self.path, json.loads(self.rfile.read(length) or b"{}")))
             self._answer(True)
 
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", 0))
+            seen.append(("POST", self.path, json.loads(self.rfile.read(length) or b"{}")))
+            self._answer([{"points": []}])
+
         def log_message(self, *args: object) -> None:
             pass
 
@@ -103,12 +108,21 @@ def test_a_cluster_collection_is_created_with_the_configured_shards_and_replicas
         from qdrant_client import QdrantClient
 
         client = QdrantClient(url=f"http://127.0.0.1:{server.server_address[1]}", check_compatibility=False)
-        engine = ServerEngine.create(client, "shop", "b1", dim=8, hnsw_m=16, hnsw_ef_construct=64, shards=3, replicas=2)
+        engine = ServerEngine.create(client, "shop", "b1", dim=8, hnsw_m=16, hnsw_ef_construct=64, shards=3, replicas=2,
+                                     payload_graphs=False)
+        from querywise.index.engine import EngineQuery
+
+        engine.query(EngineQuery(mode="dense", limit=3, dense=[0.1] * 8, where=parse_where(["price<200"]), hnsw_ef=64, acorn=True))
         client.close()
     finally:
         server.shutdown()
         server.server_close()
     assert engine.collection == "shop-b1"
-    ((method, path, body),) = [s for s in seen if s[1].startswith("/collections/shop-b1")]
+    ((method, path, body), (_, query_path, query)) = [s for s in seen if s[1].startswith("/collections/shop-b1")]
     assert (method, path.split("?")[0]) == ("PUT", "/collections/shop-b1")
     assert body["shard_number"] == 3 and body["replication_factor"] == 2
+    # Without per-value graph links (`filtered_search` "acorn" or "exact"), filtered searches walk with ACORN.
+    assert body["vectors"]["dense"]["hnsw_config"]["payload_m"] == 0  # type: ignore[index]
+    assert query_path.split("?")[0] == "/collections/shop-b1/points/query/batch"
+    (request,) = query["searches"]  # type: ignore[misc]
+    assert request["params"]["acorn"]["enable"] is True and request["params"]["hnsw_ef"] == 64

@@ -53,7 +53,7 @@ from querywise.config import Settings
 from querywise.index import build_index
 
 def progress(phase, total):
-    if phase == "indexing":  # the build folder exists and the shard is being written
+    if phase == "embedding and indexing":  # the build folder exists and the shard is being written
         os.kill(os.getpid(), signal.SIGKILL)
     return lambda n: None
 

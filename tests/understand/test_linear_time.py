@@ -18,7 +18,7 @@ from growth import grows_linearly
 from querywise.catalog import Catalog
 from querywise.config import load_settings
 from querywise.demo import demo_corpus, demo_file
-from querywise.index.lexical import Lexicon
+from querywise.index.analysis import analyse
 from querywise.text import SpanSet, words
 from querywise.understand import ambiguity, followup, spelling
 from querywise.understand.filters import extract as filters_extract
@@ -49,7 +49,7 @@ def uncapped(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def checker() -> spelling.SpellChecker:
-    return spelling.SpellChecker.from_lexicon(Lexicon.build([c.search_text for c in demo_corpus()])[0])
+    return spelling.SpellChecker.from_lexicon(analyse([c.search_text for c in demo_corpus()]).lexicon)
 
 
 @pytest.mark.parametrize("unit", ["ET-", "a-", "1.a-"])

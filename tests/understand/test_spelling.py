@@ -14,13 +14,14 @@ from hypothesis import strategies as st
 
 from querywise.corpus import load_corpus
 from querywise.demo import demo_file
+from querywise.index.analysis import analyse
 from querywise.index.lexical import Lexicon
 from querywise.understand.spelling import _QUOTED, _TOKEN, SpellChecker, Spelling, _quoted_spans, _tokens, query_log_counts
 
 
 @pytest.fixture(scope="module")
 def lexicon() -> Lexicon:
-    return Lexicon.build([c.search_text for c in load_corpus(demo_file("helpcentre.jsonl"))])[0]
+    return analyse([c.search_text for c in load_corpus(demo_file("helpcentre.jsonl"))]).lexicon
 
 
 @pytest.fixture(scope="module")

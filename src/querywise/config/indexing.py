@@ -56,6 +56,16 @@ class IndexSettings(_Section):
     # A filter that keeps few points makes the graph search work harder for the same recall
     # (bench: 400k chunks, 5% kept: recall@10 0.945 at ef 128, 0.973 at ef 256).
     hnsw_ef_filtered: int = Field(256, ge=8)
+    # How a filtered dense search finds its nearest points. "graph": Qdrant's filterable HNSW,
+    # extra graph links per indexed payload value built with the index (the slow part of a large
+    # build). "acorn": no such links; the search walks the plain graph with ACORN, looking two
+    # hops past points the filter drops. "exact": no such links; the points the filter keeps are
+    # read through the payload index and all scored (recall 1, cost grows with the matches).
+    # A filter Qdrant estimates to keep few points is scored exactly in every mode. An index
+    # built with "acorn" or "exact" searched under "graph" uses ACORN (it has no links to walk).
+    filtered_search: Literal["graph", "acorn", "exact"] = "graph"
+    # Processes that analyse the corpus' text in a build (0: one per core; small corpora use one).
+    build_workers: int = Field(0, ge=0)
     rrf_k: int = Field(60, ge=1)  # ranks counted from 1, as in Cormack et al.
     # How hybrid fuses its dense and BM25 lists: "rrf" (dense weighted 2 * dense_weight, BM25
     # 2 * (1 - dense_weight); 0.5 is plain RRF, the default when no labels exist) or "convex"

@@ -44,6 +44,9 @@ class Manifest(BaseModel):
     hnsw_m: int
     hnsw_ef_construct: int
     payload_indexes: dict[str, str]
+    # Whether the dense graph has Qdrant's per-value sub-graphs for filtered search (`[index]
+    # filtered_search = "graph"`); builds made before this was recorded all have them.
+    payload_graphs: bool = True
     # Chunks carrying a value for each top-level payload field (`validation.payload_field_counts`),
     # so that a deployment is checked against its index at start-up without reading every chunk.
     # None in builds made before it was recorded: `Index.field_presence` then counts them once.

@@ -51,6 +51,7 @@ class EngineQuery:
     dense_weight: float = 0.5  # the dense list's share of the fusion (see index.fusion.fuse_scored)
     hnsw_ef: int | None = None
     exact: bool = False
+    acorn: bool = False  # a filtered dense search walks the graph with ACORN (two hops past filtered-out points)
     with_payload: bool = True
 
 
@@ -201,6 +202,12 @@ def run_query(
     return [EngineHit(pid, score, found.get(pid, {})) for pid, score in top]
 
 
+def _floats(vector: Sequence[float]) -> list[float]:
+    """A vector as Python floats (a numpy row converts in one call, not one per element)."""
+    tolist = getattr(vector, "tolist", None)
+    return list(tolist()) if tolist is not None else list(map(float, vector))
+
+
 class EdgeEngine:
     """Qdrant's embedded engine on a folder: a named dense vector and a BM25 sparse vector."""
 
@@ -208,7 +215,10 @@ class EdgeEngine:
         self.path, self._shard = path, shard
 
     @classmethod
-    def create(cls, path: Path, *, dim: int, hnsw_m: int, hnsw_ef_construct: int) -> EdgeEngine:
+    def create(cls, path: Path, *, dim: int, hnsw_m: int, hnsw_ef_construct: int, payload_graphs: bool = True) -> EdgeEngine:
+        """`payload_graphs`: build Qdrant's extra graph links per indexed payload value, which
+        filtered searches walk; without them the graph builds several times faster and a filtered
+        search needs ACORN or an exact scan (bench/results/scale.json)."""
         import qdrant_edge as qe
 
         config = qe.EdgeConfig(
@@ -217,7 +227,8 @@ class EdgeEngine:
                     size=dim,
                     distance=qe.Distance.Cosine,
                     hnsw_config=qe.HnswIndexConfig(
-                        m=hnsw_m, ef_construct=hnsw_ef_construct, full_scan_threshold=10_000
+                        m=hnsw_m, ef_construct=hnsw_ef_construct, full_scan_threshold=10_000,
+                        payload_m=None if payload_graphs else 0,
                     ),
                 )
             },
@@ -241,7 +252,7 @@ class EdgeEngine:
         import qdrant_edge as qe
 
         for p in points:
-            point = qe.Point(p.id, {DENSE: list(map(float, p.dense)), SPARSE: qe.SparseVector(*p.sparse)}, p.payload)
+            point = qe.Point(p.id, {DENSE: _floats(p.dense), SPARSE: qe.SparseVector(*p.sparse)}, p.payload)
             self._shard.update(qe.UpdateOperation.upsert_points([point]))
 
     def create_payload_index(self, field: str, kind: PayloadKind) -> None:
@@ -261,7 +272,8 @@ class EdgeEngine:
     def query(self, q: EngineQuery) -> list[EngineHit]:
         import qdrant_edge as qe
 
-        params = qe.SearchParams(hnsw_ef=q.hnsw_ef, exact=q.exact)
+        acorn = qe.AcornSearchParams(enable=True) if q.acorn and q.where else None
+        params = qe.SearchParams(hnsw_ef=q.hnsw_ef, exact=q.exact, acorn=acorn)
         flt = _edge_filter(q.where)
 
         def search(kind: Literal["dense", "bm25"], n: int) -> qe.QueryRequest:

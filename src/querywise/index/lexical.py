@@ -18,7 +18,6 @@ identifiers ("XK-4471" for "xk-4471").
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 from collections import Counter
@@ -26,9 +25,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from querywise.text import analyze, normalize, terms_of, words
+from querywise.text import analyze, normalize
 
-__all__ = ["MAX_BIGRAMS", "RUN_BREAK", "Lexicon", "SparseVec", "doc_length", "word_runs"]
+__all__ = ["CODE_SPELLING", "MAX_BIGRAMS", "RUN_BREAK", "Lexicon", "SparseVec", "bounded_bigrams", "doc_length", "normalized_runs", "word_runs"]
 
 SparseVec = tuple[list[int], list[float]]
 
@@ -44,7 +43,7 @@ RUN_BREAK = re.compile(r"[.!?;:,]+(?=\s|$)|[\n()\[\]{}\"\u201c\u201d]")
 _RUN_TOKEN = re.compile(r"\w\w+|\d")
 # Upper-case codes as written ("XK-4471", "X2", "IPX4"); those with a digit keep their corpus
 # spelling, so that a near-miss identifier can be offered as the corpus writes it.
-_CODE = re.compile(r"\b[A-Z][A-Z0-9]*(?:[-.][A-Z0-9]+)*\b")
+CODE_SPELLING = re.compile(r"\b[A-Z][A-Z0-9]*(?:[-.][A-Z0-9]+)*\b")
 
 
 def doc_length(terms: Iterable[str]) -> int:
@@ -62,7 +61,12 @@ def word_runs(text: str) -> list[list[str]]:
     >>> word_runs("To pair Aero X2, hold XK-4471 for 5 s.")
     [['to', 'pair', 'aero', 'x2'], ['hold', 'xk', '4471', 'for', '5']]
     """
-    runs = (_RUN_TOKEN.findall(part) for part in RUN_BREAK.split(normalize(text)))
+    return normalized_runs(normalize(text))
+
+
+def normalized_runs(norm: str) -> list[list[str]]:
+    """`word_runs` of text already normalised (`text.normalize`)."""
+    runs = (_RUN_TOKEN.findall(part) for part in RUN_BREAK.split(norm))
     return [run for run in runs if run]
 
 
@@ -86,41 +90,6 @@ class Lexicon:
     @property
     def avgdl(self) -> float:
         return self.total_len / self.n_docs if self.n_docs else 0.0
-
-    @classmethod
-    def build(cls, texts: Iterable[str]) -> tuple[Lexicon, list[list[str]]]:
-        """Analyse every text once; return the lexicon and each text's terms."""
-        lex = cls()
-        analysed: list[list[str]] = []
-        spellings: dict[str, Counter[str]] = {}
-        for text in texts:
-            tokens = words(text)
-            terms = terms_of(tokens)
-            analysed.append(terms)
-            lex.word_counts.update(tokens)
-            for run in word_runs(text):
-                lex.bigram_counts.update(map(" ".join, itertools.pairwise(run)))
-            for code in _CODE.findall(text):
-                if any(ch.isdigit() for ch in code):
-                    spellings.setdefault(code.lower(), Counter())[code] += 1
-            lex.n_docs += 1
-            lex.total_len += doc_length(terms)
-            # First-seen order, not set order (which varies with PYTHONHASHSEED): the same corpus
-            # gets the same term ids, so the same sparse vectors and the same BM25 sums, bit for bit.
-            for term in dict.fromkeys(terms):
-                tid = lex.terms.setdefault(term, len(lex.terms))
-                if tid == len(lex.df):
-                    lex.df.append(0)
-                lex.df[tid] += 1
-        lex.bigram_counts = _bounded(lex.bigram_counts, MAX_BIGRAMS)
-        lex.surface = {key: seen.most_common(1)[0][0] for key, seen in spellings.items()}
-        return lex, analysed
-
-    def document_vector(self, terms: list[str], *, k1: float, b: float) -> SparseVec:
-        tf = Counter(self.terms[t] for t in terms)
-        norm = k1 * (1 - b + b * doc_length(terms) / self.avgdl) if self.avgdl else k1
-        ids = sorted(tf)
-        return ids, [tf[i] / (tf[i] + norm) for i in ids]
 
     def query_vector(self, text: str) -> SparseVec:
         """Known terms of `text`, weighted by their count in the query."""
@@ -169,8 +138,9 @@ class Lexicon:
         return lex
 
 
-def _bounded(counts: Counter[str], limit: int) -> Counter[str]:
-    """`counts` itself when within `limit`; else without singletons, then the `limit` most common."""
+def bounded_bigrams(counts: Counter[str]) -> Counter[str]:
+    """`counts` itself when within `MAX_BIGRAMS`; else without singletons, then the most common."""
+    limit = MAX_BIGRAMS
     if len(counts) <= limit:
         return counts
     kept = Counter({k: n for k, n in counts.items() if n > 1})

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from querywise.conditions import AnyOf, Match, NoneOf, Range, Where
-from querywise.index.engine import DENSE, SPARSE, EngineHit, EnginePoint, EngineQuery, PayloadKind, run_query
+from querywise.index.engine import DENSE, SPARSE, EngineHit, EnginePoint, EngineQuery, PayloadKind, _floats, run_query
 
 if TYPE_CHECKING:  # imported at run time only when a server is used
     from qdrant_client import QdrantClient
@@ -99,7 +99,7 @@ class ServerEngine:
     @classmethod
     def create(
         cls, client: QdrantClient, alias: str, build_id: str, *, dim: int, hnsw_m: int, hnsw_ef_construct: int,
-        shards: int | None = None, replicas: int | None = None,
+        shards: int | None = None, replicas: int | None = None, payload_graphs: bool = True,
     ) -> ServerEngine:
         from qdrant_client import models as m
 
@@ -112,7 +112,7 @@ class ServerEngine:
                 DENSE: m.VectorParams(
                     size=dim,
                     distance=m.Distance.COSINE,
-                    hnsw_config=m.HnswConfigDiff(m=hnsw_m, ef_construct=hnsw_ef_construct),
+                    hnsw_config=m.HnswConfigDiff(m=hnsw_m, ef_construct=hnsw_ef_construct, payload_m=None if payload_graphs else 0),
                 )
             },
             sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
@@ -133,7 +133,7 @@ class ServerEngine:
                 m.PointStruct(
                     id=p.id,
                     vector={
-                        DENSE: list(map(float, p.dense)),
+                        DENSE: _floats(p.dense),
                         SPARSE: m.SparseVector(indices=p.sparse[0], values=p.sparse[1]),
                     },
                     payload=p.payload,
@@ -158,7 +158,8 @@ class ServerEngine:
     def query(self, q: EngineQuery) -> list[EngineHit]:
         from qdrant_client import models as m
 
-        params = m.SearchParams(hnsw_ef=q.hnsw_ef, exact=q.exact)
+        acorn = m.AcornSearchParams(enable=True) if q.acorn and q.where else None
+        params = m.SearchParams(hnsw_ef=q.hnsw_ef, exact=q.exact, acorn=acorn)
         flt = qdrant_filter(q.where)
 
         def search(kind: str, n: int) -> m.QueryRequest:

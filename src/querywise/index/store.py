@@ -52,6 +52,7 @@ from querywise.conditions import Where
 from querywise.config import Settings
 from querywise.corpus import Chunk
 from querywise.embed import Embedder, count_over_window, embedder_for
+from querywise.index.analysis import analyse
 from querywise.index.builds import (
     FORMAT_VERSION,
     Manifest,
@@ -72,7 +73,7 @@ from querywise.index.errors import IndexStoreError, damaged
 from querywise.index.integrity import BlockDigest, FileSum, digest_bytes, fsync_dir, seal
 from querywise.index.lexical import Lexicon
 from querywise.index.server import ServerEngine, collection_of, connect, drop_collection
-from querywise.text import IDENTIFIER_KEYS, identifier_keys
+from querywise.text import IDENTIFIER_KEYS
 from querywise.validation import FieldPresence, payload_field_counts
 
 if TYPE_CHECKING:  # imported at run time only when a server is used
@@ -81,6 +82,7 @@ if TYPE_CHECKING:  # imported at run time only when a server is used
 __all__ = ["FORMAT_VERSION", "FileSum", "Hit", "Index", "IndexStoreError", "Manifest", "Progress", "build_index", "rollback"]
 
 _BATCH = 512
+_EMBED_SLICE = 4096  # texts embedded, then written, at a time
 _INTEGERS = (-(2**63), 2**64 - 1)  # what the engine stores as an integer (beyond: a float, digits lost)
 _OPEN_ATTEMPTS = 5
 
@@ -182,6 +184,36 @@ def _check_vectors(vectors: np.ndarray, chunks: Sequence[Chunk], embedder: Embed
         raise IndexStoreError(f"chunk {c.id!r}: {embedder.model_id} embedded it as NaN or infinity (nothing was written)", part="embedder")
 
 
+class _SearchTexts(Sequence[str]):
+    """The chunks' search texts, made when read: a corpus' texts are not held twice."""
+
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        self._chunks = chunks
+
+    def __len__(self) -> int:
+        return len(self._chunks)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [c.search_text for c in self._chunks[i]]
+        return self._chunks[i].search_text
+
+
+class _IdentifierTexts(_SearchTexts):
+    """What a chunk's identifiers are read from: its title, text and string metadata."""
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [_identified(c) for c in self._chunks[i]]
+        return _identified(self._chunks[i])
+
+
+def _identified(c: Chunk) -> str:
+    said = [v for v in c.payload.values() if isinstance(v, str)]
+    said += [x for v in c.payload.values() if isinstance(v, list) for x in v if isinstance(x, str)]
+    return "\n".join([c.title, c.text, *said])
+
+
 def build_index(
     chunks: Sequence[Chunk],
     path: Path | str,
@@ -212,42 +244,50 @@ def build_index(
         previous = current_id(root)
         build_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
         embedder = embedder or embedder_for(settings)
-        texts = [c.search_text for c in chunks]
-        over = count_over_window(embedder, texts)  # what the embedder will cut, counted before it is cut
-        vectors = np.asarray(embedder.embed(texts, on_progress=progress("embedding", len(texts))), dtype=np.float32)
-        _check_vectors(vectors, chunks, embedder)
-        lexicon, analysed = Lexicon.build(texts)
+        texts = _SearchTexts(chunks)
+        analysis = analyse(texts, identify=_IdentifierTexts(chunks), workers=s.build_workers,
+                           on_progress=progress("analysing", len(chunks)))
         tmp = root / "builds" / f".tmp-{build_id}"
         tmp.mkdir()
         engine: Engine | None = None
         try:
             if s.engine == "edge":
-                engine = EdgeEngine.create(tmp / "shard", dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct)
+                engine = EdgeEngine.create(tmp / "shard", dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct,
+                                           payload_graphs=s.filtered_search == "graph")
             else:
                 client = client or connect(s.server_url or ":memory:")
                 engine = ServerEngine.create(
                     client, s.collection, build_id, dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct,
-                    shards=s.shards, replicas=s.replicas,
+                    shards=s.shards, replicas=s.replicas, payload_graphs=s.filtered_search == "graph",
                 )
             kinds = _payload_index_kinds(chunks, s.payload_indexes)
             for field, kind in kinds.items():
                 engine.create_payload_index(field, kind)
-            advance = progress("indexing", len(chunks))
+            # Vectors are embedded (or read from the embedding cache) a slice at a time and written
+            # with it: none outlives its slice.
+            advance = progress("embedding and indexing", len(chunks))
+            over: list[int] = []
             with open(tmp / "chunks.jsonl", "w", encoding="utf-8") as fh:
-                for start in range(0, len(chunks), _BATCH):
-                    batch = []
-                    for i in range(start, min(start + _BATCH, len(chunks))):
-                        c = chunks[i]
-                        fh.write(c.model_dump_json() + "\n")
-                        # The engine also keeps the chunk's identifiers, one form each, for exact lookups:
-                        # those of its text and of its metadata (a product page's part numbers).
-                        said = [v for v in c.payload.values() if isinstance(v, str)]
-                        said += [x for v in c.payload.values() if isinstance(v, list) for x in v if isinstance(x, str)]
-                        keys = identifier_keys("\n".join([c.title, c.text, *said]))
-                        payload = {**c.payload, "id": c.id, "text": c.text, "title": c.title, IDENTIFIER_KEYS: keys}
-                        batch.append(EnginePoint(i, vectors[i], lexicon.document_vector(analysed[i], k1=s.k1, b=s.b), payload))
-                    engine.upsert(batch)
-                    advance(len(batch))
+                for start in range(0, len(chunks), _EMBED_SLICE):
+                    stop = min(start + _EMBED_SLICE, len(chunks))
+                    sliced = texts[start:stop]
+                    if (counted := count_over_window(embedder, sliced)) is not None:
+                        over = [over[0] + counted[0] if over else counted[0], counted[1]]
+                    vectors = np.asarray(embedder.embed(sliced, on_progress=advance), dtype=np.float32)
+                    _check_vectors(vectors, chunks[start:stop], embedder)
+                    sparse = analysis.vectors(start, stop, k1=s.k1, b=s.b)
+                    for at in range(start, stop, _BATCH):
+                        batch = []
+                        for i in range(at, min(at + _BATCH, stop)):
+                            c = chunks[i]
+                            fh.write(c.model_dump_json() + "\n")
+                            # The engine also keeps the chunk's identifiers, one form each, for exact lookups:
+                            # those of its text and of its metadata (a product page's part numbers).
+                            payload = {**c.payload, "id": c.id, "text": c.text, "title": c.title, IDENTIFIER_KEYS: analysis.keys[i]}
+                            batch.append(EnginePoint(i, vectors[i - start], sparse[i - start], payload))
+                        engine.upsert(batch)
+            lexicon = analysis.lexicon
+            del analysis
             progress("building HNSW graph", None)
             if s.engine == "edge":
                 engine.finish()
@@ -272,6 +312,7 @@ def build_index(
                 hnsw_m=s.hnsw_m,
                 hnsw_ef_construct=s.hnsw_ef_construct,
                 payload_indexes=kinds,
+                payload_graphs=s.filtered_search == "graph",
                 field_counts=payload_field_counts(c.payload for c in chunks),
                 build_seconds=round(time.time() - started, 3),
                 n_over_window=over[0] if over else None,
@@ -512,8 +553,9 @@ class Index:
         hits = self.engine.query(
             EngineQuery(
                 mode=mode, limit=k, dense=dense, sparse=sparse, where=where,
-                depth=max(s.depth, k), rrf_k=s.rrf_k, fusion=s.fusion, dense_weight=s.dense_weight, exact=exact,
+                depth=max(s.depth, k), rrf_k=s.rrf_k, fusion=s.fusion, dense_weight=s.dense_weight,
                 hnsw_ef=max(s.hnsw_ef_filtered if where else s.hnsw_ef, k),
+                **_filtered_plan(s.filtered_search, self.manifest.payload_graphs, where, exact),
             )
         )
         return [_hit(h, rank) for rank, h in enumerate(hits, start=1)]
@@ -576,6 +618,15 @@ class Index:
 def _lines(path: Path) -> Iterator[bytes]:
     with open(path, "rb") as fh:
         yield from fh
+
+
+def _filtered_plan(mode: str, payload_graphs: bool, where: Where | None, exact: bool) -> dict[str, bool]:
+    """How a dense search under `where` runs (see `[index] filtered_search`)."""
+    if not where or exact:
+        return {"exact": exact}
+    if mode == "exact":
+        return {"exact": True}
+    return {"exact": False, "acorn": mode == "acorn" or not payload_graphs}
 
 
 def _hit(h: EngineHit, rank: int) -> Hit:

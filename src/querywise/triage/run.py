@@ -20,8 +20,8 @@ import numpy as np
 from querywise.conversation import texts as turn_texts
 from querywise.corpus import Chunk
 from querywise.embed import Embedder
+from querywise.index.analysis import Analysis, analyse
 from querywise.index.engine import Mode
-from querywise.index.lexical import Lexicon
 from querywise.index.store import Hit, Index
 from querywise.retrieve import Retriever, checked
 from querywise.text import analyze
@@ -80,12 +80,12 @@ def _snippet(text: str) -> str:
     return flat if len(flat) <= SNIPPET_CHARS else flat[: SNIPPET_CHARS - 1].rstrip() + "…"
 
 
-def _table_bm25(table: ChunkTable, lex: Lexicon, analysed: Sequence[list[str]], ids: Sequence[str]) -> Callable[[str], list[Chunk]]:
+def _table_bm25(table: ChunkTable, analysis: Analysis, ids: Sequence[str]) -> Callable[[str], list[Chunk]]:
     """The 3 best chunks of the table for a text, by BM25 over the table itself (to locate a gold
     passage when the index is the user's)."""
+    lex = analysis.lexicon
     postings: dict[int, list[tuple[int, float]]] = {}
-    for row, terms in enumerate(analysed):
-        tids, weights = lex.document_vector(terms, k1=1.5, b=0.75)
+    for row, (tids, weights) in enumerate(analysis.vectors(0, len(analysis), k1=1.5, b=0.75)):
         for tid, w in zip(tids, weights, strict=True):
             postings.setdefault(tid, []).append((row, w))
     idf = idf_from(lex.terms, lex.df, lex.n_docs)
@@ -142,8 +142,9 @@ def triage_cases(
         lex = index.lexicon
     else:  # the user's passages: the vocabulary and the locating BM25 come from the table itself
         ids = list(table.chunks)
-        lex, analysed = Lexicon.build(table.chunks[i].search_text for i in ids)
-        table_bm25 = _table_bm25(table, lex, analysed, ids)
+        analysis = analyse([table.chunks[i].search_text for i in ids])
+        lex = analysis.lexicon
+        table_bm25 = _table_bm25(table, analysis, ids)
     idf = idf_from(lex.terms, lex.df, lex.n_docs)
 
     def bm25(text: str) -> list[Chunk]:
