@@ -34,6 +34,14 @@ def _machine_line(m: dict[str, Any]) -> str:
             f"Python {m.get('python')} · {vers}")
 
 
+def _links(r: dict[str, Any]) -> str:
+    """A build's filtered-search links: "graph" (Qdrant's per-value links) or none ("acorn"); older
+    runs recorded the experiment's payload_m instead."""
+    if "filtered_search" in r:
+        return str(r["filtered_search"])
+    return "graph" if r.get("payload_m") is None else f"payload_m={r['payload_m']}"
+
+
 def render_scale(s: dict[str, Any], extra_tuning: tuple[tuple[str, Any], ...] = ()) -> list[str]:
     out = ["## Scale: build, latency, recall (`bench/scale.py`)", "",
            f"Command: `{s['machine']['command']}`  ", f"Machine: {_machine_line(s['machine'])}", ""]
@@ -53,21 +61,21 @@ def render_scale(s: dict[str, Any], extra_tuning: tuple[tuple[str, Any], ...] = 
                 "dense latency p50 in ms. Build = the whole `build_index` (vectors precomputed), wall seconds; "
                 "HNSW = its `EdgeShard.optimize()` part, wall and CPU seconds (CPU = user+system of all threads, "
                 "less sensitive to other load on the machine).", "",
-                "| m | ef_construct | payload_m | build s | HNSW s | HNSW CPU s | ef | recall@10 | recall@10 filtered | p50 ms | p50 ms filtered |",
+                "| m | ef_construct | built for | build s | HNSW s | HNSW CPU s | ef | recall@10 | recall@10 filtered | p50 ms | p50 ms filtered |",
                 "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in tune["runs"]:
             b = r["build"]
             cpu = b.get("cpu_s", {}).get("hnsw_optimize_and_finalize", "–")
             for row in r["search"]["ef_sweep"]:
-                pm = "m (default)" if r.get("payload_m") is None else f"{r['payload_m']} (experiment)"
-                out.append(f"| {r['m']} | {r['ef_construct']} | {pm} | {b['build_s']} | "
+                out.append(f"| {r['m']} | {r['ef_construct']} | {_links(r)} | {b['build_s']} | "
                            f"{b['phases_s']['hnsw_optimize_and_finalize']} | {cpu} | {row['ef']} | "
                            f"{row['recall@10_none']:.4f} | {row['recall@10_filter']:.4f} | "
                            f"{_ms(row['dense_none'])} | {_ms(row['dense_filter'])} |")
         p = tune.get("pick")
         out += ["", f"Automatic pick (cheapest build meeting recall@10 ≥ {s['recall_thresholds']['unfiltered']} unfiltered "
                 f"and ≥ {s['recall_thresholds']['filtered']} filtered, then smallest ef): "
-                + (f"**m={p['m']}, ef_construct={p['ef_construct']}, ef={p['ef']}**" if p else "none met the thresholds"),
+                + (f"**m={p['m']}, ef_construct={p['ef_construct']}, ef={p['ef']}, built for {p.get('built_for', 'graph')}**"
+                   if p else "none met the thresholds"),
                 ""]
     tunings = [t for t in (s.get("hnsw_tuning"), *(t for _, t in extra_tuning)) if t]
     if len(tunings) > 1:
@@ -117,8 +125,8 @@ def render_scale(s: dict[str, Any], extra_tuning: tuple[tuple[str, Any], ...] = 
     for f in s.get("followups", []):
         b, q = f["build"], f["search"]
         cpu = b.get("cpu_s", {})
-        out += [f"### Follow-up at {f['n']:,} chunks (m={f['m']}, ef_construct={f['ef_construct']}): wider ef sweep"
-                + (" and ACORN" if q.get("acorn_sweep") else ""), "",
+        out += [f"### Follow-up at {f['n']:,} chunks (m={f['m']}, ef_construct={f['ef_construct']}, built for {_links(f)}): "
+                "wider ef sweep" + (" and ACORN" if q.get("acorn_sweep") else ""), "",
                 f"Command: `{f['machine']['command']}` ({f['machine']['date']}, load {b.get('load_avg_1min_start_end')})", "",
                 f"Rebuilt: {b['build_s']} s wall (lexicon+setup {b['phases_s']['lexicon_and_setup']}, upsert "
                 f"{b['phases_s']['upsert']}, HNSW {b['phases_s']['hnsw_optimize_and_finalize']}); CPU s: "
@@ -126,6 +134,9 @@ def render_scale(s: dict[str, Any], extra_tuning: tuple[tuple[str, Any], ...] = 
                 f"{cpu.get('upsert', '–')}, HNSW {cpu.get('hnsw_optimize_and_finalize', '–')}). Disk {b['disk_mib']} MiB, "
                 f"peak RSS build {b['peak_rss_build_mib']} MiB, search {q['peak_rss_search_mib']} MiB. "
                 f"Filter matches {q['filter_matches']:,} ({q['filter_selectivity']:.1%}).", "",
+                f"Filtered search {'walks the per-value links' if _links(f) == 'graph' else 'walks the plain graph with ACORN'}; "
+                f"`filtered_search = \"exact\"` on the same build: recall 1.0 at p50 / p95 "
+                f"{_ms(q['exact_dense_latency']['filter'])} / {_ms(q['exact_dense_latency']['filter'], 'p95_ms')} ms.", "",
                 "| ef | recall@10 | recall@10 filtered | dense p50 / p95 ms | dense + filter p50 / p95 ms |", "|---|---|---|---|---|"]
         for r in q["ef_sweep"]:
             out.append(f"| {r['ef']} | {r['recall@10_none']:.4f} | {r['recall@10_filter']:.4f} | "
@@ -144,6 +155,15 @@ def render_scale(s: dict[str, Any], extra_tuning: tuple[tuple[str, Any], ...] = 
                 f"{k.replace('_none', '').replace('_filter', ' + filter')} {_ms(v)} / {_ms(v, 'p95_ms')}"
                 for k, v in lt.items() if "engine" not in k)]
         out.append("")
+    fp = s.get("followup_pick")
+    if fp and fp.get("pick"):
+        p = fp["pick"]
+        out += [f"**Defaults chosen at {fp['n']:,} chunks** (builds compared: "
+                + ", ".join(f"m={m} ef_construct={e} {k}" for m, e, k in fp["compared"])
+                + f"; cheapest meeting recall@10 ≥ {s['recall_thresholds']['unfiltered']} unfiltered and ≥ "
+                f"{s['recall_thresholds']['filtered']} filtered at p95 ≤ {s['recall_thresholds'].get('filtered_p95_max_ms', '–')} ms): "
+                f"`filtered_search = \"{p['filtered_search']}\"`, `hnsw_ef = {p['ef']}`, `hnsw_ef_filtered = {p['hnsw_ef_filtered']}` "
+                f"(filtered recall@10 {p['filtered_recall@10']}, p95 {p['filtered_p95_ms']} ms; build {p['build_s']} s).", ""]
     out.append("")
     return out
 
@@ -158,22 +178,22 @@ def render_tuning_summary(tunings: list[dict[str, Any]]) -> list[str]:
     groups: dict[tuple[int, int, Any], list[dict[str, Any]]] = {}
     for t in tunings:
         for r in t["runs"]:
-            groups.setdefault((r["m"], r["ef_construct"], r.get("payload_m")), []).append(r)
+            groups.setdefault((r["m"], r["ef_construct"], _links(r)), []).append(r)
     efs = sorted({row["ef"] for t in tunings for r in t["runs"] for row in r["search"]["ef_sweep"]})
     out = ["### HNSW tuning: all builds together", "",
            "Min over builds of the HNSW wall / CPU seconds (the least disturbed measurement), and the range "
            "(min–max over builds) of unfiltered recall@10 per search ef.", "",
-           "| m | ef_construct | payload_m | builds | HNSW s (min) | HNSW CPU s (min) | "
+           "| m | ef_construct | built for | builds | HNSW s (min) | HNSW CPU s (min) | "
            + " | ".join(f"recall@10 ef={e}" for e in efs) + " |",
            "|---|---|---|---|---|---|" + "---|" * len(efs)]
-    for (m, efc, pm), runs in groups.items():
+    for (m, efc, links), runs in groups.items():
         walls = [r["build"]["phases_s"]["hnsw_optimize_and_finalize"] for r in runs]
         cpus = [r["build"]["cpu_s"]["hnsw_optimize_and_finalize"] for r in runs if "cpu_s" in r["build"]]
         cells = []
         for e in efs:
             vals = [row["recall@10_none"] for r in runs for row in r["search"]["ef_sweep"] if row["ef"] == e]
             cells.append("–" if not vals else f"{min(vals):.4f}–{max(vals):.4f}" if len(vals) > 1 else f"{vals[0]:.4f}")
-        out.append(f"| {m} | {efc} | {'m (default)' if pm is None else f'{pm} (experiment)'} | {len(runs)} | "
+        out.append(f"| {m} | {efc} | {links} | {len(runs)} | "
                    f"{min(walls)} | {min(cpus) if cpus else '–'} | " + " | ".join(cells) + " |")
     return [*out, ""]
 
@@ -250,30 +270,32 @@ def render_generic(name: str, d: dict[str, Any]) -> list[str]:
     return [*out, ""]
 
 
-#: Written from the full run of 2026-11-29 (scale.json, scale-tuning.json, bm25_engines.json); rewrite it
-#: when a new run changes the picture.
-ANALYSIS = """## Reading (full run of 2026-11-29)
+#: Written from the full run of 2026-12-02 (scale.json with its follow-ups, bm25_engines.json of 2026-11-29);
+#: rewrite it when a new run changes the picture.
+ANALYSIS = """## Reading (full run of 2026-12-02)
 
-- **HNSW default: m=16, ef_construct=64, hnsw_ef=128.** At 100k chunks every build of (16, 64) kept
-  recall@10 ≥ 0.9985 at ef=128 (two builds), and 0.9935–0.994 at 400k (two builds); its least disturbed HNSW
-  build took 39 s against 62 s for the current (16, 100) (one shared machine: single build times vary up to 3x,
-  see the all-builds table). ef=64 leaves a thin margin over 0.98: 0.9885–0.993 at 100k and 0.984–0.9845 at
-  400k for (16, 64), 0.9755–0.98 for m=8; ef=128 adds ~0.3 ms. ef_construct=32 and
-  m=8 give worse graphs (recall@10 at ef=128 0.992–0.9935 and 0.9925). payload_m=0 (no per-value payload links)
-  cost recall in both sweeps (0.9735–0.9815 at ef=64) and is not recommended.
-- **Filtered dense search needs a larger ef at scale.** Up to 100k, the 5% filter is answered exactly through the
-  payload index (recall 1.0). At 400k (20,001 matches) Qdrant searches the graph with the filter: recall@10
-  0.907–0.9135 at ef=64, 0.9445–0.9485 at ef=128, 0.9725 at ef=256 (+1.3 ms), 0.9875 at ef=512.
-  ACORN reaches 0.994 at ef=64 but costs ~10 ms per query. Neither is settable through the library today.
+- **HNSW default: m=16, ef_construct=64, hnsw_ef=128, filtered_search="graph", hnsw_ef_filtered=512.**
+  Chosen at 400k chunks (the follow-ups: `followup_pick` in scale.json), where the 5% filter is no longer
+  answered exactly through the payload index (up to 100k it is: recall 1.0 in every build, so the 100k
+  tuning cannot tell the modes apart; its automatic pick, a build without per-value links, then fell short
+  at 400k in the size run). With Qdrant's per-value graph links ("graph"): recall@10 0.9935 unfiltered at
+  ef 128; filtered 0.9465 / 0.9715 / 0.987 at ef 128 / 256 / 512, p95 2.5 / 3.7 / 6.2 ms.
+- **Without the links ("acorn" / "exact" builds) the graph is built 3.7x faster but is weaker.** HNSW 85 s
+  against 317 s at 400k, 18 s against 53 s at 100k; but the per-value links also serve unfiltered
+  searches: unfiltered recall@10 0.9395 at ef 128, 0.986 at 512 (0.982 at ef 128 at 100k, against 0.9985).
+  ACORN on it: filtered 0.852 / 0.90 / 0.9335 / 0.9425 at ef 128 / 256 / 512 / 1024 (p95 up to 17 ms).
+  `filtered_search = "exact"` (the matches read through the payload index and all scored): recall 1.0 at
+  p50 / p95 10.3 / 12.1 ms for 20,001 matches, a cost that grows with the matches.
+- **Build at 400k, vectors cached:** 453 s wall with the links (text analysis in 2 worker processes 78 s,
+  vectors and upserts 58 s, HNSW 317 s), 217-228 s without; the earlier single-process build took 1,003 s
+  (293 / 130 / 580 s) on a loaded Intel machine. Peak RSS 5.9 GiB either way (about 1.6 GiB of it the
+  benchmark's own chunks and vectors): the engine's upsert and optimize hold most of the rest.
 - **BM25 default: the library's own (Lucene-form sparse vectors, IDF in Qdrant).** SciFact nDCG@10 0.684 vs
   0.686 for bm25s-lucene (top-10 overlap 0.96; the gap is the tokeniser: single digits, identifier compounds,
   accent folding), 0.684 robertson, 0.661 tantivy (no stop words, k1=1.2). Its latency is in the same range
   (0.20 ms at 5k; 2.0 ms p50 at 100k vs 3.5 ms bm25s, 1.2 ms tantivy) and it is the only one whose filters and
   hybrid fusion run inside the engine, embedded or on a server. In-engine hybrid reaches nDCG@10 0.714
   (client-side RRF of bm25s + dense: 0.717; dense alone 0.645).
-- **Build cost at 400k** (CPU seconds, follow-up run): 708 s total = 173 s lexicon (Python text analysis) + 102 s
-  sparse vectors and upserts (Python) + 433 s Qdrant HNSW; peak RSS 6.7 GiB (1.2 GiB of it the benchmark's own
-  data). About 40% of the build is single-threaded Python before the engine is reached.
 """
 
 
@@ -308,7 +330,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="10k chunks, no HNSW sweep, 10k BM25 speed run")
     ap.add_argument("--readme", action="store_true", help="only re-render README.md")
-    ap.add_argument("--skip", default="", help="comma-separated: scale,bm25,embed,latency,adversarial,access,rewrite,router,triage,evaluation,third_party,intents,conversations,llm_latency,first_contact,fusion,triage_retriever,rerank,embed_batching,service_load,service_adversarial,service_faults")
+    ap.add_argument("--skip", default="", help="comma-separated: scale,bm25,embed,latency,adversarial,access,rewrite,router,triage,evaluation,third_party,intents,conversations,llm_latency,first_contact,fusion,triage_retriever,peers,rerank,embed_batching,service_load,service_adversarial,service_faults")
     a = ap.parse_args()
     if a.readme:
         log(f"wrote {render_readme()}")
@@ -356,6 +378,15 @@ def main() -> None:
     for name in ("fusion", "triage_retriever"):
         if name not in skip and not a.quick:
             run_module(f"bench.{name}", [])
+    if "peers" not in skip and not a.quick:  # Haystack, LlamaIndex, LangChain, semantic-router on the same tasks (~30 min)
+        from bench.peers import SYSTEMS, missing_modules
+
+        missing = sorted({m for s in SYSTEMS if not s.name.startswith("querywise") for m in missing_modules(s)})
+        if missing:
+            log(f"bench.peers skipped: {', '.join(missing)} not installed (pip install -c requirements.lock -r bench/requirements-peers.txt, "
+                "then pip install --no-deps -r bench/requirements-peers-nodeps.txt)")
+        else:
+            run_module("bench.peers", [])
     # The reranker's latency and cost; the service: embeddings under concurrency, load, access attacks, faults.
     for name in ("rerank", "embed_batching", "service_load", "service_adversarial", "service_faults"):
         if name == "service_load" and importlib.util.find_spec("locust") is None:

@@ -292,24 +292,25 @@ def filtered_options(search: dict[str, Any], ef_row: dict[str, Any]) -> list[tup
             ("exact", 1.0, search["exact_dense_latency"]["filter"]["p95_ms"])]
 
 
-def pick(tune: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Cheapest build (time), then smallest ef, whose unfiltered recall meets RECALL_MIN and which
-    offers a filtered mode meeting RECALL_MIN_FILTERED within FILTERED_P95_MAX_MS (the faster
-    such mode is taken)."""
+def pick(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Cheapest build (time) with an ef (`hnsw_ef`, the smallest) whose unfiltered recall meets
+    RECALL_MIN and a filtered mode and ef (`filtered_search`, `hnsw_ef_filtered`) meeting
+    RECALL_MIN_FILTERED within FILTERED_P95_MAX_MS (the smallest such ef, then the faster mode)."""
     ok = []
-    for b in tune:
-        for row in b["search"]["ef_sweep"]:
-            modes = [o for o in filtered_options(b["search"], row) if o[1] >= RECALL_MIN_FILTERED and o[2] <= FILTERED_P95_MAX_MS]
-            if row["recall@10_none"] >= RECALL_MIN and modes:
-                mode = min(modes, key=lambda o: o[2])
-                ok.append((b["build"]["build_s"], row["ef"], b["m"], b["ef_construct"], b["filtered_search"], mode, row))
-                break
+    for b in runs:
+        rows = b["search"]["ef_sweep"]
+        ef = next((r["ef"] for r in rows if r["recall@10_none"] >= RECALL_MIN), None)
+        filtered = next((min(good, key=lambda o: o[2]) for r in rows
+                         if (good := [(*o, r["ef"]) for o in filtered_options(b["search"], r)
+                                      if o[1] >= RECALL_MIN_FILTERED and o[2] <= FILTERED_P95_MAX_MS])), None)
+        if ef is not None and filtered is not None:
+            ok.append((b["build"]["build_s"], b, ef, filtered))
     if not ok:
         return None
-    ok.sort(key=lambda x: (x[0], x[1]))
-    s_, ef, m, efc, built, mode, row = ok[0]
-    return {"m": m, "ef_construct": efc, "ef": ef, "built_for": built, "filtered_search": mode[0],
-            "filtered_recall@10": mode[1], "filtered_p95_ms": mode[2], "build_s": s_, "recall": row}
+    build_s, b, ef, (mode, recall, p95, ef_filtered) = min(ok, key=lambda x: (x[0], x[2]))
+    return {"m": b["m"], "ef_construct": b["ef_construct"], "ef": ef, "built_for": b["filtered_search"], "build_s": build_s,
+            "filtered_search": mode, "hnsw_ef_filtered": ef_filtered, "filtered_recall@10": recall, "filtered_p95_ms": p95,
+            "recall": next(r for r in b["search"]["ef_sweep"] if r["ef"] == ef)}
 
 
 def _spec(text: str) -> tuple[int, int, str]:
@@ -340,6 +341,10 @@ def followup(a: argparse.Namespace, command: str) -> None:
     info["command"] = command
     data.setdefault("followups", []).append({"n": n, "m": m, "ef_construct": efc, "ef": ef, "filtered_search": filtered,
                                              "machine": info, "build": b, "search": srch, "wall_s": round(time.time() - started, 1)})
+    # The builds compared at this size (graph links or none): what `[index]` defaults should be.
+    same = [f for f in data["followups"] if f["n"] == n and "filtered_search" in f]
+    data["followup_pick"] = {"n": n, "compared": [(f["m"], f["ef_construct"], f["filtered_search"]) for f in same],
+                             "pick": pick(same)}
     path.write_text(json.dumps({"machine": machine or info, **data}, indent=2, ensure_ascii=False) + "\n")
     log(f"appended a follow-up at n={n} to {path}")
 
