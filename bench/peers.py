@@ -434,14 +434,9 @@ def latency_sample(raw: dict[str, Any], n: int) -> list[str]:
 
 
 def per_message_ms(fn: Callable[[str], Any], texts: Sequence[str]) -> dict[str, float]:
-    for t in texts[:20]:
-        fn(t)
-    seconds = []
-    for t in texts:
-        t0 = time.perf_counter()
-        fn(t)
-        seconds.append(time.perf_counter() - t0)
-    return percentiles(seconds)
+    from bench.bm25_engines import latency
+
+    return latency(fn, texts, warm=20)
 
 
 def routing_row(kind: np.ndarray, label: np.ndarray, y: np.ndarray, signal: np.ndarray, lat: dict[str, float], **extra: Any) -> dict[str, Any]:
@@ -651,6 +646,16 @@ def metric_check(args: argparse.Namespace, runs: dict[str, dict[str, list[str]]]
     return {name: ranx_check(run, qrels) for name, run in runs.items()}
 
 
+def _task_table(rows: dict[str, dict[str, Any]], header: str, cells: Callable[[dict[str, Any]], str]) -> list[str]:
+    """One task's results table (a failed system's error in its first cell), then its configurations."""
+    width = header.count("|") + 1
+    out = [f"| system | {header} | version |", "|---|" + "---|" * (width + 1)]
+    for name, r in rows.items():
+        shown = f"failed: {r['error']}" + " |" * (width - 1) if "error" in r else cells(r)
+        out.append(f"| {name} | {shown} | {r['version']} |")
+    return [*out, "", "| system | configuration |", "|---|---|", *(f"| {n} | {r['config']} |" for n, r in rows.items()), ""]
+
+
 def markdown(data: dict[str, Any], command: str) -> str:
     limits = {k: v for k, v in data["protocol"]["limits"].items() if v}
     lines = ["# Peers on the same tasks, one embedding model", "", f"Command: `{command}`.", "",
@@ -658,26 +663,14 @@ def markdown(data: dict[str, Any], command: str) -> str:
              "Every system in its own process; the packaged all-MiniLM-L6-v2 from its folder (the peers through sentence-transformers, "
              "querywise through its default ONNX export of it). See the module docstring of bench/peers.py for each configuration.", "",
              "## SciFact hybrid retrieval (BEIR test)", "",
-             "| system | nDCG@10 | recall@100 | build s (embedding incl.) | latency p50 ms | p95 ms | peak RSS MiB | version |",
-             "|---|---|---|---|---|---|---|---|"]
-    for name, r in data["scifact"].items():
-        if "error" in r:
-            lines.append(f"| {name} | failed: {r['error']} | | | | | | {r['version']} |")
-            continue
-        lines.append(f"| {name} | {r['ndcg@10']:.4f} | {r['recall@100']:.4f} | {r['build_s']} | {r['latency_p50_ms']:.1f} | "
-                     f"{r['latency_p95_ms']:.1f} | {r['peak_rss_mb']} | {r['version']} |")
-    lines += ["", "| system | configuration |", "|---|---|", *(f"| {n} | {r['config']} |" for n, r in data["scifact"].items())]
-    lines += ["", "## CLINC150 routing (test + oos_test)", "",
-              "| system | in-scope acc | answered acc | deferred | OOS recall | latency p50 ms (embedding incl.) | version |",
-              "|---|---|---|---|---|---|---|"]
-    for name, r in data["clinc150"].items():
-        if "error" in r:
-            lines.append(f"| {name} | failed: {r['error']} | | | | | {r['version']} |")
-            continue
-        lines.append(f"| {name} | {r['in_scope_accuracy']:.4f} | {r['answered_accuracy']:.4f} | {r['deferred_share']:.4f} | "
-                     f"{r['oos_recall']:.4f} | {r['latency_p50_ms']:.1f} | {r['version']} |")
-    lines += ["", "| system | configuration |", "|---|---|", *(f"| {n} | {r['config']} |" for n, r in data["clinc150"].items())]
-    lines += ["", "## Follow-up move", "", data["followup"], ""]
+             *_task_table(data["scifact"], "nDCG@10 | recall@100 | build s (embedding incl.) | latency p50 ms | p95 ms | peak RSS MiB",
+                          lambda r: f"{r['ndcg@10']:.4f} | {r['recall@100']:.4f} | {r['build_s']} | {r['latency_p50_ms']:.1f} | "
+                                    f"{r['latency_p95_ms']:.1f} | {r['peak_rss_mb']}"),
+             "## CLINC150 routing (test + oos_test)", "",
+             *_task_table(data["clinc150"], "in-scope acc | answered acc | deferred | OOS recall | latency p50 ms (embedding incl.)",
+                          lambda r: f"{r['in_scope_accuracy']:.4f} | {r['answered_accuracy']:.4f} | {r['deferred_share']:.4f} | "
+                                    f"{r['oos_recall']:.4f} | {r['latency_p50_ms']:.1f}")]
+    lines += ["## Follow-up move", "", data["followup"], ""]
     return "\n".join(lines)
 
 

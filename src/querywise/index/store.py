@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import shutil
 import time
@@ -43,7 +42,7 @@ import uuid
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -68,10 +67,11 @@ from querywise.index.builds import (
     read_current,
     rollback,
 )
-from querywise.index.engine import EdgeEngine, Engine, EngineHit, EnginePoint, EngineQuery, Mode, PayloadKind
+from querywise.index.engine import EdgeEngine, Engine, EngineHit, EnginePoint, EngineQuery, Mode
 from querywise.index.errors import IndexStoreError, damaged
 from querywise.index.integrity import BlockDigest, FileSum, digest_bytes, fsync_dir, seal
 from querywise.index.lexical import Lexicon
+from querywise.index.points import IdentifierTexts, SearchTexts, check_storable, check_vectors, payload_index_kinds
 from querywise.index.server import ServerEngine, collection_of, connect, drop_collection
 from querywise.text import IDENTIFIER_KEYS
 from querywise.validation import FieldPresence, payload_field_counts
@@ -83,7 +83,6 @@ __all__ = ["FORMAT_VERSION", "FileSum", "Hit", "Index", "IndexStoreError", "Mani
 
 _BATCH = 512
 _EMBED_SLICE = 4096  # texts embedded, then written, at a time
-_INTEGERS = (-(2**63), 2**64 - 1)  # what the engine stores as an integer (beyond: a float, digits lost)
 _OPEN_ATTEMPTS = 5
 
 
@@ -110,110 +109,6 @@ class Hit(BaseModel):
     payload: dict[str, Any] = {}
 
 
-def _payload_index_kinds(chunks: Sequence[Chunk], wanted: list[str] | None) -> dict[str, PayloadKind]:
-    """Infer an engine index type per payload field; skip long text and mixed types."""
-    seen: dict[str, set[PayloadKind | Literal["other"]]] = {}
-    lengths: dict[str, list[int]] = {}
-    for c in chunks:
-        for key, value in c.payload.items():
-            values = value if isinstance(value, list) else [value]
-            for v in values:
-                kind: PayloadKind | Literal["other"] = (
-                    "bool" if isinstance(v, bool)
-                    else "float" if isinstance(v, int | float)
-                    else "keyword" if isinstance(v, str)
-                    else "other"
-                )
-                seen.setdefault(key, set()).add(kind)
-                if isinstance(v, str):
-                    lengths.setdefault(key, []).append(len(v))
-    kinds: dict[str, PayloadKind] = {"id": "keyword"}
-    for key, ks in seen.items():
-        if wanted is not None and key not in wanted:
-            continue
-        if len(ks) != 1:
-            continue
-        kind = next(iter(ks))
-        if kind == "other":
-            continue
-        if kind == "keyword" and wanted is None and np.mean(lengths[key]) > 64:
-            continue  # prose, not a category: filtering on it makes no sense
-        kinds[key] = kind
-    return kinds
-
-
-def _unstorable(value: Any, where: str) -> str | None:
-    """Why `value` cannot be a payload value (JSON inside the engine), or None if it can."""
-    if value is None or isinstance(value, bool | str):
-        return None
-    if isinstance(value, int):
-        if _INTEGERS[0] <= value <= _INTEGERS[1]:
-            return None
-        return f"{where} = {value} is beyond 64-bit integers (the engine would keep it as a float, digits lost)"
-    if isinstance(value, float):
-        return None if math.isfinite(value) else f"{where} = {value} (JSON has no NaN or infinity)"
-    if isinstance(value, list | tuple):
-        return next((why for i, v in enumerate(value) if (why := _unstorable(v, f"{where}[{i}]"))), None)
-    if isinstance(value, dict):
-        for key, v in value.items():
-            if not isinstance(key, str):
-                return f"{where} has a key {key!r} that is not a string"
-            if why := _unstorable(v, f"{where}.{key}"):
-                return why
-        return None
-    return f"{where} is a {type(value).__name__}, not a JSON value"
-
-
-def _check_storable(chunks: Sequence[Chunk]) -> None:
-    """Every payload value can be stored; else an error naming the chunk, before anything is written."""
-    for c in chunks:
-        for key, value in c.payload.items():
-            if why := _unstorable(value, f"payload field {key!r}"):
-                raise IndexStoreError(f"chunk {c.id!r}: {why}; fix or drop that value (nothing was written)", part="payload")
-
-
-def _check_vectors(vectors: np.ndarray, chunks: Sequence[Chunk], embedder: Embedder) -> None:
-    if vectors.shape != (len(chunks), embedder.dim):
-        raise IndexStoreError(
-            f"{embedder.model_id} returned vectors of shape {vectors.shape}, expected ({len(chunks)}, {embedder.dim})",
-            part="embedder",
-        )
-    finite = np.isfinite(vectors).all(axis=1)
-    if not finite.all():
-        c = chunks[int(np.argmin(finite))]
-        raise IndexStoreError(f"chunk {c.id!r}: {embedder.model_id} embedded it as NaN or infinity (nothing was written)", part="embedder")
-
-
-class _SearchTexts(Sequence[str]):
-    """The chunks' search texts, made when read: a corpus' texts are not held twice."""
-
-    def __init__(self, chunks: Sequence[Chunk]) -> None:
-        self._chunks = chunks
-
-    def __len__(self) -> int:
-        return len(self._chunks)
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [c.search_text for c in self._chunks[i]]
-        return self._chunks[i].search_text
-
-
-class _IdentifierTexts(_SearchTexts):
-    """What a chunk's identifiers are read from: its title, text and string metadata."""
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [_identified(c) for c in self._chunks[i]]
-        return _identified(self._chunks[i])
-
-
-def _identified(c: Chunk) -> str:
-    said = [v for v in c.payload.values() if isinstance(v, str)]
-    said += [x for v in c.payload.values() if isinstance(v, list) for x in v if isinstance(x, str)]
-    return "\n".join([c.title, c.text, *said])
-
-
 def build_index(
     chunks: Sequence[Chunk],
     path: Path | str,
@@ -234,7 +129,7 @@ def build_index(
     root = Path(path)
     if not chunks:
         raise IndexStoreError("nothing to index")
-    _check_storable(chunks)
+    check_storable(chunks)
     claim(root)
     (root / "builds").mkdir(parents=True, exist_ok=True)
     started = time.time()
@@ -244,8 +139,8 @@ def build_index(
         previous = current_id(root)
         build_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
         embedder = embedder or embedder_for(settings)
-        texts = _SearchTexts(chunks)
-        analysis = analyse(texts, identify=_IdentifierTexts(chunks), workers=s.build_workers,
+        texts = SearchTexts(chunks)
+        analysis = analyse(texts, identify=IdentifierTexts(chunks), workers=s.build_workers,
                            on_progress=progress("analysing", len(chunks)))
         tmp = root / "builds" / f".tmp-{build_id}"
         tmp.mkdir()
@@ -260,7 +155,7 @@ def build_index(
                     client, s.collection, build_id, dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct,
                     shards=s.shards, replicas=s.replicas, payload_graphs=s.filtered_search == "graph",
                 )
-            kinds = _payload_index_kinds(chunks, s.payload_indexes)
+            kinds = payload_index_kinds(chunks, s.payload_indexes)
             for field, kind in kinds.items():
                 engine.create_payload_index(field, kind)
             # Vectors are embedded (or read from the embedding cache) a slice at a time and written
@@ -274,7 +169,7 @@ def build_index(
                     if (counted := count_over_window(embedder, sliced)) is not None:
                         over = [over[0] + counted[0] if over else counted[0], counted[1]]
                     vectors = np.asarray(embedder.embed(sliced, on_progress=advance), dtype=np.float32)
-                    _check_vectors(vectors, chunks[start:stop], embedder)
+                    check_vectors(vectors, chunks[start:stop], embedder)
                     sparse = analysis.vectors(start, stop, k1=s.k1, b=s.b)
                     for at in range(start, stop, _BATCH):
                         batch = []
