@@ -91,7 +91,7 @@ def test_a_cluster_collection_is_created_with_the_configured_shards_and_replicas
         def do_PUT(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
             seen.append(("PUT", self.path, json.loads(self.rfile.read(length) or b"{}")))
-            self._answer(True)
+            self._answer({"operation_id": 1, "status": "completed"} if "/index" in self.path else True)
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
@@ -110,6 +110,8 @@ def test_a_cluster_collection_is_created_with_the_configured_shards_and_replicas
         client = QdrantClient(url=f"http://127.0.0.1:{server.server_address[1]}", check_compatibility=False)
         engine = ServerEngine.create(client, "shop", "b1", dim=8, hnsw_m=16, hnsw_ef_construct=64, shards=3, replicas=2,
                                      payload_graphs=False)
+        engine.create_payload_index("category", "keyword", graph=True)
+        engine.create_payload_index("price", "float", graph=False)
         from querywise.index.engine import EngineQuery
 
         engine.query(EngineQuery(mode="dense", limit=3, dense=[0.1] * 8, where=parse_where(["price<200"]), hnsw_ef=64, acorn=True))
@@ -118,7 +120,11 @@ def test_a_cluster_collection_is_created_with_the_configured_shards_and_replicas
         server.shutdown()
         server.server_close()
     assert engine.collection == "shop-b1"
-    ((method, path, body), (_, query_path, query)) = [s for s in seen if s[1].startswith("/collections/shop-b1")]
+    ((method, path, body), category, price, (_, query_path, query)) = [s for s in seen if s[1].startswith("/collections/shop-b1")]
+    # Graph links per payload field: Qdrant's enable_hnsw on each field's index.
+    assert category[1].split("?")[0] == "/collections/shop-b1/index"
+    assert category[2]["field_name"] == "category" and category[2]["field_schema"] == {"type": "keyword", "enable_hnsw": True}
+    assert price[2]["field_name"] == "price" and price[2]["field_schema"] == {"type": "float", "enable_hnsw": False}
     assert (method, path.split("?")[0]) == ("PUT", "/collections/shop-b1")
     assert body["shard_number"] == 3 and body["replication_factor"] == 2
     # Without per-value graph links (`filtered_search` "acorn" or "exact"), filtered searches walk with ACORN.

@@ -47,6 +47,9 @@ class Manifest(BaseModel):
     # Whether the dense graph has Qdrant's per-value sub-graphs for filtered search (`[index]
     # filtered_search = "graph"`); builds made before this was recorded all have them.
     payload_graphs: bool = True
+    # With them, the indexed fields whose values have links (`[index] graph_fields`); None in
+    # builds made before this was recorded: every indexed field.
+    graph_fields: list[str] | None = None
     # Chunks carrying a value for each top-level payload field (`validation.payload_field_counts`),
     # so that a deployment is checked against its index at start-up without reading every chunk.
     # None in builds made before it was recorded: `Index.field_presence` then counts them once.

@@ -64,7 +64,9 @@ class EngineHit:
 
 class Engine(Protocol):
     def upsert(self, points: Sequence[EnginePoint]) -> None: ...
-    def create_payload_index(self, field: str, kind: PayloadKind) -> None: ...
+    def create_payload_index(self, field: str, kind: PayloadKind, *, graph: bool) -> None:
+        """`graph`: the field's values get their own graph links (when the build makes any)."""
+
     def finish(self) -> None:
         """Build the search structures (HNSW) and make everything durable."""
 
@@ -255,15 +257,11 @@ class EdgeEngine:
             point = qe.Point(p.id, {DENSE: _floats(p.dense), SPARSE: qe.SparseVector(*p.sparse)}, p.payload)
             self._shard.update(qe.UpdateOperation.upsert_points([point]))
 
-    def create_payload_index(self, field: str, kind: PayloadKind) -> None:
+    def create_payload_index(self, field: str, kind: PayloadKind, *, graph: bool) -> None:
         import qdrant_edge as qe
 
-        schema = {
-            "keyword": qe.PayloadSchemaType.Keyword,
-            "float": qe.PayloadSchemaType.Float,
-            "bool": qe.PayloadSchemaType.Bool,
-        }[kind]
-        self._shard.update(qe.UpdateOperation.create_field_index(field, schema))
+        params = {"keyword": qe.KeywordIndexParams, "float": qe.FloatIndexParams, "bool": qe.BoolIndexParams}[kind]
+        self._shard.update(qe.UpdateOperation.create_field_index(field, params(enable_hnsw=graph)))
 
     def finish(self) -> None:
         self._shard.optimize()

@@ -9,12 +9,13 @@ from typing import Any, Literal
 
 import numpy as np
 
+from querywise.config import Settings
 from querywise.corpus import Chunk
 from querywise.embed import Embedder
 from querywise.index.engine import PayloadKind
 from querywise.index.errors import IndexStoreError
 
-__all__ = ["IdentifierTexts", "SearchTexts", "check_storable", "check_vectors", "payload_index_kinds"]
+__all__ = ["IdentifierTexts", "SearchTexts", "check_storable", "check_vectors", "graph_fields", "payload_index_kinds"]
 
 _INTEGERS = (-(2**63), 2**64 - 1)  # what the engine stores as an integer (beyond: a float, digits lost)
 
@@ -49,6 +50,26 @@ def payload_index_kinds(chunks: Sequence[Chunk], wanted: list[str] | None) -> di
             continue  # prose, not a category: filtering on it makes no sense
         kinds[key] = kind
     return kinds
+
+
+def graph_fields(kinds: dict[str, PayloadKind], settings: Settings) -> list[str]:
+    """The indexed fields whose values get graph links (`[index] graph_fields`; none unless
+    `filtered_search` is "graph"). The chunk id is never one: each of its values holds one point."""
+    if settings.index.filtered_search != "graph":
+        return []
+    named = settings.index.graph_fields
+    if named is not None:
+        if unknown := sorted(set(named) - set(kinds)):
+            raise IndexStoreError(
+                f"[index] graph_fields names {', '.join(map(repr, unknown))}, not an indexed payload field "
+                f"(indexed: {', '.join(sorted(k for k in kinds if k != 'id')) or 'none'}); nothing was written",
+                part="payload",
+            )
+        return [f for f in kinds if f in named]
+    filtered = {*settings.filters.fields, *settings.access.fields.values()}
+    if settings.filters.catalog_link:
+        filtered.add(settings.filters.catalog_link)
+    return [f for f in kinds if f != "id" and (f in filtered or not filtered)]
 
 
 def _unstorable(value: Any, where: str) -> str | None:

@@ -143,11 +143,17 @@ class ServerEngine:
             wait=True,
         )
 
-    def create_payload_index(self, field: str, kind: PayloadKind) -> None:
+    def create_payload_index(self, field: str, kind: PayloadKind, *, graph: bool) -> None:
         from qdrant_client import models as m
 
-        schema = {"keyword": m.PayloadSchemaType.KEYWORD, "float": m.PayloadSchemaType.FLOAT, "bool": m.PayloadSchemaType.BOOL}
-        self.client.create_payload_index(self.collection, field, schema[kind], wait=True)
+        schema: m.KeywordIndexParams | m.FloatIndexParams | m.BoolIndexParams
+        if kind == "keyword":
+            schema = m.KeywordIndexParams(type=m.KeywordIndexType.KEYWORD, enable_hnsw=graph)
+        elif kind == "float":
+            schema = m.FloatIndexParams(type=m.FloatIndexType.FLOAT, enable_hnsw=graph)
+        else:
+            schema = m.BoolIndexParams(type=m.BoolIndexType.BOOL, enable_hnsw=graph)
+        self.client.create_payload_index(self.collection, field, schema, wait=True)
 
     def finish(self) -> None:
         """Point the alias at the new collection in one call. The previous collection stays: it

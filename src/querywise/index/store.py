@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import time
 import uuid
@@ -71,7 +72,7 @@ from querywise.index.engine import EdgeEngine, Engine, EngineHit, EnginePoint, E
 from querywise.index.errors import IndexStoreError, damaged
 from querywise.index.integrity import BlockDigest, FileSum, digest_bytes, fsync_dir, seal
 from querywise.index.lexical import Lexicon
-from querywise.index.points import IdentifierTexts, SearchTexts, check_storable, check_vectors, payload_index_kinds
+from querywise.index.points import IdentifierTexts, SearchTexts, check_storable, check_vectors, graph_fields, payload_index_kinds
 from querywise.index.server import ServerEngine, collection_of, connect, drop_collection
 from querywise.text import IDENTIFIER_KEYS
 from querywise.validation import FieldPresence, payload_field_counts
@@ -139,6 +140,8 @@ def build_index(
         previous = current_id(root)
         build_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
         embedder = embedder or embedder_for(settings)
+        kinds = payload_index_kinds(chunks, s.payload_indexes)
+        linked = graph_fields(kinds, settings)
         texts = SearchTexts(chunks)
         analysis = analyse(texts, identify=IdentifierTexts(chunks), workers=s.build_workers,
                            on_progress=progress("analysing", len(chunks)))
@@ -155,9 +158,8 @@ def build_index(
                     client, s.collection, build_id, dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct,
                     shards=s.shards, replicas=s.replicas, payload_graphs=s.filtered_search == "graph",
                 )
-            kinds = payload_index_kinds(chunks, s.payload_indexes)
             for field, kind in kinds.items():
-                engine.create_payload_index(field, kind)
+                engine.create_payload_index(field, kind, graph=field in linked)
             # Vectors are embedded (or read from the embedding cache) a slice at a time and written
             # with it: none outlives its slice.
             advance = progress("embedding and indexing", len(chunks))
@@ -208,6 +210,7 @@ def build_index(
                 hnsw_ef_construct=s.hnsw_ef_construct,
                 payload_indexes=kinds,
                 payload_graphs=s.filtered_search == "graph",
+                graph_fields=linked if s.filtered_search == "graph" else None,
                 field_counts=payload_field_counts(c.payload for c in chunks),
                 build_seconds=round(time.time() - started, 3),
                 n_over_window=over[0] if over else None,
@@ -424,6 +427,13 @@ class Index:
             self._embedder = embedder_for(self.settings)
         return self._embedder
 
+    def _linked(self) -> frozenset[str]:
+        """The payload fields whose values have graph links in this build."""
+        m = self.manifest
+        if not m.payload_graphs:
+            return frozenset()
+        return frozenset(m.payload_indexes if m.graph_fields is None else m.graph_fields)
+
     def embed_query(self, text: str) -> np.ndarray:
         """The query's dense vector; an `IndexStoreError` if the embedder is not the index's."""
         if not self._embedder_checked:
@@ -450,7 +460,7 @@ class Index:
                 mode=mode, limit=k, dense=dense, sparse=sparse, where=where,
                 depth=max(s.depth, k), rrf_k=s.rrf_k, fusion=s.fusion, dense_weight=s.dense_weight,
                 hnsw_ef=max(s.hnsw_ef_filtered if where else s.hnsw_ef, k),
-                **_filtered_plan(s.filtered_search, self.manifest.payload_graphs, where, exact),
+                **_filtered_plan(s.filtered_search, self._linked(), where, exact),
             )
         )
         return [_hit(h, rank) for rank, h in enumerate(hits, start=1)]
@@ -515,13 +525,18 @@ def _lines(path: Path) -> Iterator[bytes]:
         yield from fh
 
 
-def _filtered_plan(mode: str, payload_graphs: bool, where: Where | None, exact: bool) -> dict[str, bool]:
-    """How a dense search under `where` runs (see `[index] filtered_search`)."""
+def _filtered_plan(mode: str, linked: frozenset[str], where: Where | None, exact: bool) -> dict[str, bool]:
+    """How a dense search under `where` runs (see `[index] filtered_search`): over the graph's
+    links when one of its conditions is on a field that has them, else with ACORN."""
     if not where or exact:
         return {"exact": exact}
     if mode == "exact":
         return {"exact": True}
-    return {"exact": False, "acorn": mode == "acorn" or not payload_graphs}
+    walks_links = mode == "graph" and any(_TOP_FIELD.match(c.field).group(0) in linked for c in where.conditions)  # type: ignore[union-attr]
+    return {"exact": False, "acorn": not walks_links}
+
+
+_TOP_FIELD = re.compile(r"[^.\[]*")  # the payload field a condition's path starts at
 
 
 def _hit(h: EngineHit, rank: int) -> Hit:
