@@ -95,9 +95,13 @@ def do_build(n: int, m: int, efc: int, out: Path, filtered: str = "graph") -> No
 
     cpu: dict[str, float] = {}
 
+    # RSS now and peak so far as each phase starts: where the build's memory goes
+    rss: dict[str, dict[str, float | None]] = {}
+
     def progress(phase: str, total: int | None):
         phases.setdefault(phase, time.perf_counter())
         cpu.setdefault(phase, time.process_time())
+        rss.setdefault(phase, {"rss_mib": _vm_status("VmRSS"), "peak_so_far_mib": _vm_status("VmHWM") if reset else None})
         return lambda k: None
 
     settings = _settings(m, efc, LIB_DEFAULT[2], filtered)
@@ -133,6 +137,7 @@ def do_build(n: int, m: int, efc: int, out: Path, filtered: str = "graph") -> No
         "disk_apparent_mib": dir_size_mib(path, apparent=True),
         "rss_after_data_mib": rss_data,
         "peak_rss_build_mib": _vm_status("VmHWM") if reset else None,
+        "rss_at_phase_start_mib": {**rss, "end": {"rss_mib": _vm_status("VmRSS")}},
         "peak_rss_process_mib": peak_rss_mib(),  # incl. synthesising the chunks and their vectors
         "synth_s": round(synth_s, 2),
         "payload_indexes": index.manifest.payload_indexes,
