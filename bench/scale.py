@@ -42,14 +42,19 @@ RECALL_MIN, RECALL_MIN_FILTERED = 0.98, 0.98
 FILTERED_P95_MAX_MS = 10.0  # #19's target for a filtered search at 400k
 
 
+def _walk(filtered: str) -> tuple[str, list[str] | None]:
+    """A build kind as `[index]` settings: `filtered_search`, and "graph=a+b" as graph_fields [a, b]."""
+    mode, _, fields = filtered.partition("=")
+    return mode, fields.split("+") if fields else None
+
+
 def _settings(m: int, efc: int, ef: int, filtered: str = "graph") -> Any:
-    """`filtered`: a `filtered_search` mode, "graph=a+b" for links on fields a and b only."""
     from querywise.config import IndexSettings, Settings
 
-    mode, _, fields = filtered.partition("=")
+    mode, fields = _walk(filtered)
     # hnsw_ef_filtered = ef: the sweep moves both
     return Settings(index=IndexSettings(hnsw_m=m, hnsw_ef_construct=efc, hnsw_ef=ef, hnsw_ef_filtered=ef, filtered_search=mode,
-                                        graph_fields=fields.split("+") if fields else None))
+                                        graph_fields=fields))
 
 
 def index_path(n: int, m: int, efc: int, filtered: str = "graph") -> Path:
@@ -316,9 +321,10 @@ def pick(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
             ok.append((b["build"]["build_s"], b, ef, filtered))
     if not ok:
         return None
-    build_s, b, ef, (mode, recall, p95, ef_filtered) = min(ok, key=lambda x: (x[0], x[2]))
+    build_s, b, ef, (walk, recall, p95, ef_filtered) = min(ok, key=lambda x: (x[0], x[2]))
+    mode, fields = _walk(walk)
     return {"m": b["m"], "ef_construct": b["ef_construct"], "ef": ef, "built_for": b["filtered_search"], "build_s": build_s,
-            "filtered_search": mode, "hnsw_ef_filtered": ef_filtered, "filtered_recall@10": recall, "filtered_p95_ms": p95,
+            "filtered_search": mode, "graph_fields": fields, "hnsw_ef_filtered": ef_filtered, "filtered_recall@10": recall, "filtered_p95_ms": p95,
             "recall": next(r for r in b["search"]["ef_sweep"] if r["ef"] == ef)}
 
 

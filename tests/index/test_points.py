@@ -30,6 +30,9 @@ def test_declared_filter_and_access_fields_are_the_linked_ones() -> None:
     )
     # "colour" is declared but no chunk carries it: nothing to link.
     assert graph_fields(KINDS, settings) == ["price", "markets", "tenant"]
+    # A key path is indexed under its top-level key.
+    nested = Settings(filters=FilterSettings(fields={"tenant.region": FilterField(type="keyword")}))
+    assert graph_fields(KINDS, nested) == ["tenant"]
 
 
 def test_named_graph_fields_win_and_a_typo_is_refused() -> None:
@@ -73,5 +76,5 @@ def test_a_build_links_the_named_fields_records_them_and_finds_the_exact_neighbo
     del manifest["graph_fields"]
     path.write_text(json.dumps(manifest))
     old = Index.open(tmp_path / "ix", settings=settings, embedder=hash_embedder)
-    assert old.manifest.graph_fields is None and old._linked() == frozenset(old.manifest.payload_indexes)
+    assert old.manifest.graph_fields is None and old._linked == frozenset(old.manifest.payload_indexes)
     old.close()

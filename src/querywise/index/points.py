@@ -14,6 +14,7 @@ from querywise.corpus import Chunk
 from querywise.embed import Embedder
 from querywise.index.engine import PayloadKind
 from querywise.index.errors import IndexStoreError
+from querywise.validation import field_root
 
 __all__ = ["IdentifierTexts", "SearchTexts", "check_storable", "check_vectors", "graph_fields", "payload_index_kinds"]
 
@@ -66,9 +67,8 @@ def graph_fields(kinds: dict[str, PayloadKind], settings: Settings) -> list[str]
                 part="payload",
             )
         return [f for f in kinds if f in named]
-    filtered = {*settings.filters.fields, *settings.access.fields.values()}
-    if settings.filters.catalog_link:
-        filtered.add(settings.filters.catalog_link)
+    # A key path (`specs.colour`) is indexed under its top-level key.
+    filtered = {field_root(f) for f in (*settings.filters.fields, *settings.access.fields.values(), settings.filters.catalog_link) if f}
     return [f for f in kinds if f != "id" and (f in filtered or not filtered)]
 
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shutil
 import time
 import uuid
@@ -75,7 +74,7 @@ from querywise.index.lexical import Lexicon
 from querywise.index.points import IdentifierTexts, SearchTexts, check_storable, check_vectors, graph_fields, payload_index_kinds
 from querywise.index.server import ServerEngine, collection_of, connect, drop_collection
 from querywise.text import IDENTIFIER_KEYS
-from querywise.validation import FieldPresence, payload_field_counts
+from querywise.validation import FieldPresence, field_root, payload_field_counts
 
 if TYPE_CHECKING:  # imported at run time only when a server is used
     from qdrant_client import QdrantClient
@@ -360,6 +359,11 @@ class Index:
         self.settings, self._embedder = settings, embedder
         self._embedder_checked = False
         self._presence: FieldPresence | None = None
+        # The payload fields whose values have graph links in this build (older builds: every indexed one).
+        self._linked = frozenset(
+            () if not manifest.payload_graphs
+            else manifest.payload_indexes if manifest.graph_fields is None else manifest.graph_fields
+        )
         self.build = build or root / "builds" / manifest.build_id
         # The reader's lock on its build (see builds.hold), released by close() or with the object.
         self._release = weakref.finalize(self, os.close, hold) if hold is not None else None
@@ -427,13 +431,6 @@ class Index:
             self._embedder = embedder_for(self.settings)
         return self._embedder
 
-    def _linked(self) -> frozenset[str]:
-        """The payload fields whose values have graph links in this build."""
-        m = self.manifest
-        if not m.payload_graphs:
-            return frozenset()
-        return frozenset(m.payload_indexes if m.graph_fields is None else m.graph_fields)
-
     def embed_query(self, text: str) -> np.ndarray:
         """The query's dense vector; an `IndexStoreError` if the embedder is not the index's."""
         if not self._embedder_checked:
@@ -460,7 +457,7 @@ class Index:
                 mode=mode, limit=k, dense=dense, sparse=sparse, where=where,
                 depth=max(s.depth, k), rrf_k=s.rrf_k, fusion=s.fusion, dense_weight=s.dense_weight,
                 hnsw_ef=max(s.hnsw_ef_filtered if where else s.hnsw_ef, k),
-                **_filtered_plan(s.filtered_search, self._linked(), where, exact),
+                **_filtered_plan(s.filtered_search, self._linked, where, exact),
             )
         )
         return [_hit(h, rank) for rank, h in enumerate(hits, start=1)]
@@ -532,11 +529,8 @@ def _filtered_plan(mode: str, linked: frozenset[str], where: Where | None, exact
         return {"exact": exact}
     if mode == "exact":
         return {"exact": True}
-    walks_links = mode == "graph" and any(_TOP_FIELD.match(c.field).group(0) in linked for c in where.conditions)  # type: ignore[union-attr]
+    walks_links = mode == "graph" and any(field_root(c.field) in linked for c in where.conditions)
     return {"exact": False, "acorn": not walks_links}
-
-
-_TOP_FIELD = re.compile(r"[^.\[]*")  # the payload field a condition's path starts at
 
 
 def _hit(h: EngineHit, rank: int) -> Hit:
