@@ -48,13 +48,14 @@ def _walk(filtered: str) -> tuple[str, list[str] | None]:
     return mode, fields.split("+") if fields else None
 
 
-def _settings(m: int, efc: int, ef: int, filtered: str = "graph") -> Any:
+def _settings(m: int, efc: int, ef: int, filtered: str = "graph", segment_chunks: int | None = None) -> Any:
     from querywise.config import IndexSettings, Settings
 
     mode, fields = _walk(filtered)
+    segments = {} if segment_chunks is None else {"segment_chunks": segment_chunks}
     # hnsw_ef_filtered = ef: the sweep moves both
     return Settings(index=IndexSettings(hnsw_m=m, hnsw_ef_construct=efc, hnsw_ef=ef, hnsw_ef_filtered=ef, filtered_search=mode,
-                                        graph_fields=fields))
+                                        graph_fields=fields, **segments))
 
 
 def index_path(n: int, m: int, efc: int, filtered: str = "graph") -> Path:
@@ -83,13 +84,13 @@ def _reset_peak_rss() -> bool:
 # --------------------------------------------------------------------------- child: build
 
 
-def do_build(n: int, m: int, efc: int, out: Path, filtered: str = "graph") -> None:
-    from bench.synth import describe, synth_chunks, synth_embedder
+def do_build(n: int, m: int, efc: int, out: Path, filtered: str = "graph", segment_chunks: int | None = None) -> None:
+    from bench.synth import cached_synth_embedder, describe, synth_corpus
     from querywise.index import build_index
 
     t = time.perf_counter()
-    chunks, vecs = synth_chunks(n)
-    emb = synth_embedder(chunks, vecs)
+    chunks = synth_corpus(n)  # made as read, as from a corpus file
+    emb = cached_synth_embedder(n)  # filled beforehand, in the parent (see _child)
     synth_s = time.perf_counter() - t
     rss_data = _vm_status("VmRSS")
     reset = _reset_peak_rss()
@@ -109,7 +110,7 @@ def do_build(n: int, m: int, efc: int, out: Path, filtered: str = "graph") -> No
         rss.setdefault(phase, {"rss_mib": _vm_status("VmRSS"), "peak_so_far_mib": _vm_status("VmHWM") if reset else None})
         return lambda k: None
 
-    settings = _settings(m, efc, LIB_DEFAULT[2], filtered)
+    settings = _settings(m, efc, LIB_DEFAULT[2], filtered, segment_chunks)
     log(f"build n={n} m={m} ef_construct={efc} filtered_search={filtered}")
     t0, c0 = time.perf_counter(), time.process_time()
     index = build_index(chunks, path, settings=settings, embedder=emb, progress=progress)
@@ -119,7 +120,7 @@ def do_build(n: int, m: int, efc: int, out: Path, filtered: str = "graph") -> No
     idx0 = phases.get("embedding and indexing", hnsw0)
     res = {
         "n": n, "m": m, "ef_construct": efc, "filtered_search": filtered,
-        "build_workers": settings.index.build_workers,
+        "build_workers": settings.index.build_workers, "segment_chunks": settings.index.segment_chunks,
         "build_s": round(t_end - t0, 2),
         "load_avg_1min_start_end": [round(load0, 2), round(os.getloadavg()[0], 2)],
         "phases_s": {
@@ -149,7 +150,7 @@ def do_build(n: int, m: int, efc: int, out: Path, filtered: str = "graph") -> No
         "graph_fields": index.manifest.graph_fields,
         "describe": describe(),
     }
-    out.write_text(json.dumps(res))
+    out.write_text(json.dumps(res, indent=2) + "\n")
     log(f"built n={n} in {res['build_s']}s {res['phases_s']} disk={res['disk_mib']}MiB")
 
 
@@ -280,6 +281,15 @@ def _child(args: list[str], out: Path) -> dict[str, Any]:
     return json.loads(out.read_text())
 
 
+def _build(n: int, flags: list[str], out: Path, segment_chunks: int | None) -> dict[str, Any]:
+    """One build in a child process, its vectors in the library's embedding cache beforehand."""
+    from bench.synth import cached_synth_embedder
+
+    cached_synth_embedder(n).close()  # filled here once, not in the measured process
+    segments = [] if segment_chunks is None else ["--segment-chunks", str(segment_chunks)]
+    return _child(["--build", str(n), *flags, *segments], out)
+
+
 def query_embedding_timing() -> dict[str, Any]:
     """Embed the 200 queries one at a time with the real model (what a search pays once per query)."""
     from bench.synth import query_texts, real_embedder
@@ -325,7 +335,7 @@ def pick(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
     mode, fields = _walk(walk)
     return {"m": b["m"], "ef_construct": b["ef_construct"], "ef": ef, "built_for": b["filtered_search"], "build_s": build_s,
             "filtered_search": mode, "graph_fields": fields, "hnsw_ef_filtered": ef_filtered, "filtered_recall@10": recall, "filtered_p95_ms": p95,
-            "recall": next(r for r in b["search"]["ef_sweep"] if r["ef"] == ef)}
+            "segment_chunks": b["build"].get("segment_chunks", 0), "recall": next(r for r in b["search"]["ef_sweep"] if r["ef"] == ef)}
 
 
 def _spec(text: str) -> tuple[int, int, str]:
@@ -343,7 +353,7 @@ def followup(a: argparse.Namespace, command: str) -> None:
     tmp = WORK / "scale-tmp"
     tmp.mkdir(parents=True, exist_ok=True)
     flags = ["--m", str(m), "--efc", str(efc), "--filtered-search", filtered]
-    b = _child(["--build", str(n), *flags], tmp / f"fu-b-{n}.json")
+    b = _build(n, flags, tmp / f"fu-b-{n}.json", a.segment_chunks)
     srch = _child(["--search", str(n), *flags, "--efs", a.efs, "--ef", str(ef), "--latency"], tmp / f"fu-s-{n}.json")
     if not a.keep_indexes:
         shutil.rmtree(index_path(n, m, efc, filtered), ignore_errors=True)
@@ -358,7 +368,8 @@ def followup(a: argparse.Namespace, command: str) -> None:
                                              "machine": info, "build": b, "search": srch, "wall_s": round(time.time() - started, 1)})
     # The builds compared at this size (graph links or none): what `[index]` defaults should be.
     same = [f for f in data["followups"] if f["n"] == n and "filtered_search" in f]
-    data["followup_pick"] = {"n": n, "compared": [(f["m"], f["ef_construct"], f["filtered_search"]) for f in same],
+    data["followup_pick"] = {"n": n, "compared": [(f["m"], f["ef_construct"], f["filtered_search"], f["build"].get("segment_chunks", 0))
+                                                  for f in same],
                              "pick": pick(same)}
     path.write_text(json.dumps({"machine": machine or info, **data}, indent=2, ensure_ascii=False) + "\n")
     log(f"appended a follow-up at n={n} to {path}")
@@ -380,6 +391,7 @@ def main() -> None:
     ap.add_argument("--followup", type=int, default=0,
                     help="one more build+search at this size with --hnsw and --efs; appended to "
                     "'followups' in the existing results file")
+    ap.add_argument("--segment-chunks", type=int, default=None, help="[index] segment_chunks of the builds (default: the library's)")
     ap.add_argument("--keep-indexes", action="store_true", help="keep index folders in bench/work/indexes")
     ap.add_argument("--command", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--results-name", default="scale.json", help="file name in bench/results/")
@@ -394,7 +406,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.build:
-        do_build(a.build, a.m, a.efc, a.out, a.filtered_search)
+        do_build(a.build, a.m, a.efc, a.out, a.filtered_search, a.segment_chunks)
         return
     if a.search:
         do_search(a.search, a.m, a.efc, [int(x) for x in a.efs.split(",")], a.ef, a.latency, a.out, a.filtered_search)
@@ -429,7 +441,7 @@ def main() -> None:
         for spec in a.tune_builds.split(","):
             m, efc, filtered = _spec(spec)
             flags = ["--m", str(m), "--efc", str(efc), "--filtered-search", filtered]
-            b = _child(["--build", str(a.tune_size), *flags], tmp / f"b-{m}-{efc}-{filtered}.json")
+            b = _build(a.tune_size, flags, tmp / f"b-{m}-{efc}-{filtered}.json", a.segment_chunks)
             s = _child(["--search", str(a.tune_size), *flags, "--efs", a.efs, "--ef", str(LIB_DEFAULT[2])],
                        tmp / f"s-{m}-{efc}-{filtered}.json")
             tune.append({"m": m, "ef_construct": efc, "filtered_search": filtered, "build": b, "search": s})
@@ -460,7 +472,7 @@ def main() -> None:
             b = {**reuse[0]["build"], "reused_from": "hnsw_tuning"}
             log(f"n={n}: reusing the tuning build of m={m} ef_construct={efc} {filtered}")
         else:
-            b = _child(["--build", str(n), *flags], tmp / f"size-b-{n}.json")
+            b = _build(n, flags, tmp / f"size-b-{n}.json", a.segment_chunks)
         efs = sorted({ef, *(e for e in (ef // 2, ef * 2) if e >= K)})
         s = _child(["--search", str(n), *flags, "--efs", ",".join(map(str, efs)), "--ef", str(ef), "--latency"],
                    tmp / f"size-s-{n}.json")

@@ -208,12 +208,45 @@ def query_vectors(n: int = 200) -> tuple[list[str], np.ndarray, dict[str, Any]]:
 # --------------------------------------------------------------------------- synthetic chunks
 
 
-def synth_chunks(n: int, seed: int = 0) -> tuple[list[Any], np.ndarray]:
-    """The first `n` synthetic chunks (a prefix of the same stream for any larger n) and their vectors."""
-    from querywise.corpus import Chunk
+class SynthCorpus(Sequence[Any]):
+    """The synthetic chunks as a corpus read lazily (a `Sequence[Chunk]` that makes each chunk when
+    read), as a corpus file on disk would be: the build is measured holding what it keeps, not the
+    benchmark's copy of 400k chunks."""
 
+    def __init__(self, sentences: Sequence[str], sources: Sequence[str], ptr: np.ndarray, sent: np.ndarray,
+                 cats: np.ndarray, years: np.ndarray) -> None:
+        self._sentences, self._sources = sentences, sources
+        self._ptr, self._sent, self._cats, self._years = ptr, sent, cats, years
+
+    def __len__(self) -> int:
+        return len(self._cats)
+
+    def sentence_ids(self, i: int) -> np.ndarray:
+        return self._sent[self._ptr[i] : self._ptr[i + 1]]
+
+    def _chunk(self, i: int) -> Any:
+        from querywise.corpus import Chunk
+
+        ids = self.sentence_ids(i)
+        return Chunk(
+            id=f"syn-{i}",
+            text=" ".join(self._sentences[s] for s in ids.tolist()),
+            payload={"category": CATEGORIES[int(self._cats[i])], "year": int(self._years[i]), "source": self._sources[i]},
+        )
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self._chunk(j) for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self._chunk(i)
+
+
+def synth_corpus(n: int, seed: int = 0) -> SynthCorpus:
+    """The first `n` synthetic chunks (a prefix of the same stream for any larger n)."""
     pool = sentence_pool()
-    sv, _ = sentence_vectors()
     rng = np.random.default_rng(seed)
     seen: set[tuple[int, ...]] = set()
     combos: list[tuple[int, ...]] = []
@@ -237,28 +270,37 @@ def synth_chunks(n: int, seed: int = 0) -> tuple[list[Any], np.ndarray]:
             doc_of.append(d)
             if len(combos) == n:
                 break
-    # vectors: re-normalised mean of the sentence vectors, grouped by chunk length
+    del seen
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([len(c) for c in combos])
+    sent = np.fromiter((s for c in combos for s in c), dtype=np.int32, count=int(ptr[-1]))
+    del combos
+    prng = np.random.default_rng(seed + 1)
+    cats = prng.choice(len(CATEGORIES), n, p=CATEGORY_P).astype(np.int8)
+    years = prng.integers(YEARS[0], YEARS[-1] + 1, n).astype(np.int16)
+    sources = [pool.docs[d][0] for d in doc_of]  # two distinct strings, shared
+    return SynthCorpus(pool.sentences, sources, ptr, sent, cats, years)
+
+
+def synth_vectors(corpus: SynthCorpus) -> np.ndarray:
+    """Each chunk's vector: the re-normalised mean of its sentences' vectors, grouped by chunk length."""
+    sv, _ = sentence_vectors()
+    n = len(corpus)
     vecs = np.empty((n, sv.shape[1]), dtype=np.float32)
-    lengths = np.fromiter((len(c) for c in combos), dtype=np.int64, count=n)
+    lengths = np.diff(corpus._ptr)
     for k in (2, 3, 4):
         rows = np.flatnonzero(lengths == k)
         if rows.size:
-            idx = np.asarray([combos[r] for r in rows], dtype=np.int64)
+            idx = corpus._sent[corpus._ptr[rows][:, None] + np.arange(k)]
             m = sv[idx].mean(axis=1)
             vecs[rows] = m / np.linalg.norm(m, axis=1, keepdims=True)
-    # payload
-    prng = np.random.default_rng(seed + 1)
-    cats = prng.choice(len(CATEGORIES), n, p=CATEGORY_P)
-    years = prng.integers(YEARS[0], YEARS[-1] + 1, n)
-    chunks = [
-        Chunk(
-            id=f"syn-{i}",
-            text=" ".join(pool.sentences[s] for s in combos[i]),
-            payload={"category": CATEGORIES[int(cats[i])], "year": int(years[i]), "source": pool.docs[doc_of[i]][0]},
-        )
-        for i in range(n)
-    ]
-    return chunks, vecs
+    return vecs
+
+
+def synth_chunks(n: int, seed: int = 0) -> tuple[SynthCorpus, np.ndarray]:
+    """The first `n` synthetic chunks and their vectors."""
+    corpus = synth_corpus(n, seed)
+    return corpus, synth_vectors(corpus)
 
 
 class LookupEmbedder:
@@ -277,9 +319,47 @@ class LookupEmbedder:
         return out
 
 
-def synth_embedder(chunks: Sequence[Any], vectors: np.ndarray) -> LookupEmbedder:
+def synth_model_id() -> str:
     _, meta = sentence_vectors()
-    return LookupEmbedder([c.search_text for c in chunks], vectors, meta["model_id"] + "+synthetic-mean")
+    return str(meta["model_id"]) + "+synthetic-mean"
+
+
+def synth_embedder(chunks: Sequence[Any], vectors: np.ndarray) -> LookupEmbedder:
+    return LookupEmbedder([c.search_text for c in chunks], vectors, synth_model_id())
+
+
+class _Cached:
+    """The inner embedder of a cache every text is already in: reaching it is a bug."""
+
+    def __init__(self, model_id: str, dim: int) -> None:
+        self.model_id, self.dim = model_id, dim
+
+    def embed(self, texts: Sequence[str], on_progress: Callable[[int], None] | None = None) -> np.ndarray:
+        raise RuntimeError(f"{len(texts)} texts missing from the synthetic embedding cache")
+
+
+SYNTH_CACHE = WORK / "synth-cache"
+
+
+def cached_synth_embedder(n: int) -> Any:
+    """The library's own on-disk embedding cache (`CachedEmbedder`, SQLite), holding the vectors of
+    the first `n` synthetic chunks: a build reads them as a user's rebuild with vectors cached would.
+    Filled once (in this process: call it in a process of its own before measuring)."""
+    from querywise.embed import CachedEmbedder
+
+    marker = SYNTH_CACHE / "complete.json"
+    done = json.loads(marker.read_text())["n"] if marker.exists() else 0
+    dim = int(sentence_vectors()[0].shape[1])
+    if done < n:
+        corpus = synth_corpus(n)
+        vecs = synth_vectors(corpus)
+        log(f"writing {n - done} synthetic vectors into {SYNTH_CACHE}")
+        texts = [c.search_text for c in corpus]
+        with CachedEmbedder(LookupEmbedder(texts, vecs, synth_model_id()), SYNTH_CACHE) as fill:
+            for start in range(done, n, 8192):
+                fill.embed(texts[start : start + 8192])
+        marker.write_text(json.dumps({"n": n}))
+    return CachedEmbedder(_Cached(synth_model_id(), dim), SYNTH_CACHE)
 
 
 def describe() -> dict[str, Any]:

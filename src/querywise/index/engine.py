@@ -213,15 +213,33 @@ def _floats(vector: Sequence[float]) -> list[float]:
 class EdgeEngine:
     """Qdrant's embedded engine on a folder: a named dense vector and a BM25 sparse vector."""
 
-    def __init__(self, path: Path, shard: qe.EdgeShard) -> None:
+    def __init__(self, path: Path, shard: qe.EdgeShard, *, seal_every: int = 0) -> None:
         self.path, self._shard = path, shard
+        self._seal_every, self._unsealed = seal_every, 0
 
     @classmethod
-    def create(cls, path: Path, *, dim: int, hnsw_m: int, hnsw_ef_construct: int, payload_graphs: bool = True) -> EdgeEngine:
+    def create(
+        cls, path: Path, *, dim: int, hnsw_m: int, hnsw_ef_construct: int, payload_graphs: bool = True,
+        n_points: int = 0, segment_points: int = 0,
+    ) -> EdgeEngine:
         """`payload_graphs`: build Qdrant's extra graph links per indexed payload value, which
         filtered searches walk; without them the graph builds several times faster and a filtered
-        search needs ACORN or an exact scan (bench/results/scale.json)."""
+        search needs ACORN or an exact scan (bench/results/scale.json).
+
+        `segment_points`: when the `n_points` to come are more, the shard is built a segment of
+        that many points at a time (see `upsert`), so the build holds one segment's graph build
+        in memory, not the whole corpus'; a search then visits each segment. 0: one segment."""
         import qdrant_edge as qe
+
+        segments = -(-n_points // segment_points) if segment_points and n_points > segment_points else 1
+        optimizers = None
+        if segments > 1:
+            # Qdrant measures a segment in KB of vectors. With room for one segment and no more,
+            # its optimiser never merges two sealed segments back into the whole corpus; a full
+            # segment is always past the size at which it gets its graph (10 MB by default).
+            kb = segment_points * dim * 4 * 11 // (10 * 1024) + 1
+            optimizers = qe.EdgeOptimizersConfig(default_segment_number=segments, max_segment_size=kb,
+                                                 indexing_threshold=min(kb * 10 // 11, 10_000))
 
         config = qe.EdgeConfig(
             vectors={
@@ -235,10 +253,11 @@ class EdgeEngine:
                 )
             },
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+            optimizers=optimizers,
             # The index is written once, then read: no WAL needed; finish() flushes.
             wal_enabled=False,
         )
-        return cls(path, qe.EdgeShard.create(str(path), config))
+        return cls(path, qe.EdgeShard.create(str(path), config), seal_every=segment_points if segments > 1 else 0)
 
     @classmethod
     def open(cls, path: Path) -> EdgeEngine:
@@ -256,6 +275,20 @@ class EdgeEngine:
         for p in points:
             point = qe.Point(p.id, {DENSE: _floats(p.dense), SPARSE: qe.SparseVector(*p.sparse)}, p.payload)
             self._shard.update(qe.UpdateOperation.upsert_points([point]))
+            self._unsealed += 1
+            if self._unsealed == self._seal_every:
+                self._seal()
+
+    def _seal(self) -> None:
+        """Build the graph of the points written since the last seal, then reopen the shard: the
+        memory that build took goes back (measured at 400k chunks: bench/results/scale.json)."""
+        import qdrant_edge as qe
+
+        self._shard.optimize()
+        self._shard.flush()
+        self._shard.close()
+        self._shard = qe.EdgeShard.load(str(self.path))
+        self._unsealed = 0
 
     def create_payload_index(self, field: str, kind: PayloadKind, *, graph: bool) -> None:
         import qdrant_edge as qe

@@ -150,7 +150,8 @@ def build_index(
         try:
             if s.engine == "edge":
                 engine = EdgeEngine.create(tmp / "shard", dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct,
-                                           payload_graphs=s.filtered_search == "graph")
+                                           payload_graphs=s.filtered_search == "graph", n_points=len(chunks),
+                                           segment_points=s.segment_chunks)
             else:
                 client = client or connect(s.server_url or ":memory:")
                 engine = ServerEngine.create(
