@@ -85,6 +85,22 @@ def _version(dist: str) -> str | None:
         return None
 
 
+def cpu_name() -> str:
+    """The CPU's model name and its vector extensions: hosts sold under one name differ (ONNX
+    Runtime runs 2x faster where AVX-512 is present), so every figure says which it had."""
+    name, flags = "", set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name") and not name:
+                name = line.split(":", 1)[1].strip()
+            elif line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        return platform.processor()
+    vector = sorted(f for f in flags if f in ("avx2", "avx_vnni", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile"))
+    return f"{name} ({', '.join(vector) or 'no AVX2'})" if name else platform.processor()
+
+
 def machine_info() -> dict[str, Any]:
     mem_kib = 0
     try:
@@ -93,14 +109,7 @@ def machine_info() -> dict[str, Any]:
                 mem_kib = int(line.split()[1])
     except OSError:
         pass
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     try:
         load = os.getloadavg()
     except OSError:

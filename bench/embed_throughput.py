@@ -3,8 +3,10 @@
     python bench/embed_throughput.py [--kinds torch,onnx,onnx-int8] [--repeats 3]
 
 Texts come from ../shared/data/scifact/corpus.jsonl.gz (read, never copied): (a) 2,000 sentences
-of 5-15 words, (b) 500 passages made of the first 100 words of an abstract; both sampled with a
-fixed seed. Each path embeds each set ``--repeats`` times at one batch size after a warm-up,
+of 5-15 words, (b) 500 passages made of the first 100 words of an abstract, (c) 300 whole
+abstracts with their title, as an index embeds them (most past the 256-token window); all sampled
+with a fixed seed. The ONNX path is also run at each ``--batch-tokens`` cap (0: 64 texts a
+batch whatever their length), which is how its default cap was chosen. Each path embeds each set ``--repeats`` times at one batch size after a warm-up,
 the paths taking turns; the best run is reported. Agreement is the smallest cosine between a
 path's vector and torch fp32's for the same text; "ref" is the largest deviation from the score
 figures of ../shared/reference/helpcentre.json (the acceptance test's own case list). Writes
@@ -31,8 +33,9 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))  # run from a checkout without installing
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]  # run from a checkout without installing
 
+from bench import cpu_name  # noqa: E402
 from querywise.embed import (  # noqa: E402
     Embedder,
     OnnxEmbedder,
@@ -47,9 +50,12 @@ def load_texts(shared: Path, seed: int = 0) -> dict[str, list[str]]:
     """The two workloads, built from SciFact abstracts."""
     sentences: list[str] = []
     passages: list[str] = []
+    abstracts: list[str] = []
     with gzip.open(shared / "data" / "scifact" / "corpus.jsonl.gz", "rt", encoding="utf-8") as f:
         for line in f:
-            text = json.loads(line)["text"]
+            row = json.loads(line)
+            text = row["text"]
+            abstracts.append(f"{row['title']}\n{text}" if row.get("title") else text)
             words = text.split()
             if len(words) >= 100:
                 passages.append(" ".join(words[:100]))
@@ -58,6 +64,7 @@ def load_texts(shared: Path, seed: int = 0) -> dict[str, list[str]]:
     return {
         "short (5-15 words)": rng.sample(sorted(set(sentences)), 2000),
         "passage (100 words)": rng.sample(passages, 500),
+        "abstract (title + text)": rng.sample(abstracts, 300),
     }
 
 
@@ -118,6 +125,8 @@ def main() -> None:
     parser.add_argument("--kinds", default="torch,onnx,onnx-int8")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--batch-tokens", default="0,512,1024,2048,4096",
+                        help="token caps per batch the ONNX path is also run at")
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
     parser.add_argument(
         "--out", type=Path, default=ROOT / "bench" / "results" / "embed_throughput.json"
@@ -166,11 +175,12 @@ def main() -> None:
                     cosines = np.sum(vectors[kind, workload] * vectors["torch", workload], axis=1)
                     row[f"{workload} min cosine vs torch"] = round(float(cosines.min()), 6)
             row["reference"] = reference_deviation(embedders[kind], args.shared)
+        sweep = batch_tokens_sweep(texts, args, export_dir) if "onnx" in kinds else []
 
     result = {
         "command": " ".join(["python", *map(shlex.quote, sys.argv)]),
         "machine": {
-            "cpu": _cpu_name(),
+            "cpu": cpu_name(),
             "cores": os.cpu_count(),
             "python": platform.python_version(),
             "torch": torch.__version__,
@@ -188,20 +198,26 @@ def main() -> None:
         "texts": {name: len(batch) for name, batch in texts.items()},
         "onnx_export_s": round(export_s, 2),
         "rows": list(rows.values()),
+        "onnx_batch_tokens": {"default": OnnxEmbedder.fp32.__kwdefaults__["batch_tokens"], "sweep": sweep},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(_markdown(result))
 
 
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
+def batch_tokens_sweep(texts: dict[str, list[str]], args: argparse.Namespace, export_dir: Path) -> list[dict[str, Any]]:
+    """The ONNX path's texts/s at each cap on a batch's padded tokens, best of the repeats."""
+    caps = [int(x) for x in args.batch_tokens.split(",") if x.strip()]
+    embedders = {cap: OnnxEmbedder.fp32(export_dir=export_dir, batch_size=args.batch_size, batch_tokens=cap) for cap in caps}
+    best: dict[tuple[int, str], float] = {}
+    for _ in range(args.repeats):
+        for cap, embedder in embedders.items():  # caps take turns, as the paths do
+            for workload, batch in texts.items():
+                started = time.perf_counter()
+                embedder.embed(batch)
+                seconds = time.perf_counter() - started
+                best[cap, workload] = min(best.get((cap, workload), seconds), seconds)
+    return [{"batch_tokens": cap, **{f"{w} texts/s": round(len(b) / best[cap, w], 1) for w, b in texts.items()}} for cap in caps]
 
 
 def _markdown(result: dict[str, Any]) -> str:
@@ -238,6 +254,11 @@ def _markdown(result: dict[str, Any]) -> str:
         f"batch {result['batch_size']}, best of {result['repeats']}; "
         f"one-time ONNX export {result['onnx_export_s']} s. `{result['command']}`"
     )
+    if result.get("onnx_batch_tokens", {}).get("sweep"):
+        lines += ["", "| ONNX batch_tokens | " + " | ".join(f"{n} /s" for n in names) + " |", "|" + "---|" * (len(names) + 1)]
+        for row in result["onnx_batch_tokens"]["sweep"]:
+            default = " (default)" if row["batch_tokens"] == result["onnx_batch_tokens"]["default"] else ""
+            lines.append(f"| {row['batch_tokens'] or 'none, 64 a batch'}{default} | " + " | ".join(str(row[f"{n} texts/s"]) for n in names) + " |")
     return "\n".join(lines)
 
 

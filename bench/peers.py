@@ -563,6 +563,7 @@ def child(args: argparse.Namespace) -> None:
     out = run_scifact(args) if system.task == "scifact" else run_clinc(args)
     for row in out["rows"].values():
         row["version"] = version(system)
+        row["measured"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         row["load_avg_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]  # at the start and end: latency on a busy machine is not latency
     args.out.write_text(json.dumps({"task": system.task, **out}, indent=1) + "\n", encoding="utf-8")
 
@@ -693,6 +694,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--threads", type=int, help="intra-op threads for torch and ONNX Runtime in every system (default: each library's own)")
     ap.add_argument("--cross-encoder", type=Path, help="a local cross-encoder folder: adds querywise-hybrid+rerank")
     ap.add_argument("--fine-tune", action="store_true", help="add querywise's router on router_clinc150's fine-tuned encoder")
+    ap.add_argument("--update", action="store_true",
+                    help="replace only the rows of the systems run in the existing peers.json (each row keeps its own measured date)")
     ap.add_argument("--no-ranx", action="store_true", help="skip the ranx cross-check of the SciFact metrics (numba compiles ~30 s)")
     ap.add_argument("--data", type=Path, default=CLINC_DATA, help="CLINC150 data_full.json")
     ap.add_argument("--work", type=Path, help="children's outputs and querywise's index folders (default bench/work/peers)")
@@ -724,7 +727,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     t0 = time.time()
     results = run_children(args, planned(args))
     runs = results.pop("runs")
-    data = {**results, "metric_check": metric_check(args, runs), "followup": FOLLOWUP,
+    checks = metric_check(args, runs)
+    if args.update and (old := args.results / "peers.json").exists():
+        # The systems not run keep their rows (and ranx checks) from the earlier run.
+        before = json.loads(old.read_text(encoding="utf-8"))
+        for task in ("scifact", "clinc150"):
+            results[task] = {**before.get(task, {}), **results[task]}
+        checks = {**before.get("metric_check", {}), **checks}
+        command = f"{before['machine']['command']}, then {command}"
+    data = {**results, "metric_check": checks, "followup": FOLLOWUP,
             "protocol": {"k": K, "rrf_k": RRF_K, "model_folder": str(model_folder()), "threads": args.threads or "each library's default", "limits": {"docs": args.limit_docs, "queries": args.limit_queries, "clinc_per_split": args.limit},
                          "peer_packages": {s.name: version(s) for s in SYSTEMS if not missing_modules(s)},
                          "sentence-transformers": _version("sentence-transformers"), "torch": _version("torch")},

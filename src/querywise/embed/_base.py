@@ -135,19 +135,24 @@ def max_seq_length(folder: Path) -> int:
 
 
 def length_sorted_batches(
-    lengths: Sequence[int], batch_size: int
+    lengths: Sequence[int], batch_size: int, max_tokens: int = 0
 ) -> Iterator[npt.NDArray[np.intp]]:
     """Input positions grouped into batches of similar length, longest first.
 
     Padding every text of a batch to its longest one is what costs time, so texts of similar
     length go together. Callers write each batch's rows back by these positions, which
-    restores input order.
+    restores input order. With ``max_tokens`` a batch also holds no more texts than fit that
+    many tokens padded (always at least one).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     order = np.argsort(-np.asarray(lengths, dtype=np.int64), kind="stable")
-    for start in range(0, len(order), batch_size):
-        yield order[start : start + batch_size]
+    start = 0
+    while start < len(order):
+        # The batch's first text is its longest: it sets the padded width.
+        size = min(batch_size, max(1, max_tokens // max(int(lengths[order[start]]), 1))) if max_tokens else batch_size
+        yield order[start : start + size]
+        start += size
 
 
 def embed_in_batches(
@@ -156,13 +161,14 @@ def embed_in_batches(
     dim: int,
     run_batch: Callable[[npt.NDArray[np.intp]], Vectors],
     on_progress: ProgressCallback | None,
+    max_tokens: int = 0,
 ) -> Vectors:
     """Drive ``run_batch`` over length-sorted batches and put rows back in input order.
 
     ``lengths`` has one entry per text; ``run_batch`` gets the input positions of one batch.
     """
     out = np.empty((len(lengths), dim), dtype=np.float32)
-    for positions in length_sorted_batches(lengths, batch_size):
+    for positions in length_sorted_batches(lengths, batch_size, max_tokens):
         out[positions] = run_batch(positions)
         if on_progress is not None:
             on_progress(len(positions))
