@@ -160,7 +160,7 @@ def render_scale(s: dict[str, Any], extra_tuning: tuple[tuple[str, Any], ...] = 
     if fp and fp.get("pick"):
         p = fp["pick"]
         out += [f"**Defaults chosen at {fp['n']:,} chunks** (builds compared: "
-                + ", ".join(f"m={c[0]} ef_construct={c[1]} {c[2]}" + (f" in segments of {c[3]:,}" if len(c) > 3 and c[3] else "")
+                + ", ".join(f"m={c[0]} ef_construct={c[1]} {c[2]}" + (f" in segments of {c[3]:,}" if c[3] else "")
                             for c in fp["compared"])
                 + f"; cheapest meeting recall@10 ≥ {s['recall_thresholds']['unfiltered']} unfiltered and ≥ "
                 f"{s['recall_thresholds']['filtered']} filtered at p95 ≤ {s['recall_thresholds'].get('filtered_p95_max_ms', '–')} ms): "

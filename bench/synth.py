@@ -216,18 +216,17 @@ class SynthCorpus(Sequence[Any]):
     def __init__(self, sentences: Sequence[str], sources: Sequence[str], ptr: np.ndarray, sent: np.ndarray,
                  cats: np.ndarray, years: np.ndarray) -> None:
         self._sentences, self._sources = sentences, sources
-        self._ptr, self._sent, self._cats, self._years = ptr, sent, cats, years
+        # Chunk i's sentence ids are sent[ptr[i]:ptr[i + 1]] (indices into the sentence pool).
+        self.ptr, self.sent = ptr, sent
+        self._cats, self._years = cats, years
 
     def __len__(self) -> int:
         return len(self._cats)
 
-    def sentence_ids(self, i: int) -> np.ndarray:
-        return self._sent[self._ptr[i] : self._ptr[i + 1]]
-
     def _chunk(self, i: int) -> Any:
         from querywise.corpus import Chunk
 
-        ids = self.sentence_ids(i)
+        ids = self.sent[self.ptr[i] : self.ptr[i + 1]]
         return Chunk(
             id=f"syn-{i}",
             text=" ".join(self._sentences[s] for s in ids.tolist()),
@@ -287,11 +286,11 @@ def synth_vectors(corpus: SynthCorpus) -> np.ndarray:
     sv, _ = sentence_vectors()
     n = len(corpus)
     vecs = np.empty((n, sv.shape[1]), dtype=np.float32)
-    lengths = np.diff(corpus._ptr)
+    lengths = np.diff(corpus.ptr)
     for k in (2, 3, 4):
         rows = np.flatnonzero(lengths == k)
         if rows.size:
-            idx = corpus._sent[corpus._ptr[rows][:, None] + np.arange(k)]
+            idx = corpus.sent[corpus.ptr[rows][:, None] + np.arange(k)]
             m = sv[idx].mean(axis=1)
             vecs[rows] = m / np.linalg.norm(m, axis=1, keepdims=True)
     return vecs
