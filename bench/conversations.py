@@ -50,8 +50,23 @@ def _recalls(cases: Sequence[Any], qw: Any) -> dict[str, Any]:
             continue
         a = sum(raw.cases[i].scores["recall@5"] or 0.0 for i in idx) / len(idx)
         b = sum(move.cases[i].scores["recall@5"] or 0.0 for i in idx) / len(idx)
-        out[part] = {"n": len(idx), "as_typed": round(a, 4), "follow_up_move": round(b, 4), "delta": round(b - a, 4)}
+        deltas = [(_doc(cases[i]), (move.cases[i].scores["recall@5"] or 0.0) - (raw.cases[i].scores["recall@5"] or 0.0)) for i in idx]
+        out[part] = {"n": len(idx), "documents": len({d for d, _ in deltas}), "as_typed": round(a, 4), "follow_up_move": round(b, 4),
+                     "delta": round(b - a, 4), "delta_se": round(_cluster_se(deltas), 4)}
     return out
+
+
+def _cluster_se(deltas: Sequence[tuple[str, float]]) -> float:
+    """Standard error of the mean delta with the turns of one document as one cluster: turns
+    about one document fail together (one document's dialogues can carry a split's loss), so
+    the turn-level error would overstate what a split of 40 documents shows."""
+    n = len(deltas)
+    mean = sum(d for _, d in deltas) / n
+    residual: dict[str, float] = {}
+    for doc, d in deltas:
+        residual[doc] = residual.get(doc, 0.0) + d - mean
+    g = len(residual)
+    return (sum(r * r for r in residual.values()) * g / max(g - 1, 1)) ** 0.5 / n
 
 
 def _doc(case: Any) -> str:
@@ -101,11 +116,13 @@ def markdown(result: dict[str, Any]) -> str:
     lines = ["# Conversations: follow-ups, changes of subject, the demo", "", f"Command: `{COMMAND}`.", "",
              "doc2dial, recall@5 of the gold chunk; history = the user's and the agent's earlier turns; splits by document "
              "(60/20/20; answer excerpt and weak form's RRF weight chosen on train, the topic-shift check fitted on train with its threshold chosen on train+val: bench/topic_shift.py). Targets: follow-up slice >= 0.60, "
-             "standalone slice not lower than as typed, changes of subject losing <= 0.02.", "",
-             "| slice | split | n | as typed | follow-up move | delta |", "|---|---|---|---|---|---|"]
+             "standalone slice not lower than as typed, changes of subject losing <= 0.02. "
+             "SE: the delta's standard error with each document's turns as one cluster.", "",
+             "| slice | split | n (documents) | as typed | follow-up move | delta | SE |", "|---|---|---|---|---|---|---|"]
     for name, parts in result["doc2dial"].items():
         for part, r in parts.items():
-            lines.append(f"| {name} | {part} | {r['n']} | {r['as_typed']:.3f} | {r['follow_up_move']:.3f} | {r['delta']:+.3f} |")
+            lines.append(f"| {name} | {part} | {r['n']} ({r['documents']}) | {r['as_typed']:.3f} | {r['follow_up_move']:.3f} | "
+                         f"{r['delta']:+.3f} | {r['delta_se']:.3f} |")
     lines += ["", "The demo conversation (`make run`): expected chunk -> rank (top 10), and what was searched.", "",
               "| turn | expected (rank) | searched |", "|---|---|---|"]
     for row in result["demo"]:
