@@ -42,6 +42,9 @@ its folder (`querywise.embed.model_dir()`, offline), the peers through sentence-
 - querywise-tuned: the same, with `[index] fusion`/`dense_weight` chosen by
   `querywise.evaluation.tune` (what `querywise tune` runs) on SciFact's train qrels (809
   queries) only, then reported on test. The tuning time is reported apart (tune_s), not in build_s.
+- querywise-sentences: querywise-tuned on an index built with `[index] sentence_vectors = true`
+  (each abstract's title and sentences embedded too, a multivector scored by the best sentence, a
+  third hybrid list); fusion, dense_weight and sentence_share chosen by the same tune on train.
 - querywise-hybrid+rerank: only with `--cross-encoder FOLDER`: querywise's CrossEncoderReranker
   over the hybrid top 20 (`[rerank] top_n`). No cross-encoder is on this machine.
 build_s = indexing the corpus, embedding included (model loading and one warm-up embedding
@@ -140,6 +143,9 @@ SYSTEMS = [
            "its default embedder: ONNX Runtime fp32 of the same model folder (batch 64); no query moves"),
     System("querywise-tuned", "scifact", ("querywise",), ("querywise",),
            "as querywise-hybrid, with [index] fusion/dense_weight chosen by querywise.evaluation.tune on SciFact train qrels (809 queries)"),
+    System("querywise-sentences", "scifact", ("querywise",), ("querywise",),
+           "as querywise-tuned, built with [index] sentence_vectors (a best-sentence multivector per abstract, a third hybrid list); "
+           "fusion/dense_weight/sentence_share chosen by querywise.evaluation.tune on SciFact train qrels"),
     System("querywise-hybrid+rerank", "scifact", ("querywise", "sentence_transformers"), ("querywise", "sentence-transformers"),
            "querywise-hybrid, then querywise's CrossEncoderReranker (--cross-encoder folder) over the top 20"),
     System("semantic-router", "clinc150", ("semantic_router",), ("semantic-router",),
@@ -301,12 +307,13 @@ def langchain(args: argparse.Namespace, *, lowercase: bool = False) -> Builder:
     return build
 
 
-def querywise_builder(args: argparse.Namespace, *, tuned: bool = False, cross_encoder: Path | None = None) -> Builder:
+def querywise_builder(args: argparse.Namespace, *, tuned: bool = False, cross_encoder: Path | None = None, sentences: bool = False) -> Builder:
     from querywise.config import Settings
     from querywise.embed import OnnxEmbedder
     from querywise.index import Index, build_index
 
-    settings = Settings.model_validate({"embedding": {"cache": False}})  # no vector cache: the build embeds every abstract
+    # no vector cache: the build embeds every abstract (and with sentence vectors, every sentence)
+    settings = Settings.model_validate({"embedding": {"cache": False}, "index": {"sentence_vectors": sentences}})
     if not any(onnx_dir(args).glob("*.onnx")):
         log(f"no ONNX export in {onnx_dir(args)}: exporting in this process (torch loaded: its peak memory counts here)")
     # What embedder_for(settings) makes (auto = ONNX fp32), with its export kept on disk as the default cache keeps it.
@@ -331,9 +338,12 @@ def querywise_builder(args: argparse.Namespace, *, tuned: bool = False, cross_en
         t0 = time.perf_counter()
         chosen, notes = tune_on_train(index, settings, args)
         index.close()
-        fusion = settings.index.model_copy(update={"fusion": chosen.fusion, "dense_weight": chosen.dense_weight})
+        from querywise.cli.tune import as_index_settings
+
+        fusion = settings.index.model_copy(update=as_index_settings(chosen, sentences=sentences))
         tuned_index = Index.open(path, settings=settings.model_copy(update={"index": fusion}), embedder=embedder)
-        return Built(lambda q: [h.id for h in tuned_index.search(q, mode=chosen.mode, k=K)], time.perf_counter() - t0, notes)
+        notes["n_sentences"] = tuned_index.manifest.n_sentences
+        return Built(lambda q: [h.id for h in tuned_index.search(q, mode="hybrid", k=K)], time.perf_counter() - t0, notes)
 
     return build
 
@@ -371,6 +381,7 @@ SCIFACT_BUILDERS: dict[str, Callable[[argparse.Namespace], Builder]] = {
     "langchain-lowercase": lambda a: langchain(a, lowercase=True),
     "querywise-hybrid": querywise_builder,
     "querywise-tuned": lambda a: querywise_builder(a, tuned=True),
+    "querywise-sentences": lambda a: querywise_builder(a, tuned=True, sentences=True),
     "querywise-hybrid+rerank": lambda a: querywise_builder(a, cross_encoder=a.cross_encoder),
 }
 

@@ -79,3 +79,30 @@ def test_the_cli_writes_the_choice_into_a_copy_of_the_config(tmp_path: Path, sho
     assert tuned.deployment.plan_log == original.deployment.plan_log and tuned.cache_dir == original.cache_dir  # paths still right
     assert tuned.index.fusion in ("rrf", "convex") and f"fusion = \"{tuned.index.fusion}\"" in text
     assert "wrote" in result.stderr and "--config" in result.stderr
+
+
+def test_on_an_index_with_sentence_vectors_each_choice_written_ranks_as_scored(tmp_path: Path, shop: list[Chunk], hash_embedder: Any) -> None:
+    """Every hybrid candidate also weighs the best-sentence list; the `[index]` keys written for a
+    candidate make the engine's hybrid rank exactly as it was scored (a single mode too)."""
+    from index.test_sentences import PASSAGES
+
+    from querywise.cli.tune import as_index_settings
+
+    cases = [*CASES, Case(id="p1", message="does the warranty cover water", relevant={"vela": 1}),
+             Case(id="p2", message="battery life with the case", relevant={"tide": 1}),
+             Case(id="p3", message="is there a part number for the cable", relevant={"parts": 1})]
+    on = Settings(cache_dir=tmp_path / "c", index=IndexSettings(sentence_vectors=True))
+    build_index([*shop, *PASSAGES], tmp_path / "ix", settings=on, embedder=hash_embedder).close()
+    with Index.open(tmp_path / "ix", settings=on, embedder=hash_embedder) as ix, QueryWise(on, ix) as qw:
+        result = tune(cases, qw, NDCG, folds=3)
+    assert len(result.scores) == len(candidates(sentences=True)) > len(candidates())
+    shares = {s.candidate.sentence_share for s in result.scores if s.candidate.mode == "hybrid"}
+    assert shares == {round(0.1 * i, 1) for i in range(11)}
+    checked = [s for i, s in enumerate(result.scores) if i % 23 == 0 or s.candidate.mode != "hybrid"]
+    for scored in checked:
+        keys = as_index_settings(scored.candidate, sentences=True)
+        s = on.model_copy(update={"index": IndexSettings(sentence_vectors=True, **keys)})  # type: ignore[arg-type]
+        with Index.open(tmp_path / "ix", settings=s, embedder=hash_embedder) as ix, QueryWise(s, ix) as qw:
+            run = run_arm(cases, qw, Arm(name=scored.label, mode="hybrid"), [NDCG])
+        engine = sum(r.scores["ndcg@10"] or 0.0 for r in run.cases) / len(cases)
+        assert scored.score == pytest.approx(engine, abs=1e-4), scored.label

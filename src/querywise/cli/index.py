@@ -75,7 +75,8 @@ def index_cmd(
         raise fail(str(exc)) from None
     m = ix.manifest
     err.print(
-        f"[green]indexed[/] {m.n_chunks:,} chunks into {esc(index)} in {m.build_seconds:.1f} s "
+        f"[green]indexed[/] {m.n_chunks:,} chunks" + (f" and their {m.n_sentences:,} sentences" if m.n_sentences else "")
+        + f" into {esc(index)} in {m.build_seconds:.1f} s "
         f"(embedder {esc(m.embedder)}; filterable fields: {esc(', '.join(sorted(m.payload_indexes)))})",
         highlight=False,
         soft_wrap=True,

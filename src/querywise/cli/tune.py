@@ -20,13 +20,15 @@ from querywise.index import Index, IndexStoreError
 from querywise.service import QueryWise
 
 
-def as_index_settings(chosen: Candidate) -> dict[str, object]:
-    """The `[index]` keys that make hybrid rank as `chosen` (a single mode: a convex weight of 1 or 0)."""
+def as_index_settings(chosen: Candidate, *, sentences: bool = False) -> dict[str, object]:
+    """The `[index]` keys that make hybrid rank as `chosen` (a single mode: a convex weight of 1 or
+    0; on an index with sentence vectors, dense alone also gives the sentence list no share)."""
     if chosen.mode == "dense":
-        return {"fusion": "convex", "dense_weight": 1.0}
+        return {"fusion": "convex", "dense_weight": 1.0, **({"sentence_share": 0.0} if sentences else {})}
     if chosen.mode == "bm25":
         return {"fusion": "convex", "dense_weight": 0.0}
-    return {"fusion": chosen.fusion, "dense_weight": chosen.dense_weight}
+    share = {} if chosen.sentence_share is None else {"sentence_share": chosen.sentence_share}
+    return {"fusion": chosen.fusion, "dense_weight": chosen.dense_weight, **share}
 
 
 def _render(result: TuneResult) -> None:
@@ -44,7 +46,7 @@ def _render(result: TuneResult) -> None:
 def tune_cmd(
     cases: Annotated[Path, typer.Argument(help="Labelled cases as `eval` reads them: a JSONL case file or a BEIR folder.", exists=True)],
     index: IndexOpt,
-    write_config: Annotated[Path | None, typer.Option("--write-config", help="Write --config (or an empty config) here with the chosen [index] fusion and dense_weight.")] = None,
+    write_config: Annotated[Path | None, typer.Option("--write-config", help="Write --config (or an empty config) here with the chosen [index] fusion, dense_weight (and sentence_share).")] = None,
     config: ConfigOpt = None,
     split: Annotated[str, typer.Option(help="BEIR qrels split to tune on (qrels/SPLIT.tsv): dev or train, never the test you report.")] = "dev",
     metric: Annotated[str, typer.Option(help="The metric to maximise, e.g. ndcg@10 or recall@100.")] = "ndcg@10",
@@ -69,7 +71,9 @@ def tune_cmd(
     loaded = [c if c.session or not default else c.model_copy(update={"session": default}) for c in got.cases]
     try:
         with ix, QueryWise(settings, ix) as deployment, progress() as phase:
-            result = tune(loaded, deployment, wanted, folds=folds, on_case=phase("searching dense and BM25", sum(1 for c in loaded if c.relevant)))
+            sentences = ix.manifest.n_sentences is not None
+            lists = "dense, best-sentence and BM25" if sentences else "dense and BM25"
+            result = tune(loaded, deployment, wanted, folds=folds, on_case=phase(f"searching {lists}", sum(1 for c in loaded if c.relevant)))
     except ValueError as exc:
         raise fail(str(exc)) from None
     if as_json:
@@ -77,11 +81,12 @@ def tune_cmd(
     else:
         _render(result)
     if write_config is not None:
-        chosen = as_index_settings(result.chosen)
+        chosen = as_index_settings(result.chosen, sentences=sentences)
         try:
             write_settings_file(config, write_config, {"index": chosen})
         except ConfigError as exc:
             raise fail(str(exc)) from None
-        err.print(f"wrote {esc(write_config)}: \\[index] fusion = {json.dumps(chosen['fusion'])}, dense_weight = {chosen['dense_weight']} "
+        keys = ", ".join(f"{k} = {json.dumps(v)}" for k, v in chosen.items())
+        err.print(f"wrote {esc(write_config)}: \\[index] {keys} "
                   f"({esc(result.chosen.label)}); evaluate it with `querywise eval CASES -i {esc(index)} --config {esc(write_config)}`",
                   highlight=False, soft_wrap=True)

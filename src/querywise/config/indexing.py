@@ -90,9 +90,24 @@ class IndexSettings(_Section):
     # `querywise tune` chooses both on labelled queries.
     fusion: Literal["rrf", "convex"] = "rrf"
     dense_weight: float = Field(0.5, ge=0.0, le=1.0)
+    # Each chunk's sentences (its title and each sentence of its text) embedded too, as one Qdrant
+    # multivector scored by its best sentence (MaxSim): a question that matches one sentence of a
+    # long passage ranks it by that sentence, not by the passage's average. Hybrid then fuses a
+    # third list, which takes `sentence_share` of the dense side's weight (dense_weight): the
+    # chunk vector keeps dense_weight * (1 - sentence_share). It embeds about as many texts again
+    # as the corpus has sentences (SciFact: 9.7 a chunk), so it is off unless asked for;
+    # `querywise tune` chooses the share. bench/results/peers.md has what it buys on SciFact.
+    sentence_vectors: bool = False
+    sentence_share: float = Field(0.5, ge=0.0, le=1.0)
     depth: int = Field(100, ge=1)  # how deep each list goes into hybrid fusion
     # Payload fields to index for fast filtering; None = every short scalar field.
     payload_indexes: list[str] | None = None
     # Builds kept in the index folder, the live one included: the previous one stays for readers
     # that opened it and for `querywise index --rollback` (a build a reader holds is never removed).
     keep_builds: int = Field(2, ge=1)
+
+    @model_validator(mode="after")
+    def _sentences_on_edge(self) -> IndexSettings:
+        if self.sentence_vectors and self.engine != "edge":
+            raise ValueError("index.sentence_vectors: only the embedded engine (engine = \"edge\") keeps sentence vectors so far")
+        return self

@@ -5,7 +5,9 @@ each list `depth` deep); every candidate fusion is then computed from those two 
 engine computes it (`index.fusion.fuse_scored`, equal scores to the chunk first in the corpus),
 and scored. Candidates: BM25 alone, dense alone, RRF with the dense list's share w in
 0.1..0.9 (0.5 is plain RRF) and the convex combination of normalised scores with w in 0..1,
-in steps of 0.05.
+in steps of 0.05. When the index keeps sentence vectors (`[index] sentence_vectors`), its
+best-sentence list is searched too and every hybrid candidate is tried with that list's share of
+the dense side in 0..1, in steps of 0.1 (0: the chunk vectors alone).
 
 The choice is cross-validated: cases fall into `folds` folds by a hash of their id; for each fold
 the best candidate on the other folds is scored on it, and the mean of those held-out scores
@@ -38,19 +40,24 @@ __all__ = ["Candidate", "CandidateScore", "TuneResult", "candidates", "tune"]
 # candidates for the cross-validation to guard against (its held-out score says what it gives).
 RRF_WEIGHTS = tuple(round(0.1 + 0.05 * i, 2) for i in range(17))  # 0.1 .. 0.9
 CONVEX_WEIGHTS = tuple(round(0.05 * i, 2) for i in range(21))  # 0 .. 1
+SENTENCE_SHARES = tuple(round(0.1 * i, 1) for i in range(11))  # 0 .. 1
 
 
 class Candidate(BaseModel):
-    """One way to rank: a single mode, or hybrid with a fusion and the dense list's share."""
+    """One way to rank: a single mode, or hybrid with a fusion, the dense side's share and, on an
+    index with sentence vectors, the best-sentence list's part of that share."""
 
     model_config = ConfigDict(frozen=True)
     mode: Mode
     fusion: Fusion = "rrf"
     dense_weight: float = 0.5
+    sentence_share: float | None = None
 
     @property
     def label(self) -> str:
-        return self.mode if self.mode != "hybrid" else f"{self.fusion} w={self.dense_weight:g}"
+        if self.mode != "hybrid":
+            return self.mode
+        return f"{self.fusion} w={self.dense_weight:g}" + ("" if self.sentence_share is None else f" s={self.sentence_share:g}")
 
 
 class CandidateScore(BaseModel):
@@ -74,10 +81,11 @@ class TuneResult(BaseModel):
     dense: float
 
 
-def candidates() -> list[Candidate]:
+def candidates(*, sentences: bool = False) -> list[Candidate]:
+    shares: tuple[float | None, ...] = SENTENCE_SHARES if sentences else (None,)
     return [Candidate(mode="bm25"), Candidate(mode="dense"),
-            *(Candidate(mode="hybrid", fusion="rrf", dense_weight=w) for w in RRF_WEIGHTS),
-            *(Candidate(mode="hybrid", fusion="convex", dense_weight=w) for w in CONVEX_WEIGHTS)]
+            *(Candidate(mode="hybrid", fusion="rrf", dense_weight=w, sentence_share=s) for s in shares for w in RRF_WEIGHTS),
+            *(Candidate(mode="hybrid", fusion="convex", dense_weight=w, sentence_share=s) for s in shares for w in CONVEX_WEIGHTS)]
 
 
 def _fold(case_id: str, folds: int) -> int:
@@ -103,20 +111,24 @@ def tune(
     depth = max(settings.index.depth, metric.k or 10)
     position = {chunk.id: i for i, chunk in enumerate(index.chunks())}  # the engine's tie-break: corpus order
     ids = JudgedIds.of(index)
-    grid = candidates()
+    sentences = index.manifest.n_sentences is not None
+    grid = candidates(sentences=sentences)
     table = np.zeros((len(judged), len(grid)))
     vectors = np.asarray(index.embedder.embed([c.message for c in judged]), dtype=np.float32)
     for row, case in enumerate(judged):
         where = access_from_session(case.session, settings.access) or None
         dense = index.query(mode="dense", k=depth, dense=vectors[row].tolist(), where=where)
         bm25 = index.query(mode="bm25", k=depth, sparse=index.lexicon.query_vector(case.message), where=where)
-        by_id = {h.id: h for h in [*bm25, *dense]}
+        best = index.sentence_query(vectors[row].tolist(), k=depth, where=where) if sentences else []
+        by_id = {h.id: h for h in [*best, *bm25, *dense]}
+        lists = [[(h.id, h.score) for h in dense], [(h.id, h.score) for h in bm25]]
+        best_list = [(h.id, h.score) for h in best]
         for col, cand in enumerate(grid):
             if cand.mode != "hybrid":
                 ranked: list[Hit] = dense if cand.mode == "dense" else bm25
             else:
-                fused = fuse_scored([[(h.id, h.score) for h in dense], [(h.id, h.score) for h in bm25]],
-                                    fusion=cand.fusion, dense_weight=cand.dense_weight, rrf_k=settings.index.rrf_k)
+                fused = fuse_scored(lists, fusion=cand.fusion, dense_weight=cand.dense_weight, rrf_k=settings.index.rrf_k,
+                                    sentences=None if cand.sentence_share is None else best_list, sentence_share=cand.sentence_share or 0.0)
                 fused.sort(key=lambda kv: (-kv[1], position.get(kv[0], len(position))))
                 ranked = [by_id[i] for i, _ in fused[:depth]]
             table[row, col] = score(metric, ids.ranked(ranked, case.relevant), case.relevant) or 0.0
@@ -138,10 +150,10 @@ def tune(
 
     means = table.mean(axis=0)
     order = sorted(range(len(grid)), key=lambda col: (-means[col], col))
-    label = {c.label: i for i, c in enumerate(grid)}
+    label = {c.label: i for i, c in enumerate(grid) if not c.sentence_share}
     return TuneResult(
         metric=metric.label, n=len(judged), folds=folds,
         scores=[CandidateScore(candidate=grid[i], label=grid[i].label, score=round(float(means[i]), 4)) for i in order],
         chosen=grid[order[0]], cv_score=round(held_out(range(len(grid))), 4), cv_single_best=round(held_out(singles), 4),
-        plain_rrf=round(float(means[label["rrf w=0.5"]]), 4), bm25=round(float(means[label["bm25"]]), 4), dense=round(float(means[label["dense"]]), 4),
+        plain_rrf=round(float(means[label["rrf w=0.5" + (" s=0" if sentences else "")]]), 4), bm25=round(float(means[label["bm25"]]), 4), dense=round(float(means[label["dense"]]), 4),
     )

@@ -59,6 +59,9 @@ class Manifest(BaseModel):
     # their first `embedder_window` tokens. None: the embedder does not say, or an older build.
     n_over_window: int | None = None
     embedder_window: int | None = None
+    # Sentences embedded beside the chunks (`[index] sentence_vectors`): hybrid then fuses the
+    # best-sentence list. None: the build keeps no sentence vectors.
+    n_sentences: int | None = None
     # Every file of the build but manifest.json, by path relative to the build folder.
     files: dict[str, FileSum]
 

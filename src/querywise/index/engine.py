@@ -3,7 +3,8 @@
 `EdgeEngine` is Qdrant's in-process engine (qdrant-edge-py), the embedded default.
 `ServerEngine` (in `server.py`) talks to a Qdrant server through qdrant-client, the path
 beyond one machine. Both run dense, sparse (BM25) and fused (RRF) queries with the payload
-filter executed inside the engine.
+filter executed inside the engine; the embedded one can also keep each chunk's sentence vectors
+(a multivector scored by its best sentence) as a third list for hybrid.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from querywise.index.lexical import SparseVec
 if TYPE_CHECKING:
     import qdrant_edge as qe
 
-__all__ = ["DENSE", "SPARSE", "EdgeEngine", "Engine", "EnginePoint", "EngineQuery", "Mode", "fuse", "run_query", "tie_complete"]
+__all__ = ["DENSE", "SENTENCES", "SPARSE", "EdgeEngine", "Engine", "EnginePoint", "EngineQuery", "Mode", "fuse", "run_query", "tie_complete"]
 
 Mode = Literal["dense", "bm25", "hybrid"]
 MODES: tuple[Mode, ...] = get_args(Mode)
-DENSE, SPARSE = "dense", "bm25"
+DENSE, SPARSE, SENTENCES = "dense", "bm25", "sentences"
+ListKind = Literal["dense", "sentences", "bm25"]  # the ranked lists a query can need
 PayloadKind = Literal["keyword", "float", "bool"]  # what a payload index can be built on
 
 
@@ -34,13 +36,14 @@ class EnginePoint:
     dense: Sequence[float]
     sparse: SparseVec
     payload: dict[str, Any]
+    sentences: Sequence[Sequence[float]] | None = None  # one vector per sentence, for an index that keeps them
 
 
 @dataclass(frozen=True)
 class EngineQuery:
     """One search. For hybrid, each list goes `depth` deep and is fused with RRF."""
 
-    mode: Mode
+    mode: Mode | Literal["sentences"]  # "sentences": the best-sentence list alone (for tuning the fusion)
     limit: int
     dense: Sequence[float] | None = None
     sparse: SparseVec | None = None
@@ -49,6 +52,8 @@ class EngineQuery:
     rrf_k: int = 60
     fusion: Fusion = "rrf"
     dense_weight: float = 0.5  # the dense list's share of the fusion (see index.fusion.fuse_scored)
+    sentences: bool = False  # the index keeps sentence vectors: hybrid fuses their list too
+    sentence_share: float = 0.5  # that list's part of the dense side's weight
     hnsw_ef: int | None = None
     exact: bool = False
     acorn: bool = False  # a filtered dense search walks the graph with ACORN (two hops past filtered-out points)
@@ -155,30 +160,41 @@ def tie_complete(fetch: Fetch, limits: Sequence[int]) -> list[list[EngineHit]]:
     return [out[i] for i in range(len(limits))]
 
 
-def fuse(lists: Sequence[Sequence[EngineHit]], *, rrf_k: int, limit: int, fusion: Fusion = "rrf", dense_weight: float = 0.5) -> list[tuple[int, float]]:
+def fuse(
+    lists: Sequence[Sequence[EngineHit]], *, rrf_k: int, limit: int, fusion: Fusion = "rrf", dense_weight: float = 0.5,
+    sentences: Sequence[EngineHit] | None = None, sentence_share: float = 0.5,
+) -> list[tuple[int, float]]:
     """Fuse a hybrid query's tie-complete lists (dense, then BM25 when the query has an indexed
-    term) with `index.fusion.fuse_scored`: RRF (plain at dense_weight 0.5: sum of 1 / (rrf_k +
-    rank), ranks from 1) or a convex combination of normalised scores. Equal fused scores (rank r
-    in one list, rank r in the other) go to the lower point id."""
+    term; `sentences`, the best-sentence list, when the index keeps one) with
+    `index.fusion.fuse_scored`: RRF (plain at dense_weight 0.5: sum of 1 / (rrf_k + rank), ranks
+    from 1) or a convex combination of normalised scores. Equal fused scores (rank r in one list,
+    rank r in the other) go to the lower point id."""
     scored = [[(h.id, h.score) for h in hits] for hits in lists]
-    fused = fuse_scored([*scored, []][:2] if len(scored) == 1 else scored, fusion=fusion, dense_weight=dense_weight, rrf_k=rrf_k)
+    best = None if sentences is None else [(h.id, h.score) for h in sentences]
+    fused = fuse_scored([*scored, []][:2] if len(scored) == 1 else scored, fusion=fusion, dense_weight=dense_weight, rrf_k=rrf_k,
+                        sentences=best, sentence_share=sentence_share)
     return sorted(fused, key=lambda kv: (-kv[1], kv[0]))[:limit]
 
 
-def lists_of(q: EngineQuery) -> list[Literal["dense", "bm25"]]:
+def lists_of(q: EngineQuery) -> list[ListKind]:
     """The ranked lists a query needs. A query with no indexed term has no BM25 list (hybrid then
-    ranks the dense one alone)."""
+    ranks the dense one alone, with the sentence list if the index keeps one)."""
     has_terms = bool(q.sparse and q.sparse[0])
-    if q.mode == "dense":
-        return ["dense"]
+    if q.mode in ("dense", "sentences"):
+        return [q.mode]
     if q.mode == "bm25":
         return ["bm25"] if has_terms else []
-    return ["dense", "bm25"] if has_terms else ["dense"]
+    kinds: list[ListKind] = ["dense"]
+    if q.sentences:
+        kinds.append("sentences")
+    if has_terms:
+        kinds.append("bm25")
+    return kinds
 
 
 def run_query(
     q: EngineQuery,
-    search: Callable[[Literal["dense", "bm25"], int], Any],
+    search: Callable[[ListKind, int], Any],
     batch: Callable[[list[Any]], list[list[EngineHit]]],
     payloads: Callable[[list[int]], dict[int, dict[str, Any]]],
 ) -> list[EngineHit]:
@@ -198,7 +214,12 @@ def run_query(
         return batch([search(kinds[i], n) for i, n in asked])
 
     lists = tie_complete(fetch, [q.depth if fused else q.limit] * len(kinds))
-    top = fuse(lists, rrf_k=q.rrf_k, limit=q.limit, fusion=q.fusion, dense_weight=q.dense_weight) if fused else [(h.id, h.score) for h in lists[0]]
+    if fused:
+        by_kind = dict(zip(kinds, lists, strict=True))
+        top = fuse([by_kind[k] for k in kinds if k != "sentences"], rrf_k=q.rrf_k, limit=q.limit, fusion=q.fusion,
+                   dense_weight=q.dense_weight, sentences=by_kind.get("sentences"), sentence_share=q.sentence_share)
+    else:
+        top = [(h.id, h.score) for h in lists[0]]
     # Payloads of the kept points only (fetched with the lists, the margin's would be read too).
     found = payloads([pid for pid, _ in top]) if q.with_payload and top else {}
     return [EngineHit(pid, score, found.get(pid, {})) for pid, score in top]
@@ -211,7 +232,8 @@ def _floats(vector: Sequence[float]) -> list[float]:
 
 
 class EdgeEngine:
-    """Qdrant's embedded engine on a folder: a named dense vector and a BM25 sparse vector."""
+    """Qdrant's embedded engine on a folder: a named dense vector and a BM25 sparse vector, and
+    with `sentences` a multivector per chunk (its sentences' vectors, scored by the best one)."""
 
     def __init__(self, path: Path, shard: qe.EdgeShard, *, seal_every: int = 0) -> None:
         self.path, self._shard = path, shard
@@ -220,7 +242,7 @@ class EdgeEngine:
     @classmethod
     def create(
         cls, path: Path, *, dim: int, hnsw_m: int, hnsw_ef_construct: int, payload_graphs: bool = True,
-        n_points: int = 0, segment_points: int = 0,
+        n_points: int = 0, segment_points: int = 0, sentences: bool = False,
     ) -> EdgeEngine:
         """`payload_graphs`: build Qdrant's extra graph links per indexed payload value, which
         filtered searches walk; without them the graph builds several times faster and a filtered
@@ -241,17 +263,16 @@ class EdgeEngine:
             optimizers = qe.EdgeOptimizersConfig(default_segment_number=segments, max_segment_size=kb,
                                                  indexing_threshold=min(kb * 10 // 11, 10_000))
 
+        def hnsw() -> qe.HnswIndexConfig:
+            return qe.HnswIndexConfig(m=hnsw_m, ef_construct=hnsw_ef_construct, full_scan_threshold=10_000, payload_m=None if payload_graphs else 0)
+
+        vectors = {DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine, hnsw_config=hnsw())}
+        if sentences:
+            # MaxSim over cosines: a chunk scores its best sentence's similarity to the query.
+            vectors[SENTENCES] = qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine, hnsw_config=hnsw(),
+                                                     multivector_config=qe.MultiVectorConfig(qe.MultiVectorComparator.MaxSim))
         config = qe.EdgeConfig(
-            vectors={
-                DENSE: qe.EdgeVectorParams(
-                    size=dim,
-                    distance=qe.Distance.Cosine,
-                    hnsw_config=qe.HnswIndexConfig(
-                        m=hnsw_m, ef_construct=hnsw_ef_construct, full_scan_threshold=10_000,
-                        payload_m=None if payload_graphs else 0,
-                    ),
-                )
-            },
+            vectors=vectors,
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
             optimizers=optimizers,
             # The index is written once, then read: no WAL needed; finish() flushes.
@@ -273,7 +294,10 @@ class EdgeEngine:
         import qdrant_edge as qe
 
         for p in points:
-            point = qe.Point(p.id, {DENSE: _floats(p.dense), SPARSE: qe.SparseVector(*p.sparse)}, p.payload)
+            vector: dict[str, Any] = {DENSE: _floats(p.dense), SPARSE: qe.SparseVector(*p.sparse)}
+            if p.sentences is not None and len(p.sentences):
+                vector[SENTENCES] = [_floats(v) for v in p.sentences]
+            point = qe.Point(p.id, vector, p.payload)
             self._shard.update(qe.UpdateOperation.upsert_points([point]))
             self._unsealed += 1
             if self._unsealed == self._seal_every:
@@ -307,10 +331,13 @@ class EdgeEngine:
         params = qe.SearchParams(hnsw_ef=q.hnsw_ef, exact=q.exact, acorn=acorn)
         flt = _edge_filter(q.where)
 
-        def search(kind: Literal["dense", "bm25"], n: int) -> qe.QueryRequest:
+        def search(kind: ListKind, n: int) -> qe.QueryRequest:
             if kind == "dense":
                 # The graph is searched with ef = max(hnsw_ef, n): the margin past the cut leaves it as it was.
                 query: Any = qe.Query.Nearest(list(map(float, q.dense or ())), using=DENSE)
+                return qe.QueryRequest(limit=n, query=query, filter=flt, params=params, with_payload=False)
+            if kind == "sentences":  # the query as a one-vector multivector: MaxSim is its best sentence's cosine
+                query = qe.Query.Nearest([list(map(float, q.dense or ()))], using=SENTENCES)
                 return qe.QueryRequest(limit=n, query=query, filter=flt, params=params, with_payload=False)
             query = qe.Query.Nearest(qe.SparseVector(*(q.sparse or ([], []))), using=SPARSE)
             return qe.QueryRequest(limit=n, query=query, filter=flt, with_payload=False)

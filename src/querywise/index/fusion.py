@@ -56,11 +56,19 @@ def convex(scored: Sequence[Sequence[tuple[K, float]]], *, weights: Sequence[flo
     return sorted(out.items(), key=lambda kv: -kv[1])
 
 
-def fuse_scored(scored: Sequence[Sequence[tuple[K, float]]], *, fusion: Fusion, dense_weight: float, rrf_k: int) -> list[tuple[K, float]]:
+def fuse_scored(
+    scored: Sequence[Sequence[tuple[K, float]]], *, fusion: Fusion, dense_weight: float, rrf_k: int,
+    sentences: Sequence[tuple[K, float]] | None = None, sentence_share: float = 0.0,
+) -> list[tuple[K, float]]:
     """Fuse a dense list and a BM25 list (in that order), best first: `fusion` "rrf" weights the
     dense list 2w and BM25 2(1 - w) (w = 0.5 is plain RRF); "convex" weighs normalised scores
-    w and 1 - w. Equal fused scores keep first-seen order (dense first)."""
+    w and 1 - w. With `sentences` (each chunk scored by its best sentence), that list takes
+    `sentence_share` of the dense side: dense w(1 - share), sentences w * share, BM25 1 - w.
+    Equal fused scores keep first-seen order (dense first)."""
     weights = [dense_weight, 1.0 - dense_weight]
+    if sentences is not None:
+        scored = [scored[0], sentences, *scored[1:]]
+        weights = [dense_weight * (1.0 - sentence_share), dense_weight * sentence_share, 1.0 - dense_weight]
     if fusion == "convex":
         return convex(scored, weights=weights)
     return rrf([[key for key, _ in hits] for hits in scored], k=rrf_k, weights=[2 * w for w in weights])

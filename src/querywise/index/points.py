@@ -4,6 +4,7 @@ fields worth an engine index, and the texts it analyses and embeds (made when re
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -11,14 +12,17 @@ import numpy as np
 
 from querywise.config import Settings
 from querywise.corpus import Chunk
-from querywise.embed import Embedder
+from querywise.embed import Embedder, ProgressCallback
 from querywise.index.engine import PayloadKind
 from querywise.index.errors import IndexStoreError
 from querywise.validation import field_root
 
-__all__ = ["IdentifierTexts", "SearchTexts", "check_storable", "check_vectors", "graph_fields", "payload_index_kinds"]
+__all__ = ["IdentifierTexts", "SearchTexts", "check_storable", "check_vectors", "chunk_sentences", "graph_fields", "payload_index_kinds", "sentence_vectors"]
 
 _INTEGERS = (-(2**63), 2**64 - 1)  # what the engine stores as an integer (beyond: a float, digits lost)
+# A sentence ends at . ! ? before the capital, digit or bracket that opens the next one (so "e.g.
+# a" and "approx. 3" stay whole), or at a line break.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])|\s*\n\s*")
 
 
 def payload_index_kinds(chunks: Sequence[Chunk], wanted: list[str] | None) -> dict[str, PayloadKind]:
@@ -142,3 +146,27 @@ def _identified(c: Chunk) -> str:
     said = [v for v in c.payload.values() if isinstance(v, str)]
     said += [x for v in c.payload.values() if isinstance(v, list) for x in v if isinstance(x, str)]
     return "\n".join([c.title, c.text, *said])
+
+
+def chunk_sentences(c: Chunk) -> list[str]:
+    """What a chunk's sentence vectors embed: its title, then each sentence of its text."""
+    parts = [c.title] if c.title.strip() else []
+    return parts + [t for t in (x.strip() for x in _SENTENCE_END.split(c.text)) if t] or [c.search_text]
+
+
+def sentence_vectors(chunks: Sequence[Chunk], embedder: Embedder, on_progress: ProgressCallback | None = None) -> list[np.ndarray]:
+    """Each chunk's sentence vectors (one row a sentence), embedded in one pass over the slice;
+    an error naming the chunk if the embedder returns a NaN or an infinity for one of them."""
+    said = [chunk_sentences(c) for c in chunks]
+    flat = [t for ts in said for t in ts]
+    vectors = np.asarray(embedder.embed(flat, on_progress=on_progress), dtype=np.float32)
+    if vectors.shape != (len(flat), embedder.dim):
+        raise IndexStoreError(f"{embedder.model_id} returned vectors of shape {vectors.shape} for {len(flat)} sentences", part="embedder")
+    out, at = [], 0
+    for c, ts in zip(chunks, said, strict=True):
+        rows = vectors[at : at + len(ts)]
+        if not np.isfinite(rows).all():
+            raise IndexStoreError(f"chunk {c.id!r}: {embedder.model_id} embedded one of its sentences as NaN or infinity (nothing was written)", part="embedder")
+        out.append(rows)
+        at += len(ts)
+    return out

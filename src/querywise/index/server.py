@@ -169,6 +169,8 @@ class ServerEngine:
         flt = qdrant_filter(q.where)
 
         def search(kind: str, n: int) -> m.QueryRequest:
+            if kind == "sentences":  # the settings refuse sentence_vectors on a server; an index never asks
+                raise NotImplementedError("sentence vectors are kept by the embedded engine only")
             if kind == "dense":
                 return m.QueryRequest(query=list(q.dense or ()), using=DENSE, filter=flt, params=params, limit=n, with_payload=False)
             indices, values = q.sparse or ([], [])

@@ -42,7 +42,7 @@ import uuid
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -71,7 +71,16 @@ from querywise.index.engine import EdgeEngine, Engine, EngineHit, EnginePoint, E
 from querywise.index.errors import IndexStoreError, damaged
 from querywise.index.integrity import BlockDigest, FileSum, digest_bytes, fsync_dir, seal
 from querywise.index.lexical import Lexicon
-from querywise.index.points import IdentifierTexts, SearchTexts, check_storable, check_vectors, graph_fields, payload_index_kinds
+from querywise.index.points import (
+    IdentifierTexts,
+    SearchTexts,
+    check_storable,
+    check_vectors,
+    chunk_sentences,
+    graph_fields,
+    payload_index_kinds,
+    sentence_vectors,
+)
 from querywise.index.server import ServerEngine, collection_of, connect, drop_collection
 from querywise.text import IDENTIFIER_KEYS
 from querywise.validation import FieldPresence, field_root, payload_field_counts
@@ -151,7 +160,7 @@ def build_index(
             if s.engine == "edge":
                 engine = EdgeEngine.create(tmp / "shard", dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct,
                                            payload_graphs=s.filtered_search == "graph", n_points=len(chunks),
-                                           segment_points=s.segment_chunks)
+                                           segment_points=s.segment_chunks, sentences=s.sentence_vectors)
             else:
                 client = client or connect(s.server_url or ":memory:")
                 engine = ServerEngine.create(
@@ -162,7 +171,9 @@ def build_index(
                 engine.create_payload_index(field, kind, graph=field in linked)
             # Vectors are embedded (or read from the embedding cache) a slice at a time and written
             # with it: none outlives its slice.
-            advance = progress("embedding and indexing", len(chunks))
+            # With sentence vectors, the bar counts the sentences embedded as well as the chunks.
+            n_sentences = sum(len(chunk_sentences(c)) for c in chunks) if s.sentence_vectors else 0
+            advance = progress("embedding and indexing", len(chunks) + n_sentences)
             over: list[int] = []
             with open(tmp / "chunks.jsonl", "w", encoding="utf-8") as fh:
                 for start in range(0, len(chunks), _EMBED_SLICE):
@@ -173,6 +184,7 @@ def build_index(
                     vectors = np.asarray(embedder.embed(sliced, on_progress=advance), dtype=np.float32)
                     check_vectors(vectors, chunks[start:stop], embedder)
                     sparse = analysis.vectors(start, stop, k1=s.k1, b=s.b)
+                    sentences = sentence_vectors(chunks[start:stop], embedder, on_progress=advance) if s.sentence_vectors else None
                     for at in range(start, stop, _BATCH):
                         batch = []
                         for i in range(at, min(at + _BATCH, stop)):
@@ -181,7 +193,8 @@ def build_index(
                             # The engine also keeps the chunk's identifiers, one form each, for exact lookups:
                             # those of its text and of its metadata (a product page's part numbers).
                             payload = {**c.payload, "id": c.id, "text": c.text, "title": c.title, IDENTIFIER_KEYS: analysis.keys[i]}
-                            batch.append(EnginePoint(i, vectors[i - start], sparse[i - start], payload))
+                            batch.append(EnginePoint(i, vectors[i - start], sparse[i - start], payload,
+                                                     sentences=None if sentences is None else sentences[i - start].tolist()))
                         engine.upsert(batch)
             lexicon = analysis.lexicon
             del analysis
@@ -214,6 +227,7 @@ def build_index(
                 field_counts=payload_field_counts(c.payload for c in chunks),
                 build_seconds=round(time.time() - started, 3),
                 n_over_window=over[0] if over else None,
+                n_sentences=n_sentences if s.sentence_vectors else None,
                 embedder_window=over[1] if over else None,
                 files=files,
             )
@@ -450,6 +464,10 @@ class Index:
         exact: bool = False,
     ) -> list[Hit]:
         """Search with precomputed query vectors (the plan executor reuses them)."""
+        return self._run(mode, k, dense, sparse, where, exact)
+
+    def _run(self, mode: Mode | Literal["sentences"], k: int, dense: Sequence[float] | None, sparse: tuple[list[int], list[float]] | None,
+             where: Where | None, exact: bool) -> list[Hit]:
         if dense is not None and mode != "bm25" and len(dense) != self.manifest.dim:
             raise ValueError(f"a {len(dense)}-dimensional query vector for an index of dimension {self.manifest.dim}")
         s = self.settings.index
@@ -457,11 +475,19 @@ class Index:
             EngineQuery(
                 mode=mode, limit=k, dense=dense, sparse=sparse, where=where,
                 depth=max(s.depth, k), rrf_k=s.rrf_k, fusion=s.fusion, dense_weight=s.dense_weight,
+                sentences=self.manifest.n_sentences is not None, sentence_share=s.sentence_share,
                 hnsw_ef=max(s.hnsw_ef_filtered if where else s.hnsw_ef, k),
                 **_filtered_plan(s.filtered_search, self._linked, where, exact),
             )
         )
         return [_hit(h, rank) for rank, h in enumerate(hits, start=1)]
+
+    def sentence_query(self, dense: Sequence[float], *, k: int = 10, where: Where | None = None) -> list[Hit]:
+        """The best-sentence list alone (each chunk scored by its sentence closest to `dense`), which
+        hybrid fuses when the build keeps sentence vectors; `querywise tune` weighs it from this."""
+        if self.manifest.n_sentences is None:
+            raise IndexStoreError(f"{self.root} keeps no sentence vectors: build it with [index] sentence_vectors = true", part="manifest")
+        return self._run("sentences", k, dense, None, where, False)
 
     def search(self, text: str, *, mode: Mode = "hybrid", k: int = 10, where: Where | None = None, exact: bool = False) -> list[Hit]:
         """Search for `text`. Filters run inside the engine.

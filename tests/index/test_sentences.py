@@ -1,0 +1,90 @@
+"""Sentence vectors (`[index] sentence_vectors`): each chunk's sentences kept as one multivector,
+scored by the best sentence, fused into hybrid as a third list."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from querywise.config import IndexSettings, Settings
+from querywise.corpus import Chunk
+from querywise.index import Index, build_index
+from querywise.index.fusion import fuse_scored, rrf
+from querywise.index.points import chunk_sentences
+
+QUERIES = ("Vela X3 warranty", "how fast is shipping", "cushions part", "water damage", "battery life of the earbuds")
+# Passages of several sentences, each about more than one thing: what the sentence list is for.
+PASSAGES = [
+    Chunk(id="vela", title="Vela X3", text="The Vela X3 folds flat. Its battery lasts 30 hours. The warranty runs 18 months and excludes water damage."),
+    Chunk(id="tide", title="Tide 4 earbuds", text="Tide 4 earbuds charge in their case. Battery life is 8 hours, 32 with the case. They are sweat resistant."),
+    Chunk(id="ship", title="Shipping", text="Standard shipping takes 3-5 working days. Express arrives the next day. Returns are free within 30 days."),
+    Chunk(id="parts", title="Spare parts", text="Ear cushions are sold as part HC-3741. A replacement cable is part HC-2210. Parts ship worldwide."),
+    Chunk(id="care", title="Care", text="Wipe the headphones with a dry cloth. Keep them away from water. Store them in the case."),
+]
+
+
+def _unit(v: Any) -> np.ndarray:
+    a = np.asarray(v, dtype=np.float64)
+    return a / np.maximum(np.linalg.norm(a, axis=-1, keepdims=True), 1e-12)
+
+
+def test_a_chunk_is_its_title_then_each_sentence() -> None:
+    c = Chunk(id="a", title="Halden Solace 7", text="Lasts 30 hours. Charges in 2 h, e.g. from a laptop.\nWater resistant? Yes! (IPX4) it is.")
+    assert chunk_sentences(c) == ["Halden Solace 7", "Lasts 30 hours.", "Charges in 2 h, e.g. from a laptop.", "Water resistant?", "Yes!", "(IPX4) it is."]
+    assert chunk_sentences(Chunk(id="b", text="one line, no title")) == ["one line, no title"]
+
+
+def test_fusion_gives_the_sentence_list_its_share_of_the_dense_side() -> None:
+    dense, bm25, best = [("a", 0.9), ("b", 0.5)], [("c", 7.0), ("a", 1.0)], [("b", 0.8), ("d", 0.6)]
+    fused = fuse_scored([dense, bm25], fusion="rrf", dense_weight=0.5, rrf_k=60, sentences=best, sentence_share=0.25)
+    assert fused == rrf([["a", "b"], ["b", "d"], ["c", "a"]], k=60, weights=[0.75, 0.25, 1.0])
+    # share 0: exactly the two-list fusion; share 1: the chunk vectors' list is out
+    assert dict(fuse_scored([dense, bm25], fusion="convex", dense_weight=0.4, rrf_k=60, sentences=best, sentence_share=0.0)) == pytest.approx(
+        {**dict(fuse_scored([dense, bm25], fusion="convex", dense_weight=0.4, rrf_k=60)), "d": 0.0})
+    only = fuse_scored([dense, []], fusion="convex", dense_weight=1.0, rrf_k=60, sentences=best, sentence_share=1.0)
+    assert [k for k, s in only if s > 0] == ["b", "d"]
+
+
+def test_the_sentence_list_ranks_each_chunk_by_its_best_sentence(tmp_path: Path, hash_embedder: Any) -> None:
+    shop = PASSAGES
+    on = Settings(cache_dir=tmp_path / "c", index=IndexSettings(sentence_vectors=True, fusion="convex", dense_weight=1.0, sentence_share=1.0))
+    with build_index(shop, tmp_path / "ix", settings=on, embedder=hash_embedder) as ix:
+        said = [chunk_sentences(c) for c in shop]
+        assert ix.manifest.n_sentences == sum(map(len, said)) > len(shop)
+        for text in QUERIES:
+            q = _unit(hash_embedder.embed([text])[0])
+            best = {c.id: float((_unit(hash_embedder.embed(ts)) @ q).max()) for c, ts in zip(shop, said, strict=True)}
+            hits = ix.search(text, mode="hybrid", k=len(shop), exact=True)
+            ranked = [h.id for h in hits]
+            want = sorted(best, key=lambda i: -best[i])
+            # convex scores are normalised: the order is the best-sentence order (ties aside)
+            assert [round(best[i], 5) for i in ranked] == [round(best[i], 5) for i in want], text
+        # and it is not the chunk vectors' list: that one ranks these passages otherwise somewhere
+        dense_order = [[h.id for h in ix.search(t, mode="dense", k=len(shop), exact=True)] for t in QUERIES]
+        assert dense_order != [[h.id for h in ix.search(t, mode="hybrid", k=len(shop), exact=True)] for t in QUERIES]
+
+
+def test_share_zero_ranks_as_an_index_without_sentence_vectors(tmp_path: Path, shop: list[Chunk], hash_embedder: Any) -> None:
+    shop = shop + PASSAGES
+    plain = Settings(cache_dir=tmp_path / "c")
+    zero = Settings(cache_dir=tmp_path / "c", index=IndexSettings(sentence_vectors=True, fusion="convex", sentence_share=0.0))
+    with build_index(shop, tmp_path / "a", settings=plain, embedder=hash_embedder) as a, \
+            build_index(shop, tmp_path / "b", settings=zero, embedder=hash_embedder) as b:
+        assert a.manifest.n_sentences is None and b.manifest.n_sentences
+        convex = Settings(cache_dir=tmp_path / "c", index=IndexSettings(fusion="convex"))
+        with Index.open(tmp_path / "a", settings=convex, embedder=hash_embedder) as a2:
+            for text in QUERIES:
+                assert [h.id for h in a2.search(text, k=8)] == [h.id for h in b.search(text, k=8)]
+        # an index decides by what it holds: the plain one searched with the setting on has no third list
+        on = Settings(cache_dir=tmp_path / "c", index=IndexSettings(sentence_vectors=True))
+        with Index.open(tmp_path / "a", settings=on, embedder=hash_embedder) as a3:
+            assert [h.id for h in a3.search("water damage", k=5)] == [h.id for h in a.search("water damage", k=5)]
+
+
+def test_a_server_engine_refuses_sentence_vectors_by_name() -> None:
+    with pytest.raises(ValidationError, match="sentence_vectors"):
+        IndexSettings(engine="server", server_url="http://127.0.0.1:6333", sentence_vectors=True)
