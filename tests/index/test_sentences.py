@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from pydantic import ValidationError
 
 from querywise.config import IndexSettings, Settings
 from querywise.corpus import Chunk
@@ -85,6 +84,22 @@ def test_share_zero_ranks_as_an_index_without_sentence_vectors(tmp_path: Path, s
             assert [h.id for h in a3.search("water damage", k=5)] == [h.id for h in a.search("water damage", k=5)]
 
 
-def test_a_server_engine_refuses_sentence_vectors_by_name() -> None:
-    with pytest.raises(ValidationError, match="sentence_vectors"):
-        IndexSettings(engine="server", server_url="http://127.0.0.1:6333", sentence_vectors=True)
+@pytest.mark.parametrize("mode", ["sentences", "hybrid"])
+def test_a_qdrant_server_keeps_and_ranks_them_as_the_embedded_engine(tmp_path: Path, shop: list[Chunk], hash_embedder: Any, mode: str) -> None:
+    """The server path (qdrant-client's local mode as the test double) stores the same
+    multivectors and gives the same best-sentence and fused rankings."""
+    from querywise.index.server import connect
+
+    corpus = [*shop, *PASSAGES]
+    index = IndexSettings(sentence_vectors=True, fusion="convex", dense_weight=0.6, sentence_share=0.5)
+    edge = build_index(corpus, tmp_path / "edge", settings=Settings(cache_dir=tmp_path / "c", index=index), embedder=hash_embedder)
+    served = Settings(cache_dir=tmp_path / "c", index=index.model_copy(update={"engine": "server", "collection": "s"}))
+    server = build_index(corpus, tmp_path / "server", settings=served, embedder=hash_embedder, client=connect(":memory:"))
+    with edge, server:
+        assert server.manifest.n_sentences == edge.manifest.n_sentences
+        for text in QUERIES:
+            if mode == "sentences":
+                a, b = (ix.sentence_query(ix.embed_query(text).tolist(), k=8) for ix in (edge, server))
+            else:
+                a, b = (ix.search(text, k=8, exact=True) for ix in (edge, server))
+            assert sorted((-round(h.score, 4), h.id) for h in a) == sorted((-round(h.score, 4), h.id) for h in b), text

@@ -105,9 +105,3 @@ class IndexSettings(_Section):
     # Builds kept in the index folder, the live one included: the previous one stays for readers
     # that opened it and for `querywise index --rollback` (a build a reader holds is never removed).
     keep_builds: int = Field(2, ge=1)
-
-    @model_validator(mode="after")
-    def _sentences_on_edge(self) -> IndexSettings:
-        if self.sentence_vectors and self.engine != "edge":
-            raise ValueError("index.sentence_vectors: only the embedded engine (engine = \"edge\") keeps sentence vectors so far")
-        return self

@@ -3,8 +3,8 @@
 `EdgeEngine` is Qdrant's in-process engine (qdrant-edge-py), the embedded default.
 `ServerEngine` (in `server.py`) talks to a Qdrant server through qdrant-client, the path
 beyond one machine. Both run dense, sparse (BM25) and fused (RRF) queries with the payload
-filter executed inside the engine; the embedded one can also keep each chunk's sentence vectors
-(a multivector scored by its best sentence) as a third list for hybrid.
+filter executed inside the engine, and either can keep each chunk's sentence vectors (a
+multivector scored by its best sentence) as a third list for hybrid.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from querywise.conditions import AnyOf, Match, NoneOf, Range, Where
-from querywise.index.engine import DENSE, SPARSE, EngineHit, EnginePoint, EngineQuery, PayloadKind, _floats, run_query
+from querywise.index.engine import DENSE, SENTENCES, SPARSE, EngineHit, EnginePoint, EngineQuery, PayloadKind, _floats, run_query
 
 if TYPE_CHECKING:  # imported at run time only when a server is used
     from qdrant_client import QdrantClient
@@ -99,22 +99,21 @@ class ServerEngine:
     @classmethod
     def create(
         cls, client: QdrantClient, alias: str, build_id: str, *, dim: int, hnsw_m: int, hnsw_ef_construct: int,
-        shards: int | None = None, replicas: int | None = None, payload_graphs: bool = True,
+        shards: int | None = None, replicas: int | None = None, payload_graphs: bool = True, sentences: bool = False,
     ) -> ServerEngine:
         from qdrant_client import models as m
 
         name = collection_of(alias, build_id)
+        hnsw = m.HnswConfigDiff(m=hnsw_m, ef_construct=hnsw_ef_construct, payload_m=None if payload_graphs else 0)
+        vectors = {DENSE: m.VectorParams(size=dim, distance=m.Distance.COSINE, hnsw_config=hnsw)}
+        if sentences:  # as the embedded engine: MaxSim over cosines, a chunk scored by its best sentence
+            vectors[SENTENCES] = m.VectorParams(size=dim, distance=m.Distance.COSINE, hnsw_config=hnsw,
+                                                multivector_config=m.MultiVectorConfig(comparator=m.MultiVectorComparator.MAX_SIM))
         client.create_collection(
             name,
             shard_number=shards,
             replication_factor=replicas,
-            vectors_config={
-                DENSE: m.VectorParams(
-                    size=dim,
-                    distance=m.Distance.COSINE,
-                    hnsw_config=m.HnswConfigDiff(m=hnsw_m, ef_construct=hnsw_ef_construct, payload_m=None if payload_graphs else 0),
-                )
-            },
+            vectors_config=vectors,
             sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
         )
         return cls(client, name, alias)
@@ -135,6 +134,7 @@ class ServerEngine:
                     vector={
                         DENSE: _floats(p.dense),
                         SPARSE: m.SparseVector(indices=p.sparse[0], values=p.sparse[1]),
+                        **({SENTENCES: [_floats(v) for v in p.sentences]} if p.sentences is not None and len(p.sentences) else {}),
                     },
                     payload=p.payload,
                 )
@@ -169,8 +169,8 @@ class ServerEngine:
         flt = qdrant_filter(q.where)
 
         def search(kind: str, n: int) -> m.QueryRequest:
-            if kind == "sentences":  # the settings refuse sentence_vectors on a server; an index never asks
-                raise NotImplementedError("sentence vectors are kept by the embedded engine only")
+            if kind == "sentences":  # the query as a one-vector multivector: MaxSim is its best sentence's cosine
+                return m.QueryRequest(query=[list(q.dense or ())], using=SENTENCES, filter=flt, params=params, limit=n, with_payload=False)
             if kind == "dense":
                 return m.QueryRequest(query=list(q.dense or ()), using=DENSE, filter=flt, params=params, limit=n, with_payload=False)
             indices, values = q.sparse or ([], [])

@@ -165,7 +165,7 @@ def build_index(
                 client = client or connect(s.server_url or ":memory:")
                 engine = ServerEngine.create(
                     client, s.collection, build_id, dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct,
-                    shards=s.shards, replicas=s.replicas, payload_graphs=s.filtered_search == "graph",
+                    shards=s.shards, replicas=s.replicas, payload_graphs=s.filtered_search == "graph", sentences=s.sentence_vectors,
                 )
             for field, kind in kinds.items():
                 engine.create_payload_index(field, kind, graph=field in linked)
