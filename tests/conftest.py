@@ -68,3 +68,18 @@ def shop() -> list[Chunk]:
     return list(SHOP)
 
 
+# Passages of several sentences, each about more than one thing: what the sentence list is for.
+PASSAGES = [
+    Chunk(id="vela", title="Vela X3", text="The Vela X3 folds flat. Its battery lasts 30 hours. The warranty runs 18 months and excludes water damage."),
+    Chunk(id="tide", title="Tide 4 earbuds", text="Tide 4 earbuds charge in their case. Battery life is 8 hours, 32 with the case. They are sweat resistant."),
+    Chunk(id="ship", title="Shipping", text="Standard shipping takes 3-5 working days. Express arrives the next day. Returns are free within 30 days."),
+    Chunk(id="parts", title="Spare parts", text="Ear cushions are sold as part HC-3741. A replacement cable is part HC-2210. Parts ship worldwide."),
+    Chunk(id="care", title="Care", text="Wipe the headphones with a dry cloth. Keep them away from water. Store them in the case."),
+]
+
+
+@pytest.fixture
+def passages() -> list[Chunk]:
+    return list(PASSAGES)
+
+

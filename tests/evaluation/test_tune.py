@@ -81,18 +81,17 @@ def test_the_cli_writes_the_choice_into_a_copy_of_the_config(tmp_path: Path, sho
     assert "wrote" in result.stderr and "--config" in result.stderr
 
 
-def test_on_an_index_with_sentence_vectors_each_choice_written_ranks_as_scored(tmp_path: Path, shop: list[Chunk], hash_embedder: Any) -> None:
+def test_on_an_index_with_sentence_vectors_each_choice_written_ranks_as_scored(tmp_path: Path, shop: list[Chunk], passages: list[Chunk],
+                                                                              hash_embedder: Any) -> None:
     """Every hybrid candidate also weighs the best-sentence list; the `[index]` keys written for a
     candidate make the engine's hybrid rank exactly as it was scored (a single mode too)."""
-    from index.test_sentences import PASSAGES
-
     from querywise.cli.tune import as_index_settings
 
     cases = [*CASES, Case(id="p1", message="does the warranty cover water", relevant={"vela": 1}),
              Case(id="p2", message="battery life with the case", relevant={"tide": 1}),
              Case(id="p3", message="is there a part number for the cable", relevant={"parts": 1})]
     on = Settings(cache_dir=tmp_path / "c", index=IndexSettings(sentence_vectors=True))
-    build_index([*shop, *PASSAGES], tmp_path / "ix", settings=on, embedder=hash_embedder).close()
+    build_index([*shop, *passages], tmp_path / "ix", settings=on, embedder=hash_embedder).close()
     with Index.open(tmp_path / "ix", settings=on, embedder=hash_embedder) as ix, QueryWise(on, ix) as qw:
         result = tune(cases, qw, NDCG, folds=3)
     assert len(result.scores) == len(candidates(sentences=True)) > len(candidates())

@@ -16,14 +16,6 @@ from querywise.index.fusion import fuse_scored, rrf
 from querywise.index.points import chunk_sentences
 
 QUERIES = ("Vela X3 warranty", "how fast is shipping", "cushions part", "water damage", "battery life of the earbuds")
-# Passages of several sentences, each about more than one thing: what the sentence list is for.
-PASSAGES = [
-    Chunk(id="vela", title="Vela X3", text="The Vela X3 folds flat. Its battery lasts 30 hours. The warranty runs 18 months and excludes water damage."),
-    Chunk(id="tide", title="Tide 4 earbuds", text="Tide 4 earbuds charge in their case. Battery life is 8 hours, 32 with the case. They are sweat resistant."),
-    Chunk(id="ship", title="Shipping", text="Standard shipping takes 3-5 working days. Express arrives the next day. Returns are free within 30 days."),
-    Chunk(id="parts", title="Spare parts", text="Ear cushions are sold as part HC-3741. A replacement cable is part HC-2210. Parts ship worldwide."),
-    Chunk(id="care", title="Care", text="Wipe the headphones with a dry cloth. Keep them away from water. Store them in the case."),
-]
 
 
 def _unit(v: Any) -> np.ndarray:
@@ -48,31 +40,30 @@ def test_fusion_gives_the_sentence_list_its_share_of_the_dense_side() -> None:
     assert [k for k, s in only if s > 0] == ["b", "d"]
 
 
-def test_the_sentence_list_ranks_each_chunk_by_its_best_sentence(tmp_path: Path, hash_embedder: Any) -> None:
-    shop = PASSAGES
+def test_the_sentence_list_ranks_each_chunk_by_its_best_sentence(tmp_path: Path, passages: list[Chunk], hash_embedder: Any) -> None:
     on = Settings(cache_dir=tmp_path / "c", index=IndexSettings(sentence_vectors=True, fusion="convex", dense_weight=1.0, sentence_share=1.0))
-    with build_index(shop, tmp_path / "ix", settings=on, embedder=hash_embedder) as ix:
-        said = [chunk_sentences(c) for c in shop]
-        assert ix.manifest.n_sentences == sum(map(len, said)) > len(shop)
+    with build_index(passages, tmp_path / "ix", settings=on, embedder=hash_embedder) as ix:
+        said = [chunk_sentences(c) for c in passages]
+        assert ix.manifest.n_sentences == sum(map(len, said)) > len(passages)
         for text in QUERIES:
             q = _unit(hash_embedder.embed([text])[0])
-            best = {c.id: float((_unit(hash_embedder.embed(ts)) @ q).max()) for c, ts in zip(shop, said, strict=True)}
-            hits = ix.search(text, mode="hybrid", k=len(shop), exact=True)
+            best = {c.id: float((_unit(hash_embedder.embed(ts)) @ q).max()) for c, ts in zip(passages, said, strict=True)}
+            hits = ix.search(text, mode="hybrid", k=len(passages), exact=True)
             ranked = [h.id for h in hits]
             want = sorted(best, key=lambda i: -best[i])
             # convex scores are normalised: the order is the best-sentence order (ties aside)
             assert [round(best[i], 5) for i in ranked] == [round(best[i], 5) for i in want], text
         # and it is not the chunk vectors' list: that one ranks these passages otherwise somewhere
-        dense_order = [[h.id for h in ix.search(t, mode="dense", k=len(shop), exact=True)] for t in QUERIES]
-        assert dense_order != [[h.id for h in ix.search(t, mode="hybrid", k=len(shop), exact=True)] for t in QUERIES]
+        dense_order = [[h.id for h in ix.search(t, mode="dense", k=len(passages), exact=True)] for t in QUERIES]
+        assert dense_order != [[h.id for h in ix.search(t, mode="hybrid", k=len(passages), exact=True)] for t in QUERIES]
 
 
-def test_share_zero_ranks_as_an_index_without_sentence_vectors(tmp_path: Path, shop: list[Chunk], hash_embedder: Any) -> None:
-    shop = shop + PASSAGES
+def test_share_zero_ranks_as_an_index_without_sentence_vectors(tmp_path: Path, shop: list[Chunk], passages: list[Chunk], hash_embedder: Any) -> None:
+    corpus = shop + passages
     plain = Settings(cache_dir=tmp_path / "c")
     zero = Settings(cache_dir=tmp_path / "c", index=IndexSettings(sentence_vectors=True, fusion="convex", sentence_share=0.0))
-    with build_index(shop, tmp_path / "a", settings=plain, embedder=hash_embedder) as a, \
-            build_index(shop, tmp_path / "b", settings=zero, embedder=hash_embedder) as b:
+    with build_index(corpus, tmp_path / "a", settings=plain, embedder=hash_embedder) as a, \
+            build_index(corpus, tmp_path / "b", settings=zero, embedder=hash_embedder) as b:
         assert a.manifest.n_sentences is None and b.manifest.n_sentences
         convex = Settings(cache_dir=tmp_path / "c", index=IndexSettings(fusion="convex"))
         with Index.open(tmp_path / "a", settings=convex, embedder=hash_embedder) as a2:
@@ -85,12 +76,13 @@ def test_share_zero_ranks_as_an_index_without_sentence_vectors(tmp_path: Path, s
 
 
 @pytest.mark.parametrize("mode", ["sentences", "hybrid"])
-def test_a_qdrant_server_keeps_and_ranks_them_as_the_embedded_engine(tmp_path: Path, shop: list[Chunk], hash_embedder: Any, mode: str) -> None:
+def test_a_qdrant_server_keeps_and_ranks_them_as_the_embedded_engine(tmp_path: Path, shop: list[Chunk], passages: list[Chunk], hash_embedder: Any,
+                                                                     mode: str) -> None:
     """The server path (qdrant-client's local mode as the test double) stores the same
     multivectors and gives the same best-sentence and fused rankings."""
     from querywise.index.server import connect
 
-    corpus = [*shop, *PASSAGES]
+    corpus = [*shop, *passages]
     index = IndexSettings(sentence_vectors=True, fusion="convex", dense_weight=0.6, sentence_share=0.5)
     edge = build_index(corpus, tmp_path / "edge", settings=Settings(cache_dir=tmp_path / "c", index=index), embedder=hash_embedder)
     served = Settings(cache_dir=tmp_path / "c", index=index.model_copy(update={"engine": "server", "collection": "s"}))

@@ -150,10 +150,11 @@ def tune(
 
     means = table.mean(axis=0)
     order = sorted(range(len(grid)), key=lambda col: (-means[col], col))
-    label = {c.label: i for i, c in enumerate(grid) if not c.sentence_share}
+    plain = grid.index(Candidate(mode="hybrid", fusion="rrf", dense_weight=0.5, sentence_share=0.0 if sentences else None))
+    bm25_col, dense_col = grid.index(Candidate(mode="bm25")), grid.index(Candidate(mode="dense"))
     return TuneResult(
         metric=metric.label, n=len(judged), folds=folds,
         scores=[CandidateScore(candidate=grid[i], label=grid[i].label, score=round(float(means[i]), 4)) for i in order],
         chosen=grid[order[0]], cv_score=round(held_out(range(len(grid))), 4), cv_single_best=round(held_out(singles), 4),
-        plain_rrf=round(float(means[label["rrf w=0.5" + (" s=0" if sentences else "")]]), 4), bm25=round(float(means[label["bm25"]]), 4), dense=round(float(means[label["dense"]]), 4),
+        plain_rrf=round(float(means[plain]), 4), bm25=round(float(means[bm25_col]), 4), dense=round(float(means[dense_col]), 4),
     )
