@@ -8,7 +8,7 @@
    slice (turns after the first that it does not flag), per split. Splits are by document, 60 /
    20 / 20 by a hash of the document id: the referent tracker's answer excerpt and the weak form's
    RRF weight were chosen on train; the topic-shift check was fitted on train and its threshold
-   chosen on train+val (bench/topic_shift.py).
+   and hedge chosen on train+val (bench/topic_shift.py).
 2. Changes of subject: each dialogue's first turn placed after the first turn of a dialogue about
    another document, so that every flag is false; recall@5 as typed and with the move (a loss is
    what the move costs when the subject changes).
@@ -115,7 +115,7 @@ def demo() -> list[dict[str, Any]]:
 def markdown(result: dict[str, Any]) -> str:
     lines = ["# Conversations: follow-ups, changes of subject, the demo", "", f"Command: `{COMMAND}`.", "",
              "doc2dial, recall@5 of the gold chunk; history = the user's and the agent's earlier turns; splits by document "
-             "(60/20/20; answer excerpt and weak form's RRF weight chosen on train, the topic-shift check fitted on train with its threshold chosen on train+val: bench/topic_shift.py). Targets: follow-up slice >= 0.60, "
+             "(60/20/20; answer excerpt and weak form's RRF weight chosen on train, the topic-shift check fitted on train with its threshold and hedge chosen on train+val: bench/topic_shift.py). Targets: follow-up slice >= 0.60, "
              "standalone slice not lower than as typed, changes of subject losing <= 0.02. "
              "SE: the delta's standard error with each document's turns as one cluster.", "",
              "| slice | split | n (documents) | as typed | follow-up move | delta | SE |", "|---|---|---|---|---|---|---|"]

@@ -83,8 +83,8 @@ def test_ask_plans_and_searches_the_demo(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     kinds = [q["kind"] for q in out["plan"]["queries"]]
-    assert kinds == ["standalone", "spelling"]
-    assert "firmware" in out["plan"]["queries"][1]["text"]
+    assert kinds[0] == "standalone" and kinds[-1] == "spelling" and set(kinds[1:-1]) <= {"original"}  # the message may be kept beside it
+    assert "firmware" in out["plan"]["queries"][-1]["text"]
     assert out["plan"]["access"]["conditions"] == [{"kind": "match", "field": "markets", "value": "eu"}]
     assert out["plan"]["queries"][0]["text"] == "how do i do a firmwear update on the Halden Solace 7 Pro"
     assert "solace-7-pro-firmware" in [h["id"] for h in out["hits"][:3]]

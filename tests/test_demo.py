@@ -54,7 +54,9 @@ def test_an_ellipsis_is_resolved_to_the_pro(turns: dict[int, PlanResult]) -> Non
 
 def test_a_pronoun_two_turns_later_still_means_the_solace_7_pro(turns: dict[int, PlanResult]) -> None:
     t = turns[3]
-    assert [q.text for q in t.plan.queries] == ["does the Halden Solace 7 Pro cover water damage?"]
+    # the form leads; the message as typed is searched beside it at a lower weight (a hedge against a new subject)
+    assert [q.text for q in t.plan.queries] == ["does the Halden Solace 7 Pro cover water damage?", "does it cover water damage?"]
+    assert t.plan.queries[1].weight < t.plan.queries[0].weight
     assert ids(t, 1) == ["solace-7-warranty-liquid"]
 
 
@@ -66,7 +68,7 @@ def test_every_turn_that_searches_finds_its_expected_chunk_in_the_top_3(turns: d
 
 def test_a_typo_is_corrected_next_to_the_original(turns: dict[int, PlanResult]) -> None:
     t = turns[4]
-    assert [q.kind for q in t.plan.queries] == ["standalone", "spelling"] and "firmware" in t.plan.queries[1].text
+    assert [q.kind for q in t.plan.queries] == ["standalone", "original", "spelling"] and "firmware" in t.plan.queries[2].text
 
 
 def test_the_firmware_question_is_about_the_solace_7_pro(turns: dict[int, PlanResult]) -> None:

@@ -17,6 +17,7 @@ from querywise.config import Settings, load_settings
 from querywise.conversation import Turn
 from querywise.demo import demo_file
 from querywise.understand.access import AccessError, access_from_session
+from querywise.understand.followup import WEAK_FORM_WEIGHT
 from querywise.understand.followup.shift import shift_model
 from querywise.understand.pipeline import Understander
 
@@ -120,7 +121,23 @@ def test_a_message_that_opens_a_new_subject_is_searched_as_typed(understander: U
     assert [(q.text, q.kind) for q in plan.queries] == [("What is the return window for opened earbuds?", "original")]
     step = plan.step("follow_up")
     assert step is not None and step.status == "skipped" and "a new subject" in step.reason
-    assert step.details["chance"] >= shift_model().threshold and step.details["similarity"] < 0.3
+    # at or so near the threshold that the form would weigh nothing beside the message
+    assert shift_model().form_weight(step.details["chance"], WEAK_FORM_WEIGHT) == 0.0 and step.details["similarity"] < 0.3
+
+
+def test_a_pointer_with_some_chance_of_a_new_subject_keeps_the_message_beside_its_form(understander: Understander) -> None:
+    model = shift_model()
+    sure = understander.plan("And the Pro?", history=["How long is the warranty on the Halden Solace 7?"], session=EU)
+    assert [q.kind for q in sure.queries] == ["standalone"]  # hardly a chance of a new subject: the form replaces it
+    assert model.replaces(sure.step("follow_up").details["chance"])  # type: ignore[union-attr]
+    history = ["How long is the warranty on the Halden Solace 7?", "And the Pro?"]
+    plan = understander.plan("does it cover water damage?", history=history, session=EU)
+    step = plan.step("follow_up")
+    assert step is not None and not model.replaces(chance := step.details["chance"])
+    assert [(q.text, q.kind) for q in plan.queries] == [("does the Halden Solace 7 Pro cover water damage?", "standalone"),
+                                                       ("does it cover water damage?", "original")]
+    # the form leads at the hedge's weight (the message at 1 / it, as RRF weights are relative)
+    assert plan.queries[1].weight == pytest.approx(1 / model.form_weight(chance, model.hedge_weight)) and plan.queries[1].weight < 1
 
 
 def test_the_topic_shift_check_can_be_turned_off(understander: Understander) -> None:

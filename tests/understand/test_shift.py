@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from querywise.text import analyze
-from querywise.understand.followup.shift import CUE_FAMILIES, ShiftModel, shift_features, shift_model
+from querywise.understand.followup.shift import CUE_FAMILIES, MIN_FORM_WEIGHT, ShiftModel, shift_features, shift_model
 
 
 def test_the_packaged_model_reads_exactly_the_features_the_pipeline_computes() -> None:
@@ -28,3 +30,25 @@ def test_the_chance_is_the_logistic_of_the_weighted_features() -> None:
     assert model.chance({"similarity": 0.0, "names_own": 1.0}) == 1 / (1 + math.exp(-1.5))
     assert model.chance({"similarity": 0.9, "names_own": 1.0}) < 0.5 < model.chance({"similarity": 0.1, "names_own": 1.0})
     assert model.chance({}) == 1 / (1 + math.exp(-0.5))  # a feature not given weighs nothing
+
+
+def test_under_the_threshold_a_form_loses_weight_linearly_over_the_ramp() -> None:
+    model = ShiftModel(weights={}, intercept=0.0, threshold=0.7, ramp=0.4, replace_below=0.1, hedge_weight=4.0)
+    assert model.form_weight(0.2, 1.0) == 1.0  # under the ramp: the full weight
+    assert model.form_weight(0.5, 1.0) == pytest.approx(0.5) and model.form_weight(0.5, 4.0) == pytest.approx(2.0)
+    assert model.form_weight(0.7, 1.0) == model.form_weight(0.9, 1.0) == 0.0  # a new subject: the message alone
+    assert model.form_weight(0.69, 1.0) == 0.0  # 0.025: under MIN_FORM_WEIGHT, not worth a search
+    assert model.form_weight(0.69, 4.0) == pytest.approx(0.1) and MIN_FORM_WEIGHT <= 0.1
+    assert model.replaces(0.05) and not model.replaces(0.1) and not model.replaces(0.5)
+
+
+def test_without_a_hedge_the_model_is_a_threshold() -> None:
+    model = ShiftModel(weights={}, intercept=0.0, threshold=0.6)  # the defaults: no ramp, a pointer always replaces
+    assert model.form_weight(0.59, 0.5) == 0.5 and model.form_weight(0.6, 0.5) == 0.0
+    assert model.replaces(0.59) and not model.replaces(0.6)
+
+
+def test_the_packaged_hedge_is_a_policy_chosen_on_train_and_val() -> None:
+    model = shift_model()
+    assert 0.0 <= model.replace_below <= model.threshold and model.ramp < model.threshold and model.hedge_weight > 0
+    assert "95% bound" in str(model.provenance["policy"])

@@ -152,7 +152,8 @@ class UnderstandingSettings(_Section):
     moves: list[Move] = Field(default_factory=_default_moves)
     # A flagged message the learnt topic-shift check (understand/followup/shift.py, trained by
     # bench/topic_shift.py) takes to open a new subject is searched as typed, with no standalone
-    # form; it reads the message's similarity to the last `topic_window` turns. false turns it off.
+    # form, and under its threshold its chance hedges the form's weight; it reads the message's
+    # similarity to the last `topic_window` turns. false turns it off (and the hedge with it).
     topic_shift: bool = True
     topic_window: int = Field(default=1, ge=1, le=20)
 

@@ -201,7 +201,7 @@ class Understander:
             trace.append(TraceStep(move="retrieve", status="skipped", reason="a request about another person's account: fail closed"))
             return QueryPlan(message=message, route=route, access=access, action=Ask(question=self.settings.access.third_party_question), trace=trace, left=left)
         action: Action = Answer()
-        llm = _LLMPlan()
+        llm, followed = _LLMPlan(), text
         if self.tier is not None or on & set(LLM_MOVES):
             text, kind, route, action, llm = self._llm_plan(message, history, text, kind, decision, needs_context, on, trace)
         if llm.closed or (self._search_routes and route not in self._search_routes):
@@ -220,7 +220,7 @@ class Understander:
             filters, queries = self._llm_filters(llm, filters & inferred, filters, queries, trace)
         # Documents without a filter's field: the [filters] policy, executed by the engine.
         filters, inferred = (with_missing_policy(w, self.settings.filters, self.catalog) for w in (filters, inferred))
-        if kind == "original":  # an LLM rewrite supersedes the weak follow-up's enrichment
+        if text == followed:  # an LLM rewrite supersedes what the follow-up move searched beside its text
             queries += beside
         checked = spelled if spelled is not None and queries[0].text == text else None
         queries, action = self._spelling(queries, action, trace, checked) if "spelling" in on else _off("spelling", trace, (queries, action))
@@ -391,13 +391,21 @@ class Understander:
         to search next to it. A pointer (a pronoun, "and the Pro?") replaces the message by its
         standalone form; a description with no anchor, or topic continuity, keeps the message and
         searches the form next to it; topic continuity on a message that opens a new subject
-        (`_new_subject`) searches the message as typed."""
+        (`_shift`) searches the message as typed, and under that the chance hedges the form."""
         started = time.perf_counter()
         gate = check_follow_up(message, history, catalog=self.catalog)
         if not gate.needs_context:
             trace.append(TraceStep(move="follow_up", status="skipped", reason=gate.reason, latency_ms=_ms(started)))
             return message, "original", False, []
-        if (shift := self._new_subject(message, history, gate)) is not None:
+        described = gate.strength == "strong" and not points_back(gate)
+        # A pointer's form leads (its weight beside the message is the hedge's); a description
+        # that needs an anchor ("the address", "what kind?") is weaker evidence, and also how new
+        # subjects open: the message is kept, its form searched beside it at weight 1; topic
+        # continuity alone weaker still. Each loses weight as the chance of a new subject rises.
+        model, shift = shift_model(), self._shift(message, history, gate)
+        base = model.hedge_weight if gate.strength == "strong" and not described else 1.0 if described else WEAK_FORM_WEIGHT
+        weight = base if shift is None else model.form_weight(shift[0], base)
+        if shift is not None and weight == 0.0:
             chance, similarity = shift
             trace.append(TraceStep(move="follow_up", status="skipped",
                                    reason=f"{gate.reason}; but a new subject (chance {chance:.2f} by the topic-shift check, "
@@ -406,10 +414,7 @@ class Understander:
             # Still "needs the conversation": an LLM tier, which reads all of it, decides; the
             # deterministic plan searches the message as typed.
             return message, "original", True, []
-        described = gate.strength == "strong" and not points_back(gate)
         if described:
-            # A description that needs an anchor ("the address", "what kind?") is weaker evidence
-            # than a pronoun, and also how new subjects open: keep the message, search the form beside it.
             gate = replace(gate, strength="weak", reason=f"{gate.reason} (a description, not a pointer: the message is kept)")
         said = texts(history)
         form = standalone_form(message, history, gate, catalog=self.catalog)
@@ -424,30 +429,44 @@ class Understander:
             trace.append(TraceStep(move="follow_up", status="failed", reason=f"{gate.reason}; {why}", latency_ms=_ms(started)))
             return message, "original", True, []
         standalone = form.text
-        details = {"cues": list(gate.cues), "strength": gate.strength, "guard": guard.reason, "method": form.method,
-                   "referents": [r.text for r in form.referents]}
+        details: dict[str, Any] = {"cues": list(gate.cues), "strength": gate.strength, "guard": guard.reason, "method": form.method,
+                                   "referents": [r.text for r in form.referents]}
+        hedge = ""
+        if shift is not None:
+            details["chance"] = round(shift[0], 3)
+            hedge = f" (chance {shift[0]:.2f} of a new subject)"
         if gate.strength == "weak":
             trace.append(
                 TraceStep(
                     move="follow_up", status="ran", reason=f"{gate.reason} (a weak cue); {how}",
-                    changed=f"also searching {standalone!r} next to the message", latency_ms=_ms(started), details=details,
+                    changed=f"also searching {standalone!r} next to the message at weight {weight:.2f}{hedge}", latency_ms=_ms(started), details=details,
                 )
             )
-            # Topic continuity alone is weak evidence: its form adds to the message's results at a
-            # lower weight; a description that needs an anchor ("the battery") is stronger: weight 1.
-            weight = 1.0 if described else WEAK_FORM_WEIGHT
             return message, "original", True, [PlanQuery(text=standalone, kind="standalone", weight=weight)]
+        if shift is not None and not model.replaces(shift[0]):
+            # A pointer, but some chance of a new subject: the form leads, the message as typed
+            # is searched beside it, so a wrong referent cannot take the whole result.
+            beside = 1.0 / weight
+            trace.append(
+                TraceStep(
+                    move="follow_up", status="ran", reason=f"{gate.reason}; {how}",
+                    changed=f"searched {standalone!r}, and {message!r} beside it at weight {beside:.2f}{hedge}",
+                    latency_ms=_ms(started), details=details,
+                )
+            )
+            return standalone, "standalone", True, [PlanQuery(text=message, kind="original", weight=beside)]
         trace.append(
             TraceStep(
                 move="follow_up", status="ran", reason=f"{gate.reason}; {how}",
-                changed=f"searched {standalone!r} instead of {message!r}", latency_ms=_ms(started), details=details,
+                changed=f"searched {standalone!r} instead of {message!r}{hedge}", latency_ms=_ms(started), details=details,
             )
         )
         return standalone, "standalone", True, []
 
-    def _new_subject(self, message: str, history: Sequence[Turn], gate: FollowUp) -> tuple[float, float] | None:
-        """(chance, similarity) when the topic-shift check takes the flagged message to open a new
-        subject (`followup.shift`), else None. Embeds only messages the gate flagged."""
+    def _shift(self, message: str, history: Sequence[Turn], gate: FollowUp) -> tuple[float, float] | None:
+        """(chance, similarity) of the topic-shift check (`followup.shift`) for a flagged message:
+        the chance it opens a new subject, its greatest cosine to the last turns. None when the
+        check is off or there is nothing to compare with. Embeds only messages the gate flagged."""
         if not self.settings.understanding.topic_shift:
             return None
         recent = [t.text[:ANSWER_CHARS] for t in history[-self.settings.understanding.topic_window :] if t.text.strip()]
@@ -456,10 +475,8 @@ class Understander:
         vectors = np.asarray(self.embedder.embed([message, *recent]), dtype=np.float32)
         vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         similarity = float((vectors[1:] @ vectors[0]).max())
-        model = shift_model()
         features = shift_features(flag_kind(gate), gate.cues, similarity=similarity, names_own=names_its_subject(message, catalog=self.catalog), message=message)
-        chance = model.chance(features)
-        return (chance, similarity) if chance >= model.threshold else None
+        return shift_model().chance(features), similarity
 
     def _filters(self, text: str, queries: list[PlanQuery], today: dt.date, trace: list[TraceStep]) -> tuple[Where, Where, list[PlanQuery]]:
         started = time.perf_counter()

@@ -8,9 +8,15 @@ model over what the gate saw (which kind of cue, which cue families), how simila
 to the last turns, whether it names a subject of its own and how long it is, gives the chance
 the message opens a new subject; at or over the model's threshold it is searched as typed.
 
+Under the threshold the chance still hedges: a threshold alone is a cliff, and the turns just
+under it are where new subjects hide. A form searched beside the message loses weight linearly
+over the last `ramp` of chance below the threshold; a pointer's form replaces the message only
+under `replace_below`, and over it is searched with the message as typed beside it (the form
+`hedge_weight` times the message's weight, ramped alike).
+
 The weights are learnt, not written: `bench/topic_shift.py` trains them on doc2dial's train
 documents and TREC CAsT 2019's train topics (real follow-ups against first turns placed after
-another conversation), chooses the threshold on the train and val splits, and writes
+another conversation), chooses the threshold and the hedge on the train and val splits, and writes
 `topic_shift.json` with its provenance. Test documents and topics never reach the fit.
 """
 
@@ -22,11 +28,14 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from querywise.text import analyze
 
-__all__ = ["CUE_FAMILIES", "ShiftModel", "shift_features", "shift_model"]
+__all__ = ["CUE_FAMILIES", "MIN_FORM_WEIGHT", "ShiftModel", "shift_features", "shift_model"]
+
+#: A form weighing less than this beside the message can reorder only near-ties: not worth a search.
+MIN_FORM_WEIGHT = 0.05
 
 #: The gate's cue families the model reads (the prefix of a cue, before ":").
 CUE_FAMILIES = (
@@ -52,18 +61,35 @@ def shift_features(kind: str, cues: Sequence[str], *, similarity: float, names_o
 
 
 class ShiftModel(BaseModel):
-    """Logistic weights over `shift_features`, the threshold, and where they came from."""
+    """Logistic weights over `shift_features`, the threshold, the hedge under it, and where
+    they came from. The defaults of the hedge are no hedge: a threshold only."""
 
     model_config = ConfigDict(frozen=True)
     weights: dict[str, float]
     intercept: float
     threshold: float
+    ramp: float = Field(0.0, ge=0.0)
+    replace_below: float = Field(1.0, ge=0.0)
+    hedge_weight: float = Field(1.0, gt=0.0)
     provenance: dict[str, object] = {}
 
     def chance(self, features: Mapping[str, float]) -> float:
         """The chance the message opens a new subject."""
         z = self.intercept + sum(w * features.get(name, 0.0) for name, w in self.weights.items())
         return 1.0 / (1.0 + math.exp(-z))
+
+    def replaces(self, chance: float) -> bool:
+        """A pointer's form replaces the message (under `replace_below`); else both are searched."""
+        return chance < min(self.replace_below, self.threshold)
+
+    def form_weight(self, chance: float, base: float) -> float:
+        """The weight of a form searched beside the message (weight 1) at this chance: `base`,
+        falling linearly to 0 over the last `ramp` under the threshold; 0 (a new subject: the
+        message as typed alone) at or over the threshold, or under `MIN_FORM_WEIGHT`."""
+        if chance >= self.threshold:
+            return 0.0
+        weight = base if self.ramp <= 0.0 else base * min(1.0, (self.threshold - chance) / self.ramp)
+        return weight if weight >= MIN_FORM_WEIGHT else 0.0
 
 
 @cache
