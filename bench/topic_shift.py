@@ -71,10 +71,8 @@ def doc2dial_rows(qw: Any, cases: Sequence[Any]) -> list[dict[str, Any]]:
     """Every flagged turn of the follow-up slice (label 0) and of the changes of subject (1), with
     the ids the message as typed and its standalone form retrieve, and how the plan searches the
     form without the check: "strong" instead of the message, "weak" beside it at `base`."""
-    from querywise.index import Index
-
     rows = []
-    ix: Index = qw.index
+    ix = qw.index
     with qw.with_moves(("follow_up",)) as plain:
         follow = [c for c in cases if "follow_up" in c.slices]
         for label, group in ((0, follow), (1, changes_of_subject(cases))):
@@ -141,27 +139,25 @@ class _Outcomes:
         return self._fused[key]
 
     def gain(self, i: int, model: Any) -> float:
-        """Recall@5 the policy adds to the message as typed on flagged row i."""
+        """Recall@5 the policy adds to the message as typed on flagged row i, searched as the
+        pipeline searches it (`ShiftModel.searched`)."""
         row, chance = self.rows[i]
         if row["strength"] == "none":
             return 0.0
-        raw = self._recall(row["as_typed"], row)
-        weight = model.form_weight(chance, model.hedge_weight if row["strength"] == "strong" else row["base"])
-        if weight == 0.0:  # a new subject: as typed
+        searched = model.searched(chance, pointer=row["strength"] == "strong", base=row["base"])
+        if searched.how == "as_typed":
             return 0.0
-        if row["strength"] == "weak":
-            return self._fuse(i, row, "as_typed", weight) - raw
-        if model.replaces(chance):
+        raw = self._recall(row["as_typed"], row)
+        if searched.how == "instead":
             return self._recall(row["form"], row) - raw
-        return self._fuse(i, row, "form", 1.0 / weight) - raw
+        return self._fuse(i, row, "as_typed" if searched.how == "beside" else "form", searched.weight) - raw
 
     def effect(self, model: Any, parts: Sequence[str]) -> dict[str, float]:
         """Follow-up gain and change-of-subject gain (negative: lost) over the splits, each with
         its document-clustered standard error."""
         out: dict[str, float] = {}
         for label, name in ((0, "follow_up_gain"), (1, "change_of_subject_gain")):
-            deltas = {i: self.gain(i, model) for i, (r, _) in enumerate(self.rows) if r["label"] == label and r["split"] in parts}
-            everything = [(r["doc"], deltas[i]) for i, (r, _) in enumerate(self.rows) if i in deltas]
+            everything = [(r["doc"], self.gain(i, model)) for i, (r, _) in enumerate(self.rows) if r["label"] == label and r["split"] in parts]
             everything += [(doc, 0.0) for (lab, doc), n in self.unflagged.items() if lab == label and split_of(doc) in parts for _ in range(n)]
             out[name] = round(sum(d for _, d in everything) / max(len(everything), 1), 4)
             out[f"{name}_se"] = round(_cluster_se(everything), 4) if len(everything) > 1 else 0.0

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from querywise.text import analyze
-from querywise.understand.followup.shift import CUE_FAMILIES, MIN_FORM_WEIGHT, ShiftModel, shift_features, shift_model
+from querywise.understand.followup.shift import CUE_FAMILIES, MIN_FORM_WEIGHT, Searched, ShiftModel, shift_features, shift_model
 
 
 def test_the_packaged_model_reads_exactly_the_features_the_pipeline_computes() -> None:
@@ -52,3 +52,14 @@ def test_the_packaged_hedge_is_a_policy_chosen_on_train_and_val() -> None:
     model = shift_model()
     assert 0.0 <= model.replace_below <= model.threshold and model.ramp < model.threshold and model.hedge_weight > 0
     assert "95% bound" in str(model.provenance["policy"])
+
+
+def test_searched_says_how_the_message_and_its_form_are_searched_at_a_chance() -> None:
+    model = ShiftModel(weights={}, intercept=0.0, threshold=0.7, ramp=0.4, replace_below=0.1, hedge_weight=4.0)
+    assert model.searched(None, pointer=True, base=0.5) == Searched("instead")  # the check off: a pointer replaces
+    assert model.searched(None, pointer=False, base=0.5) == Searched("beside", 0.5)
+    assert model.searched(0.05, pointer=True, base=0.5) == Searched("instead")
+    assert model.searched(0.2, pointer=True, base=0.5) == Searched("leads", 0.25)  # the message beside at 1 / 4
+    assert model.searched(0.5, pointer=True, base=0.5).weight == pytest.approx(0.5)  # 1 / (4 x 0.5)
+    assert model.searched(0.5, pointer=False, base=0.5) == Searched("beside", pytest.approx(0.25))
+    assert model.searched(0.69, pointer=False, base=0.5).how == model.searched(0.8, pointer=True, base=0.5).how == "as_typed"

@@ -28,13 +28,10 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import numpy as np
-
 from querywise.catalog import Catalog
-from querywise.checks.guard import check_rewrite
 from querywise.conditions import NoneOf, Where, describe
 from querywise.config import LLM_MOVES, Move, Settings
 from querywise.conversation import Turn, texts
@@ -59,19 +56,8 @@ from querywise.understand.exact import exact_queries, identifiers_in
 from querywise.understand.filters import extract_filters, units
 from querywise.understand.filters.missing import with_missing_policy
 from querywise.understand.filters.money import DEFAULT_RATES
-from querywise.understand.followup import (
-    WEAK_FORM_WEIGHT,
-    FollowUp,
-    Standalone,
-    check_follow_up,
-    concat_standalone,
-    flag_kind,
-    names_its_subject,
-    points_back,
-    standalone_form,
-)
-from querywise.understand.followup.referent import ANSWER_CHARS
-from querywise.understand.followup.shift import shift_features, shift_model
+from querywise.understand.followup import check_follow_up
+from querywise.understand.followup.move import follow_up
 from querywise.understand.intents import split_asks
 from querywise.understand.limits import within_limits
 from querywise.understand.llm_plan import PlanNeeds, PlanOutcome, plan_call
@@ -172,7 +158,10 @@ class Understander:
 
         needs_context, beside = False, list[PlanQuery]()
         if "follow_up" in on:
-            text, kind, needs_context, beside = self._follow_up(message, history, trace)
+            move = follow_up(message, history, catalog=self.catalog, embedder=self.embedder,
+                             topic_shift=self.settings.understanding.topic_shift, topic_window=self.settings.understanding.topic_window)
+            text, kind, needs_context, beside = move.text, move.kind, move.needs_context, list(move.beside)
+            trace.append(move.step)
         else:
             text, kind = _off("follow_up", trace, (message, "original"))
             if "llm_rewrite" in on:  # the LLM rewrite still goes only where the gate sees a reference
@@ -385,98 +374,6 @@ class Understander:
             self.tier.close()
 
     # --- one method per move: call the move, record what it did ---------------------------
-
-    def _follow_up(self, message: str, history: Sequence[Turn], trace: list[TraceStep]) -> tuple[str, QueryKind, bool, list[PlanQuery]]:
-        """The text later moves read, its kind, whether it needs the conversation, and queries
-        to search next to it. A pointer (a pronoun, "and the Pro?") replaces the message by its
-        standalone form; a description with no anchor, or topic continuity, keeps the message and
-        searches the form next to it; topic continuity on a message that opens a new subject
-        (`_shift`) searches the message as typed, and under that the chance hedges the form."""
-        started = time.perf_counter()
-        gate = check_follow_up(message, history, catalog=self.catalog)
-        if not gate.needs_context:
-            trace.append(TraceStep(move="follow_up", status="skipped", reason=gate.reason, latency_ms=_ms(started)))
-            return message, "original", False, []
-        described = gate.strength == "strong" and not points_back(gate)
-        # A pointer's form leads (its weight beside the message is the hedge's); a description
-        # that needs an anchor ("the address", "what kind?") is weaker evidence, and also how new
-        # subjects open: the message is kept, its form searched beside it at weight 1; topic
-        # continuity alone weaker still. Each loses weight as the chance of a new subject rises.
-        model, shift = shift_model(), self._shift(message, history, gate)
-        base = model.hedge_weight if gate.strength == "strong" and not described else 1.0 if described else WEAK_FORM_WEIGHT
-        weight = base if shift is None else model.form_weight(shift[0], base)
-        if shift is not None and weight == 0.0:
-            chance, similarity = shift
-            trace.append(TraceStep(move="follow_up", status="skipped",
-                                   reason=f"{gate.reason}; but a new subject (chance {chance:.2f} by the topic-shift check, "
-                                          f"{similarity:.2f} similar to the last turns): searched as typed",
-                                   latency_ms=_ms(started), details={"cues": list(gate.cues), "chance": round(chance, 3), "similarity": round(similarity, 3)}))
-            # Still "needs the conversation": an LLM tier, which reads all of it, decides; the
-            # deterministic plan searches the message as typed.
-            return message, "original", True, []
-        if described:
-            gate = replace(gate, strength="weak", reason=f"{gate.reason} (a description, not a pointer: the message is kept)")
-        said = texts(history)
-        form = standalone_form(message, history, gate, catalog=self.catalog)
-        guard = check_rewrite(message, form.text, said, catalog=self.catalog)
-        how = f"deterministic standalone form ({form.method}): {form.why}"
-        if not guard.ok and form.method != "previous_turn":  # the referent form failed: today's form
-            fallback = concat_standalone(message, history)
-            how = f"{how}; rejected ({guard.reason}), so the previous user turn + message"
-            form, guard = Standalone(fallback, "previous_turn", why=how), check_rewrite(message, fallback, said, catalog=self.catalog)
-        if not guard.ok or form.text == message:  # a name the guard reads across the join; search the message as typed
-            why = f"rewrite rejected: {guard.reason}" if not guard.ok else "nothing in the conversation to carry into it"
-            trace.append(TraceStep(move="follow_up", status="failed", reason=f"{gate.reason}; {why}", latency_ms=_ms(started)))
-            return message, "original", True, []
-        standalone = form.text
-        details: dict[str, Any] = {"cues": list(gate.cues), "strength": gate.strength, "guard": guard.reason, "method": form.method,
-                                   "referents": [r.text for r in form.referents]}
-        hedge = ""
-        if shift is not None:
-            details["chance"] = round(shift[0], 3)
-            hedge = f" (chance {shift[0]:.2f} of a new subject)"
-        if gate.strength == "weak":
-            trace.append(
-                TraceStep(
-                    move="follow_up", status="ran", reason=f"{gate.reason} (a weak cue); {how}",
-                    changed=f"also searching {standalone!r} next to the message at weight {weight:.2f}{hedge}", latency_ms=_ms(started), details=details,
-                )
-            )
-            return message, "original", True, [PlanQuery(text=standalone, kind="standalone", weight=weight)]
-        if shift is not None and not model.replaces(shift[0]):
-            # A pointer, but some chance of a new subject: the form leads, the message as typed
-            # is searched beside it, so a wrong referent cannot take the whole result.
-            beside = 1.0 / weight
-            trace.append(
-                TraceStep(
-                    move="follow_up", status="ran", reason=f"{gate.reason}; {how}",
-                    changed=f"searched {standalone!r}, and {message!r} beside it at weight {beside:.2f}{hedge}",
-                    latency_ms=_ms(started), details=details,
-                )
-            )
-            return standalone, "standalone", True, [PlanQuery(text=message, kind="original", weight=beside)]
-        trace.append(
-            TraceStep(
-                move="follow_up", status="ran", reason=f"{gate.reason}; {how}",
-                changed=f"searched {standalone!r} instead of {message!r}{hedge}", latency_ms=_ms(started), details=details,
-            )
-        )
-        return standalone, "standalone", True, []
-
-    def _shift(self, message: str, history: Sequence[Turn], gate: FollowUp) -> tuple[float, float] | None:
-        """(chance, similarity) of the topic-shift check (`followup.shift`) for a flagged message:
-        the chance it opens a new subject, its greatest cosine to the last turns. None when the
-        check is off or there is nothing to compare with. Embeds only messages the gate flagged."""
-        if not self.settings.understanding.topic_shift:
-            return None
-        recent = [t.text[:ANSWER_CHARS] for t in history[-self.settings.understanding.topic_window :] if t.text.strip()]
-        if not recent:
-            return None
-        vectors = np.asarray(self.embedder.embed([message, *recent]), dtype=np.float32)
-        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-        similarity = float((vectors[1:] @ vectors[0]).max())
-        features = shift_features(flag_kind(gate), gate.cues, similarity=similarity, names_own=names_its_subject(message, catalog=self.catalog), message=message)
-        return shift_model().chance(features), similarity
 
     def _filters(self, text: str, queries: list[PlanQuery], today: dt.date, trace: list[TraceStep]) -> tuple[Where, Where, list[PlanQuery]]:
         started = time.perf_counter()

@@ -27,12 +27,13 @@ import math
 from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from querywise.text import analyze
 
-__all__ = ["CUE_FAMILIES", "MIN_FORM_WEIGHT", "ShiftModel", "shift_features", "shift_model"]
+__all__ = ["CUE_FAMILIES", "MIN_FORM_WEIGHT", "Searched", "ShiftModel", "shift_features", "shift_model"]
 
 #: A form weighing less than this beside the message can reorder only near-ties: not worth a search.
 MIN_FORM_WEIGHT = 0.05
@@ -58,6 +59,15 @@ def shift_features(kind: str, cues: Sequence[str], *, similarity: float, names_o
         "names_own": float(names_own),
         "log_terms": math.log1p(len(analyze(message))),
     }
+
+
+class Searched(NamedTuple):
+    """What the plan searches for a flagged message: "as_typed" (a new subject: the message
+    alone), "instead" (the form replaces it), "beside" (the message, and the form beside it at
+    `weight`) or "leads" (the form, and the message beside it at `weight`)."""
+
+    how: Literal["as_typed", "instead", "beside", "leads"]
+    weight: float = 1.0
 
 
 class ShiftModel(BaseModel):
@@ -90,6 +100,19 @@ class ShiftModel(BaseModel):
             return 0.0
         weight = base if self.ramp <= 0.0 else base * min(1.0, (self.threshold - chance) / self.ramp)
         return weight if weight >= MIN_FORM_WEIGHT else 0.0
+
+    def searched(self, chance: float | None, *, pointer: bool, base: float) -> Searched:
+        """How a flagged message and its form are searched at this chance (None: the check is
+        off). A pointer's form replaces the message, or leads it at `hedge_weight`; any other
+        form goes beside the message at `base`; either falls away as the chance nears the threshold."""
+        if chance is None:
+            return Searched("instead") if pointer else Searched("beside", base)
+        weight = self.form_weight(chance, self.hedge_weight if pointer else base)
+        if weight == 0.0:
+            return Searched("as_typed", 0.0)
+        if not pointer:
+            return Searched("beside", weight)
+        return Searched("instead") if self.replaces(chance) else Searched("leads", 1.0 / weight)
 
 
 @cache

@@ -1,0 +1,128 @@
+"""The follow-up move as a plan runs it: the gate, the topic-shift check, the standalone form and
+its guard, and what is searched -- the form instead of the message, beside it, leading it, or
+the message as typed -- with the trace step that says why.
+
+A pointer (a pronoun, "and the Pro?") replaces the message by its standalone form; a
+description that needs an anchor ("the address", "what kind?") is weaker evidence, and also how
+new subjects open: the message is kept, its form searched beside it at weight 1; topic
+continuity alone weaker still (`WEAK_FORM_WEIGHT`). The topic-shift check's chance of a new
+subject hedges each (`ShiftModel.searched`); at its threshold the message is searched as typed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from querywise.catalog import Catalog
+from querywise.checks.guard import check_rewrite
+from querywise.conversation import Turn, texts
+from querywise.embed import Embedder
+from querywise.plan import PlanQuery, QueryKind, Status, TraceStep
+from querywise.understand.followup import (
+    WEAK_FORM_WEIGHT,
+    FollowUp,
+    Standalone,
+    check_follow_up,
+    concat_standalone,
+    flag_kind,
+    names_its_subject,
+    points_back,
+    standalone_form,
+)
+from querywise.understand.followup.referent import ANSWER_CHARS
+from querywise.understand.followup.shift import shift_features, shift_model
+
+__all__ = ["Followed", "follow_up", "shift_chance"]
+
+
+@dataclass(frozen=True)
+class Followed:
+    """What the move leaves the plan: the text later moves read, its kind, whether the message
+    needs the conversation, queries to search next to it, and its trace step."""
+
+    text: str
+    kind: QueryKind
+    needs_context: bool
+    step: TraceStep
+    beside: tuple[PlanQuery, ...] = ()
+
+
+def follow_up(
+    message: str, history: Sequence[Turn], *, catalog: Catalog | None, embedder: Embedder, topic_shift: bool = True, topic_window: int = 1,
+) -> Followed:
+    """The follow-up move on `message` after `history`. `embedder` serves the topic-shift check
+    (`topic_shift`, over the last `topic_window` turns), which embeds only flagged messages."""
+    started = time.perf_counter()
+
+    def step(status: Status, reason: str, changed: str | None = None, details: dict[str, Any] | None = None) -> TraceStep:
+        return TraceStep(move="follow_up", status=status, reason=reason, changed=changed, details=details or {},
+                         latency_ms=round((time.perf_counter() - started) * 1000, 3))
+
+    gate = check_follow_up(message, history, catalog=catalog)
+    if not gate.needs_context:
+        return Followed(message, "original", False, step("skipped", gate.reason))
+    described = gate.strength == "strong" and not points_back(gate)
+    shift = shift_chance(message, history, gate, catalog=catalog, embedder=embedder, window=topic_window) if topic_shift else None
+    searched = shift_model().searched(None if shift is None else shift[0], pointer=gate.strength == "strong" and not described,
+                                      base=1.0 if described else WEAK_FORM_WEIGHT)
+    if shift is not None and searched.how == "as_typed":
+        chance, similarity = shift
+        # Still "needs the conversation": an LLM tier, which reads all of it, decides; the
+        # deterministic plan searches the message as typed.
+        return Followed(message, "original", True, step(
+            "skipped", f"{gate.reason}; but a new subject (chance {chance:.2f} by the topic-shift check, "
+                       f"{similarity:.2f} similar to the last turns): searched as typed",
+            details={"cues": list(gate.cues), "chance": round(chance, 3), "similarity": round(similarity, 3)}))
+    if described:
+        gate = replace(gate, strength="weak", reason=f"{gate.reason} (a description, not a pointer: the message is kept)")
+    said = texts(history)
+    form = standalone_form(message, history, gate, catalog=catalog)
+    guard = check_rewrite(message, form.text, said, catalog=catalog)
+    how = f"deterministic standalone form ({form.method}): {form.why}"
+    if not guard.ok and form.method != "previous_turn":  # the referent form failed: today's form
+        fallback = concat_standalone(message, history)
+        how = f"{how}; rejected ({guard.reason}), so the previous user turn + message"
+        form, guard = Standalone(fallback, "previous_turn", why=how), check_rewrite(message, fallback, said, catalog=catalog)
+    if not guard.ok or form.text == message:  # a name the guard reads across the join; search the message as typed
+        why = f"rewrite rejected: {guard.reason}" if not guard.ok else "nothing in the conversation to carry into it"
+        return Followed(message, "original", True, step("failed", f"{gate.reason}; {why}"))
+    standalone = form.text
+    details: dict[str, Any] = {"cues": list(gate.cues), "strength": gate.strength, "guard": guard.reason, "method": form.method,
+                               "referents": [r.text for r in form.referents]}
+    hedge = ""
+    if shift is not None:
+        details["chance"] = round(shift[0], 3)
+        hedge = f" (chance {shift[0]:.2f} of a new subject)"
+    if searched.how == "beside":
+        return Followed(message, "original", True,
+                        step("ran", f"{gate.reason} (a weak cue); {how}",
+                             f"also searching {standalone!r} next to the message at weight {searched.weight:.2f}{hedge}", details),
+                        (PlanQuery(text=standalone, kind="standalone", weight=searched.weight),))
+    if searched.how == "leads":
+        # A pointer, but some chance of a new subject: the form leads, the message as typed is
+        # searched beside it, so a wrong referent cannot take the whole result.
+        return Followed(standalone, "standalone", True,
+                        step("ran", f"{gate.reason}; {how}",
+                             f"searched {standalone!r}, and {message!r} beside it at weight {searched.weight:.2f}{hedge}", details),
+                        (PlanQuery(text=message, kind="original", weight=searched.weight),))
+    return Followed(standalone, "standalone", True,
+                    step("ran", f"{gate.reason}; {how}", f"searched {standalone!r} instead of {message!r}{hedge}", details))
+
+
+def shift_chance(message: str, history: Sequence[Turn], gate: FollowUp, *, catalog: Catalog | None, embedder: Embedder, window: int) -> tuple[float, float] | None:
+    """(chance, similarity) of the topic-shift check (`shift.py`) for a flagged message: the
+    chance it opens a new subject, and its greatest cosine to the last `window` turns. None
+    when there is nothing to compare with."""
+    recent = [t.text[:ANSWER_CHARS] for t in history[-window:] if t.text.strip()]
+    if not recent:
+        return None
+    vectors = np.asarray(embedder.embed([message, *recent]), dtype=np.float32)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    similarity = float((vectors[1:] @ vectors[0]).max())
+    features = shift_features(flag_kind(gate), gate.cues, similarity=similarity, names_own=names_its_subject(message, catalog=catalog), message=message)
+    return shift_model().chance(features), similarity
