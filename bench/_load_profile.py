@@ -18,8 +18,8 @@ from bench._load_setup import CLOSERS, HERE, INDEX, MARKET, OPENERS
 
 SPY_RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [  # (category, path parts, functions one of which the stack must hold, or ())
     ("embedding: batching and model call", ("querywise/embed/", "onnxruntime/", "tokenizers/"), ()),
-    ("move: route (and several_intents)", ("querywise/understand/route.py", "querywise/understand/classifiers.py", "querywise/understand/intents.py",
-                                           "querywise/understand/calibration.py", "querywise/understand/decision.py"), ()),
+    ("move: route (and several_intents)", ("querywise/understand/routing/route.py", "querywise/understand/routing/classifiers.py", "querywise/understand/intents.py",
+                                           "querywise/understand/routing/calibration.py", "querywise/understand/routing/decision.py"), ()),
     ("move: follow_up", ("querywise/understand/followup/", "querywise/conversation.py"), ()),
     ("move: filters", ("querywise/understand/filters/", "querywise/checks/filters.py"), ()),
     ("move: spelling", ("querywise/understand/spelling/",), ()),

@@ -519,8 +519,8 @@ def kept_experiment() -> str:
 def run_querywise_router(args: argparse.Namespace, path: Path, *, fine_tuned: bool) -> dict[str, Any]:
     from bench.router_clinc150 import EXPERIMENTS, OOS_WEIGHT, POINT, fine_tuned_encoder, load_data, outcomes
     from querywise.embed import OnnxEmbedder
-    from querywise.understand.calibration import OperatingPoint, calibrate
-    from querywise.understand.decision import decide
+    from querywise.understand.routing.calibration import OperatingPoint, calibrate
+    from querywise.understand.routing.decision import decide
 
     name = kept_experiment().removeprefix("ft-")
     exp = next(e for e in EXPERIMENTS if e.name == ("ft-" + name if fine_tuned else name))

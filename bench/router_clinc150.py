@@ -1,4 +1,4 @@
-"""Route classifiers of querywise.understand.classifiers (gated by understand.decision, thresholds from understand.calibration) on CLINC150 (150 intents + out-of-scope).
+"""Route classifiers of querywise.understand.routing.classifiers (gated by understand.routing.decision, thresholds from understand.routing.calibration) on CLINC150 (150 intents + out-of-scope).
 
     python bench/router_clinc150.py [--data ../shared/data/clinc150/data_full.json]
 
@@ -47,15 +47,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # run from a checkout without installing
 
 from querywise.embed import DEFAULT_KIND, load_embedder  # noqa: E402
-from querywise.understand.calibration import (  # noqa: E402
+from querywise.understand.routing.calibration import (  # noqa: E402
     Calibration,
     OperatingPoint,
     calibrate,
     choose_candidate,
     choose_thresholds,
 )
-from querywise.understand.classifiers import CentroidClassifier, TrainedClassifier  # noqa: E402
-from querywise.understand.decision import (  # noqa: E402
+from querywise.understand.routing.classifiers import CentroidClassifier, TrainedClassifier  # noqa: E402
+from querywise.understand.routing.decision import (  # noqa: E402
     RouteClassifier,
     Thresholds,
     decide,

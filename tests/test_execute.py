@@ -9,7 +9,7 @@ from querywise.config import Settings
 from querywise.corpus import Chunk
 from querywise.execute import execute
 from querywise.index import Index, build_index, rrf
-from querywise.plan import PlanQuery, QueryPlan, TraceStep
+from querywise.plan import PlanQuery, QueryPlan
 
 
 @pytest.fixture
@@ -109,5 +109,6 @@ def test_no_hits_always_come_with_a_reason(index: Index) -> None:
             result = execute(plan, index, k=5, mode=mode)  # type: ignore[arg-type]
             assert result.hits or result.empty_because, (plan.message, mode)
     assert execute(plans[-1], index).empty_because == ["the plan searches nothing (route account, action answer)"]
-    skipped = TraceStep(move="retrieve", status="skipped", reason="route account does not search")
-    assert execute(QueryPlan(message="where is my order", route="account", trace=[skipped]), index).empty_because == ["route account does not search"]
+    # The plan's typed reason, not a step found in its trace.
+    unsearched = QueryPlan(message="where is my order", route="account", unsearched="route account does not search")
+    assert execute(unsearched, index).empty_because == ["route account does not search"]

@@ -27,13 +27,13 @@ from querywise.config import (
 )
 from querywise.corpus import Chunk
 from querywise.demo import demo_corpus, demo_file
+from querywise.deployment_check import DeploymentError
 from querywise.execute import execute
 from querywise.index import Index, build_index
 from querywise.llm.scripted import ScriptedProvider
 from querywise.llm.structured import conversation_key
 from querywise.service import QueryWise
 from querywise.understand.access import AccessError
-from querywise.validation import DeploymentError
 
 ROUTES = [
     RouteSpec(name="kb_search", search=True, description="help-centre questions",

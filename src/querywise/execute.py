@@ -88,10 +88,8 @@ def execute(
         retriever = IndexRetriever(retriever)
     if rrf_k is None:
         rrf_k = retriever.index.settings.index.rrf_k if isinstance(retriever, IndexRetriever) else 60
-    if not plan.queries:  # the route runs no search, or the plan asks instead: its trace says which
-        skipped = next((s for s in plan.trace if s.move == "retrieve" and s.status == "skipped"), None)
-        why = skipped.reason if skipped is not None else f"the plan searches nothing (route {plan.route}, action {plan.action.type})"
-        return PlanResult(plan=plan, empty_because=[why])
+    if not plan.queries:  # the route runs no search, or the plan asks instead: the plan says why
+        return PlanResult(plan=plan, empty_because=[plan.unsearched or f"the plan searches nothing (route {plan.route}, action {plan.action.type})"])
     where = plan.filters & plan.inferred_filters & plan.access
     wanted = k
     k = max(k, rerank_top) if reranker is not None else k  # the reranker sees its top N, then k are kept
@@ -140,7 +138,9 @@ def reranked(result: PlanResult, reranker: Reranker, *, top_n: int, k: int) -> P
         step = TraceStep(move="rerank", status="skipped", reason=f"an identifier lookup found the chunks that hold {found_exactly[0]!r}: "
                          "the fused order stands", details={"model": reranker.name})
     else:  # the message, or the standalone form that replaced it
-        hits, step = rerank(reranker, plan.queries[0].text, hits, top_n, route=plan.route)
+        main = plan.main_query
+        assert main is not None  # a plan with hits searched something
+        hits, step = rerank(reranker, main.text, hits, top_n, route=plan.route)
     return result.model_copy(update={"plan": plan.model_copy(update={"trace": [*plan.trace, step]}), "hits": hits[:k]})
 
 

@@ -155,6 +155,9 @@ class QueryPlan(_Model):
     # Asks of the message left for a follow-up: a message with two asks for different routes is
     # served for its first ("compare X and Y, and cancel my order": the comparison).
     left: list[LeftAsk] = Field(default_factory=list)
+    # Why nothing is searched (a route that does not search, a third party's account, a failed
+    # LLM on a fail-closed route); None when the plan searches its queries.
+    unsearched: str | None = None
 
     def to_json_line(self) -> str:
         """The plan as one line of JSON (no newline inside)."""
@@ -163,6 +166,12 @@ class QueryPlan(_Model):
     @classmethod
     def from_json_line(cls, line: str) -> QueryPlan:
         return cls.model_validate_json(line)
+
+    @property
+    def main_query(self) -> PlanQuery | None:
+        """The query the message stands for (the first: the message, its standalone form or its
+        semantic form); the others are searched beside it. What a reranker reorders for."""
+        return self.queries[0] if self.queries else None
 
     def step(self, move: str) -> TraceStep | None:
         """The trace entry of `move`, if it is there."""

@@ -14,7 +14,7 @@ harness, the access probe, the benchmarks, and your application:
 message, that search is reused and the LLM's latency is the only latency. Every plan is appended
 to the plan log when `[deployment] plan_log` is set.
 
-At start-up the deployment is checked against its index (`validation.check_deployment`): a
+At start-up the deployment is checked against its index (`deployment_check.check_deployment`): a
 setting that would make every search return nothing (a required access field no chunk carries)
 raises `DeploymentError` naming it; one that would empty some results or leave a route
 unreachable is kept in `warnings`, which the CLI prints.
@@ -33,6 +33,7 @@ from typing import Self
 from querywise.conditions import Where
 from querywise.config import Move, Settings, load_settings
 from querywise.conversation import Turn, as_turns
+from querywise.deployment_check import DeploymentCheck, Problem, check_deployment, check_index_fields
 from querywise.embed import Embedder
 from querywise.execute import PlanResult, execute, reranked
 from querywise.files import replace_surrogates
@@ -46,7 +47,6 @@ from querywise.understand.access import access_from_session
 from querywise.understand.limits import within_limits
 from querywise.understand.llm_rerank import LLMReranker
 from querywise.understand.pipeline import Understander
-from querywise.validation import DeploymentCheck, Problem, check_deployment, check_index_fields
 
 __all__ = ["QueryWise"]
 

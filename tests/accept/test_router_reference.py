@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from querywise.config import IdentifierRule, RouteSpec, RoutingSettings
-from querywise.understand.route import Router, load_examples
+from querywise.understand.routing.route import Router, load_examples
 
 
 def _router(reference: dict[str, Any], embedder: Any, *, min_margin: float, rules: bool = True) -> Router:

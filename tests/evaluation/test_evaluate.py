@@ -11,13 +11,13 @@ import pytest
 
 from querywise.config import FilterField, FilterSettings, Settings
 from querywise.corpus import Chunk
+from querywise.deployment_check import DeploymentError
 from querywise.evaluation.cases import Case
 from querywise.evaluation.metrics import parse_metrics
 from querywise.evaluation.report import evaluate
 from querywise.evaluation.result import EvalResult
 from querywise.index import Index, build_index
 from querywise.service import QueryWise
-from querywise.validation import DeploymentError
 
 METRICS = parse_metrics(["ndcg@10"])
 

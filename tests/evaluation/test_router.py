@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from querywise import cli
 from querywise.evaluation.html import router_report_html
 from querywise.evaluation.router import RouterReport, evaluate_router, score_decisions
-from querywise.understand.calibration import OperatingPoint
-from querywise.understand.decision import Decision
+from querywise.understand.routing.calibration import OperatingPoint
+from querywise.understand.routing.decision import Decision
 
 Rows = list[tuple[str, str]]
 

@@ -20,10 +20,11 @@ from querywise.config import load_settings
 from querywise.demo import demo_corpus, demo_file
 from querywise.index.analysis import analyse
 from querywise.text import SpanSet, words
-from querywise.understand import ambiguity, followup, spelling
+from querywise.understand import ambiguity, spelling
 from querywise.understand.filters import extract as filters_extract
 from querywise.understand.filters import extract_filters
 from querywise.understand.filters.semantic import text_left_for_search
+from querywise.understand.followup import gate as followup
 from querywise.understand.spelling import checker as spelling_checker
 
 KB100 = 100_000

@@ -51,7 +51,7 @@ def plan_rec(message: str, history: list[str], output: dict[str, Any]) -> dict[s
 def test_without_llm_moves_the_plan_is_unchanged(hash_embedder: Any) -> None:
     u, provider = make(hash_embedder, [], moves=["follow_up", "filters", "spelling", "ambiguity"])
     plan = u.plan("does it cover water damage?", history=HISTORY)
-    assert [s.move for s in plan.trace] == ["follow_up", "route", "filters", "spelling", "exact_lookup", "ambiguity"]
+    assert [s.move for s in plan.trace] == ["follow_up", "several_intents", "route", "filters", "spelling", "exact_lookup", "ambiguity"]
     assert plan.queries[0].text == "does the warranty on the Vela X3 headphones cover water damage?"  # the referent, placed
     assert provider.calls == []
 

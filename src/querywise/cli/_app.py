@@ -30,13 +30,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from querywise.conditions import WhereSyntaxError
 from querywise.config import ConfigError, Settings, load_settings
 from querywise.conversation import Turn
+from querywise.deployment_check import DeploymentError
 from querywise.evaluation.metrics import MetricError
 from querywise.files import InputError, replace_surrogates
 from querywise.index.engine import MODES, Mode
 from querywise.index.store import Index, IndexStoreError
 from querywise.llm.provider import LLMError
 from querywise.understand.access import AccessError
-from querywise.validation import DeploymentError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

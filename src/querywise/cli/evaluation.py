@@ -69,7 +69,7 @@ def router_eval_cmd(
     from querywise.cli._phases import phase_display
     from querywise.embed import embedder_for
     from querywise.evaluation.router import ClassifierKind, evaluate_router, load_labelled
-    from querywise.understand.calibration import OperatingPoint
+    from querywise.understand.routing.calibration import OperatingPoint
 
     match classifier:
         case "centroid" | "trained" | "auto":

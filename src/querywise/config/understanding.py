@@ -136,13 +136,13 @@ class AccessSettings(_Section):
 # LLM moves (off by default; each needs an `[llm]` provider): the three plan moves share one
 # structured call per message; the enrichments are one call each, searched next to the original.
 LLMMove = Literal["llm_rewrite", "llm_route", "llm_filters", "multi_query", "hyde", "query2doc", "step_back"]
-DeterministicMove = Literal["follow_up", "filters", "spelling", "exact_lookup", "ambiguity"]
+DeterministicMove = Literal["follow_up", "several_intents", "filters", "spelling", "exact_lookup", "ambiguity"]
 Move = Literal[DeterministicMove, LLMMove]  # flattens: get_args(Move) lists every move
 LLM_MOVES: tuple[str, ...] = get_args(LLMMove)
 
 
 def _default_moves() -> list[Move]:
-    return ["follow_up", "filters", "spelling", "exact_lookup", "ambiguity"]
+    return ["follow_up", "several_intents", "filters", "spelling", "exact_lookup", "ambiguity"]
 
 
 class UnderstandingSettings(_Section):

@@ -13,23 +13,24 @@ seed). A move that significantly helps one slice and significantly hurts another
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import get_args
 
 import numpy as np
 from pydantic import BaseModel, Field
 
-from querywise.config import LLM_MOVES, Move, Settings
+from querywise.config import Move, Settings
 from querywise.evaluation.cases import Case
 from querywise.evaluation.harness import ALL, Arm, ArmResult, JudgedIds, run_arm
 from querywise.evaluation.metrics import Metric
 from querywise.evaluation.stats import N_RESAMPLES, SEED, PairedDiff, paired_difference
-from querywise.index.engine import Mode
+from querywise.index.engine import MODES, Mode
 from querywise.service import QueryWise
+from querywise.understand.draft import Have
+from querywise.understand.pipeline import unable as moves_unable
 
-__all__ = ["MODES", "AblationPlan", "AblationReport", "SliceDelta", "compare_arms", "mixed_effects", "plan_ablation", "run_ablation"]
+__all__ = ["AblationPlan", "AblationReport", "SliceDelta", "compare_arms", "mixed_effects", "plan_ablation", "run_ablation"]
 
-MODES: tuple[Mode, ...] = ("hybrid", "dense", "bm25")
 
 
 class AblationPlan(BaseModel):
@@ -58,8 +59,12 @@ class AblationReport(BaseModel):
     resamples: int = N_RESAMPLES
 
 
-def plan_ablation(settings: Settings, requested: Sequence[str] = (), *, mode: Mode = "hybrid") -> AblationPlan:
+def plan_ablation(
+    settings: Settings, requested: Sequence[str] = (), *, mode: Mode = "hybrid", unable: Mapping[str, str] | None = None
+) -> AblationPlan:
     """Arms for `requested` (move or mode names, or "all"; empty = every configured move and mode).
+    `unable`: the moves the deployment cannot run, and why (`Understander.unable()`); None reads
+    them from the settings, assuming an index.
 
     >>> [a.name for a in plan_ablation(Settings(), ["spelling", "bm25"]).arms]
     ['baseline', '+spelling', 'bm25']
@@ -68,12 +73,8 @@ def plan_ablation(settings: Settings, requested: Sequence[str] = (), *, mode: Mo
     configured = [m for m in settings.understanding.moves if m in known]
     wanted = list(dict.fromkeys(requested or [ALL, *known, *MODES]))
     arms = [Arm(name="baseline", mode=mode, moves=())]
-    # Moves that cannot change anything under these settings: an arm would only repeat the baseline.
-    inert = {
-        **({"filters": "no filter schema configured ([filters] fields)"} if not settings.filters.fields else {}),
-        **({"ambiguity": "no catalog configured ([deployment] catalog)"} if settings.deployment.catalog is None else {}),
-        **(dict.fromkeys(LLM_MOVES, "needs an [llm] provider") if settings.llm.provider == "none" else {}),
-    }
+    # Moves that cannot act in this deployment (each move's `requires`): an arm would only repeat the baseline.
+    inert = dict(unable) if unable is not None else moves_unable(Have.of_settings(settings))
     skipped: dict[str, str] = {}
     for name in wanted:
         if name == ALL:

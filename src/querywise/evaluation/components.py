@@ -27,7 +27,7 @@ from querywise.evaluation.router import RouteMetrics, score_decisions
 from querywise.index import Index
 from querywise.service import QueryWise
 from querywise.understand.access import access_from_session
-from querywise.understand.decision import Decision
+from querywise.understand.routing.decision import Decision
 
 __all__ = ["AccessProbe", "ComponentReport", "access_probe", "component_scores"]
 

@@ -6,7 +6,7 @@ document; `evaluation.eval_html` and the CLI's terminal renderer (`cli.render_ev
 The renderers only format: every number is computed before they run.
 
 Before anything runs, the cases' judged ids are checked against the index
-(`validation.judged_id_problems`): none of them in it is an error (the wrong index), some
+(`deployment_check.judged_id_problems`): none of them in it is an error (the wrong index), some
 missing a warning. The report's `warnings` holds those and the deployment's own start-up ones.
 """
 
@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel, Field
 
 from querywise.config import Settings
+from querywise.deployment_check import DeploymentError, judged_id_problems
 from querywise.evaluation.ablation import AblationReport, plan_ablation, run_ablation
 from querywise.evaluation.cases import Case
 from querywise.evaluation.components import (
@@ -29,7 +30,6 @@ from querywise.evaluation.metrics import Metric
 from querywise.index.engine import Mode
 from querywise.service import QueryWise
 from querywise.understand.access import AccessError, access_from_session
-from querywise.validation import DeploymentError, judged_id_problems
 
 __all__ = ["EvalReport", "evaluate"]
 
@@ -74,7 +74,7 @@ def evaluate(
     components = component_scores(cases, main.cases, settings, access=probe)
     ablation = None
     if ablate is not None:
-        plan = plan_ablation(settings, ablate, mode=mode)
+        plan = plan_ablation(settings, ablate, mode=mode, unable=deployment.understander.unable())
         ablation = run_ablation(cases, deployment, plan, metrics, reuse=main, on_phase=on_phase, judged=judged)
     return EvalReport(source=source, run=main, components=components, ablation=ablation, warnings=warnings)
 

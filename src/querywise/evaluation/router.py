@@ -19,10 +19,10 @@ from pydantic import BaseModel
 from querywise.embed import Embedder
 from querywise.files import InputError, read_jsonl
 from querywise.index.store import Progress
-from querywise.understand.calibration import OperatingPoint, calibrate, choose_candidate
-from querywise.understand.classifiers import CentroidClassifier, TrainedClassifier
-from querywise.understand.decision import Decision, Thresholds, decide_many
-from querywise.understand.route import MIN_EXAMPLES_FOR_TRAINED
+from querywise.understand.routing.calibration import OperatingPoint, calibrate, choose_candidate
+from querywise.understand.routing.classifiers import CentroidClassifier, TrainedClassifier
+from querywise.understand.routing.decision import Decision, Thresholds, decide_many
+from querywise.understand.routing.route import MIN_EXAMPLES_FOR_TRAINED
 
 __all__ = [
     "Candidate",
@@ -206,10 +206,10 @@ def evaluate_router(
 
     `point` (default :class:`OperatingPoint` ()) is what the user asks: answered accuracy at
     least `min_answered` with at most `max_deferred` deferred; the thresholds are chosen on `val`
-    by :func:`~querywise.understand.calibration.calibrate`, the same chooser the CLINC150
+    by :func:`~querywise.understand.routing.calibration.calibrate`, the same chooser the CLINC150
     benchmark uses, and a point it cannot meet is a warning in the report. `classifier="auto"`
     fits both classifiers, calibrates each on `val` and keeps one by
-    :func:`~querywise.understand.calibration.choose_candidate` (meets the operating point on val,
+    :func:`~querywise.understand.routing.calibration.choose_candidate` (meets the operating point on val,
     then the best objective); both candidates' val figures and the reason are in the report.
     Without `val` nothing is chosen on data: auto goes by examples per route (trained from
     20 a route, as the deployed router does), the margin gate is `min_margin` (else off) and the

@@ -50,7 +50,7 @@ class Manifest(BaseModel):
     # With them, the indexed fields whose values have links (`[index] graph_fields`); None in
     # builds made before this was recorded: every indexed field.
     graph_fields: list[str] | None = None
-    # Chunks carrying a value for each top-level payload field (`validation.payload_field_counts`),
+    # Chunks carrying a value for each top-level payload field (`deployment_check.payload_field_counts`),
     # so that a deployment is checked against its index at start-up without reading every chunk.
     # None in builds made before it was recorded: `Index.field_presence` then counts them once.
     field_counts: dict[str, int] | None = None

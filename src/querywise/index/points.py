@@ -12,10 +12,10 @@ import numpy as np
 
 from querywise.config import Settings
 from querywise.corpus import Chunk
+from querywise.deployment_check import field_root
 from querywise.embed import Embedder, ProgressCallback
 from querywise.index.engine import PayloadKind
 from querywise.index.errors import IndexStoreError
-from querywise.validation import field_root
 
 __all__ = ["IdentifierTexts", "SearchTexts", "check_storable", "check_vectors", "chunk_sentences", "graph_fields", "payload_index_kinds", "sentence_vectors"]
 

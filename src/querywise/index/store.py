@@ -50,6 +50,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from querywise.conditions import Where
 from querywise.config import Settings
 from querywise.corpus import Chunk
+from querywise.deployment_check import FieldPresence, field_root, payload_field_counts
 from querywise.embed import Embedder, count_over_window, embedder_for
 from querywise.index.analysis import analyse
 from querywise.index.builds import (
@@ -83,7 +84,6 @@ from querywise.index.points import (
 )
 from querywise.index.server import ServerEngine, collection_of, connect, drop_collection
 from querywise.text import IDENTIFIER_KEYS
-from querywise.validation import FieldPresence, field_root, payload_field_counts
 
 if TYPE_CHECKING:  # imported at run time only when a server is used
     from qdrant_client import QdrantClient

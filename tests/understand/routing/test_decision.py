@@ -1,4 +1,4 @@
-"""querywise.understand.decision: the gate that turns a classifier's scores into a decision.
+"""querywise.understand.routing.decision: the gate that turns a classifier's scores into a decision.
 
 Checked on hand-made score rows (numbers computed by hand).
 """
@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from querywise.understand.decision import Decision, Thresholds, decide
+from querywise.understand.routing.decision import Decision, Thresholds, decide
 
 # ------------------------------------------------------------------------------------------------
 # decide()

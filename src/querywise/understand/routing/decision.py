@@ -5,10 +5,10 @@ Everything here is numpy in, plain values out: no I/O and no embedding calls.
 :func:`decide` applies :class:`Thresholds` to one message: in-scope signal below
 ``min_in_scope`` -> ``"oos"``; else margin (top-1 minus top-2 score) below ``min_margin`` ->
 ``"unsure"`` (deferred to a later tier); else the top route. The two thresholds are picked on
-labelled validation data by :func:`querywise.understand.calibration.choose_thresholds` -- they
+labelled validation data by :func:`querywise.understand.routing.calibration.choose_thresholds` -- they
 are never guessed.
 
-:class:`RouteClassifier` is the interface the classifiers of :mod:`querywise.understand.classifiers`
+:class:`RouteClassifier` is the interface the classifiers of :mod:`querywise.understand.routing.classifiers`
 share (``labels``, ``fit``, ``scores``, ``in_scope``): the seam between the router and a classifier.
 
 >>> clf = CentroidClassifier().fit(train_vectors, train_labels)              # doctest: +SKIP
@@ -72,7 +72,7 @@ class Decision:
 
 @runtime_checkable
 class RouteClassifier(Protocol):
-    """The interface both classifiers share (and :func:`~querywise.understand.calibration.choose_thresholds` relies on)."""
+    """The interface both classifiers share (and :func:`~querywise.understand.routing.calibration.choose_thresholds` relies on)."""
 
     labels: tuple[str, ...]
 

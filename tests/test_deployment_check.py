@@ -15,7 +15,7 @@ from querywise.config import (
     RoutingSettings,
     Settings,
 )
-from querywise.validation import (
+from querywise.deployment_check import (
     DeploymentError,
     FieldPresence,
     check_deployment,

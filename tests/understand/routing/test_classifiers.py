@@ -1,4 +1,4 @@
-"""querywise.understand.classifiers: centroid and trained route classifiers.
+"""querywise.understand.routing.classifiers: centroid and trained route classifiers.
 
 Geometry is checked on hand-made low-dimensional vectors (numbers computed by hand); semantics
 on our own three-route example sentences embedded with the packaged model (``embedded`` in
@@ -13,9 +13,9 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from querywise.understand.calibration import choose_thresholds
-from querywise.understand.classifiers import CentroidClassifier, TrainedClassifier
-from querywise.understand.decision import RouteClassifier
+from querywise.understand.routing.calibration import choose_thresholds
+from querywise.understand.routing.classifiers import CentroidClassifier, TrainedClassifier
+from querywise.understand.routing.decision import RouteClassifier
 
 MakeClusters = Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]  # the conftest fixture
 

@@ -20,8 +20,8 @@ from querywise.config import RoutingSettings
 from querywise.embed import Embedder
 from querywise.files import InputError, read_jsonl
 from querywise.plan import RouteEvidence, TraceStep
-from querywise.understand.classifiers import CentroidClassifier, TrainedClassifier
-from querywise.understand.decision import Thresholds, decide
+from querywise.understand.routing.classifiers import CentroidClassifier, TrainedClassifier
+from querywise.understand.routing.decision import Thresholds, decide
 
 __all__ = ["RouteDecision", "Router", "load_examples"]
 

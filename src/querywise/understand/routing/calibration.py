@@ -2,8 +2,8 @@
 
 The user states an :class:`OperatingPoint` -- answered accuracy at least ``min_answered`` with at
 most ``max_deferred`` of the messages deferred to the unsure tier -- and :func:`calibrate` picks
-the two thresholds of :func:`~querywise.understand.decision.decide` (``min_margin`` and
-``min_in_scope``, see :class:`~querywise.understand.decision.Thresholds`) for one fitted
+the two thresholds of :func:`~querywise.understand.routing.decision.decide` (``min_margin`` and
+``min_in_scope``, see :class:`~querywise.understand.routing.decision.Thresholds`) for one fitted
 classifier on labelled validation data to meet it, or says which part it could not meet.
 :func:`choose_candidate` then picks among classifiers by their validation figures. Both run before
 deployment (``querywise router-eval``, ``bench/router_clinc150.py``: the same rule), never per
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from querywise.understand.decision import Matrix, RouteClassifier, Thresholds
+from querywise.understand.routing.decision import Matrix, RouteClassifier, Thresholds
 
 __all__ = ["Calibration", "OperatingPoint", "calibrate", "choose_candidate", "choose_thresholds"]
 

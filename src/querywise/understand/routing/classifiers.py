@@ -3,7 +3,7 @@
 Everything here is numpy in, numpy out: no I/O and no embedding calls. Rows are L2-normalised
 on the way in, so cosine similarity is a dot product whatever scale the caller passes.
 
-Two classifiers share one interface (:class:`~querywise.understand.decision.RouteClassifier`:
+Two classifiers share one interface (:class:`~querywise.understand.routing.decision.RouteClassifier`:
 ``labels``, ``fit``, ``scores``, ``in_scope``):
 
 * :class:`CentroidClassifier` -- for routes with a handful of examples: one centroid per route
@@ -15,7 +15,7 @@ Two classifiers share one interface (:class:`~querywise.understand.decision.Rout
   covariance) and mean cosine to the k nearest training examples. That combination won on
   CLINC150's validation split (``bench/results/router_clinc150.md``).
 
-Their scores become decisions in :mod:`querywise.understand.decision`.
+Their scores become decisions in :mod:`querywise.understand.routing.decision`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Literal, Self
 import numpy as np
 import numpy.typing as npt
 
-from querywise.understand.decision import Matrix
+from querywise.understand.routing.decision import Matrix
 
 __all__ = ["IN_SCOPE_SIGNALS", "CentroidClassifier", "TrainedClassifier"]
 

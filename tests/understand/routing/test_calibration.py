@@ -1,4 +1,4 @@
-"""querywise.understand.calibration: choosing the decision thresholds on labelled validation data.
+"""querywise.understand.routing.calibration: choosing the decision thresholds on labelled validation data.
 
 Checked on synthetic clusters (``clusters`` in conftest.py) against decide() itself, and on our
 own three-route example sentences embedded with the packaged model (``embedded`` in conftest.py).
@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 
-from querywise.understand.calibration import Calibration, OperatingPoint, calibrate, choose_candidate, choose_thresholds
-from querywise.understand.classifiers import CentroidClassifier
-from querywise.understand.decision import RouteClassifier, Thresholds, decide_many
+from querywise.understand.routing.calibration import Calibration, OperatingPoint, calibrate, choose_candidate, choose_thresholds
+from querywise.understand.routing.classifiers import CentroidClassifier
+from querywise.understand.routing.decision import RouteClassifier, Thresholds, decide_many
 
 MakeClusters = Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]  # the conftest fixture
 

@@ -1,0 +1,499 @@
+"""Follow-up gate: does this message lean on the conversation, or does it stand alone?
+
+Pass-through is the default, so the gate says yes only when it can point at the words that need
+the history. Each detector below is a general fact about English reference, not a list of topics:
+
+- a third-person pronoun with no antecedent in the message ("does it cover water damage?");
+- a demonstrative or a pro-form ("for that", "the cheaper one", "held there", "if so");
+- an elliptical opener or particle ("And the Pro?", "what about the EU?", "the Lite too?");
+- a word that presupposes an earlier set or statement ("other", "else", "tell me more");
+- a two-place relation with one term ("How is the Lite different?");
+- a noun left out after a superlative, a quantifier or "which" ("the cheapest in the range");
+- a description that needs an anchor the message does not give: a definite with no complement
+  ("the address"), a classifier noun with no "of" ("what kind do I need?"), a domain-relative
+  adjective ("popular colours"), an existential with no place ("is there a deadline?");
+- a message too short to have a subject of its own.
+
+A product named in the message (from the catalog) anchors the description detectors, and can be
+the referent of a pronoun. The gate does not resolve anything: the rewriter does, and the guard
+checks it. `concat_standalone` is the deterministic standalone form used until an LLM rewriter
+is configured: the previous user turn followed by the message.
+
+The gate is linear in the message (every lookup a detector makes is indexed), and bounded: a
+message longer than `text.ANALYSIS_CHARS` (4,000 characters) stands alone, and topic continuity
+reads the most recent `text.HISTORY_ANALYSIS_CHARS` of the conversation.
+
+`message` holds the closed word classes and the tokenised `Message` the detectors read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from querywise.catalog import Catalog
+from querywise.conversation import Turn, as_turns, user_texts
+from querywise.text import ANALYSIS_CHARS, analysed_history, analysed_part, analyze  # the shared stemmer, so "language" meets "languages"
+from querywise.understand.followup.message import (
+    ARTICLE,
+    AUX,
+    BE,
+    CLASSIFIER,
+    CLAUSE_PUNCT,
+    DEGREE,
+    DEICTIC_ORDER,
+    DEICTIC_TIME,
+    DET,
+    DOMAIN_ADJ,
+    FINAL_PARTICLES,
+    FUNCTION,
+    GREETINGS,
+    IMPERSONAL,
+    MODAL_ADJ,
+    OPENER_PAIRS,
+    OPENERS,
+    PART_IN,
+    PERSONAL,
+    POSSESSIVE,
+    PREP,
+    QUANTIFIER,
+    RELATION_NOUN,
+    RELATION_PRED,
+    SHORT,
+    STANDARD,
+    SUPERLATIVE,
+    TIME_NOUNS,
+    TOKEN,
+    TOUGH,
+    UNIQUE,
+    Message,
+)
+from querywise.understand.followup.referent import ANSWER_CHARS, POINTING_CUES, Referent, Standalone, Tracker, joined, resolve
+
+#: The RRF weight of the standalone form beside the message (weight 1) when only topic continuity
+#: flagged it: such a flag is as often a change of subject, and the form should add to the
+#: message's results, not outvote them (a description that needs an anchor keeps weight 1). Chosen
+#: on doc2dial's train documents (bench/conversations.py): 0.5/1 against 1/1 costs the follow-up
+#: slice 0.007 recall@5 there and saves the changes of subject 0.008.
+WEAK_FORM_WEIGHT = 0.5
+
+#: How much of the assistant's last answer a reply to it carries into its standalone form (a chat
+#: answer can run to paragraphs; doc2dial's agent turns are 83 characters at the median).
+ANSWER_QUERY_CHARS = 300
+#: The standalone form reads the most recent turns up to this many characters (20 turns of a
+#: typical chat fit many times over; a history of long turns is read from its end).
+TRACKED_CHARS = 4_000
+
+__all__ = ["ANSWER_QUERY_CHARS", "WEAK_FORM_WEIGHT", "FollowUp", "Standalone", "check_follow_up", "concat_standalone", "flag_kind", "names_its_subject", "points_back", "standalone_form"]
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """The gate's verdict and the words that decided it.
+
+    >>> check_follow_up("And the Pro?", ["How long is the warranty on the Solace 7?"]).cues
+    ('opener:and',)
+    """
+
+    needs_context: bool
+    reason: str
+    cues: tuple[str, ...] = ()
+    # "strong": a cue in the words (a pronoun with no antecedent, "and the Pro?") -- the message
+    # alone cannot be searched. "weak": only topic continuity -- the message may well stand on
+    # its own, so the standalone form is searched next to it, never instead of it.
+    strength: Literal["strong", "weak"] | None = None
+
+
+Cue = tuple[str, str]
+
+
+# --- detectors ----------------------------------------------------------------------------------
+
+
+def _expletive_it(m: Message, i: int) -> bool:
+    """Expletive "it", with no referent: extraposition next to a copula ("is it possible to",
+    "it is true that"), "it takes/costs ... to", "what does it mean", weather."""
+    if any(w in TIME_NOUNS for w in m.low[max(0, i - 3) : i]):
+        return True  # "what time is it", "what day is it"
+    if m.at(i + 1) in BE and any(w in TIME_NOUNS for w in m.low[i + 2 : i + 5]):
+        return True  # "it's my first time", "it is time to"
+    after = m.low[i + 1 : i + 8]
+    copula = m.at(i - 1) in BE or bool(after[:1] and after[0] in BE)
+    skip = 0
+    while skip < len(after) and (after[skip] in BE or after[skip] == "not"):
+        skip += 1
+    after = after[skip:]
+    head = after[0] if after else ""
+    if copula and len(after) >= 2 and head.isalpha() and head not in AUX and not head.endswith("ed"):
+        # "is it possible (for me) to ...", "it is true that ...". A participle ("can it be used
+        # to ...") keeps "it" referential, and so does a tough adjective whose infinitive has a
+        # gap: "is it easy to pair?" asks about the thing; "is it easy to pair a TV?" does not.
+        to = after.index("to") if "to" in after[1:5] else None
+        if after[1] in {"that", "whether"} or (head in MODAL_ADJ and after[1] == "for" and after[2:3] and after[2].endswith("ing")):
+            return True  # "is it possible for getting two benefits?" (but "is it effective for treating X?" asks of "it")
+        if to is not None and after[1] in {"to", "for"}:
+            if head not in TOUGH:
+                return True
+            obj = m.toks[i + 1 + skip + to + 2] if i + 1 + skip + to + 2 < len(m.toks) else None
+            return obj is not None and (obj.content or obj.named or obj.low in DET)
+    if head in {"take", "takes", "took", "cost", "costs"}:
+        return "to" in after
+    return head in IMPERSONAL
+
+
+def _pronouns(m: Message) -> Iterator[Cue]:
+    for i, t in enumerate(m.toks):
+        if t.low not in PERSONAL:
+            continue
+        if t.low == "it" and _expletive_it(m, i):
+            continue
+        if m.antecedent_before(i) or m.anchor_after(i):
+            continue
+        yield f"pronoun:{t.low}", f"pronoun '{t.text}' with no antecedent in the message"
+
+
+def _demonstratives(m: Message) -> Iterator[Cue]:
+    for i, t in enumerate(m.toks):
+        w, nxt = t.low, m.at(i + 1)
+        if (w == "this" and nxt in DEICTIC_TIME) or (w == "these" and nxt == "days"):
+            continue  # the time of speaking
+        if w == "those" and nxt in {"who", "which", "that", "of", "whose"}:
+            continue  # "those who ...": defined by the relative clause
+        # "that" is a demonstrative only where a complementiser cannot be: before "one(s)" or
+        # at the end of a clause ("which tips do I need for that?").
+        if w in {"this", "these", "those"} or (w == "that" and (nxt in {"one", "ones", ""} or nxt in CLAUSE_PUNCT)):
+            if not m.antecedent_before(i):
+                yield f"demonstrative:{w}", f"demonstrative '{t.text}' points at something said before"
+
+
+def _pro_forms(m: Message) -> Iterator[Cue]:
+    for i, t in enumerate(m.toks):
+        w, prev, nxt = t.low, m.at(i - 1), m.at(i + 1)
+        # Locative "there" (not the existential next to a copula, not "hi there") and "nearby" need a place.
+        if w == "there" and prev not in BE and prev not in GREETINGS and nxt not in BE and nxt not in {"exist", "exists", "seem", "seems"}:
+            yield "pro-form:there", "'there' stands for a place named before"
+        elif w == "nearby":
+            yield "pro-form:nearby", "'nearby' is relative to a place named before"
+        # "one(s)" after a determiner or adjective, with no noun after it, replaces a noun.
+        elif w == "ones" or (
+            w == "one"
+            and (prev in {"the", "that", "this", "which", "a", "an", "each"} or (i > 0 and m.toks[i - 1].content))
+            and (not nxt or nxt in CLAUSE_PUNCT or nxt in PREP or nxt in AUX)
+        ):
+            yield f"pro-form:{w}", f"'{t.text}' stands for a noun said before"
+        # A quantifier with no noun after it ("are there any related to X?", "how many are there?").
+        elif (
+            w in QUANTIFIER
+            and prev not in ARTICLE
+            and (not nxt or nxt in CLAUSE_PUNCT or nxt in AUX or (nxt in PREP and nxt != "of") or nxt.endswith("ed"))
+        ):
+            if w != "all" and not m.antecedent_before(i):
+                yield f"pro-form:{w}", f"'{t.text}' with no noun: the noun was said before"
+
+
+def _openers(m: Message) -> Iterator[Cue]:
+    words = m.words
+    first = words[0].low
+    second = words[1].low if len(words) > 1 else ""
+    if first in OPENERS:
+        yield f"opener:{first}", f"starts with '{words[0].text}', continuing an earlier turn"
+    if (first, second) in OPENER_PAIRS:
+        yield f"opener:{first} {second}", f"'{words[0].text} {words[1].text}' refers back to an earlier turn"
+    if words[-1].low in FINAL_PARTICLES or [w.low for w in words[-2:]] == ["as", "well"]:
+        yield f"particle:{words[-1].low}", f"'{words[-1].text}' presupposes something said before"
+    if len(words) <= SHORT or not any(t.content or t.named for t in words):
+        yield "short", f"{len(words)} word(s) and nothing for the message to be about"
+
+
+def _presupposed_sets(m: Message) -> Iterator[Cue]:
+    for i, t in enumerate(m.toks):
+        w, prev, nxt = t.low, m.at(i - 1), m.at(i + 1)
+        if w == "else" or (
+            w in {"other", "others", "another"} and nxt != "than" and prev not in {"each", "one", "the"}
+        ):
+            yield f"set:{w}", f"'{t.text}' presupposes a set mentioned before"
+        # "Tell me more (about X)": more than what was already said.
+        elif w == "more" and (not nxt or nxt in CLAUSE_PUNCT or nxt in {"about", "on"}):
+            yield "set:more", "'more' presupposes what was said before"
+        # Bare "which" picks from alternatives given before ("Which is cheaper?").
+        elif (
+            w == "which"
+            and (i == 0 or prev in CLAUSE_PUNCT or prev in {"and", "but", "or"})
+            and (nxt in AUX or nxt == "one")
+        ):
+            yield "set:which", "'which' chooses among alternatives given before"
+
+
+def _relations(m: Message) -> Iterator[Cue]:
+    for i, t in enumerate(m.toks):
+        w = t.low
+        if w in RELATION_NOUN:
+            two_terms = m.after(i, ("between",)) or (m.after(i, ("of",)) and m.after(i, ("with", "to", "from", "and")))
+            if two_terms or m.coordinated or m.at(i - 1) in POSSESSIVE:
+                continue
+            yield f"relation:{w}", f"'{t.text}' relates two things and the message names at most one"
+        elif (
+            w in PART_IN
+            and not m.after(i, ("in", "to", "within", "for", "on"))
+            and m.at(i - 1) not in POSSESSIVE
+        ):
+            yield f"relation:{w}", f"'{t.text}' is a part in something the message does not name"
+        elif w in RELATION_PRED and not m.toks[min(i + 1, len(m.toks) - 1)].content:
+            # Attributive "different types of X" means "various"; only the predicate is relational.
+            if any(x in STANDARD for x in m.low[i + 1 : i + 4]) or m.coordinated:
+                continue
+            yield f"relation:{w}", f"'{t.text}' needs a second term the message does not give"
+
+
+def _comparatives(m: Message) -> Iterator[Cue]:
+    """A comparative with no "than" ("Is the Lite cheaper?") compares with something said before.
+    Only a clause-final "-er" word after a copula or a degree word, or after the subject of a
+    yes/no question, counts: elsewhere "-er" words are mostly nouns ("charger", "order")."""
+    if "than" in m.last or not m.words:
+        return
+    # "Is [the] <subject words> cheaper?": a copula first, then only the subject before it, which
+    # starts at `first` and runs up to the first token that is neither content nor named.
+    first = 2 if m.at(1) in ARTICLE | {"this", "that", "these", "those"} else 1
+    subject_end = next((k for k in range(first, len(m.toks)) if not (m.toks[k].content or m.toks[k].named)), len(m.toks))
+    for i, t in enumerate(m.toks):
+        w, prev, nxt = t.low, m.at(i - 1), m.at(i + 1)
+        if not (t.word and not t.named and w.endswith("er") and len(w) > 4 and (not nxt or nxt in CLAUSE_PUNCT)):
+            continue
+        inverted = m.low[0] in BE and first < i <= subject_end
+        if prev in BE or prev in DEGREE or inverted:
+            yield f"comparative:{w}", f"'{t.text}' than what? the message does not say"
+
+
+def _anchorless(m: Message) -> Iterator[Cue]:
+    """Descriptions that need an anchor: skipped when the message names a catalog product.
+
+    Noun phrases are read by position (`noun_phrase_end`, `names_in`), and a cue is worded only
+    the first time its key comes up (the gate keeps the first reason for a key): a phrase can be
+    as long as the message, and wording it again for every "the" before it would be quadratic."""
+    if m.anchors:
+        return
+    said: set[str] = set()
+    for i, t in enumerate(m.toks):
+        w, prev = t.low, m.at(i - 1)
+        if w == "the":
+            j = m.noun_phrase_end(i)
+            if j == i + 1:
+                continue
+            first, last = m.low[i + 1], m.low[j - 1]
+            # A superlative with nothing after it but "most"/"least" has lost its noun. Words in
+            # -est may also be nouns ("the forest in Oregon"): a complement that names something
+            # says so.
+            superlative = first in SUPERLATIVE or (first.endswith("est") and not m.completed(j))
+            if superlative and (j - i - 1 == 1 or (j - i - 1 == 2 and first in {"most", "least"})):
+                # "the cheapest in the range": the superlative's noun was left out, unless a
+                # wh-phrase ("which language ... the easiest") or a partitive supplies it.
+                if m.at(j) not in {"of", "among"} and not m.restricted_wh and f"ellipsis:{last}" not in said:
+                    said.add(f"ellipsis:{last}")
+                    yield f"ellipsis:{last}", f"'the {_words(m, i + 1, j)}' leaves out its noun"
+            elif (
+                not m.names_in(i + 1, j)
+                and last not in UNIQUE
+                and first not in DEICTIC_ORDER
+                and not m.completed(j)
+                and f"definite:{last}" not in said
+            ):
+                said.add(f"definite:{last}")
+                yield f"definite:{last}", f"'the {_words(m, i + 1, j)}' refers to something the message does not introduce"
+        elif w in CLASSIFIER and m.at(i + 1) != "of" and not (i + 1 < len(m.toks) and m.toks[i + 1].content):
+            yield f"classifier:{w}", f"'{t.text}' of what? the message does not say"
+        elif w in DOMAIN_ADJ and prev != "the" and i + 1 < len(m.toks) and m.toks[i + 1].content:
+            j = m.noun_phrase_end(i - 1)
+            if not m.names_in(i, j) and not m.completed(j):
+                yield f"domain:{w}", f"'{t.text}' is relative to a domain the message does not name"
+        elif w == "there" and (prev in BE or m.at(i + 1) in BE):
+            k = i + 1
+            while m.at(k) in BE or m.at(k) in {"any", "some", "a", "an", "no"}:
+                k += 1
+            j = m.noun_phrase_end(k - 1)
+            if not m.names_in(k, j) and not m.completed(j) and (j > k or m.at(k) in CLAUSE_PUNCT or not m.at(k)):
+                yield "existential", "'there is/are' with no place or topic of its own"
+
+
+def _words(m: Message, i: int, j: int) -> str:
+    return " ".join(x.text for x in m.toks[i:j])
+
+
+_DETECTORS: tuple[Callable[[Message], Iterator[Cue]], ...] = (
+    _openers,
+    _pronouns,
+    _demonstratives,
+    _pro_forms,
+    _presupposed_sets,
+    _relations,
+    _comparatives,
+    _anchorless,
+)
+
+
+# "What is X?", "what does X mean", "define X", "the meaning of X": asking about a term makes it
+# the topic. The term must be content words only, so "what is the role of ..." is not one.
+# Linear: the end (`\s*[?.!]?\s*$`) is possessive, and the term of "what does X mean" and
+# "define X" ends at its first character or after a non-space, so no space run is rescanned
+# from each of its positions (the lazy `(.+?)\s+mean` was cubic in a run of spaces: 2,000
+# spaces took 14 s). Unlike before, a term never consists of a single space taken from the
+# space after "does" or "define" ("what does  mean": no term, so no definition).
+_DEFINITIONS = (
+    re.compile(
+        r"^\s*what\s+(?:is|are|was|were)\s+(?:an?\s+|the\s+)?(\w[\w'-]*(?:\s+\w[\w'-]*){0,2})\s*+(?:[?.!]\s*+)?$",
+        re.IGNORECASE,
+    ),
+    re.compile(r"^\s*what\s+does\s++(?:an?\s++|the\s++)?(.(?:.*?\S)??)\s++mean\s*+(?:[?.!]\s*+)?$", re.IGNORECASE),
+    re.compile(r"^\s*define\s++(?:an?\s++|the\s++)?(.(?:.*?\S)??)\s*+(?:[?.!]\s*+)?$", re.IGNORECASE),
+    re.compile(r"\b(?:definition|meaning)\s+of\s+(?:an?\s+|the\s+)?(\w[\w'-]*)", re.IGNORECASE),
+)
+
+
+def _asks_definition(text: str) -> bool:
+    for pattern in _DEFINITIONS:
+        found = pattern.search(text)
+        if found and all(w.lower() not in FUNCTION for w in found.group(1).split()):
+            return True
+    return False
+
+
+# A conversation of greetings and thanks has no topic to continue (stemmed, as `analyze` gives them).
+_PLEASANTRIES = frozenset(analyze("hi hello hey thanks thank cheers ok okay great good morning afternoon evening bye goodbye please welcome", stopwords=False))
+
+
+def _continues_topic(m: Message, history: Sequence[str]) -> Iterator[Cue]:
+    """Topic continuity: a conversation keeps its topic until a message introduces a new one, and
+    new topics come with something to name them. A message that names nothing (no product, no
+    proper name, no number), repeats no content word of the conversation and asks for no
+    definition is taken to continue the topic. A weak cue: in a help centre users also change
+    subject without names ("what is the return window for opened earbuds?")."""
+
+    def stems(text: str) -> set[str]:
+        # The content words of `Message(text, ()).toks`, without building the message (each
+        # distinct word is stemmed once).
+        lows = (found.group(0).lower() for found in TOKEN.finditer(text.replace("\u2019", "'").replace("\u2018", "'")))
+        content = {w for w in lows if (w[0].isalnum() or w[0] == "'") and w not in FUNCTION and not w.isdigit()}
+        return set(analyze(" ".join(content), stopwords=False))
+
+    if m.anchors or any(t.named for t in m.toks) or _asks_definition(m.text):
+        return
+    if any(t.low in PERSONAL and m.antecedent_before(i) for i, t in enumerate(m.toks)):
+        return  # its pronouns resolve inside it: it carries its own topic
+    own = stems(" ".join(t.text for t in m.toks))
+    topic = set().union(*(stems(turn) for turn in history)) - _PLEASANTRIES
+    if own and topic and not own & topic:
+        yield "continuity", "names nothing and repeats no word of the conversation: taken to continue its topic"
+
+
+def check_follow_up(
+    message: str,
+    history: Sequence[str | Turn],
+    *,
+    catalog: Catalog | None = None,
+) -> FollowUp:
+    """Whether `message` needs the earlier turns to be understood, and the words that say so.
+
+    A cue in the message's own words is "strong". Failing that, a message that names nothing
+    and repeats nothing of the conversation is taken to continue its topic (see
+    `_continues_topic`): a "weak" verdict, on which the plan searches the standalone form next
+    to the message as typed.
+
+    >>> check_follow_up("does it cover water damage?", ["Is the Solace 7 warranty 18 months?"]).reason
+    "pronoun 'it' with no antecedent in the message"
+    """
+    if not history:
+        return FollowUp(False, "first turn: there is no history to depend on")
+    if len(message) > ANALYSIS_CHARS:  # (and the gate's work stays bounded whatever the limits)
+        return FollowUp(False, f"a message of {len(message):,} characters stands alone (the gate reads up to {ANALYSIS_CHARS:,})")
+    anchors = [(x.start, x.end) for x in catalog.mentions(message)] if catalog is not None else []
+    m = Message(message, anchors, catalog=catalog is not None)
+    if not m.words:
+        return FollowUp(False, "empty message: nothing to resolve")
+    cues: dict[str, str] = {}
+    for detect in _DETECTORS:
+        for key, why in detect(m):
+            cues.setdefault(key, why)
+    strength: Literal["strong", "weak"] = "strong"
+    if not cues:
+        cues.update(_continues_topic(m, analysed_history(user_texts(history))))
+        strength = "weak"
+    if not cues:
+        return FollowUp(False, "no reference outside the message: searched as typed")
+    return FollowUp(True, "; ".join(cues.values()), tuple(cues), strength)
+
+
+def concat_standalone(message: str, history: Sequence[str | Turn]) -> str:
+    """The previous user turn, a space, then the message: the fallback standalone form.
+    A turn without closing punctuation gets a full stop, so that no name seems to run across
+    the join ("Yes" + "How can I ..." is not a "Yes How").
+
+    >>> concat_standalone("And the Pro?", ["Warranty on the Solace 7?"])
+    'Warranty on the Solace 7? And the Pro?'
+    >>> concat_standalone("How can I request?", ["Yes"])
+    'Yes. How can I request?'
+    """
+    said = user_texts(history)
+    return joined(said[-1], message) if said else message
+
+
+def standalone_form(message: str, history: Sequence[str | Turn], gate: FollowUp, *, catalog: Catalog | None = None) -> Standalone:
+    """The deterministic standalone form of a message the gate flagged: the conversation's
+    referent carried into it (`referent.resolve`).
+
+    The conversation is read turn by turn, each user turn that leaned on the ones before it
+    resolved first and tracked as resolved: the subject of "what is throat cancer?" stays in
+    focus through "is it treatable?" and "what are the main symptoms?"."""
+    turns = _recent(as_turns(history), TRACKED_CHARS)
+    tracker = Tracker(catalog)
+    previous: str | None = None
+    for n, turn in enumerate(turns):
+        said = turn.text
+        carried: tuple[Referent, ...] = ()
+        appended: tuple[Referent, ...] = ()
+        if turn.role == "user":
+            earlier = check_follow_up(said, turns[:n], catalog=catalog)
+            resolved = resolve(said, tracker, earlier.cues, previous=previous) if earlier.needs_context else None
+            if resolved is not None:
+                carried, appended = (resolved.referents, ()) if resolved.method == "placed" else ((), resolved.referents)
+            previous = resolved.text if resolved is not None else said
+        tracker.read(said, turn.role, carried, appended)
+    form = resolve(message, tracker, gate.cues, previous=previous)
+    if turns and turns[-1].role == "assistant" and (answer := analysed_part(" ".join(turns[-1].text.split()), ANSWER_QUERY_CHARS)):
+        # A reply to the answer just given: its words are the vocabulary of what the user is
+        # looking at (doc2dial follow-ups, train split: recall@5 0.54 -> 0.64 with them).
+        return replace(form, text=f"{form.text.rstrip()} {answer}", why=f"{form.why}; the assistant's last answer appended")
+    return form
+
+
+def _recent(turns: tuple[Turn, ...], budget: int) -> tuple[Turn, ...]:
+    """The most recent turns whose words (an answer's first `ANSWER_CHARS`) fit in `budget`:
+    the tracker resolves each earlier turn, so its work is bounded by this, not by the history."""
+    start = len(turns)
+    while start > 0:
+        cost = min(len(turns[start - 1].text), ANSWER_CHARS if turns[start - 1].role == "assistant" else ANALYSIS_CHARS) + 1
+        if cost > budget and start < len(turns):
+            break
+        budget -= cost
+        start -= 1
+    return turns[start:]
+
+
+def names_its_subject(message: str, *, catalog: Catalog | None = None) -> bool:
+    """Whether the message names something of its own (an entity, an identifier, a noun phrase):
+    what a message that opens a new subject does."""
+    return bool(Tracker(catalog).mentions(message))
+
+
+def flag_kind(gate: FollowUp) -> str:
+    """How the gate flagged the message: "pointer" (a cue points back), "described" (a strong cue
+    that describes something needing an anchor) or "continuity" (the weak cue alone)."""
+    if gate.strength == "weak":
+        return "continuity"
+    return "pointer" if points_back(gate) else "described"
+
+
+def points_back(gate: FollowUp) -> bool:
+    """Whether a cue of the verdict points back (`POINTING_CUES`) rather than describes
+    something that needs an anchor (a definite, a classifier, a relation, a comparative)."""
+    return any(c.startswith(POINTING_CUES) for c in gate.cues)
