@@ -14,18 +14,18 @@ values."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from querywise.clock import ms_since
 from querywise.conditions import Where, describe
 from querywise.index import Hit, Index, rrf
 from querywise.index.engine import Mode
 from querywise.plan import PlanQuery, QueryPlan, TraceStep
-from querywise.retrieve import IndexRetriever, Reranker, Retrieved, Retriever, checked, rerank
+from querywise.retrieve import ExplainsEmpty, IndexRetriever, Reranker, Retrieved, Retriever, checked, identifier_keys, rerank
 from querywise.text import IDENTIFIER_KEYS
 
-__all__ = ["PlanResult", "QueryResult", "execute", "explain_empty", "reranked"]
+__all__ = ["PlanResult", "Prefetched", "QueryResult", "execute", "prefetch", "reranked"]
 
 class QueryResult(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -47,16 +47,41 @@ def _query_where(q: PlanQuery, where: Where, retriever: Retriever) -> Where:
     """The query's filters: the plan's AND its own (an exact lookup's identifier keys, a field only
     the querywise index stores: another retriever searches the identifier as text)."""
     own = q.where if q.where else Where()
-    if not isinstance(retriever, IndexRetriever):
+    if not identifier_keys(retriever):
         own = Where(conditions=tuple(c for c in own.conditions if c.field != IDENTIFIER_KEYS))
     return where & own
 
 
-def _search(plan: QueryPlan, retriever: Retriever, where: Where, *, k: int, depth: int, mode: Mode, rrf_k: int) -> tuple[list[Hit], list[QueryResult], list[Retrieved]]:
-    answers = [
-        checked(retriever, q.text, k=depth if len(plan.queries) > 1 else k, where=_query_where(q, where, retriever), mode=q.mode or mode)
-        for q in plan.queries
-    ]
+class Prefetched(BaseModel):
+    """A search made before the plan was known (the LLM overlap searches the raw message while the
+    LLM works): `execute` takes its answer for a query that asks exactly it."""
+
+    model_config = ConfigDict(frozen=True)
+    text: str
+    mode: Mode
+    where: Where
+    k: int
+    answer: Retrieved
+
+    def serves(self, text: str, *, k: int, where: Where, mode: Mode) -> bool:
+        return (text, mode, where) == (self.text, self.mode, self.where) and k <= self.k
+
+
+def prefetch(retriever: Retriever, text: str, *, k: int, where: Where, mode: Mode) -> Prefetched:
+    """Search `text` now, for an `execute` to come."""
+    return Prefetched(text=text, mode=mode, where=where, k=k, answer=checked(retriever, text, k=k, where=where or None, mode=mode))
+
+
+def _search(
+    plan: QueryPlan, retriever: Retriever, where: Where, *, k: int, depth: int, mode: Mode, rrf_k: int, prefetched: Prefetched | None = None,
+) -> tuple[list[Hit], list[QueryResult], list[Retrieved]]:
+    def ask(q: PlanQuery) -> Retrieved:
+        n, q_where, q_mode = depth if len(plan.queries) > 1 else k, _query_where(q, where, retriever), q.mode or mode
+        if prefetched is not None and prefetched.serves(q.text, k=n, where=q_where, mode=q_mode):
+            return prefetched.answer.model_copy(update={"hits": prefetched.answer.hits[:n], "prefetched": True})
+        return checked(retriever, q.text, k=n, where=q_where or None, mode=q_mode)
+
+    answers = [ask(q) for q in plan.queries]
     lists = [a.hits for a in answers]
     per_query = [QueryResult(query=q, ids=[h.id for h in hits]) for q, hits in zip(plan.queries, lists, strict=True)]
     if len(lists) == 1:  # one query: keep its own scores (cosine, BM25 or RRF of its two lists)
@@ -72,11 +97,13 @@ def _search(plan: QueryPlan, retriever: Retriever, where: Where, *, k: int, dept
 
 def execute(
     plan: QueryPlan, retriever: Retriever | Index, *, k: int = 10, mode: Mode = "hybrid", depth: int = 50, rrf_k: int | None = None,
-    reranker: Reranker | None = None, rerank_top: int = 20,
+    reranker: Reranker | None = None, rerank_top: int = 20, prefetched: Prefetched | None = None,
 ) -> PlanResult:
     """Search every query of `plan` with its filters AND the session's access constraints.
-    `rrf_k`: the fusion's constant (None: the querywise index's `[index] rrf_k`, else 60).
+    `rrf_k`: the fusion's constant (None: the retriever's `rrf_k`, else 60).
     `reranker`: reorders the fused top `rerank_top` for the message (a `rerank` step in the trace).
+    `prefetched`: a search already made, used for a query that asks exactly it (the execute
+    step's `details["prefetched"]` says whether it was).
 
     Access is always applied. When the results are empty, inferred filters are relaxed (and the
     result says so); stated filters never are: the result names the one(s) that emptied it.
@@ -87,13 +114,13 @@ def execute(
     if isinstance(retriever, Index):
         retriever = IndexRetriever(retriever)
     if rrf_k is None:
-        rrf_k = retriever.index.settings.index.rrf_k if isinstance(retriever, IndexRetriever) else 60
+        rrf_k = getattr(retriever, "rrf_k", None) or 60
     if not plan.queries:  # the route runs no search, or the plan asks instead: the plan says why
         return PlanResult(plan=plan, empty_because=[plan.unsearched or f"the plan searches nothing (route {plan.route}, action {plan.action.type})"])
     where = plan.filters & plan.inferred_filters & plan.access
     wanted = k
     k = max(k, rerank_top) if reranker is not None else k  # the reranker sees its top N, then k are kept
-    hits, per_query, answers = _search(plan, retriever, where, k=k, depth=depth, mode=mode, rrf_k=rrf_k)
+    hits, per_query, answers = _search(plan, retriever, where, k=k, depth=depth, mode=mode, rrf_k=rrf_k, prefetched=prefetched)
     relaxed: list[str] = []
     empty_because: list[str] = []
     if not hits and plan.inferred_filters:
@@ -102,8 +129,8 @@ def execute(
     dropped = sum(a.dropped for a in answers)
     if not hits:
         searched = [(q.text, q.mode or mode) for q in plan.queries]
-        if isinstance(retriever, IndexRetriever):
-            empty_because = explain_empty(retriever.index, searched, filters=plan.filters, access=plan.access)
+        if isinstance(retriever, ExplainsEmpty):  # a capability (the querywise index), not a class
+            empty_because = retriever.explain_empty(searched, filters=plan.filters, access=plan.access)
         else:
             empty_because = [f"{retriever.name} returned nothing for the query text" if not dropped else
                              f"every result of {retriever.name} failed the filters or this session's access ({dropped} checked here and dropped)"]
@@ -113,14 +140,15 @@ def execute(
         status="ran",
         reason=f"{len(plan.queries)} quer{'y' if len(plan.queries) == 1 else 'ies'}, {mode}, "
         + ("fused with weighted RRF" if len(plan.queries) > 1 else "no fusion needed")
-        + ("" if isinstance(retriever, IndexRetriever) else f", through {retriever.name}")
+        + f", through {retriever.name}"
         + (f"; filters checked on its results ({dropped} dropped)" if "checked" in filtered else ""),
         changed=("relaxed inferred " + ", ".join(relaxed)) if relaxed else None,
-        latency_ms=round((time.perf_counter() - started) * 1000, 3),
+        latency_ms=ms_since(started),
         details={"n_hits": min(len(hits), wanted), "relaxed": relaxed, "empty_because": empty_because,
                  "retriever": retriever.name, "filters_applied": filtered, "dropped_by_check": dropped,
                  # What each exact lookup found: the chunks that hold the identifier (see understand.exact).
-                 "exact": {r.query.text: r.ids for r in per_query if r.query.kind == "exact"}},
+                 "exact": {r.query.text: r.ids for r in per_query if r.query.kind == "exact"},
+                 "prefetched": any(a.prefetched for a in answers)},
     )
     plan = plan.model_copy(update={"trace": [*plan.trace, step]})
     result = PlanResult(plan=plan, hits=hits, per_query=per_query, relaxed=relaxed, empty_because=empty_because)
@@ -142,49 +170,3 @@ def reranked(result: PlanResult, reranker: Reranker, *, top_n: int, k: int) -> P
         assert main is not None  # a plan with hits searched something
         hits, step = rerank(reranker, main.text, hits, top_n, route=plan.route)
     return result.model_copy(update={"plan": plan.model_copy(update={"trace": [*plan.trace, step]}), "hits": hits[:k]})
-
-
-def explain_empty(
-    index: Index,
-    queries: Sequence[tuple[str, Mode]],
-    *,
-    filters: Where | None = None,
-    access: Where | None = None,
-    name_fields: bool = False,
-) -> list[str]:
-    """Why searching `queries` (text, mode) with `filters` AND `access` found nothing, the most
-    basic cause first: a field no chunk carries (access, then filters); no chunk this session's
-    access lets it see; a stated filter that keeps no such chunk on its own, or the filters
-    together; else the query text, which matched nothing they keep (BM25 finds only chunks that
-    share a word with it). Access is named by its field, never by the session's value.
-    `name_fields`: also list the fields the chunks do carry (for whoever configures the index).
-
-    Costs a few one-result searches, made only once a search came back empty.
-    """
-    filters, access = filters or Where(), access or Where()
-    presence = index.field_presence()
-    carried = f" (fields: {presence.listing()})" if name_fields else ""
-    absent_access = [c.field for c in access.conditions if not presence.carries(c.field)]
-    if absent_access:
-        return [f"no chunk of the index carries the access field {f!r}{carried}" for f in dict.fromkeys(absent_access)]
-    absent = [c for c in filters.conditions if not presence.carries(c.field)]
-    if absent:
-        return [f"no chunk carries the field {c.field!r}{carried}, so {describe(c)} matches nothing" for c in absent]
-    if access and not _matches_any(index, access):
-        return [f"no chunk matches this session's access ({', '.join(dict.fromkeys(c.field for c in access.conditions))})"]
-    # Which stated constraint, on its own, leaves nothing? (Access is never questioned.)
-    culprits = [describe(c) for c in filters.conditions if not _matches_any(index, Where(conditions=(c,)) & access)]
-    if culprits:
-        return culprits
-    if filters and not _matches_any(index, filters & access):
-        return ["the combination " + " and ".join(describe(c) for c in filters.conditions)]
-    kept = " among the chunks the filters keep" if filters else " among the chunks this session may see" if access else ""
-    bm25 = " (BM25: none of its words is in them)" if all(m == "bm25" for _, m in queries) else ""
-    return [f"the index returned nothing for the query text{kept}{bm25}"]
-
-
-def _matches_any(index: Index, where: Where) -> bool:
-    """Whether any chunk meets `where`: a dense search with a fixed vector returns a chunk whenever
-    one is left to rank (no model runs); an empty approximate answer is confirmed exactly."""
-    probe = [1.0] + [0.0] * (index.manifest.dim - 1)
-    return bool(index.query(mode="dense", k=1, dense=probe, where=where) or index.query(mode="dense", k=1, dense=probe, where=where, exact=True))

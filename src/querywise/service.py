@@ -23,9 +23,9 @@ unreachable is kept in `warnings`, which the CLI prints.
 from __future__ import annotations
 
 import datetime as dt
-import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -35,12 +35,12 @@ from querywise.config import Move, Settings, load_settings
 from querywise.conversation import Turn, as_turns
 from querywise.deployment_check import DeploymentCheck, Problem, check_deployment, check_index_fields
 from querywise.embed import Embedder
-from querywise.execute import PlanResult, execute, reranked
+from querywise.execute import PlanResult, Prefetched, execute, prefetch
 from querywise.files import replace_surrogates
 from querywise.index import Hit, Index
 from querywise.index.engine import Mode
 from querywise.llm.provider import Provider
-from querywise.plan import PlanQuery, QueryPlan, TraceStep
+from querywise.plan import QueryPlan, TraceStep
 from querywise.planlog import PlanLog
 from querywise.retrieve import Reranker, Retriever, checked, open_reranker, open_retriever
 from querywise.understand.access import access_from_session
@@ -60,15 +60,6 @@ def _clean(
     clean_session = None if session is None else {replace_surrogates(k): replace_surrogates(v) for k, v in session.items()}
     turns = [Turn(role=t.role, text=replace_surrogates(t.text)) for t in as_turns(history)]
     return replace_surrogates(message), turns, clean_session
-
-
-def _reusable(plan: QueryPlan, message: str) -> bool:
-    """The plan searches exactly the raw message, with no filter: the speculative search is its result."""
-    return (
-        [(q.text, q.kind, q.mode, q.weight) for q in plan.queries] == [(message, "original", None, 1.0)]
-        and not plan.filters
-        and not plan.inferred_filters
-    )
 
 
 class QueryWise:
@@ -101,28 +92,26 @@ class QueryWise:
             embedder = index.embedder
         self.understander = Understander(settings, embedder=embedder, lexicon=index.lexicon if index is not None else None, provider=provider)
         self._provider = provider
-        self.reranker = reranker if reranker is not None else self._reranker(settings)
-        # What plans run against: given, else `[retriever]` (the querywise index by default).
+        self._owned = ExitStack()  # what this deployment opened, closed in reverse order by `close`
+        if provider is None:
+            self._owned.callback(self.understander.close)
         try:
+            self.reranker = reranker if reranker is not None else self._reranker(settings)
+            # What plans run against: given, else `[retriever]` (the querywise index by default).
             self.retriever = retriever if retriever is not None else open_retriever(settings.retriever, index, self.understander.embedder)
+            if retriever is None and settings.retriever.kind != "index" and (close := getattr(self.retriever, "close", None)) is not None:
+                self._owned.callback(close)
+            self.check = self._check(index)
+            if self.check.errors:
+                self.check.raise_errors()
         except BaseException:
-            if provider is None:
-                self.understander.close()
+            self._owned.close()
             raise
-        self._owns_retriever = retriever is None and settings.retriever.kind != "index"
-        self.check = self._check(index)
-        if self.check.errors:
-            if provider is None:
-                self.understander.close()
-            if self._owns_retriever and (close := getattr(self.retriever, "close", None)) is not None:
-                close()
-            self.check.raise_errors()
         d = settings.deployment
         self.plan_log = (
             PlanLog(d.plan_log, session_values=d.plan_log_session_values, max_bytes=d.plan_log_max_bytes, backups=d.plan_log_backups)
             if d.plan_log is not None else None
         )
-        self._owns_index = False
         self._pool: ThreadPoolExecutor | None = None
 
     @classmethod
@@ -137,7 +126,8 @@ class QueryWise:
             if ix is not None:
                 ix.close()
             raise
-        qw._owns_index = ix is not None
+        if ix is not None:
+            qw._owned.callback(ix.close)
         return qw
 
     @property
@@ -233,10 +223,10 @@ class QueryWise:
             fields=index.field_presence() if index is not None else None,
         )
 
-    def _execute(self, plan: QueryPlan, retriever: Retriever, *, k: int, mode: Mode, depth: int) -> PlanResult:
+    def _execute(self, plan: QueryPlan, retriever: Retriever, *, k: int, mode: Mode, depth: int, prefetched: Prefetched | None = None) -> PlanResult:
         """`execute` with this deployment's fusion constant and reranker."""
         return execute(plan, retriever, k=k, mode=mode, depth=depth, rrf_k=self.settings.index.rrf_k,
-                       reranker=self.reranker, rerank_top=self.settings.rerank.top_n)
+                       reranker=self.reranker, rerank_top=self.settings.rerank.top_n, prefetched=prefetched)
 
     def _reranker(self, settings: Settings) -> Reranker | None:
         """`[rerank]`: a cross-encoder (loads its model on first use), or this deployment's LLM tier."""
@@ -244,8 +234,6 @@ class QueryWise:
             return open_reranker(settings.rerank)
         tier = self.understander.tier
         if tier is None:
-            if self._provider is None:
-                self.understander.close()
             raise ValueError("[rerank] kind = 'llm' needs an [llm] provider (or QueryWise(..., provider=...))")
         return LLMReranker(tier, passage_chars=settings.rerank.passage_chars)
 
@@ -263,47 +251,38 @@ class QueryWise:
         self, retriever: Retriever, message: str, history: Sequence[Turn], session: Mapping[str, str] | None, today: dt.date | None,
         *, k: int, mode: Mode, depth: int,
     ) -> PlanResult:
-        """Search the raw message while the LLM works; reuse that search when the plan is exactly it."""
+        """Search the raw message while the LLM works; `execute` reuses that search when the plan
+        asks exactly it (the message as typed, no filter but the session's access)."""
         access = access_from_session(session or {}, self.settings.access)
-        raw = QueryPlan(message=message, route="(speculative)", queries=[PlanQuery(text=message, kind="original")], access=access)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="querywise-overlap")
-        started = time.perf_counter()
+            self._owned.callback(self._pool.shutdown, wait=True)
         # Searched only: a reranker runs once the plan is known (on the plan's route, in the
-        # request's LLM deadline), so the speculative search fetches what it will see.
+        # request's LLM deadline), so the speculative search fetches what execute will ask for.
         wide = max(k, self.settings.rerank.top_n) if self.reranker is not None else k
-        future: Future[PlanResult] = self._pool.submit(execute, raw, retriever, k=wide, mode=mode, depth=depth, rrf_k=self.settings.index.rrf_k)
+        future: Future[Prefetched] = self._pool.submit(prefetch, retriever, message, k=wide, where=access, mode=mode)
         try:
             plan = self.understander.plan(message, history=history, session=session, today=today)
         except BaseException:
             future.cancel()
             raise
-        if plan.queries and _reusable(plan, message) and plan.access == access:
-            speculative = future.result()
-            waited = round((time.perf_counter() - started) * 1000, 3)
-            step = TraceStep(move="overlap", status="ran", reason="the plan searches the raw message: reused the search started before the LLM returned",
-                             latency_ms=waited)
-            done = next((s for s in reversed(speculative.plan.trace) if s.move == "execute"), None)
-            trace = [*plan.trace, step, *([done] if done else [])]
-            reused = speculative.model_copy(update={"plan": plan.model_copy(update={"trace": trace})})
-            if self.reranker is None:
-                return reused.model_copy(update={"hits": reused.hits[:k]})
-            return reranked(reused, self.reranker, top_n=self.settings.rerank.top_n, k=k)
-        step = TraceStep(move="overlap", status="skipped", reason="the plan changed the search: the speculative raw-message search was not used")
-        future.cancel()
-        return self._execute(plan.model_copy(update={"trace": [*plan.trace, step]}), retriever, k=k, mode=mode, depth=depth)
+        asks_it = [(q.text, q.kind, q.mode, q.weight) for q in plan.queries] == [(message, "original", None, 1.0)]
+        prefetched = future.result() if asks_it else None
+        if prefetched is None:
+            future.cancel()
+        result = self._execute(plan, retriever, k=k, mode=mode, depth=depth, prefetched=prefetched)
+        done = result.plan.step("execute")
+        if done is not None and done.details.get("prefetched"):
+            step = TraceStep(move="overlap", status="ran", reason="the plan searches the raw message: reused the search started before the LLM returned")
+        else:
+            step = TraceStep(move="overlap", status="skipped", reason="the plan changed the search: the speculative raw-message search was not used")
+        return result.model_copy(update={"plan": result.plan.model_copy(update={"trace": [*result.plan.trace, step]})})
 
     def close(self) -> None:
-        """Stop the overlap worker; close the LLM provider this deployment made and the index it opened."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
-        if self._provider is None:
-            self.understander.close()
-        if self._owns_index and self.index is not None:
-            self.index.close()
-        if self._owns_retriever and (close := getattr(self.retriever, "close", None)) is not None:
-            close()
+        """Stop the overlap worker; close the LLM provider this deployment made, the retriever it
+        opened and the index `open` opened (never what the caller passed in)."""
+        self._owned.close()
+        self._pool = None
 
     def __enter__(self) -> Self:
         return self

@@ -104,8 +104,8 @@ def search_cmd(
     config: ConfigOpt = None,
 ) -> None:
     """Search the index; filters run inside the engine."""
-    from querywise.execute import explain_empty
     from querywise.index import Index, IndexStoreError
+    from querywise.retrieve.own_index import explain_empty
 
     search_mode = mode_from(mode)
     try:

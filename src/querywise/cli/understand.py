@@ -45,6 +45,8 @@ from querywise.service import QueryWise
 from querywise.understand.access import AccessError
 
 _DEMO_MODES: tuple[Mode, ...] = ("bm25", "dense", "hybrid")
+PlanIndexOpt = Annotated[Path | None, typer.Option("--index", "-i", help="Index folder: its vocabulary serves spelling and exact lookup, "
+                                                   "so the plan is the one `ask` runs.")]
 
 
 def render_plan(plan: QueryPlan) -> None:
@@ -75,19 +77,24 @@ def render_plan(plan: QueryPlan) -> None:
 def plan_cmd(
     message: Annotated[str, typer.Argument(help="The user's message.")],
     config: DeploymentOpt,
+    index: PlanIndexOpt = None,
     history: HistoryOpt = None,
     session: SessionOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as one JSON line.")] = False,
 ) -> None:
-    """Show the query plan for MESSAGE: route, queries, filters, access, action and trace."""
+    """Show the query plan for MESSAGE: route, queries, filters, access, action and trace. With
+    --index it is exactly the plan `ask` runs (the index's vocabulary serves spelling and exact
+    lookup); without one those moves say so in the trace."""
     settings = settings_from(config)
     sess = session_from(session)
-    try:
-        with QueryWise(settings) as qw:
-            print_warnings(qw.warnings)
-            plan = qw.plan(message, history=history_from(history), session=sess)
-    except (AccessError, InputError, LLMError) as exc:
-        raise fail(str(exc)) from None
+    ix = open_index(index, settings) if index is not None else None
+    with ix or contextlib.nullcontext():
+        try:
+            with QueryWise(settings, ix) as qw:
+                print_warnings(qw.warnings)
+                plan = qw.plan(message, history=history_from(history), session=sess)
+        except (AccessError, InputError, LLMError) as exc:
+            raise fail(str(exc)) from None
     if as_json:
         sys.stdout.write(plan.to_json_line() + "\n")
     else:

@@ -5,7 +5,7 @@ from querywise.retrieve.elastic import ElasticRetriever
 from querywise.retrieve.function import FunctionRetriever, load_function
 from querywise.retrieve.http import HTTPRetriever
 from querywise.retrieve.own_index import IndexRetriever
-from querywise.retrieve.protocol import OVERFETCH, Retrieved, Retriever, RetrieverError, checked
+from querywise.retrieve.protocol import OVERFETCH, ExplainsEmpty, Retrieved, Retriever, RetrieverError, checked, identifier_keys
 from querywise.retrieve.qdrant import QdrantRetriever
 from querywise.retrieve.rerank import CrossEncoderReranker, Reordering, Reranker, open_reranker, rerank, rerank_text
 from querywise.retrieve.spec import open_retriever, settings_from_spec
@@ -14,6 +14,7 @@ __all__ = [
     "OVERFETCH",
     "CrossEncoderReranker",
     "ElasticRetriever",
+    "ExplainsEmpty",
     "FunctionRetriever",
     "HTTPRetriever",
     "IndexRetriever",
@@ -24,6 +25,7 @@ __all__ = [
     "Retriever",
     "RetrieverError",
     "checked",
+    "identifier_keys",
     "load_function",
     "open_reranker",
     "open_retriever",

@@ -11,6 +11,7 @@ asks such a retriever for more than k so that checking still leaves k.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,7 +20,7 @@ from querywise.conditions import Where
 from querywise.index import Hit
 from querywise.index.engine import Mode
 
-__all__ = ["OVERFETCH", "Retrieved", "Retriever", "RetrieverError", "checked"]
+__all__ = ["OVERFETCH", "ExplainsEmpty", "Retrieved", "Retriever", "RetrieverError", "checked", "identifier_keys"]
 
 #: How many times k a retriever whose filtering is not ours is asked for, so that the hits its
 #: payloads fail do not leave fewer than k.
@@ -33,12 +34,32 @@ class RetrieverError(RuntimeError):
 @runtime_checkable
 class Retriever(Protocol):
     """Ranked hits for one query. `filters_inside` says whether `where` runs inside the
-    retriever's own engine (then its hits are returned as they are); otherwise they are checked."""
+    retriever's own engine (then its hits are returned as they are); otherwise they are checked.
+
+    Optional capabilities, read by `execute` (a retriever without them still works):
+    - `identifier_keys = True`: it filters on the querywise index's identifier keys, so an exact
+      lookup runs as a filter (`identifier_keys(retriever)`); elsewhere the identifier is searched
+      as text;
+    - `rrf_k`: the fusion constant its deployment chose (`[index] rrf_k`);
+    - `explain_empty(...)` (`ExplainsEmpty`): it can name the field, filter or access that left a
+      search with nothing."""
 
     name: str
     filters_inside: bool
 
     def retrieve(self, text: str, *, k: int, where: Where | None = None, mode: Mode = "hybrid") -> list[Hit]: ...
+
+
+@runtime_checkable
+class ExplainsEmpty(Protocol):
+    """A retriever that can say why a search found nothing (the querywise index)."""
+
+    def explain_empty(self, queries: Sequence[tuple[str, Mode]], *, filters: Where | None = None, access: Where | None = None) -> list[str]: ...
+
+
+def identifier_keys(retriever: Retriever) -> bool:
+    """Whether `retriever` filters on the index's identifier keys (see `Retriever`)."""
+    return bool(getattr(retriever, "identifier_keys", False))
 
 
 class Retrieved(BaseModel):
@@ -48,6 +69,7 @@ class Retrieved(BaseModel):
     hits: list[Hit] = Field(default_factory=list)
     filtered: str = "none"  # "engine": inside the retriever; "checked": on its results here; "none": no filter
     dropped: int = 0  # hits whose payload failed the filters (checked only)
+    prefetched: bool = False  # searched before the plan was known, and reused (the LLM overlap)
 
 
 def checked(retriever: Retriever, text: str, *, k: int, where: Where | None, mode: Mode) -> Retrieved:

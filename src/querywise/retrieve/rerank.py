@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from querywise.clock import ms_since
 from querywise.config import RerankSettings
 from querywise.index import Hit
 from querywise.plan import TraceStep
@@ -100,7 +101,7 @@ def rerank(reranker: Reranker, message: str, hits: Sequence[Hit], top_n: int, *,
     head, tail = list(hits[:top_n]), list(hits[top_n:])
     answer = reranker.reorder(message, head, route=route)
     details = {"model": reranker.name, "top_n": top_n, "candidates": len(head)}
-    latency_ms = round((time.perf_counter() - started) * 1000, 3)
+    latency_ms = ms_since(started)
     if answer.scores is None:
         own = answer.step or TraceStep(move="rerank", status="skipped", reason=f"{reranker.name} gave no order")
         step = own.model_copy(update={"move": "rerank", "reason": f"{own.reason}: the fused order stands",

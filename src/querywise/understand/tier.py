@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from querywise.checks.filters import Dropped
+from querywise.clock import ms
 from querywise.config import Settings
 from querywise.llm.budget import Budget
 from querywise.llm.cache import RewriteCache, config_version
@@ -142,7 +143,7 @@ class LLMTier:
         )
         for d in called.dropped if move == "llm_plan" else ():
             self.budget.record_dropped("access" if d.access else "filter")
-        return called, TraceStep(move=move, status="ran", reason=why or move, latency_ms=round(r.latency_s * 1000, 3),
+        return called, TraceStep(move=move, status="ran", reason=why or move, latency_ms=ms(r.latency_s),
                                  llm_calls=1, cost_usd=round(cost, 8), llm=info,
                                  details={"dropped": called.removed()} if called.removed() else {})
 
@@ -159,7 +160,7 @@ class LLMTier:
         return TraceStep(
             move=move, status="fallback",
             reason=f"{why}; LLM {exc.reason}: {exc.detail}; fail-{policy} on route {route}".lstrip("; "),
-            latency_ms=round(latency * 1000, 3), llm_calls=int(called), cost_usd=round(cost, 8),
+            latency_ms=ms(latency), llm_calls=int(called), cost_usd=round(cost, 8),
             llm=LLMCallInfo(model=self.provider.model, timeout_s=round(budget_s, 3), fallback=exc.reason, policy=policy),
         )
 

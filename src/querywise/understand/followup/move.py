@@ -20,6 +20,7 @@ import numpy as np
 
 from querywise.catalog import Catalog
 from querywise.checks.guard import check_rewrite
+from querywise.clock import ms_since
 from querywise.conversation import Turn, texts
 from querywise.embed import Embedder
 from querywise.plan import PlanQuery, QueryKind, Status, TraceStep
@@ -61,7 +62,7 @@ def follow_up(
 
     def step(status: Status, reason: str, changed: str | None = None, details: dict[str, Any] | None = None) -> TraceStep:
         return TraceStep(move="follow_up", status=status, reason=reason, changed=changed, details=details or {},
-                         latency_ms=round((time.perf_counter() - started) * 1000, 3))
+                         latency_ms=ms_since(started))
 
     gate = check_follow_up(message, history, catalog=catalog)
     if not gate.needs_context:

@@ -8,7 +8,6 @@ answers. Whether a stage is right is measured on labelled data (`querywise route
 from __future__ import annotations
 
 import re
-import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import Literal, TypedDict
 
 import numpy as np
 
+from querywise.clock import ms_since
 from querywise.config import RoutingSettings
 from querywise.embed import Embedder
 from querywise.files import InputError, read_jsonl
@@ -149,7 +149,7 @@ class Router:
             status="fallback" if decision.deferred else "ran",
             reason=decision.reason,
             changed=f"route = {decision.route}",
-            latency_ms=round((time.perf_counter() - started) * 1000, 3),
+            latency_ms=ms_since(started),
             routing=RouteEvidence(
                 source=decision.source,
                 scores={k: round(v, 4) for k, v in decision.scores.items()},
