@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +24,11 @@ _RUN_STEPS = {"execute", "rerank", "overlap"}  # what running a plan adds to its
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Settings]]:
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Settings]:
     root = tmp_path_factory.mktemp("demo")
     settings = load_settings(demo_file("querywise.toml")).model_copy(update={"cache_dir": root / "cache"})
     build_index(demo_corpus(), root / "ix", settings=settings).close()
-    yield root / "ix", settings
+    return root / "ix", settings
 
 
 def _planned(plan: dict[str, Any]) -> dict[str, Any]:
