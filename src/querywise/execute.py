@@ -140,7 +140,7 @@ def execute(
         status="ran",
         reason=f"{len(plan.queries)} quer{'y' if len(plan.queries) == 1 else 'ies'}, {mode}, "
         + ("fused with weighted RRF" if len(plan.queries) > 1 else "no fusion needed")
-        + f", through {retriever.name}"
+        + ("" if identifier_keys(retriever) else f", through {retriever.name}")  # only the querywise index holds those keys
         + (f"; filters checked on its results ({dropped} dropped)" if "checked" in filtered else ""),
         changed=("relaxed inferred " + ", ".join(relaxed)) if relaxed else None,
         latency_ms=ms_since(started),

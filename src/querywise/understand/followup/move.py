@@ -24,7 +24,7 @@ from querywise.clock import ms_since
 from querywise.conversation import Turn, texts
 from querywise.embed import Embedder
 from querywise.plan import PlanQuery, QueryKind, Status, TraceStep
-from querywise.understand.followup import (
+from querywise.understand.followup.gate import (
     WEAK_FORM_WEIGHT,
     FollowUp,
     Standalone,
