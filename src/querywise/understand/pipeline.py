@@ -1,15 +1,20 @@
 """Composes the moves into a plan. Moves never import each other; this module does.
 
-Order, and why:
-1. access   - from the session only, before anything reads the message;
-2. follow-up - a message that cannot stand alone is replaced by its standalone form (checked by
+Order (`MOVES`), and why:
+0. limits, access - bounds on the input; access from the session only, before anything reads the message;
+1. follow_up - a message that cannot stand alone is replaced by its standalone form (checked by
               the rewrite guard), so that routing and every later move see the whole question;
-3. route    - rules, then the classifier behind its margin gate; routes that do not search stop here;
-4. filters  - hard constraints move out of the text into validated filters (self-query);
-5. spelling - a corrected query is searched next to the original, never instead of it;
+2. several_intents - asks for different routes: the first is planned, the rest left;
+3. route    - rules, then the classifier behind its margin gate (reading the spelling-corrected copy);
+4. third_party - someone else's account or data: ask for verification, search nothing;
+5. llm_plan - the LLM tier's one call, when the gate needs one (see below);
+6. retrieve - routes that do not search stop here (`Searches`);
+7. filters, llm_filters - hard constraints move out of the text into validated filters (self-query);
+8. spelling - a corrected query is searched next to the original, never instead of it;
               a near-miss identifier yields candidates to offer, never a silent choice;
-6. ambiguity - a mention with several readings whose answers differ: ask, assume or cover;
-7. enrichments (LLM, off by default) - multi-query variants, HyDE, query2doc, step-back:
+9. exact_lookup - each identifier the index holds, searched in the chunks that hold it;
+10. ambiguity - a mention with several readings whose answers differ: ask, assume or cover;
+11. enrichments (LLM, off by default) - multi-query variants, HyDE, query2doc, step-back:
               searched next to the original, fused with RRF, never instead of it.
 Every move adds a trace step saying whether it ran and why.
 
