@@ -35,7 +35,8 @@ PLAN_VERSION = 1
 
 # "semantic": the message with its hard constraints moved into filters (a self-query); it is
 # searched instead of the original because those words now act as filters, not as text.
-QueryKind = Literal["original", "standalone", "semantic", "similar", "spelling", "exact", "multi", "hyde", "step_back", "query2doc"]
+# "part": one ask of a message that holds several for different routes, searched beside the first.
+QueryKind = Literal["original", "standalone", "semantic", "similar", "spelling", "exact", "multi", "hyde", "step_back", "query2doc", "part"]
 
 
 class _Model(BaseModel):

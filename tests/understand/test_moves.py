@@ -53,6 +53,31 @@ def test_several_intents_is_a_move_off_means_off(hash_embedder: Any) -> None:
     assert off.step("several_intents").reason == "turned off in [understanding] moves"  # type: ignore[union-attr]
 
 
+def test_no_question_is_lost_when_the_first_ask_does_not_search(hash_embedder: Any) -> None:
+    plan = _understander(hash_embedder).plan("cancel my order, and how long is the warranty on the Vela X3")
+    assert plan.route == "kb" and plan.queries[0].text == "how long is the warranty on the Vela X3"
+    assert [(a.text, a.route) for a in plan.left] == [("cancel my order", "account")]
+
+
+def test_an_ask_that_leans_on_the_one_before_searches_the_whole_message_beside(hash_embedder: Any) -> None:
+    message = "how long is the warranty on the Vela X3, and then cancel my order for it"
+    plan = _understander(hash_embedder).plan(message)
+    assert [(q.text, q.kind) for q in plan.queries] == [("how long is the warranty on the Vela X3", "original"), (message, "original")]
+    step = plan.step("several_intents")
+    assert step is not None and "points back at the ask before it" in (step.details["unsure"] or "")
+    assert [a.route for a in plan.left] == ["account"]
+
+
+def test_every_searchable_ask_is_searched(hash_embedder: Any) -> None:
+    routing = ROUTING.model_copy(update={"rules": [*ROUTING.rules, IdentifierRule(pattern=r"\bshipping\b", route="shipping")],
+                                         "routes": [*ROUTING.routes, RouteSpec(name="shipping", search=True)]})
+    u = Understander(Settings(routing=routing), embedder=hash_embedder)
+    plan = u.plan("how long is the warranty on the Vela X3, and what does shipping to Norway cost")
+    assert [(q.text, q.kind) for q in plan.queries] == [("how long is the warranty on the Vela X3", "original"),
+                                                        ("what does shipping to Norway cost", "part")]
+    assert plan.left == []
+
+
 def test_a_move_the_deployment_cannot_run_is_skipped_with_what_it_requires(hash_embedder: Any) -> None:
     plan = _understander(hash_embedder).plan("how long is the warranty on the Vela X3")  # no index: no vocabulary
     assert plan.step("spelling").reason == "no index vocabulary to correct against"  # type: ignore[union-attr]

@@ -104,6 +104,7 @@ class Draft:
     text: str  # the question as understood: the message, its standalone form, or its first ask
     main: PlanQuery  # the main query: `text`, or the semantic form the filters leave of it
     whole: str = ""  # the text before several intents cut it (the third-party rule reads it all)
+    parts: tuple[PlanQuery, ...] = ()  # the other asks of a message with several, and the whole of an unsure cut
     beside: tuple[PlanQuery, ...] = ()  # the follow-up's hedge; an LLM rewrite supersedes it
     similar: tuple[PlanQuery, ...] = ()  # "like X": X's description
     added: tuple[PlanQuery, ...] = ()  # spelling, exact lookups and enrichments, in that order
@@ -125,7 +126,7 @@ class Draft:
     @property
     def queries(self) -> list[PlanQuery]:
         """What the plan searches, the main query first."""
-        return [self.main, *self.similar, *self.beside, *self.added]
+        return [self.main, *self.parts, *self.similar, *self.beside, *self.added]
 
 
 class Move(Protocol):
