@@ -13,5 +13,5 @@ def shop_settings(tmp: Path) -> Settings:
         cache_dir=tmp / "c",
         routing=RoutingSettings(routes=[RouteSpec(name="kb_search", search=True, examples=["what is the warranty", "how long does shipping take"])], min_margin=0.0),
         access=AccessSettings(fields={"market": "markets"}),
-        understanding=UnderstandingSettings(moves=["follow_up", "filters", "spelling", "ambiguity"]),
+        understanding=UnderstandingSettings(moves=["follow_up", "filters", "spelling", "ambiguity"], part_numbers=[r"QR-?\d{4}"]),  # its cushions
     )

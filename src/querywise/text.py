@@ -19,6 +19,7 @@ __all__ = [
     "IDENTIFIER_COMPOUND",
     "IDENTIFIER_KEYS",
     "STOPWORDS_EN",
+    "PartNumbers",
     "SpanSet",
     "analysed_history",
     "analysed_part",
@@ -86,6 +87,37 @@ def identifier_keys(text: str) -> list[str]:
             if len(out) >= MAX_IDENTIFIERS:
                 break
     return list(out)
+
+
+class PartNumbers:
+    """What a deployment calls a part number: patterns a token (as typed, or its `identifier_key`)
+    matches whole, case aside. Declared (`[understanding] part_numbers`) or learned from the shapes
+    of the catalog's part numbers (`shapes`); empty for a deployment with neither, which then has
+    no part numbers: a gene name, a model name or a measurement is not one.
+
+    >>> PartNumbers(PartNumbers.shapes(["HH-7100"])).matches("hh 7300"), PartNumbers([]).matches("IL-2")
+    (True, False)
+    """
+
+    def __init__(self, patterns: Iterable[str]) -> None:
+        self.patterns = tuple(re.compile(p, re.IGNORECASE) for p in dict.fromkeys(patterns))
+
+    def __bool__(self) -> bool:
+        return bool(self.patterns)
+
+    def matches(self, token: str) -> bool:
+        key = identifier_key(token)
+        return any(p.fullmatch(token) or p.fullmatch(key) for p in self.patterns)
+
+    @staticmethod
+    def shapes(examples: Iterable[str]) -> list[str]:
+        """The shapes of `examples` as patterns on their keys: "HH-7100" -> `[A-Z]{2}[0-9]{4}`."""
+        out: dict[str, None] = {}
+        for example in examples:
+            runs = re.findall(r"[A-Z]+|[0-9]+", identifier_key(example))
+            if runs:
+                out["".join(f"[A-Z]{{{len(r)}}}" if r.isalpha() else f"[0-9]{{{len(r)}}}" for r in runs)] = None
+        return list(out)
 
 
 def identifier_forms(words: Iterable[str]) -> dict[str, str]:

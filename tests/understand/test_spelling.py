@@ -16,6 +16,7 @@ from querywise.corpus import load_corpus
 from querywise.demo import demo_file
 from querywise.index.analysis import analyse
 from querywise.index.lexical import Lexicon
+from querywise.text import PartNumbers
 from querywise.understand.spelling import _QUOTED, _TOKEN, SpellChecker, Spelling, _quoted_spans, _tokens, query_log_counts
 
 
@@ -26,7 +27,7 @@ def lexicon() -> Lexicon:
 
 @pytest.fixture(scope="module")
 def checker(lexicon: Lexicon) -> SpellChecker:
-    return SpellChecker.from_lexicon(lexicon)
+    return SpellChecker.from_lexicon(lexicon, part_numbers=PartNumbers(PartNumbers.shapes(["HH-7100"])))  # the demo catalog's shape
 
 
 def _fixes(result: Spelling) -> dict[str, str]:
@@ -112,6 +113,14 @@ def test_near_miss_part_numbers_offer_both_real_identifiers(checker: SpellChecke
     assert "ET-2208, ET-2280" in result.reason
 
 
+def test_near_misses_are_offered_only_for_the_deployment_s_part_numbers(lexicon: Lexicon) -> None:
+    # Without part numbers (no catalog, none declared) a code the index lacks is left as typed: no question.
+    assert SpellChecker.from_lexicon(lexicon).check("ear cushions hc-3147 for solace 7").identifier_candidates == {}
+    declared = SpellChecker.from_lexicon(lexicon, part_numbers=PartNumbers([r"ET-?\d{4}"]))
+    assert declared.check("ear cushions hc-3147").identifier_candidates == {}  # not this deployment's shape
+    assert declared.check("Eartips ET-2228").identifier_candidates == {"ET-2228": ("ET-2208", "ET-2280")}
+
+
 # -- evidence ---------------------------------------------------------------------------------
 
 
@@ -179,7 +188,7 @@ def test_query_log_shifts_a_choice(lexicon: Lexicon) -> None:
 
 def test_a_saved_and_loaded_lexicon_gives_the_same_result(lexicon: Lexicon, tmp_path: Path, checker: SpellChecker) -> None:
     lexicon.save(tmp_path / "lexicon.json")
-    loaded = SpellChecker.from_lexicon(Lexicon.load(tmp_path / "lexicon.json"))
+    loaded = SpellChecker.from_lexicon(Lexicon.load(tmp_path / "lexicon.json"), part_numbers=checker.part_numbers)
     for message in ["how to pare solace 7 pro", "does CC-6510 charge the Tide 4 Lite", "replacment cushons"]:
         assert loaded.check(message) == checker.check(message)
 

@@ -150,12 +150,24 @@ class UnderstandingSettings(_Section):
     an ablation compares (LLM moves leave none while no `[llm]` provider is configured)."""
 
     moves: list[Move] = Field(default_factory=_default_moves)
+    # What this deployment calls a part number: regular expressions a whole token (or its key:
+    # upper case, no hyphens or spaces) matches, case aside. Empty: the shapes of the catalog's
+    # part numbers; with no catalog either, none. Only a part number gets the "not a part number
+    # we know" question and an exact lookup at full weight; another code the index holds (a gene,
+    # a model name) is looked up beside the message at a low weight.
+    part_numbers: list[str] = Field(default_factory=list)
     # A flagged message the learnt topic-shift check (understand/followup/shift.py, trained by
     # bench/topic_shift.py) takes to open a new subject is searched as typed, with no standalone
     # form, and under its threshold its chance hedges the form's weight; it reads the message's
     # similarity to the last `topic_window` turns. false turns it off (and the hedge with it).
     topic_shift: bool = True
     topic_window: int = Field(default=1, ge=1, le=20)
+
+    @model_validator(mode="after")
+    def _part_numbers_compile(self) -> UnderstandingSettings:
+        for i, pattern in enumerate(self.part_numbers):
+            check_pattern(pattern, f"part_numbers[{i}]")
+        return self
 
 
 

@@ -21,6 +21,7 @@ from querywise.config import Settings
 from querywise.conversation import Turn
 from querywise.embed import Embedder
 from querywise.plan import Action, Answer, LeftAsk, PlanQuery, QueryKind, TraceStep
+from querywise.text import PartNumbers
 from querywise.understand.llm_plan import PlanOutcome
 from querywise.understand.routing.route import RouteDecision, Router
 from querywise.understand.spelling import SpellChecker, Spelling
@@ -58,6 +59,7 @@ class Resources:
     catalog: Catalog | None = None
     speller: SpellChecker | None = None  # from the index's vocabulary: spelling and exact lookup
     tier: LLMTier | None = None
+    part_numbers: PartNumbers = field(default_factory=lambda: PartNumbers(()))  # what the deployment calls one
 
     @property
     def have(self) -> Have:

@@ -10,12 +10,17 @@ from collections.abc import Mapping
 
 from querywise.conditions import Match, Where
 from querywise.plan import PlanQuery
-from querywise.text import CODE_TOKEN, IDENTIFIER_KEYS, analysed_part, identifier_key
+from querywise.text import CODE_TOKEN, IDENTIFIER_KEYS, PartNumbers, analysed_part, identifier_key
 
-__all__ = ["EXACT_WEIGHT", "exact_queries", "identifiers_in"]
+__all__ = ["EXACT_WEIGHT", "OTHER_CODE_WEIGHT", "exact_queries", "identifiers_in"]
 
-#: The RRF weight of an exact lookup: a chunk that holds the part outranks one that only reads like it.
+#: The RRF weight of an exact lookup of a part number: a chunk that holds the part outranks one
+#: that only reads like it.
 EXACT_WEIGHT = 2.0
+#: The weight of an exact lookup of another code the index holds (a gene or protein name, a model
+#: name): searched beside the message, it must never push a passage the plain search ranked
+#: higher down. Chosen on SciFact's train queries (see `bench`), 0 = not looked up.
+OTHER_CODE_WEIGHT = 0.0
 
 
 def identifiers_in(text: str, known: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -46,10 +51,13 @@ def identifiers_in(text: str, known: Mapping[str, str]) -> list[tuple[str, str]]
     return out
 
 
-def exact_queries(found: list[tuple[str, str]]) -> list[PlanQuery]:
-    """One exact-lookup query per distinct identifier found (see `identifiers_in`)."""
+def exact_queries(found: list[tuple[str, str]], *, part_numbers: PartNumbers, other_weight: float = OTHER_CODE_WEIGHT) -> list[PlanQuery]:
+    """One exact-lookup query per distinct identifier found (see `identifiers_in`): a part number
+    at `EXACT_WEIGHT`, another code at `other_weight` (none at 0)."""
     forms = {identifier_key(form): form.upper() for _, form in found}
-    return [
-        PlanQuery(text=form, kind="exact", weight=EXACT_WEIGHT, where=Where(conditions=(Match(field=IDENTIFIER_KEYS, value=key),)))
-        for key, form in forms.items()
-    ]
+    out = []
+    for key, form in forms.items():
+        weight = EXACT_WEIGHT if part_numbers.matches(form) else other_weight
+        if weight > 0:
+            out.append(PlanQuery(text=form, kind="exact", weight=weight, where=Where(conditions=(Match(field=IDENTIFIER_KEYS, value=key),))))
+    return out

@@ -49,6 +49,7 @@ from querywise.index.lexical import Lexicon
 from querywise.llm.factory import provider_from
 from querywise.llm.provider import Provider
 from querywise.plan import PlanQuery, QueryPlan, TraceStep
+from querywise.text import PartNumbers
 from querywise.understand.access import access_from_session
 from querywise.understand.draft import Draft, Have, Move, Resources
 from querywise.understand.filters import units
@@ -108,14 +109,17 @@ class Understander:
         self.router = Router(settings.routing, load_examples(settings.routing), router_embedder, llm_tier=llm_route)
         catalog_path = settings.deployment.catalog
         self.catalog = Catalog.load(catalog_path) if catalog_path is not None else None
-        self.speller = SpellChecker.from_lexicon(lexicon) if lexicon is not None else None
+        catalog_parts = [p for e in self.catalog.entities for p in e.part_numbers] if self.catalog is not None else []
+        self.part_numbers = PartNumbers(settings.understanding.part_numbers or PartNumbers.shapes(catalog_parts))
+        self.speller = SpellChecker.from_lexicon(lexicon, part_numbers=self.part_numbers) if lexicon is not None else None
         self.identifiers = self.speller.identifiers if self.speller is not None else {}  # for exact lookups
         if any(f.unit and f.unit.lower() not in DEFAULT_RATES for f in settings.filters.fields.values()):
             units.load(DEFAULT_RATES)  # pint's registry takes a second or two to build: at start-up, not on a message
         if provider is None and settings.llm.provider != "none":
             provider = provider_from(settings.llm)
         self.tier = LLMTier(settings, provider) if provider is not None else None
-        self.resources = Resources(settings, self.embedder, self.router, catalog=self.catalog, speller=self.speller, tier=self.tier)
+        self.resources = Resources(settings, self.embedder, self.router, catalog=self.catalog, speller=self.speller, tier=self.tier,
+                                   part_numbers=self.part_numbers)
         self.moves: tuple[Move, ...] = tuple(m(self.resources) for m in MOVES)  # type: ignore[call-arg]  # every move takes its resources
         have = self.resources.have
         self._unable = {m.name: m.requires(have) for m in self.moves}

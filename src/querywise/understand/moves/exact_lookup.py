@@ -27,11 +27,15 @@ class ExactLookup(BaseMove):
         found = identifiers_in(draft.text, self.r.speller.identifiers)
         if not found:
             return draft, [TraceStep(move="exact_lookup", status="skipped", reason="no identifier the index holds")]
-        exact = exact_queries(found)
-        said = ", ".join(f"{typed!r} (the index's {form.upper()})" for typed, form in found)
+        parts = self.r.part_numbers
+        exact = exact_queries(found, part_numbers=parts)
+        said = ", ".join(f"{typed!r} (the index's {form.upper()}{'' if parts.matches(form) else ', not a part number here'})" for typed, form in found)
+        details = {"identifiers": {typed: form.upper() for typed, form in found}}
+        if not exact:
+            return draft, [TraceStep(move="exact_lookup", status="skipped", reason=f"no part number; other codes the index holds: {said}", details=details)]
         step = TraceStep(
             move="exact_lookup", status="ran", reason=f"identifiers the index holds: {said}",
-            changed="also searching the chunks that hold " + ", ".join(q.text for q in exact),
-            details={"identifiers": {typed: form.upper() for typed, form in found}},
+            changed="also searching the chunks that hold " + ", ".join(f"{q.text} (weight {q.weight:g})" for q in exact),
+            details=details,
         )
         return replace(draft, added=(*draft.added, *exact)), [step]

@@ -6,7 +6,8 @@ corpus spelling of identifiers. The pipeline searches the corrected text *next t
 
 Never touched: identifiers (a token with a digit, an all-caps token, or one matching an identifier
 pattern), numbers, words of three letters or fewer, words the index has, words inside quotes. A
-near-miss identifier is never corrected either: the real identifiers it resembles are *offered*.
+near-miss identifier is never corrected either: when it has the shape of the deployment's part
+numbers (`part_numbers`; none by default), the real identifiers it resembles are *offered*.
 
 Candidates are the index words within Damerau (optimal string alignment) distance 2 of the word.
 Each candidate c of a word between neighbours l and r is scored with a noisy channel whose
@@ -66,7 +67,7 @@ from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
 from querywise.index.lexical import Lexicon
-from querywise.text import analysed_part, identifier_forms, identifier_key, normalize, words
+from querywise.text import PartNumbers, analysed_part, identifier_forms, identifier_key, normalize, words
 from querywise.understand.spelling.tokenise import Tokens, inside, neighbours, quoted_spans
 
 __all__ = [
@@ -181,6 +182,7 @@ class SpellChecker:
         log_weight: float = 0.3,
         real_words: Collection[str] | None = None,
         identifier_patterns: Sequence[str] = (r"[A-Za-z]{2}-?\d{4}",),
+        part_numbers: PartNumbers | None = None,
         edit_probability: float = 0.1,
         kappa: float = 2.0,
         min_margin: float = 2.0,
@@ -199,6 +201,8 @@ class SpellChecker:
         self.mu = log_weight if self.log else 0.0
         self.real_words = english_words() if real_words is None else real_words
         self.identifier_patterns = [re.compile(p) for p in identifier_patterns]
+        # Near misses are offered only for what the deployment calls a part number (none by default).
+        self.part_numbers = part_numbers or PartNumbers(())
         self.eps, self.kappa = edit_probability, kappa
         self.min_margin = min_margin
         self.identifier_cutoff, self.max_identifier_candidates = identifier_cutoff, max_identifier_candidates
@@ -253,8 +257,10 @@ class SpellChecker:
                     respelt[i] = Correction(token, surface, 0, self.counts.get(known, 0), 0, (), 1.0, 1.0, None, None,
                                             why="the index's spelling of this identifier (case, hyphens and spaces aside)")
                     continue
-                # Near misses are offered for codes (letters and digits) the index lacks; an
-                # all-caps word or a bare number is simply left as typed.
+                # Near misses are offered for part numbers (the deployment's shape) the index
+                # lacks; any other code ("IL-2", "p150N"), all-caps word or number is left as typed.
+                if not self.part_numbers.matches(token):
+                    continue
                 key = normalize(token)
                 offered = offers.get(key)
                 if offered is None:
