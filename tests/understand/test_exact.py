@@ -29,10 +29,9 @@ def test_each_identifier_is_one_query_restricted_to_the_chunks_that_hold_it() ->
     assert q.where is not None and q.where.conditions == (Match(field=IDENTIFIER_KEYS, value="WS4402"),)
 
 
-def test_a_code_that_is_no_part_number_here_is_looked_up_only_at_its_own_weight() -> None:
+def test_only_a_part_number_is_looked_up_exactly() -> None:
     found = [("IL-2", "il-2"), ("ws 4402", "ws-4402")]
     assert [(q.text, q.weight) for q in exact_queries(found, part_numbers=PARTS)] == [("WS-4402", EXACT_WEIGHT)]
-    assert [(q.text, q.weight) for q in exact_queries(found, part_numbers=PARTS, other_weight=0.5)] == [("IL-2", 0.5), ("WS-4402", EXACT_WEIGHT)]
     assert exact_queries(found, part_numbers=PartNumbers([])) == []  # a deployment without part numbers
 
 

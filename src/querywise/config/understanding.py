@@ -153,8 +153,8 @@ class UnderstandingSettings(_Section):
     # What this deployment calls a part number: regular expressions a whole token (or its key:
     # upper case, no hyphens or spaces) matches, case aside. Empty: the shapes of the catalog's
     # part numbers; with no catalog either, none. Only a part number gets the "not a part number
-    # we know" question and an exact lookup at full weight; another code the index holds (a gene,
-    # a model name) is looked up beside the message at a low weight.
+    # we know" question and an exact lookup; another code the index holds (a gene, a model name)
+    # is searched as the text it is (see understand.exact for the measurement).
     part_numbers: list[str] = Field(default_factory=list)
     # A flagged message the learnt topic-shift check (understand/followup/shift.py, trained by
     # bench/topic_shift.py) takes to open a new subject is searched as typed, with no standalone
