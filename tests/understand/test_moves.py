@@ -3,12 +3,20 @@ typed reason when nothing is searched (no embedding model: routes come from rule
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, get_args
 
-from querywise.config import Move, Settings
+import pytest
+
+from querywise.config import Move, Settings, SpellingSettings
 from querywise.config.understanding import IdentifierRule, RouteSpec, RoutingSettings, UnderstandingSettings
+from querywise.corpus import load_corpus
+from querywise.demo import demo_file
 from querywise.evaluation.ablation import plan_ablation
 from querywise.execute import execute
+from querywise.files import InputError
+from querywise.index.analysis import analyse
 from querywise.understand.draft import Have
 from querywise.understand.pipeline import MOVES, Understander, unable
 
@@ -113,3 +121,19 @@ class _NoRetriever:
 
     def search(self, *args: Any, **kwargs: Any) -> Any:
         raise AssertionError("an unsearched plan searched")
+
+
+def test_spelling_reads_the_query_log_the_settings_name(hash_embedder: Any, tmp_path: Path) -> None:
+    lexicon = analyse([c.search_text for c in load_corpus(demo_file("helpcentre.jsonl"))]).lexicon
+    log = tmp_path / "plans.jsonl"
+    log.write_text("\n".join(json.dumps({"message": m}) for m in ["do you sell cases", "cases for the knoll", "leather cases"]) + "\n")
+
+    def spelled(settings: Settings) -> list[str]:
+        plan = Understander(settings, embedder=hash_embedder, lexicon=lexicon).plan("casse")
+        return [q.text for q in plan.queries if q.kind == "spelling"]
+
+    assert spelled(Settings()) == ["case"]  # the help centre's own counts
+    assert spelled(Settings(spelling=SpellingSettings(query_log=log))) == ["cases"]  # what users type weighs in
+    log.write_text('{"message": "cases"}\n{"text": "no message here"}\n')
+    with pytest.raises(InputError, match=r"plans.jsonl:2: a query log line needs a \"message\" string"):
+        Understander(Settings(spelling=SpellingSettings(query_log=log)), embedder=hash_embedder, lexicon=lexicon)

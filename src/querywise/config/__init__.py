@@ -24,6 +24,7 @@ from querywise.config.understanding import (
     Move,
     RouteSpec,
     RoutingSettings,
+    SpellingSettings,
     UnderstandingSettings,
     check_routes_declared,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "RoutingSettings",
     "ServerSettings",
     "Settings",
+    "SpellingSettings",
     "UnderstandingSettings",
     "check_routes_declared",
     "default_cache_dir",

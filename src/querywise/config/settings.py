@@ -12,7 +12,15 @@ from querywise.config.indexing import ChunkingSettings, EmbeddingSettings, Index
 from querywise.config.llm import LLMSettings
 from querywise.config.retrieval import RerankSettings, RetrieverSettings
 from querywise.config.server import ServerSettings
-from querywise.config.understanding import AccessSettings, FilterSettings, LimitsSettings, RoutingSettings, UnderstandingSettings, check_routes_declared
+from querywise.config.understanding import (
+    AccessSettings,
+    FilterSettings,
+    LimitsSettings,
+    RoutingSettings,
+    SpellingSettings,
+    UnderstandingSettings,
+    check_routes_declared,
+)
 
 
 class DeploymentSettings(_Section):
@@ -39,6 +47,7 @@ class Settings(_Section):
     filters: FilterSettings = FilterSettings()
     access: AccessSettings = AccessSettings()
     understanding: UnderstandingSettings = UnderstandingSettings()
+    spelling: SpellingSettings = SpellingSettings()
     llm: LLMSettings = LLMSettings()
     limits: LimitsSettings = LimitsSettings()
     retriever: RetrieverSettings = RetrieverSettings()

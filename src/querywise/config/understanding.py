@@ -171,6 +171,15 @@ class UnderstandingSettings(_Section):
 
 
 
+class SpellingSettings(_Section):
+    """What the spelling move learns beyond the index's own words."""
+
+    # Past messages (JSONL: one {"message": ...} a line, as the plan log writes them): the words
+    # users type weigh in beside the corpus's (the noisy channel's P(c); `log_weight` of it).
+    query_log: Path | None = None
+    log_weight: float = Field(0.3, ge=0, lt=1)
+
+
 class LimitsSettings(_Section):
     """Bounds on one request, so that its time is bounded (every move is linear in its input,
     and these bound the input). A message or a history turn over its limit is an error

@@ -38,13 +38,15 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 
 from querywise.catalog import Catalog
 from querywise.clock import ms_since
 from querywise.config import LLM_MOVES, Settings
 from querywise.conversation import Turn
 from querywise.embed import Embedder, embedder_for
+from querywise.files import InputError, read_jsonl
 from querywise.index.lexical import Lexicon
 from querywise.llm.factory import provider_from
 from querywise.llm.provider import Provider
@@ -67,7 +69,7 @@ from querywise.understand.moves.several_intents import SeveralIntents
 from querywise.understand.moves.spelling import Spelling
 from querywise.understand.moves.third_party import ThirdParty
 from querywise.understand.routing.route import Router, load_examples
-from querywise.understand.spelling import SpellChecker
+from querywise.understand.spelling import SpellChecker, query_log_counts
 from querywise.understand.tier import LLMTier
 
 __all__ = ["MOVES", "Understander", "unable"]
@@ -78,6 +80,15 @@ MOVES: tuple[type[Move], ...] = (
     MultiQuery, HyDE, Query2Doc, StepBack,
 )
 _OFF = "turned off in [understanding] moves"
+
+
+def _logged_messages(path: Path) -> Iterator[str]:
+    """The messages of a query log (the plan log's lines, or any JSONL of {"message": ...})."""
+    for line, row in read_jsonl(path):
+        message = row.get("message")
+        if not isinstance(message, str):
+            raise InputError(path, line, 'a query log line needs a "message" string')
+        yield message
 
 
 def unable(have: Have) -> dict[str, str]:
@@ -111,7 +122,10 @@ class Understander:
         self.catalog = Catalog.load(catalog_path) if catalog_path is not None else None
         catalog_parts = [p for e in self.catalog.entities for p in e.part_numbers] if self.catalog is not None else []
         self.part_numbers = PartNumbers(settings.understanding.part_numbers or PartNumbers.shapes(catalog_parts))
-        self.speller = SpellChecker.from_lexicon(lexicon, part_numbers=self.part_numbers) if lexicon is not None else None
+        spelling = settings.spelling
+        log = query_log_counts(_logged_messages(spelling.query_log)) if spelling.query_log is not None else None
+        self.speller = (SpellChecker.from_lexicon(lexicon, part_numbers=self.part_numbers, query_log=log, log_weight=spelling.log_weight)
+                        if lexicon is not None else None)
         self.identifiers = self.speller.identifiers if self.speller is not None else {}  # for exact lookups
         if any(f.unit and f.unit.lower() not in DEFAULT_RATES for f in settings.filters.fields.values()):
             units.load(DEFAULT_RATES)  # pint's registry takes a second or two to build: at start-up, not on a message
