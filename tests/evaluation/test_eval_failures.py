@@ -18,10 +18,11 @@ from querywise.conversation import Turn
 from querywise.corpus import Chunk
 from querywise.evaluation.acceptable import parse_rule
 from querywise.evaluation.cases import Case
-from querywise.evaluation.failures import FailureRow, failure_rows, write_failures
+from querywise.evaluation.failures import failure_rows
 from querywise.evaluation.harness import CaseRun
 from querywise.evaluation.metrics import parse_metrics
 from querywise.evaluation.report import evaluate
+from querywise.failures import FailureRow, write_failures
 from querywise.index import Index, build_index
 from querywise.service import QueryWise
 from querywise.triage import load_failures

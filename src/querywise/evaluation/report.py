@@ -65,6 +65,7 @@ def evaluate(
     settings = deployment.settings
     _check_sessions(cases, settings)
     warnings = [p.message for p in deployment.warnings] + _check_judged_ids(cases, deployment)
+    plan = plan_ablation(settings, ablate, mode=mode) if ablate is not None else None  # unknown names fail before anything runs
     main_arm = Arm(name="configured", mode=mode, moves=tuple(settings.understanding.moves))
     main = run_arm(
         cases, deployment, main_arm, metrics, on_case=on_phase(f"{main_arm.name} ({mode})", len(cases)) if on_phase else None, keep_ids=keep_ids,
@@ -73,8 +74,7 @@ def evaluate(
     probe = access_probe(cases, deployment) if probe_access else None
     components = component_scores(cases, main.cases, settings, access=probe)
     ablation = None
-    if ablate is not None:
-        plan = plan_ablation(settings, ablate, mode=mode)
+    if plan is not None:
         ablation = run_ablation(cases, deployment, plan, metrics, reuse=main, on_phase=on_phase, judged=judged)
     return EvalReport(source=source, run=main, components=components, ablation=ablation, warnings=warnings)
 
@@ -101,10 +101,7 @@ def _check_judged_ids(cases: Sequence[Case], deployment: QueryWise) -> list[str]
         return []
     known: set[str] = set()
     for chunk in index.chunks():
-        known.add(chunk.id)
-        doc = chunk.payload.get("doc_id")
-        if isinstance(doc, str | int) and not isinstance(doc, bool):
-            known.add(str(doc))
+        known |= {chunk.id, chunk.doc_id}
     problems = judged_id_problems(judged, known, index=str(index.root))
     errors = [p for p in problems if p.severity == "error"]
     if errors:
