@@ -152,6 +152,21 @@ def test_the_written_file_is_what_triage_reads(run: tuple[QueryWise, list[CaseRu
     assert (pro.gold_chunk, pro.question, pro.retrieved) == ("x3pro-warranty", "Vela X3 Pro warranty", _by_id(got.rows)["pro"].retrieved)
 
 
+def test_evaluate_with_a_rule_gives_the_rows_triage_reads(run: tuple[QueryWise, list[CaseRun]], index: Index, tmp_path: Path) -> None:
+    """`evaluate(..., rule=)` is `eval --failures` as a library call: the rule's metric is scored though
+    `metrics` leaves it out, rankings are whole, and the rows round-trip through the file into triage."""
+    qw, runs = run
+    rule = parse_rule(["hit@1"])
+    report = evaluate(CASES, qw, parse_metrics(["recall@30"]), mode="bm25", probe_access=False, rule=rule)
+    expected = failure_rows(CASES, runs, index.chunks(), rule)  # the fixture's run scored hit@1 among others
+    assert report.failures is not None and "hit_rate@1" in report.run.overall
+    assert [r.model_dump(exclude={"scores"}) for r in report.failures.rows] == [r.model_dump(exclude={"scores"}) for r in expected.rows]
+    write_failures(tmp_path / "f.jsonl", report.failures.rows)
+    read = load_failures(tmp_path / "f.jsonl")
+    assert read.failures == [r for r in report.failures.rows if not r.acceptable]
+    assert (read.n_rows, read.n_acceptable) == (len(report.failures.rows), report.failures.n_acceptable)
+
+
 def test_a_failing_document_gold_reaches_triage(index: Index, settings: Settings, tmp_path: Path) -> None:
     """Contract item 4: triage reads `gold_doc` without `gold_offset`."""
     cases = [_case("pair", "Pico Buds hours per charge", {"manual": 1})]  # the manual ranks below buds-battery

@@ -186,12 +186,14 @@ def eval_cmd(
 
     Cases run under their own "session"; --session KEY=VALUE is the session of cases that have none.
     With --failures FILE every case is also written for `querywise triage FILE --index DIR`."""
+    from querywise.catalog import Catalog
     from querywise.cli._report import print_skipped
     from querywise.cli.render_eval import render_terminal
     from querywise.evaluation.acceptable import AcceptableRuleError, parse_rule
+    from querywise.evaluation.cases import read_case_source
     from querywise.evaluation.metrics import MetricError, parse_metrics
+    from querywise.evaluation.report import evaluate
     from querywise.evaluation.result import EvalResult
-    from querywise.evaluation.run import evaluate_run, read_eval_cases
     from querywise.failures import write_failures
     from querywise.service import QueryWise
 
@@ -212,7 +214,8 @@ def eval_cmd(
     except AcceptableRuleError as exc:
         raise fail(f"--acceptable-if: {exc}") from None
     try:
-        got = read_eval_cases(cases, settings, split=split, skip_invalid=skip_invalid)
+        catalog = Catalog.load(settings.deployment.catalog) if settings.deployment.catalog else None
+        got = read_case_source(cases, catalog=catalog, split=split, skip_invalid=skip_invalid, max_record_chars=settings.limits.max_record_chars)
     except InputError as exc:
         raise fail(str(exc)) from None
     if failures is not None and index is None and corpus is None:
@@ -222,17 +225,16 @@ def eval_cmd(
     try:
         with ix or contextlib.nullcontext(), QueryWise(settings, ix) as deployment, progress() as phase:
             passages = read_corpus(corpus, whole_records=True).chunks if corpus is not None and ix is None else None
-            run = evaluate_run(
+            report = evaluate(
                 got.cases, deployment, wanted, mode=search_mode, ablate=None if ablate is None else [a for a in ablate if a != "all"],
                 probe_access=not no_access_probe, source=str(cases), on_phase=phase, session=session_from(session), rule=rule,
                 passages=passages,
             )
     except (ValueError, RetrieverError, InputError) as exc:
         raise fail(str(exc)) from None
-    report = run.report
     print_warnings(report.warnings)  # the deployment's start-up warnings, judged ids the index lacks
-    if failures is not None and run.failures is not None:
-        write_failures(failures, run.failures.rows)
+    if failures is not None and report.failures is not None:
+        write_failures(failures, report.failures.rows)
     if html is not None:
         from querywise.evaluation.eval_html import eval_report_html
 
@@ -242,8 +244,8 @@ def eval_cmd(
         sys.stdout.write(EvalResult.from_report(report).model_dump_json() + "\n")
     else:
         render_terminal(report, out)
-    if failures is not None and run.failures is not None:  # last, so the next command is the last line
-        err.print(_failures_note(run.failures, failures, index, config, search_mode, retriever=retriever, corpus=corpus), highlight=False, soft_wrap=True)
+    if failures is not None and report.failures is not None:  # last, so the next command is the last line
+        err.print(_failures_note(report.failures, failures, index, config, search_mode, retriever=retriever, corpus=corpus), highlight=False, soft_wrap=True)
 
 
 def _failures_note(rows: FailureRows, path: Path, index: Path | None, config: Path | None, mode: str, *,

@@ -29,7 +29,6 @@ from querywise.cli._app import (
 )
 from querywise.files import InputError, write_atomic
 from querywise.triage import TriageReport
-from querywise.triage.probe_writer import probe_writer_from
 
 
 @app.command("triage")
@@ -58,12 +57,10 @@ def triage_cmd(
     from pydantic import ValidationError
 
     from querywise.corpus import read_corpus
-    from querywise.embed import embedder_for
     from querywise.index.store import Index, IndexStoreError
-    from querywise.retrieve import RetrieverError, open_retriever
+    from querywise.retrieve import RetrieverError
     from querywise.triage import TriageOptions, TriageTarget, load_failures, load_labels, load_sources, triage
     from querywise.triage.html import triage_html
-    from querywise.triage.locate import ChunkTable
     from querywise.triage.options import options_problem
 
     try:
@@ -86,16 +83,14 @@ def triage_cmd(
     if not data.failures:
         raise fail(f"{failures}: no failing rows (acceptable: false) to triage")
     try:
-        table = ChunkTable.of(read_corpus(corpus, whole_records=True, max_record_chars=settings.limits.max_record_chars).chunks) if corpus else None
+        passages = read_corpus(corpus, whole_records=True, max_record_chars=settings.limits.max_record_chars).chunks if corpus else None
         ix = Index.open(index, settings=settings) if index is not None else None
     except (IndexStoreError, InputError) as exc:
         raise fail(str(exc)) from None
-    embedder = None if ix is not None else embedder_for(settings)
     try:
-        probed = open_retriever(settings.retriever, ix, ix.embedder if ix is not None else embedder) if settings.retriever.kind != "index" else None
+        target = TriageTarget.of_settings(settings, ix, passages)
     except ValueError as exc:
         raise fail(f"--retriever: {exc}") from None
-    target = TriageTarget(index=ix, retriever=probed, embedder=embedder, table=table, write_probe=probe_writer_from(settings))
     run = functools.partial(triage, data, target, options, sources=docs, labels=human)
     try:
         with ix or contextlib.nullcontext():

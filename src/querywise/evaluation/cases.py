@@ -43,7 +43,7 @@ from querywise.corpus import MAX_RECORD_CHARS, SKIP_HINT, BadRow, Chunk, beir_co
 from querywise.files import InputError, parse_jsonl_line, read_jsonl, read_lines
 from querywise.understand.followup import check_follow_up
 
-__all__ = ["Case", "CaseError", "LoadedCases", "cases_from_rows", "derive_slices", "load_beir", "load_cases", "load_doc2dial", "read_beir", "read_cases"]
+__all__ = ["Case", "CaseError", "LoadedCases", "cases_from_rows", "derive_slices", "load_beir", "load_cases", "load_doc2dial", "read_beir", "read_case_source", "read_cases"]
 
 ActionType = Literal["answer", "assume", "ask", "cover"]
 
@@ -209,6 +209,15 @@ def _read_cases(numbered: Iterable[tuple[int, dict[str, Any]]], path: Path, rows
     if not cases:
         raise CaseError(path, None, "no cases" + (f" ({len(rows.skipped):,} bad lines skipped, the first {rows.skipped[0]})" if rows.skipped else ""))
     return LoadedCases(cases=cases, skipped=rows.skipped)
+
+
+def read_case_source(source: Path | str, *, catalog: Catalog | None = None, split: str = "test", skip_invalid: bool = False,
+                     max_record_chars: int = MAX_RECORD_CHARS) -> LoadedCases:
+    """What `querywise eval` reads: a JSONL case file (`read_cases`) or a BEIR folder (`read_beir`)."""
+    source = Path(source)
+    if source.is_dir():
+        return read_beir(source, split=split, skip_invalid=skip_invalid, max_record_chars=max_record_chars)
+    return read_cases(source, catalog=catalog, skip_invalid=skip_invalid)
 
 
 # --- BEIR ------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""The one failures row: what `eval --failures` writes is what triage reads, and files written
-before (or by hand) stay readable."""
+"""`querywise/failures.py`, the one failures row (named apart from `tests/triage/test_failures.py`, the
+triage readers' tests): what `eval --failures` writes is what triage reads, and files written before
+(or by hand) stay readable."""
 
 from __future__ import annotations
 
