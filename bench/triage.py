@@ -166,32 +166,23 @@ def doc2dial(embedder: Any) -> dict[str, Any]:
 
 def timing(ix: Any, failures: list[Any], n_eval: int, repeats: int = 3) -> dict[str, Any]:
     """Triage of 60 failures, index open and model loaded; the first run embeds new probe texts."""
-    from querywise.triage import (
-        ChunkTable,
-        Population,
-        TriageOptions,
-        TriageTarget,
-        build_report,
-        probe_cases,
-        sample_failures,
-    )
+    from querywise.triage import ChunkTable, EvalFile, TriageOptions, TriageTarget, triage
 
-    picked = sample_failures(failures, 60, 0)
+    rows = EvalFile(failures=failures, n_rows=n_eval, n_acceptable=n_eval - len(failures))
+    options = TriageOptions(k=50, mode="dense", sample=60, seed=0)
     ix.embedder.embed(["warm-up"])  # model load is not triage time
     runs = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         table = ChunkTable.of(ix.chunks())
         t1 = time.perf_counter()
-        options = TriageOptions(k=50, mode="dense", sample=60, seed=0)
-        cases = probe_cases(picked, TriageTarget(index=ix, table=table), options)
-        build_report(cases, Population(eval_total=n_eval, acceptable_rate=1 - len(failures) / n_eval, failures=len(failures)), options)
+        report = triage(rows, TriageTarget(index=ix, table=table), options)
         t2 = time.perf_counter()
         runs.append({"read_chunks_s": round(t1 - t0, 3), "triage_s": round(t2 - t1, 3), "total_s": round(t2 - t0, 3)})
     data = {
         "what": "triage of 60 SciFact failures (random sample, seed 0), dense, k = 50, no LLM; index open, model loaded. "
                 "Run 1 may embed probe texts not yet in the embedding cache; later runs hit it.",
-        "n_failures": len(picked), "n_chunks": len(ix), "runs": runs, "target_s": 2.0,
+        "n_failures": report.sample.n, "n_chunks": len(ix), "runs": runs, "target_s": 2.0,
         "best_total_s": min(r["total_s"] for r in runs), "first_total_s": runs[0]["total_s"],
     }
     write_json("triage_quick.json", data, command="python -m bench.triage --quick")
