@@ -42,17 +42,18 @@ class FailureRow(BaseModel):
     """One evaluated case: the question, whether it was acceptable, what was retrieved, where the gold is."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
+    # In the order `eval --failures` has always written them.
     id: str = Field(min_length=1)
     question: str
     history: Turns = ()
     acceptable: bool = False
-    retrieved: list[str] | None = None
     gold_chunk: str | None = None
-    gold_text: str | None = None
     gold_doc: str | None = None
+    gold_text: str | None = None
     gold_offset: int | None = Field(default=None, ge=0)
     gold_ids: list[str] = Field(default_factory=list)
     scores: dict[str, float | None] = Field(default_factory=dict)
+    retrieved: list[str] | None = None
 
     @model_validator(mode="before")
     @classmethod
