@@ -29,6 +29,7 @@ from querywise.cli._app import (
 )
 from querywise.files import InputError, write_atomic
 from querywise.triage import TriageReport
+from querywise.triage.options import DEFAULT_CONTEXT_K, DEFAULT_K
 
 
 @app.command("triage")
@@ -43,8 +44,8 @@ def triage_cmd(
     labels: Annotated[Path | None, typer.Option("--labels", help="JSONL {id, label}: human query-defect labels.", exists=True, dir_okay=False)] = None,
     sample: Annotated[int | None, typer.Option("--sample", help="Triage a random sample of N failures.", min=1)] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sample.")] = 0,
-    k: Annotated[int, typer.Option("--k", help="Depth of the probes and searches; ranking is the gold at ranks --context-k + 1 .. k.", min=2)] = 50,
-    context_k: Annotated[int, typer.Option("--context-k", help="How many results the generator (or UI) is shown: a gold within the top N of `retrieved` (else of the index for the question) is a generation failure. At least 1, below --k.", min=1)] = 10,
+    k: Annotated[int, typer.Option("--k", help="Depth of the probes and searches; ranking is the gold at ranks --context-k + 1 .. k.", min=2)] = DEFAULT_K,
+    context_k: Annotated[int, typer.Option("--context-k", help="How many results the generator (or UI) is shown: a gold within the top N of `retrieved` (else of the index for the question) is a generation failure. At least 1, below --k.", min=1)] = DEFAULT_CONTEXT_K,
     mode: Annotated[str, typer.Option("--mode", help="dense, bm25 or hybrid: how probes and the original question search.")] = "hybrid",
     fpc: Annotated[bool, typer.Option("--fpc", help="Apply the finite-population correction to the SEs.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
