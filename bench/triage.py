@@ -37,7 +37,7 @@ def _index(name: str, chunks: list[Any], embedder: Any) -> Any:
 
 def _failures(ix: Any, cases: list[Any], mode: str) -> tuple[list[Any], int]:
     """Failure rows (gold = first relevant chunk, retrieved = the top 10) and the eval size."""
-    from querywise.triage import Failure
+    from querywise.failures import FailureRow
 
     vecs = ix.embedder.embed([c.message for c in cases]) if mode != "bm25" else None
     rows = []
@@ -47,7 +47,7 @@ def _failures(ix: Any, cases: list[Any], mode: str) -> tuple[list[Any], int]:
         top = [h.id for h in hits]
         if not set(top) & set(c.relevant):
             gold = max(c.relevant, key=lambda cid: (c.relevant[cid], -list(c.relevant).index(cid)))
-            rows.append(Failure(id=c.id, question=c.message, history=c.history, retrieved=top, gold_chunk=gold))
+            rows.append(FailureRow(id=c.id, question=c.message, history=c.history, retrieved=top, gold_chunk=gold))
     return rows, len(cases)
 
 
@@ -92,9 +92,11 @@ def _run(name: str, ix: Any, failures: list[Any], n_eval: int, mode: str, *, sam
     from querywise.triage import (
         ChunkTable,
         Population,
+        TriageOptions,
+        TriageTarget,
         build_report,
+        probe_cases,
         sample_failures,
-        triage_cases,
     )
     from querywise.triage.html import triage_html
 
@@ -103,8 +105,9 @@ def _run(name: str, ix: Any, failures: list[Any], n_eval: int, mode: str, *, sam
                             failures=len(failures), source="bench: eval set run through the index")
     t0 = time.perf_counter()
     table = ChunkTable.of(ix.chunks())
-    cases = triage_cases(picked, ix, table=table, k=50, mode=mode)  # type: ignore[arg-type]
-    report = build_report(cases, population, k=50, mode=mode, seed=seed if sample else None, fpc=fpc)
+    options = TriageOptions(k=50, mode=mode, sample=sample, seed=seed, fpc=fpc)  # type: ignore[arg-type]
+    cases = probe_cases(picked, TriageTarget(index=ix, table=table), options)
+    report = build_report(cases, population, options)
     seconds = round(time.perf_counter() - t0, 3)
     report = _redact(report.model_copy(update={"seconds": seconds}))
     (RESULTS / f"triage_{name}.html").write_text(triage_html(report, title=f"Failure triage: {name} ({about})"), encoding="utf-8")
@@ -163,30 +166,23 @@ def doc2dial(embedder: Any) -> dict[str, Any]:
 
 def timing(ix: Any, failures: list[Any], n_eval: int, repeats: int = 3) -> dict[str, Any]:
     """Triage of 60 failures, index open and model loaded; the first run embeds new probe texts."""
-    from querywise.triage import (
-        ChunkTable,
-        Population,
-        build_report,
-        sample_failures,
-        triage_cases,
-    )
+    from querywise.triage import ChunkTable, EvalFile, TriageOptions, TriageTarget, triage
 
-    picked = sample_failures(failures, 60, 0)
+    rows = EvalFile(failures=failures, n_rows=n_eval, n_acceptable=n_eval - len(failures))
+    options = TriageOptions(k=50, mode="dense", sample=60, seed=0)
     ix.embedder.embed(["warm-up"])  # model load is not triage time
     runs = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         table = ChunkTable.of(ix.chunks())
         t1 = time.perf_counter()
-        cases = triage_cases(picked, ix, table=table, k=50, mode="dense")
-        build_report(cases, Population(eval_total=n_eval, acceptable_rate=1 - len(failures) / n_eval, failures=len(failures)),
-                     k=50, mode="dense", seed=0)
+        report = triage(rows, TriageTarget(index=ix, table=table), options)
         t2 = time.perf_counter()
         runs.append({"read_chunks_s": round(t1 - t0, 3), "triage_s": round(t2 - t1, 3), "total_s": round(t2 - t0, 3)})
     data = {
         "what": "triage of 60 SciFact failures (random sample, seed 0), dense, k = 50, no LLM; index open, model loaded. "
                 "Run 1 may embed probe texts not yet in the embedding cache; later runs hit it.",
-        "n_failures": len(picked), "n_chunks": len(ix), "runs": runs, "target_s": 2.0,
+        "n_failures": report.sample.n, "n_chunks": len(ix), "runs": runs, "target_s": 2.0,
         "best_total_s": min(r["total_s"] for r in runs), "first_total_s": runs[0]["total_s"],
     }
     write_json("triage_quick.json", data, command="python -m bench.triage --quick")

@@ -56,7 +56,7 @@ def main() -> None:
     from querywise.index import Index
     from querywise.retrieve import HTTPRetriever
     from querywise.service import QueryWise
-    from querywise.triage import Failure, triage_cases
+    from querywise.triage import TriageOptions, TriageTarget, probe_cases
     from querywise.triage.locate import ChunkTable
 
     settings = Settings()
@@ -73,15 +73,15 @@ def main() -> None:
                 for name, qw in (("index", local), ("http", served)):
                     run = run_arm(cases, qw, Arm(name=name, mode="dense"), metrics, keep_ids=None, judged=judged)
                     rows[name] = failure_rows(list(cases), run.cases, ix.chunks(), rule).rows
-            failing = {name: [Failure.model_validate(r.model_dump(exclude={"gold_ids", "scores"})) for r in rs if not r.acceptable]
-                       for name, rs in rows.items()}
+            failing = {name: [r for r in rs if not r.acceptable] for name, rs in rows.items()}
             failures, n = failing["index"], len(cases)
             table = ChunkTable.of(ix.chunks())
             log(f"{len(failures)} failing of {n}; triaging through the index, then through HTTP")
-            mine = triage_cases(failures, ix, table=table, k=50, mode="dense")
-            theirs = triage_cases(failures, ix, retriever=remote, table=table, k=50, mode="dense")
-            alone = triage_cases(failures, None, retriever=remote, embedder=ix.embedder, table=table, k=50, mode="dense")
-            trip_http = triage_cases(failing["http"], None, retriever=remote, embedder=ix.embedder, table=table, k=50, mode="dense")
+            dense = TriageOptions(k=50, mode="dense")
+            mine = probe_cases(failures, TriageTarget(index=ix, table=table), dense)
+            theirs = probe_cases(failures, TriageTarget(index=ix, retriever=remote, table=table), dense)
+            alone = probe_cases(failures, TriageTarget(retriever=remote, embedder=ix.embedder, table=table), dense)
+            trip_http = probe_cases(failing["http"], TriageTarget(retriever=remote, embedder=ix.embedder, table=table), dense)
         finally:
             server.shutdown()
             server.server_close()

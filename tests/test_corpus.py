@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from querywise.chunking import Chunker
-from querywise.corpus import CorpusError, load_corpus, read_corpus
+from querywise.corpus import Chunk, CorpusError, document_of, load_corpus, read_corpus
+from querywise.index import Hit
 
 
 def _jsonl(path: Path, rows: list[object]) -> Path:
@@ -201,3 +202,16 @@ def test_nothing_left_is_still_an_error_naming_the_first_bad_row(tmp_path: Path)
     p = _jsonl(tmp_path / "c.jsonl", [{"id": "a", "text": ""}])
     with pytest.raises(CorpusError, match=re.escape(f"no chunks (1 bad rows skipped, the first {p}:1: empty")):
         read_corpus(p, skip_invalid=True)
+
+
+def test_the_document_of_a_chunk_is_its_payload_doc_id_else_itself(tmp_path: Path) -> None:
+    """One rule (`Chunk.doc_id`, `Hit.doc_id`): what the loaders write on every piece they cut; an
+    id is never parsed, so a record whose own id ends in `#n` is its own document."""
+    assert Chunk(id="manual#1", text="t", payload={"doc_id": "manual"}).doc_id == "manual"
+    assert Chunk(id="faq#2", text="t").doc_id == "faq#2"
+    assert Chunk(id="x", text="t", payload={"doc_id": 7}).doc_id == "7"
+    assert Chunk(id="x", text="t", payload={"doc_id": True}).doc_id == "x"  # not an id
+    assert Hit(id="b#0", score=1.0, rank=1, payload={"doc_id": "b"}).doc_id == "b" == document_of("b#0", {"doc_id": "b"})
+    p = _jsonl(tmp_path / "c.jsonl", [{"id": "short#1", "text": "Fits in one chunk."}, {"id": 7, "title": "Big", "text": LONG}])
+    short, *pieces = read_corpus(p, chunker=Chunker(max_chars=200)).chunks
+    assert short.doc_id == "short#1" and {c.doc_id for c in pieces} == {"7"} and len(pieces) == 3

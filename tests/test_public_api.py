@@ -20,13 +20,13 @@ def test_exported_members() -> None:
     assert querywise.__all__ == bound
     assert set(querywise.__all__) == {
         "Answer", "AnyOf", "Ask", "Assume", "Case", "Chunk", "Chunker", "ChunkingSettings", "Client", "ConfigError", "CorpusError",
-        "Cover", "EmbeddingSettings", "EvalReport", "EvalResult", "FunctionRetriever", "HTTPRetriever", "Hit", "Index",
+        "Cover", "EmbeddingSettings", "EvalReport", "EvalResult", "FailureRow", "FunctionRetriever", "HTTPRetriever", "Hit", "Index",
         "IndexRetriever", "IndexSettings", "IndexStoreError", "Reordering", "Reranker", "Retriever", "RetrieverError",
         "InputError", "LLMError", "LeftAsk", "Manifest", "Match", "PlanQuery", "PlanResult", "Provider", "QueryPlan", "QueryWise",
-        "Range", "ScriptedProvider", "ServiceError", "Settings", "TraceStep", "TriageReport", "Turn", "Understander", "Where", "WhereSyntaxError",
+        "Range", "ScriptedProvider", "ServiceError", "Settings", "TraceStep", "TriageOptions", "TriageReport", "TriageTarget", "Turn", "Understander", "Where", "WhereSyntaxError",
         "build_index", "build_report", "compare_runs", "evaluate", "execute", "load_beir", "load_cases", "load_corpus",
         "load_failures", "load_labels", "load_run", "load_settings", "load_sources", "parse_metrics", "parse_where",
-        "plan_json_schema", "population_of", "rrf", "sample_failures", "triage_cases",
+        "plan_json_schema", "population_of", "rrf", "sample_failures", "triage",
     }
 
 

@@ -7,7 +7,7 @@ diagnoses its retrieval failures.
     ...     result = deployment.ask("does it fold?", history=["Aero X2 specs"], session={"market": "eu"})
 
 `QueryWise` is the front door of a deployment (plan, ask, search); `evaluate` and
-`triage_cases` are the offline verbs. Importing this package is cheap: torch, ONNX Runtime and
+`triage` are the offline verbs. Importing this package is cheap: torch, ONNX Runtime and
 the vector engine load on first use.
 """
 
@@ -23,6 +23,7 @@ from querywise.evaluation.metrics import parse_metrics
 from querywise.evaluation.report import EvalReport, evaluate
 from querywise.evaluation.result import EvalResult
 from querywise.execute import PlanResult, execute
+from querywise.failures import FailureRow
 from querywise.files import InputError
 from querywise.index import Hit, Index, IndexStoreError, Manifest, build_index, rrf
 from querywise.llm import LLMError, Provider, ScriptedProvider
@@ -30,14 +31,16 @@ from querywise.plan import Answer, Ask, Assume, Cover, LeftAsk, PlanQuery, Query
 from querywise.retrieve import FunctionRetriever, HTTPRetriever, IndexRetriever, Reordering, Reranker, Retriever, RetrieverError
 from querywise.service import QueryWise
 from querywise.triage import (
+    TriageOptions,
     TriageReport,
+    TriageTarget,
     build_report,
     load_failures,
     load_labels,
     load_sources,
     population_of,
     sample_failures,
-    triage_cases,
+    triage,
 )
 from querywise.understand.pipeline import Understander
 
@@ -59,6 +62,7 @@ __all__ = [
     "EmbeddingSettings",
     "EvalReport",
     "EvalResult",
+    "FailureRow",
     "FunctionRetriever",
     "HTTPRetriever",
     "Hit",
@@ -85,7 +89,9 @@ __all__ = [
     "ServiceError",
     "Settings",
     "TraceStep",
+    "TriageOptions",
     "TriageReport",
+    "TriageTarget",
     "Turn",
     "Understander",
     "Where",
@@ -109,5 +115,5 @@ __all__ = [
     "population_of",
     "rrf",
     "sample_failures",
-    "triage_cases",
+    "triage",
 ]

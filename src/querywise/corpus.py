@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from querywise.chunking import Chunker
 from querywise.files import InputError, parse_jsonl_line, read_lines
 
-__all__ = ["BadRow", "Chunk", "CorpusError", "LoadReport", "beir_corpus_file", "load_corpus", "read_corpus"]
+__all__ = ["BadRow", "Chunk", "CorpusError", "LoadReport", "beir_corpus_file", "document_of", "load_corpus", "read_corpus"]
+
+
+def document_of(chunk_id: str, payload: Mapping[str, Any]) -> str:
+    """The document a chunk (or a hit) is from: its payload `doc_id`, which the loaders write on
+    every piece they cut from a record or a file, else its own id (a record that fit stays one
+    chunk: it is its own document). The id is never parsed: a `#` is as good a character in a
+    record's id as any other."""
+    doc = payload.get("doc_id")
+    return str(doc) if isinstance(doc, str | int) and not isinstance(doc, bool) else chunk_id
 
 
 class Chunk(BaseModel):
@@ -35,6 +44,11 @@ class Chunk(BaseModel):
     text: str
     title: str = ""
     payload: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def doc_id(self) -> str:
+        """The document this chunk is from (`document_of`)."""
+        return document_of(self.id, self.payload)
 
     @property
     def search_text(self) -> str:

@@ -6,21 +6,29 @@ where a file belongs, bytes that are not UTF-8 (with the line), a `.gz` that is 
 cut short, JSON that is invalid, nested deeper than `MAX_DEPTH` or holds a number longer than
 Python converts. Lone surrogates (`"\\ud800"` in JSON) become U+FFFD, so no text read here can
 fail to encode later.
+
+Writing has one rule, `write_atomic`: a file is replaced whole or not at all.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import json
+import os
 import re
 import sys
+import uuid
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "InputError", "open_text", "parse_jsonl_line", "read_jsonl", "read_lines", "replace_surrogates"]
+__all__ = [
+    "MAX_DEPTH", "InputError", "fsync_dir", "is_partial_write", "open_text", "parse_jsonl_line", "read_jsonl", "read_lines",
+    "replace_surrogates", "write_atomic",
+]
 
 #: How deeply a JSON record may nest (objects and arrays). Real records nest a few levels; a
 #: deeper one is an attack or an accident, and would reach Python's recursion limit later on.
@@ -154,3 +162,50 @@ def parse_jsonl_line(path: Path, n: int, line: str, *, error: type[InputError] =
     if _SURROGATE_ESCAPE.search(line):
         rec = _scrubbed(rec)
     return rec
+
+
+def fsync_dir(path: Path) -> None:
+    """Flush a folder's entries to disk (a rename inside it survives a power cut)."""
+    with contextlib.suppress(OSError):  # some file systems cannot sync a directory
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _partial_name(name: str) -> str:
+    return f".{name}.{uuid.uuid4().hex[:12]}.tmp"
+
+
+def is_partial_write(entry: str, name: str) -> bool:
+    """Whether `entry` is what a killed `write_atomic` of file `name` can leave beside it."""
+    return entry.startswith(f".{name}.") and entry.endswith(".tmp")
+
+
+def write_atomic(path: Path | str, content: str | bytes | Iterable[str]) -> None:
+    """Replace the file at `path` with `content` (text as UTF-8, bytes as they are, or the lines of
+    an iterable) whole or not at all: it is written to a file beside it, flushed to disk, then
+    renamed over it. A failure at any point leaves the old file (or none) and no partial one; a
+    process killed half-way leaves only the temporary file (`is_partial_write` names it).
+    """
+    path = Path(path)
+    tmp = path.with_name(_partial_name(path.name))  # the same folder: the rename is atomic
+    try:
+        # "x": created with the umask's permissions, never through another's file or link.
+        with open(tmp, "xb") as fh:
+            if isinstance(content, bytes):
+                fh.write(content)
+            elif isinstance(content, str):
+                fh.write(content.encode("utf-8"))
+            else:
+                for part in content:
+                    fh.write(part.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)

@@ -99,6 +99,9 @@ class QueryWise:
             self.reranker = reranker if reranker is not None else self._reranker(settings)
             # What plans run against: given, else `[retriever]` (the querywise index by default).
             self.retriever = retriever if retriever is not None else open_retriever(settings.retriever, index, self.understander.embedder)
+            # Plans run against the deployment's own index (not a retriever of the user's): what
+            # triage probes directly.
+            self.searches_own_index = retriever is None and settings.retriever.kind == "index" and index is not None
             if retriever is None and settings.retriever.kind != "index" and (close := getattr(self.retriever, "close", None)) is not None:
                 self._owned.callback(close)
             self.check = self._check(index)
@@ -148,8 +151,10 @@ class QueryWise:
         )
         tier = self.understander.tier
         provider = tier.provider if tier is not None else self._provider
-        return QueryWise(settings, self.index, provider=provider, embedder=self.understander.embedder, retriever=self.retriever,
-                         reranker=self.reranker)
+        arm = QueryWise(settings, self.index, provider=provider, embedder=self.understander.embedder, retriever=self.retriever,
+                        reranker=self.reranker)
+        arm.searches_own_index = self.searches_own_index
+        return arm
 
     # --- the online verbs ------------------------------------------------------------------
 

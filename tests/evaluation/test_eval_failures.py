@@ -18,10 +18,11 @@ from querywise.conversation import Turn
 from querywise.corpus import Chunk
 from querywise.evaluation.acceptable import parse_rule
 from querywise.evaluation.cases import Case
-from querywise.evaluation.failures import FailureRow, failure_rows, write_failures
+from querywise.evaluation.failures import failure_rows
 from querywise.evaluation.harness import CaseRun
 from querywise.evaluation.metrics import parse_metrics
 from querywise.evaluation.report import evaluate
+from querywise.failures import FailureRow, write_failures
 from querywise.index import Index, build_index
 from querywise.service import QueryWise
 from querywise.triage import load_failures
@@ -149,6 +150,21 @@ def test_the_written_file_is_what_triage_reads(run: tuple[QueryWise, list[CaseRu
     assert [f.id for f in data.failures] == ["pro", "deep", "nothing"]
     pro = data.failures[0]
     assert (pro.gold_chunk, pro.question, pro.retrieved) == ("x3pro-warranty", "Vela X3 Pro warranty", _by_id(got.rows)["pro"].retrieved)
+
+
+def test_evaluate_with_a_rule_gives_the_rows_triage_reads(run: tuple[QueryWise, list[CaseRun]], index: Index, tmp_path: Path) -> None:
+    """`evaluate(..., rule=)` is `eval --failures` as a library call: the rule's metric is scored though
+    `metrics` leaves it out, rankings are whole, and the rows round-trip through the file into triage."""
+    qw, runs = run
+    rule = parse_rule(["hit@1"])
+    report = evaluate(CASES, qw, parse_metrics(["recall@30"]), mode="bm25", probe_access=False, rule=rule)
+    expected = failure_rows(CASES, runs, index.chunks(), rule)  # the fixture's run scored hit@1 among others
+    assert report.failures is not None and "hit_rate@1" in report.run.overall
+    assert [r.model_dump(exclude={"scores"}) for r in report.failures.rows] == [r.model_dump(exclude={"scores"}) for r in expected.rows]
+    write_failures(tmp_path / "f.jsonl", report.failures.rows)
+    read = load_failures(tmp_path / "f.jsonl")
+    assert read.failures == [r for r in report.failures.rows if not r.acceptable]
+    assert (read.n_rows, read.n_acceptable) == (len(report.failures.rows), report.failures.n_acceptable)
 
 
 def test_a_failing_document_gold_reaches_triage(index: Index, settings: Settings, tmp_path: Path) -> None:

@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from querywise import cli
-from querywise.evaluation.html import router_report_html
 from querywise.evaluation.router import RouterReport, evaluate_router, score_decisions
+from querywise.evaluation.router_html import router_report_html
 from querywise.understand.routing.calibration import OperatingPoint
 from querywise.understand.routing.decision import Decision
 

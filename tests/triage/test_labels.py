@@ -35,6 +35,21 @@ def test_a_label_names_the_kind_and_an_override_moves_any_bucket() -> None:
     assert (agree.agreed, agree.rate) == (1, 1.0) and same.cases[0].evidence.label_source == "human"
 
 
+def test_relabelling_keeps_the_reports_options_and_its_standard_errors() -> None:
+    """The report is rebuilt with the options it was made with (`SampleInfo.options`): a report made
+    without the finite-population correction is not given one (its SE method says "no
+    finite-population correction", which a substring test once read as asking for it)."""
+    from querywise.triage import Population, TriageCase, TriageOptions, build_report
+
+    cases = [TriageCase.model_validate(c) for c in small_report()["cases"]]  # type: ignore[attr-defined]
+    for fpc in (False, True):
+        original = build_report(cases, Population(failures=3), TriageOptions(k=10, context_k=5, mode="hybrid", fpc=fpc))
+        report, _ = relabel(original.to_json(), {})
+        assert report.se == original.se and report.sample.options == original.sample.options
+    assert any(report.se.values()) is False  # the whole population sampled: with the correction, no sampling error
+    assert any(relabel(small_report(), {})[0].se.values())  # without it (the sample report), the binomial SEs
+
+
 def test_a_query_defect_label_does_not_move_a_case_the_index_side_explains() -> None:
     report, _ = relabel(small_report(), {"q2": Label(id="q2", label="filler")})
     assert report.cases[1].bucket == "ranking" and report.cases[1].evidence.label == "filler"  # kept in the evidence

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from querywise.chunking import Chunker
 from querywise.corpus import Chunk
-from querywise.triage import ChunkTable, Failure, locate
+from querywise.failures import FailureRow
+from querywise.triage import ChunkTable, locate
 from querywise.triage.locate import prefer_ranked
 
 DOC = ("Stylo scale calibration. Place the scale on a hard floor and wait for zero. "
@@ -18,13 +19,13 @@ def _table() -> ChunkTable:
     chunks = [Chunk(id=p.chunk_id, text=p.text, payload={"doc_id": "scale", "start": p.start, "end": p.end}) for p in pieces]
     chunks += [
         Chunk(id="noisy", text="The speciﬁ c conﬁ guration   of the ﬁ rmware."),
-        Chunk(id="plain#0", text="Refunds are issued within five working days."),
+        Chunk(id="plain#0", text="Refunds are issued within five working days.", payload={"doc_id": "plain"}),
     ]
     return ChunkTable.of(chunks)
 
 
-def _f(**gold: object) -> Failure:
-    return Failure.model_validate({"id": "x", "question": "q", **gold})
+def _f(**gold: object) -> FailureRow:
+    return FailureRow.model_validate({"id": "x", "question": "q", **gold})
 
 
 def test_by_chunk_id_and_unknown_chunk_id() -> None:
@@ -69,7 +70,8 @@ def test_by_document_and_offset() -> None:
 
 
 def test_offset_without_chunk_offsets_uses_the_source_text() -> None:
-    t = ChunkTable.of([Chunk(id="d#0", text="Intro words here."), Chunk(id="d#1", text="The warranty lasts two years from delivery.")])
+    t = ChunkTable.of([Chunk(id="d#0", text="Intro words here.", payload={"doc_id": "d"}),
+                       Chunk(id="d#1", text="The warranty lasts two years from delivery.", payload={"doc_id": "d"})])
     src = {"d": "Intro words here.\n\nThe warranty lasts two years from delivery."}
     loc = locate(_f(gold_doc="d", gold_offset=src["d"].index("The warranty")), t, sources=src)
     assert (loc.method, loc.chunk_id) == ("offset", "d#1")

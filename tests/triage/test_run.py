@@ -16,8 +16,9 @@ from querywise import cli
 from querywise.chunking import Chunker
 from querywise.config import Settings
 from querywise.corpus import Chunk
+from querywise.failures import FailureRow
 from querywise.index import Index, build_index
-from querywise.triage import Failure, Population, build_report, triage_cases
+from querywise.triage import Population, TriageOptions, TriageTarget, build_report, probe_cases
 from querywise.triage.buckets import Evidence, classify
 from querywise.triage.detectors import NoiseCheck
 from querywise.triage.locate import Location
@@ -85,8 +86,8 @@ FAILURES = [
 
 def test_each_bucket_from_real_probes(index_dir: Path, settings: Settings, broken: BrokenEmbedder) -> None:
     with Index.open(index_dir, settings=settings, embedder=broken) as ix:
-        cases = triage_cases([Failure.model_validate(f) for f in FAILURES], ix, sources={"recall": "Recall notice."},
-                             k=20, mode="hybrid")
+        cases = probe_cases([FailureRow.model_validate(f) for f in FAILURES], TriageTarget(index=ix), TriageOptions(k=20, mode="hybrid"),
+                             sources={"recall": "Recall notice."})
     got = {c.id: c.bucket for c in cases}
     assert got == {"missing-doc": "absent", "noise": "extraction_noise", "degenerate": "degenerate_embedding",
                    "split": "chunk_boundary", "neighbour": "chunk_boundary", "generation": "generation",
@@ -96,13 +97,13 @@ def test_each_bucket_from_real_probes(index_dir: Path, settings: Settings, broke
     assert by_id["neighbour"].boundary is not None and by_id["neighbour"].boundary.carried_by == "manual#0"
     assert by_id["generation"].retrieved_rank == 1 and by_id["filler"].label_source == "suggested"
     assert by_id["noise"].literal_rank == 1 and by_id["noise"].generated_by == "deterministic"
-    report = build_report(cases, Population(), k=20, mode="hybrid")
+    report = build_report(cases, Population(), TriageOptions(k=20, mode="hybrid"))
     assert sum(report.buckets.values()) == len(FAILURES)
 
 
 def test_human_label_wins_over_the_suggestion(index_dir: Path, settings: Settings, broken: BrokenEmbedder) -> None:
     with Index.open(index_dir, settings=settings, embedder=broken) as ix:
-        [case] = triage_cases([Failure.model_validate(FAILURES[-1])], ix, labels={"filler": "vocabulary"}, k=20)
+        [case] = probe_cases([FailureRow.model_validate(FAILURES[-1])], TriageTarget(index=ix), TriageOptions(k=20), labels={"filler": "vocabulary"})
     assert case.bucket == "vocabulary" and case.evidence.label_source == "human"
 
 
@@ -169,7 +170,8 @@ def test_cli_lets_a_configured_llm_write_the_generated_probe(
 
 def _triage(index_dir: Path, settings: Settings, embedder: Any, rows: list[dict[str, Any]], **kw: Any) -> dict[str, Any]:
     with Index.open(index_dir, settings=settings, embedder=embedder) as ix:
-        return {c.id: c for c in triage_cases([Failure.model_validate(r) for r in rows], ix, **kw)}
+        labels = kw.pop("labels", None)
+        return {c.id: c for c in probe_cases([FailureRow.model_validate(r) for r in rows], TriageTarget(index=ix), TriageOptions(**kw), labels=labels)}
 
 
 def test_context_k_decides_generation_and_ranking(index_dir: Path, settings: Settings, broken: BrokenEmbedder) -> None:
@@ -218,7 +220,7 @@ def test_gold_sharing_nothing_with_the_question_is_a_suspect_label(index_dir: Pa
     # the filler case shares "sorry" with its gold: a query defect, not a label problem
     assert cases["filler"].bucket == "filler" and cases["filler"].evidence.label_check.shared_terms == ["sorri"]  # type: ignore[union-attr]
     # not reachable: out of the reachable share and the ceiling, reported apart
-    report = build_report(list(cases.values()), Population(eval_total=10, acceptable_rate=0.8, failures=2), k=20, mode="hybrid")
+    report = build_report(list(cases.values()), Population(eval_total=10, acceptable_rate=0.8, failures=2), TriageOptions(k=20, mode="hybrid"))
     assert report.reachable_share == 0.5 and report.part_points == {"reachable": 10, "suspect_label": 10, "rest": 0}
     assert (report.reachable_points, report.unreachable_points, report.ceiling_points) == (10, 10, 10)
     # a human query-defect label does not overrule the evidence; it is kept beside it
@@ -325,15 +327,16 @@ def test_the_same_index_behind_a_retriever_gives_the_same_triage(index_dir: Path
     from querywise.retrieve import HTTPRetriever
     from querywise.triage.locate import ChunkTable
 
-    failures = [Failure.model_validate(f) for f in FAILURES]
+    failures = [FailureRow.model_validate(f) for f in FAILURES]
+    options, sources = TriageOptions(k=20, mode="hybrid"), {"recall": "Recall notice."}
     with Index.open(index_dir, settings=settings, embedder=broken) as ix:
-        mine = triage_cases(failures, ix, sources={"recall": "Recall notice."}, k=20, mode="hybrid")
+        mine = probe_cases(failures, TriageTarget(index=ix), options, sources=sources)
         endpoint = Endpoint(ix)
         try:
             remote = HTTPRetriever(RetrieverSettings(kind="http", url=endpoint.url))
-            theirs = triage_cases(failures, ix, retriever=remote, sources={"recall": "Recall notice."}, k=20, mode="hybrid")
+            theirs = probe_cases(failures, TriageTarget(index=ix, retriever=remote), options, sources=sources)
             passages = ChunkTable.of(ix.chunks())  # what --corpus gives: the passages, no index
-            alone = triage_cases(failures, None, retriever=remote, embedder=broken, table=passages, sources={"recall": "Recall notice."}, k=20, mode="hybrid")
+            alone = probe_cases(failures, TriageTarget(retriever=remote, embedder=broken, table=passages), options, sources=sources)
         finally:
             endpoint.server.shutdown()
             endpoint.server.server_close()
@@ -347,4 +350,5 @@ def test_a_retriever_without_its_passages_is_a_clear_error(broken: BrokenEmbedde
     from querywise.retrieve import FunctionRetriever
 
     with pytest.raises(ValueError, match="--corpus"):
-        triage_cases([Failure.model_validate(FAILURES[0])], None, retriever=FunctionRetriever(lambda q, k, f: []), embedder=broken)
+        probe_cases([FailureRow.model_validate(FAILURES[0])], TriageTarget(retriever=FunctionRetriever(lambda q, k, f: []), embedder=broken),
+                     TriageOptions())

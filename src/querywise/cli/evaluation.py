@@ -35,9 +35,10 @@ from querywise.cli._app import (
 from querywise.conversation import Turn
 from querywise.corpus import read_corpus
 from querywise.evaluation.metrics import DEFAULT_METRICS
-from querywise.files import InputError
+from querywise.files import InputError, write_atomic
 from querywise.llm.provider import LLMError
 from querywise.retrieve import RetrieverError
+from querywise.triage.options import DEFAULT_K
 from querywise.understand.access import AccessError
 
 if TYPE_CHECKING:
@@ -94,9 +95,9 @@ def router_eval_cmd(
             classifier=kind, point=point, min_margin=min_margin, oos_label=oos_label, progress=phase,
         )
     if html is not None:
-        from querywise.evaluation.html import router_report_html
+        from querywise.evaluation.router_html import router_report_html
 
-        html.write_text(router_report_html(report), encoding="utf-8")
+        write_atomic(html, router_report_html(report))
     if as_json:
         data = report.model_dump(exclude={"labels", "matrix"})
         sys.stdout.write(json.dumps(data) + "\n")
@@ -189,12 +190,11 @@ def eval_cmd(
     from querywise.cli._report import print_skipped
     from querywise.cli.render_eval import render_terminal
     from querywise.evaluation.acceptable import AcceptableRuleError, parse_rule
-    from querywise.evaluation.cases import read_beir, read_cases
-    from querywise.evaluation.failures import failure_rows, write_failures
-    from querywise.evaluation.harness import KEEP_IDS, JudgedIds
+    from querywise.evaluation.cases import read_case_source
     from querywise.evaluation.metrics import MetricError, parse_metrics
     from querywise.evaluation.report import evaluate
     from querywise.evaluation.result import EvalResult
+    from querywise.failures import write_failures
     from querywise.service import QueryWise
 
     settings = with_retriever(settings_from(config), retriever)
@@ -210,63 +210,42 @@ def eval_cmd(
     if acceptable_if and failures is None:
         raise fail("--acceptable-if decides which cases --failures marks acceptable; give --failures FILE too")
     try:
-        rule = parse_rule(acceptable_if or [])
+        rule = parse_rule(acceptable_if or []) if failures is not None else None
     except AcceptableRuleError as exc:
         raise fail(f"--acceptable-if: {exc}") from None
-    # The rule's metrics are scored even when --metrics leaves them out (they join the report).
-    scored = wanted + [m for m in rule.metrics if m not in wanted] if failures else wanted
     try:
-        if cases.is_dir():
-            got = read_beir(cases, split=split, skip_invalid=skip_invalid, max_record_chars=settings.limits.max_record_chars)
-        else:
-            catalog = Catalog.load(settings.deployment.catalog) if settings.deployment.catalog else None
-            got = read_cases(cases, catalog=catalog, skip_invalid=skip_invalid)
-        loaded = got.cases
+        catalog = Catalog.load(settings.deployment.catalog) if settings.deployment.catalog else None
+        got = read_case_source(cases, catalog=catalog, split=split, skip_invalid=skip_invalid, max_record_chars=settings.limits.max_record_chars)
     except InputError as exc:
         raise fail(str(exc)) from None
     if failures is not None and index is None and corpus is None:
         raise fail("--failures writes the gold passages' text: give --index DIR, or --corpus FILE with your passages")
     ix = open_index(index, settings)
     print_skipped(got.skipped, err)
-    default_session = session_from(session)
-    if default_session:
-        loaded = [c if c.session else c.model_copy(update={"session": default_session}) for c in loaded]
-    requested = None if ablate is None else [a for a in ablate if a != "all"]
     try:
-        from querywise.evaluation.ablation import plan_ablation
-
-        if requested is not None:
-            plan_ablation(settings, requested or ["all"])  # unknown names fail before anything runs
         with ix or contextlib.nullcontext(), QueryWise(settings, ix) as deployment, progress() as phase:
             passages = read_corpus(corpus, whole_records=True).chunks if corpus is not None and ix is None else None
             report = evaluate(
-                loaded, deployment, scored, mode=search_mode, ablate=requested,
-                probe_access=not no_access_probe, source=str(cases), on_phase=phase,
-                keep_ids=None if failures else KEEP_IDS,
-                judged=JudgedIds.of_chunks(passages) if passages is not None else None,
+                got.cases, deployment, wanted, mode=search_mode, ablate=None if ablate is None else [a for a in ablate if a != "all"],
+                probe_access=not no_access_probe, source=str(cases), on_phase=phase, session=session_from(session), rule=rule,
+                passages=passages,
             )
-            rows = None
-            if failures:
-                rows = failure_rows(loaded, report.run.cases, ix.chunks() if ix is not None else passages or [], rule)
     except (ValueError, RetrieverError, InputError) as exc:
         raise fail(str(exc)) from None
     print_warnings(report.warnings)  # the deployment's start-up warnings, judged ids the index lacks
-    if failures is not None and rows is not None:
-        write_failures(failures, rows.rows)
+    if failures is not None and report.failures is not None:
+        write_failures(failures, report.failures.rows)
     if html is not None:
         from querywise.evaluation.eval_html import eval_report_html
 
-        html.write_text(eval_report_html(report), encoding="utf-8")
+        write_atomic(html, eval_report_html(report))
         err.print(f"wrote {esc(html)}", highlight=False)
     if as_json:
         sys.stdout.write(EvalResult.from_report(report).model_dump_json() + "\n")
     else:
         render_terminal(report, out)
-    if failures is not None and rows is not None:  # last, so the next command is the last line
-        err.print(_failures_note(rows, failures, index, config, search_mode, retriever=retriever, corpus=corpus), highlight=False, soft_wrap=True)
-
-
-TRIAGE_K = 50  # triage's default probe depth (--k); --context-k must stay below it
+    if failures is not None and report.failures is not None:  # last, so the next command is the last line
+        err.print(_failures_note(report.failures, failures, index, config, search_mode, retriever=retriever, corpus=corpus), highlight=False, soft_wrap=True)
 
 
 def _failures_note(rows: FailureRows, path: Path, index: Path | None, config: Path | None, mode: str, *,
@@ -283,7 +262,7 @@ def _failures_note(rows: FailureRows, path: Path, index: Path | None, config: Pa
     command += ["--config", str(config)] if config is not None else []
     command += ["--mode", mode] if mode != "hybrid" else []  # probe the index the way the system searched it
     shown = rows.rule.shown
-    if shown is not None and shown < TRIAGE_K:  # failing = gold not in the top K, so triage's generation cut-off is K
+    if shown is not None and shown < DEFAULT_K:  # failing = gold not in triage's top K, so its generation cut-off is K
         command += ["--context-k", str(shown)]
     return esc(f"{head}; next: {shlex.join(command)}")
 

@@ -6,7 +6,6 @@ import contextlib
 import functools
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -28,9 +27,9 @@ from querywise.cli._app import (
     settings_from,
     with_retriever,
 )
-from querywise.files import InputError
+from querywise.files import InputError, write_atomic
 from querywise.triage import TriageReport
-from querywise.triage.probe_writer import probe_writer_from
+from querywise.triage.options import DEFAULT_CONTEXT_K, DEFAULT_K
 
 
 @app.command("triage")
@@ -45,8 +44,8 @@ def triage_cmd(
     labels: Annotated[Path | None, typer.Option("--labels", help="JSONL {id, label}: human query-defect labels.", exists=True, dir_okay=False)] = None,
     sample: Annotated[int | None, typer.Option("--sample", help="Triage a random sample of N failures.", min=1)] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sample.")] = 0,
-    k: Annotated[int, typer.Option("--k", help="Depth of the probes and searches; ranking is the gold at ranks --context-k + 1 .. k.", min=2)] = 50,
-    context_k: Annotated[int, typer.Option("--context-k", help="How many results the generator (or UI) is shown: a gold within the top N of `retrieved` (else of the index for the question) is a generation failure. At least 1, below --k.", min=1)] = 10,
+    k: Annotated[int, typer.Option("--k", help="Depth of the probes and searches; ranking is the gold at ranks --context-k + 1 .. k.", min=2)] = DEFAULT_K,
+    context_k: Annotated[int, typer.Option("--context-k", help="How many results the generator (or UI) is shown: a gold within the top N of `retrieved` (else of the index for the question) is a generation failure. At least 1, below --k.", min=1)] = DEFAULT_CONTEXT_K,
     mode: Annotated[str, typer.Option("--mode", help="dense, bm25 or hybrid: how probes and the original question search.")] = "hybrid",
     fpc: Annotated[bool, typer.Option("--fpc", help="Apply the finite-population correction to the SEs.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
@@ -56,68 +55,55 @@ def triage_cmd(
 ) -> None:
     """For each failure, find the gold passage, ask the index (or --retriever: the system that
     failed) whether it can retrieve itself, and sort the failure into the place where it is repaired."""
-    from querywise.corpus import read_corpus
-    from querywise.embed import embedder_for
-    from querywise.index.store import Index, IndexStoreError
-    from querywise.retrieve import RetrieverError, open_retriever
-    from querywise.triage import (
-        build_report,
-        load_failures,
-        load_labels,
-        load_sources,
-        population_of,
-        sample_failures,
-        triage_cases,
-    )
-    from querywise.triage.html import triage_html
-    from querywise.triage.locate import ChunkTable
+    from pydantic import ValidationError
 
-    search_mode = mode_from(mode)
+    from querywise.corpus import read_corpus
+    from querywise.index.store import Index, IndexStoreError
+    from querywise.retrieve import RetrieverError
+    from querywise.triage import TriageOptions, TriageTarget, load_failures, load_labels, load_sources, triage
+    from querywise.triage.html import triage_html
+    from querywise.triage.options import options_problem
+
+    try:
+        options = TriageOptions(k=k, context_k=context_k, mode=mode_from(mode), sample=sample, seed=seed, fpc=fpc,
+                                eval_total=eval_total, acceptable=acceptable)
+    except ValidationError as exc:
+        raise fail(options_problem(exc)) from None
     settings = with_retriever(settings_from(config), retriever)
     output_path(html, "--html")
     if index is None and settings.retriever.kind == "index":
         raise fail("give --index DIR, or the retriever that failed (--retriever SPEC, or [retriever] in the config) and --corpus FILE")
     if index is None and corpus is None:
         raise fail("triage through a retriever reads your passages from --corpus FILE (the records, with the ids your retriever returns)")
-    if context_k >= k:
-        raise fail(f"--context-k ({context_k}) must be below --k ({k}): ranking is the gold at ranks {context_k + 1}..k")
     try:
         data = load_failures(failures)
         docs = load_sources(sources) if sources else None
         human = load_labels(labels) if labels else None
-        population = population_of(data.n_rows, data.n_acceptable, len(data.failures), eval_total=eval_total, acceptable=acceptable)
-    except (InputError, ValueError) as exc:
+    except InputError as exc:
         raise fail(str(exc)) from None
     if not data.failures:
         raise fail(f"{failures}: no failing rows (acceptable: false) to triage")
-    picked = sample_failures(data.failures, sample, seed)
     try:
-        table = ChunkTable.of(read_corpus(corpus, whole_records=True, max_record_chars=settings.limits.max_record_chars).chunks) if corpus else None
+        passages = read_corpus(corpus, whole_records=True, max_record_chars=settings.limits.max_record_chars).chunks if corpus else None
         ix = Index.open(index, settings=settings) if index is not None else None
     except (IndexStoreError, InputError) as exc:
         raise fail(str(exc)) from None
-    write_probe = probe_writer_from(settings)
-    started = time.perf_counter()
-    embedder = None if ix is not None else embedder_for(settings)
     try:
-        probed = open_retriever(settings.retriever, ix, ix.embedder if ix is not None else embedder) if settings.retriever.kind != "index" else None
+        target = TriageTarget.of_settings(settings, ix, passages)
     except ValueError as exc:
         raise fail(f"--retriever: {exc}") from None
-    run = functools.partial(triage_cases, picked, ix, retriever=probed, embedder=embedder, table=table, sources=docs, labels=human,
-                            k=k, context_k=context_k, mode=search_mode, write_probe=write_probe)
+    run = functools.partial(triage, data, target, options, sources=docs, labels=human)
     try:
         with ix or contextlib.nullcontext():
             if as_json:
-                cases = run()
+                report = run()
             else:
                 with progress() as phase:
-                    cases = run(progress=phase)
+                    report = run(progress=phase)
     except (RetrieverError, ValueError) as exc:
         raise fail(str(exc)) from None
-    report = build_report(cases, population, k=k, context_k=context_k, mode=search_mode, seed=seed if sample else None, fpc=fpc)
-    report = report.model_copy(update={"seconds": round(time.perf_counter() - started, 3)})
     if html is not None:
-        html.write_text(triage_html(report), encoding="utf-8")
+        write_atomic(html, triage_html(report))
     if as_json:
         sys.stdout.write(json.dumps(report.to_json()) + "\n")
         return

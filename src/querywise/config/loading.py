@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from querywise.config.settings import Settings
 from querywise.config.understanding import check_routes_declared
-from querywise.files import InputError, read_jsonl
+from querywise.files import InputError, read_jsonl, write_atomic
 
 
 class ConfigError(ValueError):
@@ -57,7 +57,7 @@ def write_settings_file(source: Path | None, target: Path, changes: Mapping[str,
             doc[section] = table
         for key, value in values.items():
             table[key] = value
-    target.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    write_atomic(target, tomlkit.dumps(doc))  # a failed write never leaves a half settings file
     return load_settings(target)
 
 

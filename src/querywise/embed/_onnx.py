@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from querywise.files import write_atomic
+
 from ._base import (
     MODEL_NAME,
     ProgressCallback,
@@ -198,18 +200,7 @@ def export_fp32_onnx(export_dir: Path | None, model_folder: Path | None = None) 
     if export_dir is None:
         return data
     export_dir.mkdir(parents=True, exist_ok=True)
-    # Write beside the target and rename: a killed export never leaves a truncated model behind.
-    fd, tmp = tempfile.mkstemp(dir=export_dir, prefix=".export-", suffix=".onnx")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    write_atomic(target, data)  # a killed export never leaves a truncated model behind
     return target
 
 

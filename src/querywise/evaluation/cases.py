@@ -43,7 +43,7 @@ from querywise.corpus import MAX_RECORD_CHARS, SKIP_HINT, BadRow, Chunk, beir_co
 from querywise.files import InputError, parse_jsonl_line, read_jsonl, read_lines
 from querywise.understand.followup import check_follow_up
 
-__all__ = ["Case", "CaseError", "LoadedCases", "derive_slices", "load_beir", "load_cases", "load_doc2dial", "read_beir", "read_cases"]
+__all__ = ["Case", "CaseError", "LoadedCases", "cases_from_rows", "derive_slices", "load_beir", "load_cases", "load_doc2dial", "read_beir", "read_case_source", "read_cases"]
 
 ActionType = Literal["answer", "assume", "ask", "cover"]
 
@@ -184,9 +184,19 @@ def read_cases(path: Path | str, *, catalog: Catalog | None = None, skip_invalid
     """
     path = Path(path)
     rows = _Rows(skip_invalid)
+    return _read_cases(_jsonl_rows(path, rows), path, rows, catalog)
+
+
+def cases_from_rows(records: Iterable[dict[str, Any]], *, catalog: Catalog | None = None, source: str = "rows") -> list[Case]:
+    """`load_cases` of case objects already in memory (a service's posted JSON): a bad one is named
+    `source:N`, N its number from 1."""
+    return _read_cases(enumerate(records, start=1), Path(source), _Rows(False), catalog).cases
+
+
+def _read_cases(numbered: Iterable[tuple[int, dict[str, Any]]], path: Path, rows: _Rows, catalog: Catalog | None) -> LoadedCases:
     cases: list[Case] = []
     seen: dict[str, int] = {}
-    for line, rec in _jsonl_rows(path, rows):
+    for line, rec in numbered:
         try:
             case = _case_from(rec, path, line, catalog)
             if case.id in seen:
@@ -199,6 +209,15 @@ def read_cases(path: Path | str, *, catalog: Catalog | None = None, skip_invalid
     if not cases:
         raise CaseError(path, None, "no cases" + (f" ({len(rows.skipped):,} bad lines skipped, the first {rows.skipped[0]})" if rows.skipped else ""))
     return LoadedCases(cases=cases, skipped=rows.skipped)
+
+
+def read_case_source(source: Path | str, *, catalog: Catalog | None = None, split: str = "test", skip_invalid: bool = False,
+                     max_record_chars: int = MAX_RECORD_CHARS) -> LoadedCases:
+    """What `querywise eval` reads: a JSONL case file (`read_cases`) or a BEIR folder (`read_beir`)."""
+    source = Path(source)
+    if source.is_dir():
+        return read_beir(source, split=split, skip_invalid=skip_invalid, max_record_chars=max_record_chars)
+    return read_cases(source, catalog=catalog, skip_invalid=skip_invalid)
 
 
 # --- BEIR ------------------------------------------------------------------------------------
@@ -281,7 +300,7 @@ def read_beir(
             continue
         queries[str(qid)] = text
     # A judgement may name a record or (chunked elsewhere) one of its chunks' documents.
-    ids = {c.id for c in corpus.chunks} | {str(c.payload["doc_id"]) for c in corpus.chunks if "doc_id" in c.payload}
+    ids = {c.id for c in corpus.chunks} | {c.doc_id for c in corpus.chunks}
     skipped_at = {b.record_id: b.where for b in corpus.skipped if b.record_id is not None}
     cases: list[Case] = []
     for qid, judged in qrels.items():

@@ -1,14 +1,8 @@
-"""The failures file of `querywise eval --failures`: every case of the run, as `querywise triage` reads it.
+"""The rows `querywise eval --failures` writes: every case of the run with a relevant id, as
+`querywise triage` reads them (the row model and its file: `querywise.failures`).
 
-One JSON object per line, one line per case that has a relevant id (a case without one has no
-score to judge it by; it is counted in `FailureRows.skipped`, not written):
-
-    {"id": "q7", "question": "and the Pro?", "history": ["warranty on the X3?"],
-     "acceptable": false,
-     "gold_chunk": "x3pro-warranty", "gold_text": "Vela X3 Pro headphones carry ...",
-     "gold_ids": ["x3pro-warranty", "warranty-overview"],
-     "scores": {"ndcg@10": 0.0, "hit_rate@5": 0.0},
-     "retrieved": ["x3-warranty", "cushions", ...]}
+A case without a relevant id has no score to judge it by; it is counted in `FailureRows.skipped`,
+not written.
 
 - `acceptable` is the `--acceptable-if` rule (`evaluation.acceptable`) applied to the case's scores.
 - `retrieved` is the ranking that was scored, as deep as the search went, at the case's judged
@@ -17,45 +11,21 @@ score to judge it by; it is counted in `FailureRows.skipped`, not written):
   the case's own order): `gold_chunk` + `gold_text` (the chunk's text) when it is a chunk id of the
   index; `gold_doc` when it is the document id of chunks cut from one record ("any of its chunks
   answers"); `gold_chunk` alone when the index holds neither, which triage reports as absent.
-
-The file is written whole or not at all (a temporary file beside it, then renamed), so a run
-interrupted half-way never leaves a truncated file for triage to read as complete.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
-from querywise.conversation import Turns
 from querywise.corpus import Chunk
 from querywise.evaluation.acceptable import AcceptableRule
 from querywise.evaluation.cases import Case
 from querywise.evaluation.harness import CaseRun
+from querywise.failures import FailureRow
 
-__all__ = ["FailureRow", "FailureRows", "failure_rows", "write_failures"]
-
-
-class FailureRow(BaseModel):
-    """One evaluated case in the shape of `querywise.triage.Failure` (plus `gold_ids`, `scores`)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    id: str
-    question: str
-    history: Turns  # earlier turns, oldest first, as {"role", "text"}
-    acceptable: bool
-    gold_chunk: str | None = None
-    gold_doc: str | None = None
-    gold_text: str | None = None
-    gold_ids: list[str]
-    scores: dict[str, float | None]
-    retrieved: list[str]
+__all__ = ["FailureRows", "failure_rows"]
 
 
 class FailureRows(BaseModel):
@@ -72,11 +42,6 @@ class FailureRows(BaseModel):
     @property
     def n_failing(self) -> int:
         return len(self.rows) - self.n_acceptable
-
-
-def _doc_id(payload: Mapping[str, Any]) -> str | None:
-    doc = payload.get("doc_id")
-    return str(doc) if isinstance(doc, str | int) and not isinstance(doc, bool) else None
 
 
 def _ranked_gold(relevant: Mapping[str, int]) -> list[str]:
@@ -103,9 +68,8 @@ def failure_rows(cases: Sequence[Case], runs: Sequence[CaseRun], chunks: Iterabl
     for chunk in chunks:  # one pass over the index: the primary golds' texts and which are documents
         if chunk.id in wanted:
             texts[chunk.id] = chunk.text
-        doc = _doc_id(chunk.payload)
-        if doc is not None and doc in wanted:
-            docs.add(doc)
+        if chunk.doc_id in wanted:
+            docs.add(chunk.doc_id)
     rows: list[FailureRow] = []
     skipped: list[str] = []
     for case, run in zip(cases, runs, strict=True):
@@ -125,24 +89,3 @@ def failure_rows(cases: Sequence[Case], runs: Sequence[CaseRun], chunks: Iterabl
             gold_ids=gold, scores=dict(run.scores), retrieved=list(run.top), **where,
         ))
     return FailureRows(rule=rule, rows=rows, skipped=skipped)
-
-
-def write_failures(path: Path | str, rows: Iterable[FailureRow]) -> int:
-    """Write `rows` as JSONL at `path`, atomically (the old file, if any, stays until the new one
-    is complete); return the number of rows written. Absent golds are left out, not written null."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")  # same folder: the rename is atomic
-    n = 0
-    try:
-        with open(tmp, "x", encoding="utf-8", newline="\n") as fh:  # "x": the umask's permissions, never another's file
-            for row in rows:
-                fh.write(row.model_dump_json(exclude_none=True) + "\n")
-                n += 1
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return n

@@ -18,7 +18,7 @@ scored.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,11 +89,6 @@ class ArmResult(BaseModel):
     cases: list[CaseRun]
 
 
-def _doc_id(payload: Mapping[str, Any]) -> str | None:
-    doc = payload.get("doc_id")
-    return str(doc) if isinstance(doc, str | int) and not isinstance(doc, bool) else None
-
-
 @dataclass(frozen=True)
 class JudgedIds:
     """The ids an index can be judged by: its chunk ids and the documents its chunks were cut from.
@@ -117,8 +112,8 @@ class JudgedIds:
         doc_ids: set[str] = set()
         for chunk in chunks:
             chunk_ids.add(chunk.id)
-            if (doc := _doc_id(chunk.payload)) is not None:
-                doc_ids.add(doc)
+            if chunk.doc_id != chunk.id:  # a piece cut from a record or a file
+                doc_ids.add(chunk.doc_id)
         return cls(frozenset(chunk_ids), frozenset(doc_ids))
 
     def per_document(self, relevant: Iterable[str]) -> bool:
@@ -129,7 +124,7 @@ class JudgedIds:
         """The ranked ids to score against `relevant`: chunk ids, or each hit's document id once."""
         if not self.per_document(relevant):
             return [h.id for h in hits]
-        return list(dict.fromkeys(_doc_id(h.payload) or h.id for h in hits))
+        return list(dict.fromkeys(h.doc_id for h in hits))
 
 
 def where_as_dict(where: Where) -> dict[str, Any]:

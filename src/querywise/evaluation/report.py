@@ -12,19 +12,22 @@ missing a warning. The report's `warnings` holds those and the deployment's own 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import BaseModel, Field
 
 from querywise.config import Settings
+from querywise.corpus import Chunk
 from querywise.deployment_check import DeploymentError, judged_id_problems
 from querywise.evaluation.ablation import AblationReport, plan_ablation, run_ablation
+from querywise.evaluation.acceptable import AcceptableRule
 from querywise.evaluation.cases import Case
 from querywise.evaluation.components import (
     ComponentReport,
     access_probe,
     component_scores,
 )
+from querywise.evaluation.failures import FailureRows, failure_rows
 from querywise.evaluation.harness import KEEP_IDS, Arm, ArmResult, JudgedIds, run_arm
 from querywise.evaluation.metrics import Metric
 from querywise.index.engine import Mode
@@ -42,6 +45,7 @@ class EvalReport(BaseModel):
     components: ComponentReport | None = None
     ablation: AblationReport | None = None
     warnings: list[str] = Field(default_factory=list)  # the deployment's start-up warnings, judged ids the index lacks
+    failures: FailureRows | None = None  # with an acceptable rule: the rows of `eval --failures`
 
 
 def evaluate(
@@ -55,28 +59,43 @@ def evaluate(
     source: str = "",
     on_phase: Callable[[str, int], Callable[[int], None] | None] | None = None,
     keep_ids: int | None = KEEP_IDS,
-    judged: JudgedIds | None = None,
+    session: Mapping[str, str] | None = None,
+    rule: AcceptableRule | None = None,
+    passages: Sequence[Chunk] | None = None,
 ) -> EvalReport:
     """Ask `cases` through `deployment` with its configured moves in `mode`, score the components
     and, when `ablate` is given (possibly empty = every move and mode), the ablation against
-    pass-through. Plans are not logged: an evaluation is not traffic. The main run keeps each
-    case's top `keep_ids` ids (None: the whole ranking, for `eval --failures`). `judged`: the ids
-    the cases are judged by, when the deployment's retriever is not its index (the user's passages)."""
+    pass-through. Plans are not logged: an evaluation is not traffic.
+
+    A case without a session is asked with `session`. The main run keeps each case's top
+    `keep_ids` ids (None: the whole ranking). With `rule` (`eval --failures`), every case with a
+    relevant id becomes a failures row in `EvalReport.failures`, acceptable by the rule: the rule's
+    metrics are scored even when `metrics` leaves them out, and each case keeps its whole ranking.
+    `passages`: the chunks the cases are judged by when the deployment's retriever is not its index
+    (the user's corpus); the gold texts then come from them, else from the index."""
     settings = deployment.settings
+    if session:
+        cases = [c if c.session else c.model_copy(update={"session": dict(session)}) for c in cases]
     _check_sessions(cases, settings)
     warnings = [p.message for p in deployment.warnings] + _check_judged_ids(cases, deployment)
+    plan = plan_ablation(settings, ablate, mode=mode, unable=deployment.understander.unable()) if ablate is not None else None  # unknown names fail before anything runs
+    scored = list(metrics) + ([m for m in rule.metrics if m not in metrics] if rule is not None else [])
+    judged = JudgedIds.of_chunks(passages) if passages is not None else None
     main_arm = Arm(name="configured", mode=mode, moves=tuple(settings.understanding.moves))
     main = run_arm(
-        cases, deployment, main_arm, metrics, on_case=on_phase(f"{main_arm.name} ({mode})", len(cases)) if on_phase else None, keep_ids=keep_ids,
-        judged=judged,
+        cases, deployment, main_arm, scored, on_case=on_phase(f"{main_arm.name} ({mode})", len(cases)) if on_phase else None,
+        keep_ids=None if rule is not None else keep_ids, judged=judged,
     )
     probe = access_probe(cases, deployment) if probe_access else None
     components = component_scores(cases, main.cases, settings, access=probe)
     ablation = None
-    if ablate is not None:
-        plan = plan_ablation(settings, ablate, mode=mode, unable=deployment.understander.unable())
-        ablation = run_ablation(cases, deployment, plan, metrics, reuse=main, on_phase=on_phase, judged=judged)
-    return EvalReport(source=source, run=main, components=components, ablation=ablation, warnings=warnings)
+    if plan is not None:
+        ablation = run_ablation(cases, deployment, plan, scored, reuse=main, on_phase=on_phase, judged=judged)
+    failures = None
+    if rule is not None:
+        chunks = deployment.index.chunks() if deployment.index is not None else passages or []
+        failures = failure_rows(cases, main.cases, chunks, rule)
+    return EvalReport(source=source, run=main, components=components, ablation=ablation, warnings=warnings, failures=failures)
 
 
 
@@ -101,10 +120,7 @@ def _check_judged_ids(cases: Sequence[Case], deployment: QueryWise) -> list[str]
         return []
     known: set[str] = set()
     for chunk in index.chunks():
-        known.add(chunk.id)
-        doc = chunk.payload.get("doc_id")
-        if isinstance(doc, str | int) and not isinstance(doc, bool):
-            known.add(str(doc))
+        known |= {chunk.id, chunk.doc_id}
     problems = judged_id_problems(judged, known, index=str(index.root))
     errors = [p for p in problems if p.severity == "error"]
     if errors:

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from querywise.files import is_partial_write, write_atomic
 from querywise.index.errors import BUILD_ID, IndexStoreError, Part, damaged
-from querywise.index.integrity import FileSum, digest, fsync_dir
+from querywise.index.integrity import FileSum, digest
 from querywise.index.server import collection_of, connect, drop_collection, point_alias
 
 if TYPE_CHECKING:  # imported at run time only when a server is used
@@ -82,9 +83,14 @@ def _ours_in_builds(entry: Path) -> bool:
     return BUILD_ID.fullmatch(entry.name) is not None and entry.is_dir() and not entry.is_symlink()
 
 
+def _partial_current(name: str) -> bool:
+    """What a build killed while switching CURRENT leaves (`CURRENT.tmp`: builds before `write_atomic`)."""
+    return name == "CURRENT.tmp" or is_partial_write(name, "CURRENT")
+
+
 def claim(root: Path) -> None:
     """Refuse to write into a folder that is not a querywise index folder. What a failed or killed
-    first build leaves (builds/ with only .tmp-* or complete builds, .lock, CURRENT.tmp) is one."""
+    first build leaves (builds/ with only .tmp-* or complete builds, .lock, a partial CURRENT) is one."""
     if not root.exists():
         return
     if not root.is_dir():
@@ -92,7 +98,7 @@ def claim(root: Path) -> None:
     names = {e.name for e in root.iterdir()}
     builds = root / "builds"
     if names and "CURRENT" not in names:
-        ours = names <= {"builds", ".lock", "CURRENT.tmp"} and (
+        ours = all(n in ("builds", ".lock") or _partial_current(n) for n in names) and (
             not builds.exists() or (builds.is_dir() and all(_ours_in_builds(d) for d in builds.iterdir()))
         )
         if not ours:
@@ -105,24 +111,20 @@ def claim(root: Path) -> None:
 
 
 def clear_stale(root: Path) -> None:
-    """Remove what killed builds and removals left: builds/.tmp-*, builds/.trash-*, CURRENT.tmp."""
+    """Remove what killed builds and removals left: builds/.tmp-*, builds/.trash-*, a partial CURRENT."""
     for entry in (root / "builds").iterdir():
         if entry.name.startswith((".tmp-", ".trash-")):
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry, ignore_errors=True)
             else:
                 entry.unlink(missing_ok=True)
-    (root / "CURRENT.tmp").unlink(missing_ok=True)
+    for entry in root.iterdir():
+        if _partial_current(entry.name):
+            entry.unlink(missing_ok=True)
 
 
 def point_current(root: Path, build_id: str) -> None:
-    tmp = root / "CURRENT.tmp"
-    with open(tmp, "w") as fh:
-        fh.write(build_id + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, root / "CURRENT")
-    fsync_dir(root)
+    write_atomic(root / "CURRENT", build_id + "\n")
 
 
 def current_id(root: Path) -> str | None:

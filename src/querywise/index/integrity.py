@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import hashlib
 import os
@@ -10,7 +9,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["BlockDigest", "FileSum", "digest", "digest_bytes", "fsync_dir", "seal"]
+from querywise.files import fsync_dir
+
+__all__ = ["BlockDigest", "FileSum", "digest", "digest_bytes", "seal"]
 
 _BLOCK = 1 << 20
 _ZEROS = bytes(_BLOCK)
@@ -89,15 +90,6 @@ def digest_bytes(data: bytes) -> str:
     hasher = BlockDigest()
     hasher.update(data)
     return hasher.hexdigest()
-
-
-def fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):  # some file systems cannot sync a directory
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def seal(build: Path) -> dict[str, FileSum]:

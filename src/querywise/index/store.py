@@ -49,9 +49,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from querywise.conditions import Where
 from querywise.config import Settings
-from querywise.corpus import Chunk
+from querywise.corpus import Chunk, document_of
 from querywise.deployment_check import FieldPresence, field_root, payload_field_counts
 from querywise.embed import Embedder, count_over_window, embedder_for
+from querywise.files import fsync_dir
 from querywise.index.analysis import analyse
 from querywise.index.builds import (
     FORMAT_VERSION,
@@ -70,7 +71,7 @@ from querywise.index.builds import (
 )
 from querywise.index.engine import EdgeEngine, Engine, EngineHit, EnginePoint, EngineQuery, Mode
 from querywise.index.errors import IndexStoreError, damaged
-from querywise.index.integrity import BlockDigest, FileSum, digest_bytes, fsync_dir, seal
+from querywise.index.integrity import BlockDigest, FileSum, digest_bytes, seal
 from querywise.index.lexical import Lexicon
 from querywise.index.points import (
     IdentifierTexts,
@@ -116,6 +117,11 @@ class Hit(BaseModel):
     text: str = ""
     title: str = ""
     payload: dict[str, Any] = {}
+
+    @property
+    def doc_id(self) -> str:
+        """The document the hit's chunk is from (`corpus.document_of`)."""
+        return document_of(self.id, self.payload)
 
 
 def build_index(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from querywise.conditions import Where
 from querywise.conversation import Turns
@@ -19,6 +19,7 @@ from querywise.evaluation.metrics import DEFAULT_METRICS
 from querywise.index import Hit
 from querywise.index.engine import Mode
 from querywise.plan import QueryPlan
+from querywise.triage.options import DEFAULT_CONTEXT_K, DEFAULT_K, TriageOptions, options_problem
 
 __all__ = ["AskRequest", "AskResponse", "ErrorBody", "EvalJobRequest", "PlanRequest", "PlanResponse", "SearchRequest", "SearchResponse", "TriageJobRequest", "reject_access_fields"]
 
@@ -69,17 +70,24 @@ class TriageJobRequest(_Request):
     failures: list[dict[str, Any]] = Field(min_length=1)
     sample: int | None = Field(None, ge=1)
     seed: int = 0
-    k: int = Field(50, ge=2, le=500)
-    context_k: int = Field(10, ge=1)
+    k: int = Field(DEFAULT_K, ge=2, le=500)
+    context_k: int = Field(DEFAULT_CONTEXT_K, ge=1)
     mode: Mode = "hybrid"
     eval_total: int | None = Field(None, ge=1)
     acceptable: float | None = Field(None, ge=0, le=1)
 
     @model_validator(mode="after")
-    def _cutoffs(self) -> TriageJobRequest:
-        if self.context_k >= self.k:
-            raise ValueError(f"context_k ({self.context_k}) must be below k ({self.k})")
+    def _options(self) -> TriageJobRequest:
+        try:
+            self.options  # noqa: B018 (the options' own rules: an invalid request is refused here, 422)
+        except ValidationError as exc:
+            raise ValueError(options_problem(exc)) from None
         return self
+
+    @property
+    def options(self) -> TriageOptions:
+        return TriageOptions(k=self.k, context_k=self.context_k, mode=self.mode, sample=self.sample, seed=self.seed,
+                             eval_total=self.eval_total, acceptable=self.acceptable)
 
 
 class EvalJobRequest(_Request):

@@ -56,20 +56,19 @@ from querywise.triage.detectors import (
 )
 from querywise.triage.failures import QueryDefectKind
 from querywise.triage.locate import Location
+from querywise.triage.options import DEFAULT_CONTEXT_K
 
 __all__ = [
     "BUCKETS",
-    "DEFAULT_CONTEXT_K",
     "LABEL_BUCKETS",
     "QUERY_BUCKETS",
     "REPAIR",
     "UNREACHABLE_BUCKETS",
     "AboveGold",
     "Bucket",
-    "Case",
     "Evidence",
     "LiteralNeighbour",
-    "check_cutoffs",
+    "TriageCase",
     "classify",
 ]
 
@@ -84,8 +83,6 @@ BUCKETS: tuple[Bucket, ...] = (
 UNREACHABLE_BUCKETS: tuple[Bucket, ...] = ("absent", "extraction_noise", "degenerate_embedding", "chunk_boundary")
 LABEL_BUCKETS: tuple[Bucket, ...] = ("suspect_label",)
 QUERY_BUCKETS: tuple[Bucket, ...] = ("vocabulary", "compound", "referent", "filler", "unlabelled_query_defect")
-#: What the generator (or the UI) is shown when the user does not say: the top 10.
-DEFAULT_CONTEXT_K = 10
 REPAIR: dict[Bucket, str] = {
     "absent": "ingest (the document never reached the index)",
     "extraction_noise": "ingest (parsing and text extraction)",
@@ -147,7 +144,7 @@ class Evidence(BaseModel):
     reason: str = ""
 
 
-class Case(BaseModel):
+class TriageCase(BaseModel):
     """One triaged failure."""
 
     id: str
@@ -163,19 +160,11 @@ class Case(BaseModel):
 RELATED_OVERLAP = 0.25
 
 
-def check_cutoffs(k: int, context_k: int) -> None:
-    """`context_k` (what the generator sees) must be at least 1 and below the probe depth `k`."""
-    if context_k < 1:
-        raise ValueError(f"--context-k must be at least 1, got {context_k}")
-    if context_k >= k:
-        raise ValueError(f"--context-k ({context_k}) must be below --k ({k}): ranking is the gold at ranks {context_k + 1}..k")
-
-
 def classify(
     ev: Evidence, *, k: int, context_k: int = DEFAULT_CONTEXT_K,
 ) -> tuple[Bucket, str, Literal["human", "suggested"] | None]:
-    """The bucket of one failure, the reason in words, and where a query-defect label came from."""
-    check_cutoffs(k, context_k)
+    """The bucket of one failure, the reason in words, and where a query-defect label came from
+    (`k` and `context_k` as a `TriageOptions` holds them: checked there)."""
     if ev.location.absent:
         return "absent", ev.location.detail or "gold passage not in the index", None
     if ev.noise is not None and ev.noise.flagged:

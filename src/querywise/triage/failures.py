@@ -1,32 +1,29 @@
-"""The failures file, the optional sources file, and the reproducible sample (people's labels:
-`triage.labels`).
+"""Reading failures (the rows of `querywise.failures`, what `eval --failures` writes), the optional
+sources file, and the reproducible sample (people's labels: `triage.labels`).
 
-A failures file is JSONL, one object per eval question: `id`, `question`, `history` (earlier
-turns, strings or {"role", "text"} objects), `acceptable` (rows marked true are read for the
-population figures and otherwise ignored), `retrieved` (ids the system returned) and the gold:
-`gold_chunk`, or `gold_text`, or `gold_doc` (a document id) with or without `gold_offset`. A
-`gold_doc` without an offset means "this document is the gold; any of its chunks answers" (what
-`eval --failures` writes for a case judged per document).
+`failures_from_rows` reads rows already in memory (a service's posted JSON, a benchmark's own);
+`load_failures` is the same reader over the lines of a file. Either names the bad row: its line in
+the file, or its number (from 1) among the rows.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ValidationError
 
-from querywise.conversation import Turns
+from querywise.failures import FailureRow
 from querywise.files import InputError, read_jsonl
 
 __all__ = [
     "QUERY_DEFECT_KINDS",
     "EvalFile",
-    "Failure",
     "QueryDefectKind",
     "TriageInputError",
+    "failures_from_rows",
     "load_failures",
     "load_sources",
     "sample_failures",
@@ -40,72 +37,56 @@ class TriageInputError(InputError):
     """A malformed failures, sources or labels file; the message names the file and line."""
 
 
-class Failure(BaseModel):
-    """One failing question and where its answer is (at least one form of the gold)."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-    id: str = Field(min_length=1)
-    question: str
-    history: Turns = ()  # earlier turns, oldest first (strings are user turns)
-    acceptable: bool = False
-    retrieved: list[str] | None = None
-    gold_chunk: str | None = None
-    gold_text: str | None = None
-    gold_doc: str | None = None
-    gold_offset: int | None = Field(default=None, ge=0)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _coerce(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            data = dict(data)
-            if isinstance(data.get("id"), int) and not isinstance(data.get("id"), bool):
-                data["id"] = str(data["id"])
-        return data
-
-    @model_validator(mode="after")
-    def _has_gold(self) -> Failure:
-        if self.gold_offset is not None and self.gold_doc is None:
-            raise ValueError("gold_offset needs gold_doc (the document the offset is in)")
-        if not (self.gold_chunk or self.gold_text or self.gold_doc is not None):
-            raise ValueError("no gold: give gold_chunk, gold_text, or gold_doc (optionally with gold_offset)")
-        return self
-
-
 class EvalFile(BaseModel):
     """Everything read from a failures (or full eval) file."""
 
-    failures: list[Failure]
+    failures: list[FailureRow]  # the failing rows, in order
     n_rows: int  # failing + acceptable rows
     n_acceptable: int
+
+    @classmethod
+    def of(cls, rows: Sequence[FailureRow]) -> EvalFile:
+        """Rows already read: the failing ones, and how many there were and were acceptable."""
+        return cls(failures=[r for r in rows if not r.acceptable], n_rows=len(rows), n_acceptable=sum(r.acceptable for r in rows))
 
 
 def _problem(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'record'}: {e['msg']}" for e in exc.errors())
 
 
-def load_failures(path: Path | str) -> EvalFile:
-    """Read a failures file; rows with `acceptable: true` are counted, not triaged.
-
-    A row marked acceptable needs no gold. Duplicate ids are an error naming both lines.
-    """
-    failures: list[Failure] = []
+def _read(numbered: Iterable[tuple[int, Mapping[str, Any]]], source: Path | str) -> EvalFile:
+    """Rows with `acceptable: true` are counted, not triaged (and need no gold). Duplicate ids are an
+    error naming both rows."""
+    failures: list[FailureRow] = []
     seen: dict[str, int] = {}
     n_rows = n_ok = 0
-    for line, rec in read_jsonl(path, error=TriageInputError):
+    for line, rec in numbered:
         n_rows += 1
+        if not isinstance(rec, Mapping):
+            raise TriageInputError(source, line, f"expected a JSON object, got {type(rec).__name__}")
         if rec.get("acceptable") is True:
             n_ok += 1
             continue
         try:
-            failure = Failure.model_validate(rec)
+            failure = FailureRow.model_validate(rec)
         except ValidationError as exc:
-            raise TriageInputError(path, line, _problem(exc)) from None
+            raise TriageInputError(source, line, _problem(exc)) from None
         if failure.id in seen:
-            raise TriageInputError(path, line, f"duplicate id {failure.id!r} (first at line {seen[failure.id]})")
+            raise TriageInputError(source, line, f"duplicate id {failure.id!r} (first at line {seen[failure.id]})")
         seen[failure.id] = line
         failures.append(failure)
     return EvalFile(failures=failures, n_rows=n_rows, n_acceptable=n_ok)
+
+
+def failures_from_rows(rows: Iterable[Mapping[str, Any]], *, source: str = "rows") -> EvalFile:
+    """Read failure rows given as objects (the lines of a failures file, parsed); a bad row is named
+    `source:N`, N its number from 1."""
+    return _read(enumerate(rows, start=1), source)
+
+
+def load_failures(path: Path | str) -> EvalFile:
+    """Read a failures file (`failures_from_rows` over its lines; a bad line is named `file:line`)."""
+    return _read(read_jsonl(path, error=TriageInputError), path)
 
 
 def load_sources(path: Path | str) -> dict[str, str]:
@@ -123,7 +104,7 @@ def load_sources(path: Path | str) -> dict[str, str]:
     return docs
 
 
-def sample_failures(failures: Sequence[Failure], n: int | None, seed: int = 0) -> list[Failure]:
+def sample_failures(failures: Sequence[FailureRow], n: int | None, seed: int = 0) -> list[FailureRow]:
     """A reproducible simple random sample of `n` failures (all of them when n is None or
     larger), kept in file order so a report reads like the file.
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from html import escape
 
-from querywise.triage.buckets import BUCKETS, LABEL_BUCKETS, QUERY_BUCKETS, UNREACHABLE_BUCKETS, Case
+from querywise.triage.buckets import BUCKETS, LABEL_BUCKETS, QUERY_BUCKETS, UNREACHABLE_BUCKETS, TriageCase
 from querywise.triage.report import TriageReport
 
 __all__ = ["bucket_chart", "triage_html"]
@@ -70,7 +70,7 @@ def _rank(value: int | None) -> str:
     return "–" if value is None else str(value)
 
 
-def _above(c: Case, k: int) -> str:
+def _above(c: TriageCase, k: int) -> str:
     """The chunks ranked above the gold for the original question, as a small list."""
     ev = c.evidence
     if not ev.above_original:

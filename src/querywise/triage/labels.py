@@ -8,9 +8,8 @@ the two.
 
 `LabelStore.save` reads the file, changes one row and writes it again under an exclusive lock
 (`filelock`, a lock file beside it: every thread and worker process of a service serialises on
-it, so two labellers saving at once both land); the new content goes to a temporary file in the
-same folder, is flushed to disk, then `os.replace`s the old one. A process killed at any point
-leaves the old file or the new one, never a part of either.
+it, so two labellers saving at once both land); the file is replaced with `files.write_atomic`:
+a process killed at any point leaves the old file or the new one, never a part of either.
 
 `relabel` applies the labels to a report: the detectors' bucket of each case is kept beside the
 person's, and `Agreement` counts how often they agree.
@@ -20,18 +19,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from querywise.files import read_jsonl
-from querywise.triage.buckets import QUERY_BUCKETS, Bucket, Case, classify
+from querywise.files import read_jsonl, write_atomic
+from querywise.triage.buckets import QUERY_BUCKETS, Bucket, TriageCase, classify
 from querywise.triage.failures import QueryDefectKind, TriageInputError
-from querywise.triage.report import Population, TriageReport, build_report
+from querywise.triage.report import SampleInfo, TriageReport, build_report
 
 __all__ = ["Agreement", "Label", "LabelStore", "detectors_bucket", "load_labels", "read_labels", "relabel"]
 
@@ -101,20 +98,11 @@ class LabelStore:
             if label is not None:
                 labels[case_id] = label
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as out:
-                    out.writelines(json.dumps(v.model_dump(mode="json", exclude_none=True)) + "\n" for v in labels.values())
-                    out.flush()
-                    os.fsync(out.fileno())
-                os.replace(tmp, self.path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            write_atomic(self.path, [json.dumps(v.model_dump(mode="json", exclude_none=True)) + "\n" for v in labels.values()])
             return labels
 
 
-def detectors_bucket(case: Case, *, k: int, context_k: int) -> tuple[Bucket, str]:
+def detectors_bucket(case: TriageCase, *, k: int, context_k: int) -> tuple[Bucket, str]:
     """The bucket the detectors alone give the case (no human label), and why."""
     bucket, reason, _ = classify(case.evidence.model_copy(update={"label": None}), k=k, context_k=context_k)
     return bucket, reason
@@ -133,11 +121,11 @@ def relabel(report: Mapping[str, object], labels: Mapping[str, Label]) -> tuple[
     """The report (a `triage --json` object) with the labels applied and recounted: a bucket
     override puts the case in that bucket; a query-defect label names the kind of a case the
     detectors sent to the query layer (on any other case it is kept in the evidence only)."""
-    sample = report["sample"]
-    assert isinstance(sample, Mapping)
-    k, context_k = int(sample["k"]), int(sample["context_k"])
-    cases = [Case.model_validate(c) for c in report["cases"]]  # type: ignore[attr-defined]
-    out: list[Case] = []
+    sample = SampleInfo.model_validate(report["sample"])
+    options = sample.options
+    k, context_k = options.k, options.context_k
+    cases = [TriageCase.model_validate(c) for c in report["cases"]]  # type: ignore[attr-defined]
+    out: list[TriageCase] = []
     detectors: dict[str, str] = {}
     agreed = labelled = 0
     for case in cases:
@@ -158,9 +146,6 @@ def relabel(report: Mapping[str, object], labels: Mapping[str, Label]) -> tuple[
             labelled += 1
             agreed += bucket == first
         out.append(case.model_copy(update={"bucket": bucket, "evidence": ev.model_copy(update={"reason": reason, "label_source": source})}))
-    population = Population.model_validate(sample["population"])
-    seed = sample.get("seed")
-    rebuilt = build_report(out, population, k=k, context_k=context_k, mode=str(sample["mode"]), seed=seed if isinstance(seed, int) else None,
-                           fpc="finite-population" in str(sample.get("se_method", "")))  # fmt: skip
+    rebuilt = build_report(out, sample.population, options)
     rate = round(agreed / labelled, 4) if labelled else None
     return rebuilt, Agreement(labelled=labelled, agreed=agreed, rate=rate, detectors=detectors)

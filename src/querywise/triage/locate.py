@@ -24,10 +24,10 @@ from typing import Literal
 from pydantic import BaseModel
 
 from querywise.corpus import Chunk
+from querywise.failures import FailureRow
 from querywise.text import analyze
-from querywise.triage.failures import Failure
 
-__all__ = ["ChunkTable", "LocateMethod", "Location", "compact", "doc_of", "locate", "norm_ws", "prefer_ranked"]
+__all__ = ["ChunkTable", "LocateMethod", "Location", "compact", "locate", "norm_ws", "prefer_ranked"]
 
 LocateMethod = Literal["chunk_id", "exact", "normalised", "split", "offset", "document", "bm25", "source_only", "not_found"]
 
@@ -76,15 +76,15 @@ class ChunkTable:
 
     @classmethod
     def of(cls, chunks: Iterable[Chunk]) -> ChunkTable:
-        """Index `chunks` by id and group them by document (payload `doc_id`, else the id
-        before `#n`), ordered by `start` offset when the chunker recorded one."""
+        """Index `chunks` by id and group them by document (`Chunk.doc_id`), ordered by `start`
+        offset when the chunker recorded one, else by a `#n` suffix, else as given."""
         table: dict[str, Chunk] = {}
         order: dict[str, int] = {}
         docs: dict[str, list[str]] = {}
         for i, c in enumerate(chunks):
             table[c.id] = c
             order[c.id] = i
-            docs.setdefault(doc_of(c), []).append(c.id)
+            docs.setdefault(c.doc_id, []).append(c.id)
 
         def key(cid: str) -> tuple[float, int]:
             c = table[cid]
@@ -108,23 +108,15 @@ class ChunkTable:
 
     def neighbours(self, cid: str) -> list[str]:
         """The chunks just before and after `cid` in its document."""
-        ids = self.by_doc.get(doc_of(self.chunks[cid]), [])
+        ids = self.by_doc.get(self.chunks[cid].doc_id, [])
         i = ids.index(cid)
         return [ids[j] for j in (i - 1, i + 1) if 0 <= j < len(ids)]
-
-
-def doc_of(chunk: Chunk) -> str:
-    """The document a chunk was cut from: payload `doc_id`, else its id before a `#n` suffix."""
-    doc = chunk.payload.get("doc_id")
-    if isinstance(doc, str | int) and not isinstance(doc, bool):
-        return str(doc)
-    return _SUFFIX.sub("", chunk.id)
 
 
 def _in_chunks(gold: str, table: ChunkTable) -> Location | None:
     hits = [cid for cid, c in table.chunks.items() if gold in c.text]
     if hits:
-        return Location(method="exact", chunk_id=hits[0], chunk_ids=hits, doc_id=doc_of(table.chunks[hits[0]]))
+        return Location(method="exact", chunk_id=hits[0], chunk_ids=hits, doc_id=table.chunks[hits[0]].doc_id)
     g = norm_ws(gold)
     hits = [cid for cid in table.chunks if g in table.norm(cid)]
     detail = "whitespace and ligatures normalised"
@@ -133,7 +125,7 @@ def _in_chunks(gold: str, table: ChunkTable) -> Location | None:
         hits = [cid for cid in table.chunks if g and g in table.compact(cid)]
         detail = "matched ignoring whitespace (broken words)"
     if hits:
-        return Location(method="normalised", chunk_id=hits[0], chunk_ids=hits, doc_id=doc_of(table.chunks[hits[0]]),
+        return Location(method="normalised", chunk_id=hits[0], chunk_ids=hits, doc_id=table.chunks[hits[0]].doc_id,
                         whitespace_only=detail.startswith("matched ignoring"), detail=detail)
     return None
 
@@ -151,11 +143,11 @@ def _split(gold: str, table: ChunkTable) -> Location | None:
             tail = t[p:]
             if len(tail) < len(g) and g.startswith(tail):
                 rest = g[len(tail):]
-                ids = table.by_doc.get(doc_of(table.chunks[cid]), [])
+                ids = table.by_doc.get(table.chunks[cid].doc_id, [])
                 nxt = ids[ids.index(cid) + 1] if ids.index(cid) + 1 < len(ids) else None
                 if nxt is not None and table.compact(nxt).startswith(rest):
                     return Location(
-                        method="split", chunk_id=cid, chunk_ids=[cid, nxt], doc_id=doc_of(table.chunks[cid]),
+                        method="split", chunk_id=cid, chunk_ids=[cid, nxt], doc_id=table.chunks[cid].doc_id,
                         crosses=True, detail=f"{len(tail)} characters in {cid}, {len(rest)} in {nxt}",
                     )
             p = t.find(g[:m], p + 1)
@@ -176,7 +168,7 @@ def _doc_absent(doc: str, sources: Mapping[str, str]) -> Location:
                     detail=f"no chunk of document {doc!r} in the index ({where})")
 
 
-def _by_document(failure: Failure, table: ChunkTable, sources: Mapping[str, str], question_ranked: Sequence[str]) -> Location:
+def _by_document(failure: FailureRow, table: ChunkTable, sources: Mapping[str, str], question_ranked: Sequence[str]) -> Location:
     """A whole document as the gold: all its chunks, the best one for the question first."""
     doc = str(failure.gold_doc)
     ids = table.by_doc.get(doc, [])
@@ -207,7 +199,7 @@ def prefer_ranked(location: Location, question_ranked: Sequence[str]) -> Locatio
     return location
 
 
-def _by_offset(failure: Failure, table: ChunkTable, sources: Mapping[str, str]) -> Location | None:
+def _by_offset(failure: FailureRow, table: ChunkTable, sources: Mapping[str, str]) -> Location | None:
     doc, off = str(failure.gold_doc), int(failure.gold_offset or 0)
     ids = table.by_doc.get(doc, [])
     if not ids:
@@ -235,7 +227,7 @@ def _by_offset(failure: Failure, table: ChunkTable, sources: Mapping[str, str]) 
 
 
 def locate(
-    failure: Failure,
+    failure: FailureRow,
     table: ChunkTable,
     *,
     sources: Mapping[str, str] | None = None,
@@ -252,7 +244,7 @@ def locate(
     if failure.gold_chunk:
         if failure.gold_chunk in table.chunks:
             c = table.chunks[failure.gold_chunk]
-            return Location(method="chunk_id", chunk_id=c.id, chunk_ids=[c.id], doc_id=doc_of(c))
+            return Location(method="chunk_id", chunk_id=c.id, chunk_ids=[c.id], doc_id=c.doc_id)
         if not failure.gold_text and failure.gold_doc is None:
             return Location(method="not_found", absent=True, detail=f"chunk {failure.gold_chunk!r} is not in the index")
     if failure.gold_doc is not None and failure.gold_offset is None:
@@ -276,7 +268,7 @@ def locate(
                 have = set(analyze(c.search_text))
                 cover = len(want & have) / len(want) if want else 0.0
                 if cover >= BM25_MIN_COVERAGE:
-                    return Location(method="bm25", chunk_id=c.id, chunk_ids=[c.id], doc_id=doc_of(c),
+                    return Location(method="bm25", chunk_id=c.id, chunk_ids=[c.id], doc_id=c.doc_id,
                                     detail=f"best BM25 hit holds {cover:.0%} of the gold's terms")
                 return Location(method="not_found", absent=True,
                                 detail=f"gold text in no chunk; best BM25 hit {c.id!r} holds only {cover:.0%} of its terms")

@@ -26,15 +26,14 @@ from pydantic import BaseModel
 
 from querywise.triage.buckets import (
     BUCKETS,
-    DEFAULT_CONTEXT_K,
     LABEL_BUCKETS,
     QUERY_BUCKETS,
     REPAIR,
     UNREACHABLE_BUCKETS,
     Bucket,
-    Case,
-    check_cutoffs,
+    TriageCase,
 )
+from querywise.triage.options import DEFAULT_CONTEXT_K, TriageOptions
 
 __all__ = [
     "NOTES",
@@ -114,6 +113,13 @@ class SampleInfo(BaseModel):
     se_method: str
     rounding: str = ROUNDING
 
+    @property
+    def options(self) -> TriageOptions:
+        """The options the report was made with (what `relabel` rebuilds it with)."""
+        return TriageOptions(k=self.k, context_k=self.context_k, mode=self.mode,
+                             sample=max(self.n, 1) if self.seed is not None else None, seed=self.seed or 0,
+                             fpc="finite-population factor" in self.se_method)
+
 
 class TriageReport(BaseModel):
     """The whole report; renderers only format it. `to_json` is the documented `--json` object."""
@@ -136,7 +142,7 @@ class TriageReport(BaseModel):
     expected_band: list[int | float] | None
     repair: dict[str, str]
     notes: list[str]
-    cases: list[Case]
+    cases: list[TriageCase]
     seconds: float | None = None
 
     def to_json(self) -> dict[str, object]:
@@ -170,13 +176,12 @@ def _band(ceiling: int) -> list[int | float]:
     return [round(ceiling / 3, 1), round(ceiling / 2, 1)]  # too small a ceiling to round inwards
 
 
-def build_report(
-    cases: Sequence[Case], population: Population, *, k: int, mode: str, seed: int | None = None, fpc: bool = False,
-    context_k: int = DEFAULT_CONTEXT_K,
-) -> TriageReport:
-    """Count, share and price the buckets of `cases` (one failure each); `context_k` is the
-    cut-off the cases were classified with (stated in the report)."""
-    check_cutoffs(k, context_k)
+def build_report(cases: Sequence[TriageCase], population: Population, options: TriageOptions) -> TriageReport:
+    """Count, share and price the buckets of `cases` (one failure each), classified with `options`
+    (their depths, mode and sample are stated in the report; `fpc`: the finite-population factor)."""
+    k, context_k, mode = options.k, options.context_k, options.mode
+    seed = options.seed if options.sample is not None else None
+    fpc = options.fpc
     n = len(cases)
     counts: dict[Bucket, int] = dict.fromkeys(BUCKETS, 0)
     for c in cases:

@@ -13,25 +13,25 @@ cost two model calls, not 240.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from querywise.conversation import texts as turn_texts
 from querywise.corpus import Chunk
-from querywise.embed import Embedder
+from querywise.failures import FailureRow
 from querywise.index.analysis import Analysis, analyse
 from querywise.index.engine import Mode
-from querywise.index.store import Hit, Index
-from querywise.retrieve import Retriever, checked
+from querywise.index.store import Hit
+from querywise.retrieve import checked
+from querywise.service import QueryWise
 from querywise.text import analyze
 from querywise.triage.buckets import (
-    DEFAULT_CONTEXT_K,
     AboveGold,
-    Case,
     Evidence,
     LiteralNeighbour,
-    check_cutoffs,
+    TriageCase,
     classify,
 )
 from querywise.triage.detectors import (
@@ -44,13 +44,18 @@ from querywise.triage.detectors import (
     shared_terms,
     term_overlap,
 )
-from querywise.triage.failures import Failure, QueryDefectKind
-from querywise.triage.locate import ChunkTable, Location, doc_of, locate, prefer_ranked
-from querywise.triage.probes import WriteProbe, generated_probe, idf_from, literal_probe
+from querywise.triage.failures import EvalFile, QueryDefectKind, sample_failures
+from querywise.triage.locate import ChunkTable, Location, locate, prefer_ranked
+from querywise.triage.options import TriageOptions
+from querywise.triage.probes import generated_probe, idf_from, literal_probe
+from querywise.triage.report import TriageReport, build_report, population_of
+from querywise.triage.target import TriageTarget
 
-__all__ = ["ABOVE_KEPT", "triage_cases"]
+__all__ = ["ABOVE_KEPT", "probe_cases", "triage"]
 
 Advance = Callable[[int], None]
+#: `progress(phase, total)` returns `advance(n)` (the CLI's bar, a service job's counters).
+Progress = Callable[[str, int | None], Advance]
 
 #: How many of the chunks ranked above the gold (for the original question) a case keeps.
 ABOVE_KEPT = 5
@@ -102,30 +107,51 @@ def _table_bm25(table: ChunkTable, analysis: Analysis, ids: Sequence[str]) -> Ca
     return search
 
 
-def triage_cases(
-    failures: Sequence[Failure],
-    ix: Index | None,
+def triage(
+    failures: EvalFile | Sequence[FailureRow],
+    deployment: QueryWise | TriageTarget,
+    options: TriageOptions | None = None,
     *,
-    retriever: Retriever | None = None,
-    embedder: Embedder | None = None,
-    table: ChunkTable | None = None,
     sources: Mapping[str, str] | None = None,
     labels: Mapping[str, QueryDefectKind] | None = None,
-    k: int = 50,
-    context_k: int = DEFAULT_CONTEXT_K,
-    mode: Mode = "hybrid",
-    write_probe: WriteProbe | None = None,
-    progress: Callable[[str, int | None], Advance] | None = None,
-) -> list[Case]:
-    """Triage each failure against index `ix`, or against `retriever` (with `table`, the user's
-    passages, and `embedder` for the vector checks); one `Case` per failure, in order.
+    progress: Progress | None = None,
+) -> TriageReport:
+    """Sort the failing rows of `failures` into the places where each is repaired: sample them
+    (`options.sample`), probe the system that failed (a deployment, or a `TriageTarget`: an index,
+    or a retriever with its passages), classify each, and count, share and price the buckets.
 
-    `context_k` is how many results the generator (or UI) is shown: a gold within them is a
-    *generation* failure, one at ranks context_k+1..k a *ranking* failure. `table` is the
-    index's chunks (read from `ix` when not given; pass it to reuse it across runs);
-    `write_probe` writes the generated probe (passage text -> question), e.g. an LLM.
+    Rows marked acceptable count for the population figures only. `sources`: the documents before
+    ingest, by id; `labels`: people's query-defect labels, by case id; `progress(phase, total)`
+    returns `advance(n)`.
+
+    >>> report = triage(load_failures("failures.jsonl"), deployment, TriageOptions(sample=60))  # doctest: +SKIP
     """
-    check_cutoffs(k, context_k)
+    started = time.perf_counter()
+    options = options or TriageOptions()
+    read = failures if isinstance(failures, EvalFile) else EvalFile.of(failures)
+    population = population_of(read.n_rows, read.n_acceptable, len(read.failures), eval_total=options.eval_total, acceptable=options.acceptable)
+    if not read.failures:
+        raise ValueError("no failing rows (acceptable: false) to triage")
+    picked = sample_failures(read.failures, options.sample, options.seed)
+    target = deployment if isinstance(deployment, TriageTarget) else TriageTarget.of(deployment)
+    cases = probe_cases(picked, target, options, sources=sources, labels=labels, progress=progress)
+    report = build_report(cases, population, options)
+    return report.model_copy(update={"seconds": round(time.perf_counter() - started, 3)})
+
+
+def probe_cases(
+    failures: Sequence[FailureRow],
+    target: TriageTarget,
+    options: TriageOptions,
+    *,
+    sources: Mapping[str, str] | None = None,
+    labels: Mapping[str, QueryDefectKind] | None = None,
+    progress: Progress | None = None,
+) -> list[TriageCase]:
+    """Each failure probed against `target` and classified: one `TriageCase` per failure, in order
+    (the step of `triage` before the report; the benchmarks time it alone)."""
+    ix, retriever, embedder, table, write_probe = target.index, target.retriever, target.embedder, target.table, target.write_probe
+    k, context_k, mode = options.k, options.context_k, options.mode
     step = progress or (lambda phase, total: lambda n: None)
     labels = labels or {}
     if ix is None and retriever is None:
@@ -204,7 +230,7 @@ def triage_cases(
                 "rank_original": rank,
                 "above_original": [
                     AboveGold(id=h.id, rank=h.rank, snippet=_snippet(h.text),
-                              same_doc=h.id in table.chunks and doc_of(table.chunks[h.id]) == loc.doc_id)
+                              same_doc=h.id in table.chunks and table.chunks[h.id].doc_id == loc.doc_id)
                     for h in above],
                 "retrieved_rank": _retrieved_rank(f.retrieved, loc),
             })
@@ -217,7 +243,7 @@ def triage_cases(
         vectors = np.asarray(embed.embed(texts), dtype=np.float32)
 
     advance = step("probing the index", len(failures))
-    cases: list[Case] = []
+    cases: list[TriageCase] = []
     row = 0
     for i, (f, ev) in enumerate(zip(failures, evidence, strict=True)):
         loc = ev.location
@@ -230,7 +256,7 @@ def triage_cases(
             stop = literal_rank - 1 if literal_rank is not None else 3
             above_literal = [
                 LiteralNeighbour(id=h.id, rank=h.rank, overlap=round(term_overlap(gold_text, h.text), 4),
-                                 same_doc=h.id in table.chunks and doc_of(table.chunks[h.id]) == loc.doc_id)
+                                 same_doc=h.id in table.chunks and table.chunks[h.id].doc_id == loc.doc_id)
                 for h in literal_hits[: min(stop, 3)]]
             ev = ev.model_copy(update={
                 "literal_rank": literal_rank, "generated_rank": generated_rank, "above_literal": above_literal,
@@ -240,14 +266,14 @@ def triage_cases(
             })
             row += 3
         bucket, reason, source = classify(ev, k=k, context_k=context_k)
-        cases.append(Case(id=f.id, question=f.question, bucket=bucket, history=f.history, gold_text=f.gold_text,
+        cases.append(TriageCase(id=f.id, question=f.question, bucket=bucket, history=f.history, gold_text=f.gold_text,
                           evidence=ev.model_copy(update={"reason": reason, "label_source": source})))
         advance(1)
     return cases
 
 
 def _label_check(
-    f: Failure, ev: Evidence, table: ChunkTable, q_vector: np.ndarray, search: Callable[[np.ndarray, str, Mode], list[Hit]],
+    f: FailureRow, ev: Evidence, table: ChunkTable, q_vector: np.ndarray, search: Callable[[np.ndarray, str, Mode], list[Hit]],
     *, mode: Mode, k: int, probe_ranks: tuple[int | None, int | None],
 ) -> LabelCheck:
     """The suspect-label evidence: shared content terms with the gold (every chunk of a

@@ -31,7 +31,6 @@ from querywise.triage.buckets import QUERY_BUCKETS
 from querywise.triage.failures import QUERY_DEFECT_KINDS, QueryDefectKind
 from querywise.triage.html import bucket_chart, triage_html
 from querywise.triage.labels import Agreement, Label, LabelStore, relabel
-from querywise.triage.locate import doc_of
 
 __all__ = ["Workbench", "install"]
 
@@ -229,7 +228,7 @@ def _passages(bench: Workbench, case: Any) -> list[dict[str, Any]]:
     gold_ids = [i for i in (loc.chunk_ids or [loc.chunk_id]) if i in table.chunks]
     if not gold_ids:
         return []
-    doc = table.by_doc.get(doc_of(table.chunks[gold_ids[0]]), gold_ids)
+    doc = table.by_doc.get(table.chunks[gold_ids[0]].doc_id, gold_ids)
     first, last = doc.index(gold_ids[0]) if gold_ids[0] in doc else 0, doc.index(gold_ids[-1]) if gold_ids[-1] in doc else len(doc) - 1
     shown = doc[max(0, first - 1) : last + 2]
     out = []

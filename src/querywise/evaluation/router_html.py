@@ -1,4 +1,4 @@
-"""Standalone HTML renderings of evaluation reports (no scripts, no external assets)."""
+"""The router report (`querywise router-eval --html`) as one standalone HTML file: no scripts, no external assets."""
 
 from __future__ import annotations
 

@@ -1,0 +1,36 @@
+"""The options of a triage: the depths' rule is checked once, when the value is made."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from querywise.triage import TriageOptions
+from querywise.triage.options import options_problem
+
+
+def test_defaults_are_the_command_lines() -> None:
+    o = TriageOptions()
+    assert (o.k, o.context_k, o.mode, o.sample, o.seed, o.fpc) == (50, 10, "hybrid", None, 0, False)
+
+
+@pytest.mark.parametrize(("given", "problem"), [
+    ({"k": 20, "context_k": 20}, "--context-k (20) must be below --k (20): ranking is the gold at ranks 21..k"),
+    ({"k": 10, "context_k": 30}, "--context-k (30) must be below --k (10)"),
+    ({"context_k": 0}, "context_k: Input should be greater than or equal to 1"),
+    ({"k": 1}, "k: Input should be greater than or equal to 2"),
+    ({"sample": 0}, "sample: Input should be greater than or equal to 1"),
+    ({"mode": "fuzzy"}, "mode: Input should be 'dense', 'bm25' or 'hybrid'"),
+    ({"depth": 5}, "depth: Extra inputs are not permitted"),
+])
+def test_invalid_options_are_refused_with_the_rule(given: dict[str, object], problem: str) -> None:
+    with pytest.raises(ValidationError) as exc:
+        TriageOptions.model_validate(given)
+    assert problem in options_problem(exc.value)
+
+
+def test_options_are_frozen() -> None:
+    o = TriageOptions(k=20, context_k=5)
+    with pytest.raises(ValidationError):
+        o.k = 3  # type: ignore[misc]
+    assert o.model_copy(update={"seed": 7}).seed == 7 and hash(o) == hash(TriageOptions(k=20, context_k=5))
