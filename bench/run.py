@@ -43,7 +43,7 @@ def _links(r: dict[str, Any]) -> str:
 
 
 def render_scale(s: dict[str, Any], extra_tuning: tuple[tuple[str, Any], ...] = ()) -> list[str]:
-    out = ["## Scale: build, latency, recall (`bench/scale.py`)", "",
+    out = ["## Scale: build, latency, recall (`bench/retrieval/scale.py`)", "",
            f"Command: `{s['machine']['command']}`  ", f"Machine: {_machine_line(s['machine'])}", ""]
     syn = s["synthetic_corpus"]
     out += [f"**Corpus.** {syn['method']} {syn['n_sentences']} distinct sentences from {syn['n_source_docs']} documents. "
@@ -204,7 +204,7 @@ def render_tuning_summary(tunings: list[dict[str, Any]]) -> list[str]:
 
 
 def render_bm25(b: dict[str, Any]) -> list[str]:
-    out = ["## BM25: three ways, plus the library's dense and hybrid (`bench/bm25_engines.py`)", "",
+    out = ["## BM25: three ways, plus the library's dense and hybrid (`bench/retrieval/bm25_engines.py`)", "",
            f"Command: `{b['machine']['command']}`  ", f"Machine: {_machine_line(b['machine'])}", ""]
     sc = b["scifact"]
     out += [f"SciFact (BEIR test): {sc['n_docs']:,} docs, {sc['n_queries']} queries. Latency: one query at a time, "
@@ -261,7 +261,7 @@ def render_generic(name: str, d: dict[str, Any]) -> list[str]:
         out += [f"Command: `{command}`", ""]
     if name == "embed_throughput":  # the colleague's script renders its own table
         try:
-            from bench.embed_throughput import _markdown
+            from bench.retrieval.embed_throughput import _markdown
 
             return [*out, _markdown(d), ""]
         except Exception:
@@ -357,11 +357,11 @@ def main() -> None:
     if "scale" not in skip:
         args = ["--sizes", "10000", "--tune-size", "0", "--results-name", "scale-quick.json"] if a.quick else \
             ["--sizes", "10000,100000,400000", "--tune-size", "100000"]
-        run_module("bench.scale", [*args, "--command", f"{me} → python -m bench.scale {' '.join(args)}"])
+        run_module("bench.retrieval.scale", [*args, "--command", f"{me} → python -m bench.retrieval.scale {' '.join(args)}"])
     if "bm25" not in skip:
         args = ["--synth-size", "10000", "--results-name", "bm25_engines-quick.json"] if a.quick else \
             ["--synth-size", "100000"]
-        run_module("bench.bm25_engines", [*args, "--command", f"{me} → python -m bench.bm25_engines {' '.join(args)}"])
+        run_module("bench.retrieval.bm25_engines", [*args, "--command", f"{me} → python -m bench.retrieval.bm25_engines {' '.join(args)}"])
     script = BENCH / "embed_throughput.py"
     if "embed" not in skip and script.exists():
         import subprocess
@@ -370,43 +370,43 @@ def main() -> None:
         log("$ " + " ".join(cmd))
         subprocess.run(cmd, check=True, cwd=ROOT)
     if "latency" not in skip:
-        run_module("bench.latency", ["--n", "1000"])
+        run_module("bench.understanding.plan_latency", ["--n", "1000"])
     if "adversarial" not in skip:  # bounded time per request: crafted messages at 1, 10 and 100 KB
-        run_module("bench.adversarial", ["--repeats", "1" if a.quick else "3"])
+        run_module("bench.understanding.crafted_inputs", ["--repeats", "1" if a.quick else "3"])
     if "access" not in skip:  # generated attacks on access, with a hostile LLM: 0 widenings, 0 fail-open
-        run_module("bench.access_attack", ["--n", "2000" if a.quick else "10000"])
+        run_module("bench.understanding.access_attack", ["--n", "2000" if a.quick else "10000"])
     if "rewrite" not in skip:
-        run_module("bench.rewrite_cast2019", [])
+        run_module("bench.understanding.followup_gate", [])
     if "router" not in skip and not a.quick:  # about 12 minutes: the full run only
-        run_module("bench.router_clinc150", [])
+        run_module("bench.routing.clinc150", [])
     for name in ("triage", "evaluation", "llm_latency"):  # each writes bench/results/<name>*.json
         if name not in skip:
             run_module(f"bench.{name}", ["--quick"] if a.quick else [])
     if "third_party" not in skip:  # the someone-else's-account rule (seconds)
-        run_module("bench.third_party", [])
+        run_module("bench.understanding.third_party", [])
     if "intents" not in skip:  # several intents on the demo's held-out labels (~1 min)
-        run_module("bench.intents", [])
+        run_module("bench.understanding.intents", [])
     if "conversations" not in skip and not a.quick:  # doc2dial follow-ups and changes of subject, the demo (~8 min)
-        run_module("bench.conversations", [])
+        run_module("bench.understanding.followup_recall", [])
     if "first_contact" not in skip and not a.quick:  # index → eval --failures → triage, as a user runs them (~15 min)
-        run_module("bench.first_contact", [])
+        run_module("bench.triage.first_contact", [])
     # The retrieval stage: fusion and triage through a retriever read first_contact's indexes.
     for name in ("fusion", "triage_retriever"):
         if name not in skip and not a.quick:
             run_module(f"bench.{name}", [])
     if "peers" not in skip and not a.quick:  # Haystack, LlamaIndex, LangChain, semantic-router on the same tasks (~30 min)
-        from bench.peers import SYSTEMS, missing_modules
+        from bench.retrieval.peers import SYSTEMS, missing_modules
 
         missing = sorted({m for s in SYSTEMS if not s.name.startswith("querywise") for m in missing_modules(s)})
         if missing:
-            log(f"bench.peers skipped: {', '.join(missing)} not installed (pip install -c requirements.lock -r bench/requirements-peers.txt, "
+            log(f"bench.retrieval.peers skipped: {', '.join(missing)} not installed (pip install -c requirements.lock -r bench/requirements-peers.txt, "
                 "then pip install --no-deps -r bench/requirements-peers-nodeps.txt)")
         else:
-            run_module("bench.peers", [])
+            run_module("bench.retrieval.peers", [])
     # The reranker's latency and cost; the service: embeddings under concurrency, load, access attacks, faults.
     for name in ("rerank", "embed_batching", "service_load", "service_adversarial", "service_faults"):
         if name == "service_load" and importlib.util.find_spec("locust") is None:
-            log("bench.service_load skipped: locust is not installed (pip install 'querywise[bench]')")
+            log("bench.service.load skipped: locust is not installed (pip install 'querywise[bench]')")
         elif name not in skip and (BENCH / f"{name}.py").exists():
             run_module(f"bench.{name}", [])
     log(f"wrote {render_readme()} ({time.time() - t0:.0f}s)")
