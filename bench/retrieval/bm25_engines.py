@@ -27,8 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from bench import WORK, datasets, dir_size_mib, log, percentiles, write_json
+from bench import WORK, datasets, dir_size_mib, log, percentiles
 from bench.measures import evaluate, latency, metric_self_check, ranx_check
+from bench.report import write_json
 
 # --------------------------------------------------------------------------- the engines
 

@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from bench import ROOT, cpu_name, datasets
+from bench import RESULTS, ROOT, datasets
+from bench.report import cpu_name
 from querywise.embed import (
     Embedder,
     OnnxEmbedder,
@@ -123,7 +124,7 @@ def main() -> None:
                         help="token caps per batch the ONNX path is also run at")
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
     parser.add_argument(
-        "--out", type=Path, default=ROOT / "bench" / "results" / "embed_throughput.json"
+        "--out", type=Path, default=RESULTS / "embed_throughput.json"
     )
     args = parser.parse_args()
 

@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import RESULTS, WORK, datasets, log, write_json
+from bench import RESULTS, WORK, datasets, log
+from bench.report import publish
 
 # Published anchors (nDCG@10 on SciFact test): BEIR paper BM25, Anserini flat index, and the
 # all-MiniLM-L6-v2 figure of the sentence-transformers / MTEB tables.
@@ -210,8 +211,7 @@ def main() -> None:
         result["scifact"] = scifact(settings)
     result["wall_s"] = round(time.time() - started, 1)
     name = "evaluation-quick" if a.quick else "evaluation"
-    path = write_json(f"{name}.json", result, command)
-    (RESULTS / f"{name}.md").write_text(markdown(result, command), encoding="utf-8")
+    path = publish(name, result, command=command, render=lambda d: markdown(d, d["machine"]["command"]))
     log(f"wrote {path} and {name}.md")
 
 

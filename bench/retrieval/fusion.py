@@ -21,8 +21,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bench import RESULTS, WORK, datasets, log, write_json
+from bench import WORK, datasets, log
 from bench.datasets import doc2dial_split, document_of
+from bench.report import publish
 
 COMMAND = ".venv/bin/python -m bench.retrieval.fusion"
 
@@ -68,8 +69,7 @@ def main() -> None:
     with Index.open(WORK / "eval-doc2dial", settings=settings) as ix, QueryWise(settings, ix) as qw:
         rows.append(_measure("doc2dial passages", qw, [c for c in alone if doc2dial_split(doc[c.id]) != "test"],
                              [c for c in alone if doc2dial_split(doc[c.id]) == "test"]))
-    write_json("fusion.json", {"rows": rows}, command=COMMAND)
-    (RESULTS / "fusion.md").write_text(markdown(rows), encoding="utf-8")
+    publish("fusion", {"rows": rows}, command=COMMAND, render=lambda d: markdown(d["rows"]))
     log(markdown(rows))
 
 

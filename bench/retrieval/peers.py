@@ -97,7 +97,8 @@ from typing import Any
 
 import numpy as np
 
-from bench import RESULTS, ROOT, WORK, _version, datasets, log, machine_info, peak_rss_mib, percentiles
+from bench import RESULTS, ROOT, WORK, datasets, log, peak_rss_mib, percentiles
+from bench.report import _version, machine_info
 
 COMMAND = ".venv/bin/python -m bench.retrieval.peers"
 K = 100  # retrieved per list and returned: recall@100 needs 100

@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import RESULTS, log, percentiles, write_json
+from bench import RESULTS, log, percentiles
+from bench.report import write_json
 
 COMMAND = ".venv/bin/python -m bench.retrieval.rerank"
 COUNTS = (10, 20, 50, 100)

@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from bench import RESULTS, ROOT, WORK, dir_size_mib, log, peak_rss_mib, percentiles, write_json
+from bench import RESULTS, ROOT, WORK, dir_size_mib, log, peak_rss_mib, percentiles
+from bench.report import write_json
 from bench.retrieval.synthetic_corpus import LIB_DEFAULT, index_path
 
 K = 10
@@ -356,7 +357,7 @@ def followup(a: argparse.Namespace, command: str) -> None:
     path = RESULTS / a.results_name
     data = json.loads(path.read_text()) if path.exists() else {}
     machine = data.pop("machine", None)
-    from bench import machine_info
+    from bench.report import machine_info
 
     info = machine_info()
     info["command"] = command

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from bench import ROOT, datasets
+from bench import RESULTS, datasets
 from bench.routing.router import (
     DEFAULT_KIND,
     ENCODER_DIR,
@@ -421,8 +421,8 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=datasets.CLINC150)
     parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache" / "querywise" / "embeddings")
     parser.add_argument("--only", default="", help="comma-separated experiment names (default: all)")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "router_clinc150.json")
-    parser.add_argument("--md", type=Path, default=ROOT / "bench" / "results" / "router_clinc150.md")
+    parser.add_argument("--out", type=Path, default=RESULTS / "router_clinc150.json")
+    parser.add_argument("--md", type=Path, default=RESULTS / "router_clinc150.md")
     args = parser.parse_args()
     res = run(args)
     args.out.parent.mkdir(parents=True, exist_ok=True)

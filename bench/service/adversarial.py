@@ -47,7 +47,8 @@ import warnings
 from collections import Counter
 from typing import Any
 
-from bench import RESULTS, WORK, log, write_json
+from bench import RESULTS, WORK, log
+from bench.report import write_json
 from bench.service.adversarial_checks import ACCESS_WORDS, Outcome, Stats, _metrics, _printable, _reproducer, check
 from bench.service.adversarial_inputs import GATEWAY_SECRET, SECRET, conversation_of, hostile_plan
 from bench.service.adversarial_report import _markdown

@@ -14,7 +14,8 @@ import threading
 import time
 from typing import Any
 
-from bench import RESULTS, log, percentiles, write_json
+from bench import RESULTS, log, percentiles
+from bench.report import write_json
 
 COMMAND = ".venv/bin/python -m bench.service.embed_batching"
 CLIENTS = (1, 4, 16, 50)

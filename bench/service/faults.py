@@ -39,7 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import RESULTS, WORK, log, machine_info, percentiles, write_json
+from bench import RESULTS, WORK, log, percentiles
+from bench.report import machine_info, write_json
 
 COMMAND = ".venv/bin/python -m bench.service.faults"
 HERE = WORK / "service-faults"

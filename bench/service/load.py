@@ -53,7 +53,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench import RESULTS, ROOT, log, machine_info, write_json
+from bench import RESULTS, ROOT, log
+from bench.report import machine_info, write_json
 from bench.service.load_measure import (
     _UNIQUE,
     _histogram,

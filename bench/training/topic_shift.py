@@ -34,9 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from bench import RESULTS, ROOT, WORK, datasets, log, write_json
+from bench import ROOT, WORK, datasets, log
 from bench.datasets import SPLITS, cast2019_split, changes_of_subject, doc2dial_split, document_of
 from bench.measures import cluster_se
+from bench.report import publish
 
 COMMAND = ".venv/bin/python -m bench.training.topic_shift"
 MODEL = ROOT / "src" / "querywise" / "understand" / "followup" / "topic_shift.json"
@@ -250,8 +251,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     result = {"model": model, "chosen_train_val": row(chosen, chosen_effect), "threshold_only": row(threshold_only, outcomes.effect(threshold_only, ("train", "val"))),
               "sweep_train_val_top": [row(m, e) for m, e in ranked[:40]], "policies": len(grid),
               "splits": {p: report(p) for p in (*SPLITS, "all")}}
-    write_json("topic_shift.json", result, command=COMMAND)
-    (RESULTS / "topic_shift.md").write_text(markdown(result), encoding="utf-8")
+    publish("topic_shift", result, command=COMMAND, render=markdown)
     log(markdown(result))
 
 

@@ -19,7 +19,8 @@ import argparse
 import time
 from typing import Any
 
-from bench import RESULTS, WORK, datasets, log, write_json
+from bench import RESULTS, WORK, datasets, log
+from bench.report import write_json
 
 
 def _index(name: str, chunks: list[Any], embedder: Any) -> Any:

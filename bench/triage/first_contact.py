@@ -32,7 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import RESULTS, ROOT, WORK, datasets, log, write_json
+from bench import RESULTS, ROOT, WORK, datasets, log
+from bench.report import write_json
 
 CONTEXT_KS = (1, 10)
 

@@ -18,7 +18,8 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from bench import RESULTS, WORK, datasets, log, write_json
+from bench import RESULTS, WORK, datasets, log
+from bench.report import write_json
 
 COMMAND = ".venv/bin/python -m bench.triage.remote_retriever"
 

@@ -23,7 +23,8 @@ import random
 import time
 from typing import Any
 
-from bench import WORK, log, write_json
+from bench import WORK, log
+from bench.report import write_json
 
 MARKETS = ("eu", "us")
 ATTACKS = (

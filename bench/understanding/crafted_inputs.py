@@ -30,7 +30,8 @@ import statistics
 import time
 from typing import Any
 
-from bench import WORK, log, write_json
+from bench import WORK, log
+from bench.report import write_json
 
 SIZES = (1_000, 10_000, 100_000)
 KINDS: dict[str, str] = {

@@ -33,8 +33,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import DATA, RESULTS, ROOT, datasets, write_json
+from bench import DATA, ROOT, datasets
 from bench.datasets import cast2019_split
+from bench.report import publish
 from querywise.catalog import Catalog
 from querywise.checks.guard import check_rewrite, terms
 from querywise.conversation import Turn, user_texts
@@ -308,8 +309,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "split": {part: sorted({i.split("_")[0] for i in ids if cast2019_split(i) == part}, key=int) for part in ("train", "val", "test")},
         "standalone_forms": forms(rows, ids),
     }
-    path = write_json("rewrite_cast2019.json", result, command=COMMAND)
-    (RESULTS / "rewrite_cast2019.md").write_text(markdown(result), encoding="utf-8")
+    path = publish("rewrite_cast2019", result, command=COMMAND, render=markdown)
     print(markdown(result))
     print(f"wrote {path}")
 

@@ -24,9 +24,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import RESULTS, WORK, datasets, log, write_json
+from bench import WORK, datasets, log
 from bench.datasets import SPLITS, changes_of_subject, doc2dial_split, document_of
 from bench.measures import cluster_se
+from bench.report import publish
 
 COMMAND = ".venv/bin/python -m bench.understanding.followup_recall"
 
@@ -110,8 +111,7 @@ def main() -> None:
     ix = Index.open(path, settings=settings) if path.exists() else build_index(chunks, path, settings=settings)
     with ix, QueryWise(settings, ix) as qw:
         result = {"doc2dial": doc2dial(qw, cases), "demo": demo()}
-    write_json("conversations.json", result, command=COMMAND)
-    (RESULTS / "conversations.md").write_text(markdown(result), encoding="utf-8")
+    publish("conversations", result, command=COMMAND, render=markdown)
     log(markdown(result))
 
 

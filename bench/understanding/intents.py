@@ -17,7 +17,8 @@ from __future__ import annotations
 import itertools
 import json
 
-from bench import RESULTS, log, write_json
+from bench import RESULTS, log
+from bench.report import write_json
 
 COMMAND = ".venv/bin/python -m bench.understanding.intents"
 

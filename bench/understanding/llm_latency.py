@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from bench import WORK, log, percentiles, write_json
+from bench import WORK, log, percentiles
+from bench.report import write_json
 
 TTFT_S, TOKENS_PER_S = 0.4, 120.0
 ONE_CALL, CHAIN_CALL = (600, 80), (500, 40)

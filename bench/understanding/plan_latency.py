@@ -18,7 +18,8 @@ import time
 
 import numpy as np
 
-from bench import WORK, datasets, percentiles, write_json
+from bench import WORK, datasets, percentiles
+from bench.report import write_json
 
 
 def _messages(n: int) -> list[str]:

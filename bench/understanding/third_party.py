@@ -18,7 +18,8 @@ import itertools
 import json
 from typing import Any
 
-from bench import RESULTS, datasets, log, write_json
+from bench import datasets, log
+from bench.report import publish
 from querywise.config import AccessSettings
 from querywise.demo import demo_file
 from querywise.understand.third_party import other_person
@@ -70,8 +71,7 @@ def main() -> None:
             "own_account": _rate(own),
         },
     }
-    write_json("third_party.json", result, command=COMMAND)
-    (RESULTS / "third_party.md").write_text(markdown(result), encoding="utf-8")
+    publish("third_party", result, command=COMMAND, render=markdown)
     log(markdown(result))
 
 
