@@ -38,7 +38,7 @@ def _version(dist: str) -> str | None:
 def cpu_name() -> str:
     """The CPU's model name and its vector extensions: hosts sold under one name differ (ONNX
     Runtime runs 2x faster where AVX-512 is present), so every figure says which it had."""
-    name, flags = "", set()
+    name, flags = "", set[str]()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name") and not name:

@@ -193,7 +193,7 @@ def main() -> None:
         "texts": {name: len(batch) for name, batch in texts.items()},
         "onnx_export_s": round(export_s, 2),
         "rows": list(rows.values()),
-        "onnx_batch_tokens": {"default": OnnxEmbedder.fp32.__kwdefaults__["batch_tokens"], "sweep": sweep},
+        "onnx_batch_tokens": {"default": (OnnxEmbedder.fp32.__kwdefaults__ or {})["batch_tokens"], "sweep": sweep},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

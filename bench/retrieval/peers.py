@@ -263,6 +263,7 @@ def llamaindex(_: argparse.Namespace) -> Builder:
     from llama_index.core import VectorStoreIndex
     from llama_index.core.llms import MockLLM
     from llama_index.core.retrievers import QueryFusionRetriever
+    from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
     from llama_index.core.schema import TextNode
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
     from llama_index.retrievers.bm25 import BM25Retriever
@@ -274,7 +275,7 @@ def llamaindex(_: argparse.Namespace) -> Builder:
         nodes = [TextNode(id_=c.id, text=c.search_text) for c in chunks]
         index = VectorStoreIndex(nodes, embed_model=embed, show_progress=False)
         bm25 = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=K)
-        fusion = QueryFusionRetriever([index.as_retriever(similarity_top_k=K), bm25], llm=MockLLM(), mode="reciprocal_rerank",
+        fusion = QueryFusionRetriever([index.as_retriever(similarity_top_k=K), bm25], llm=MockLLM(), mode=FUSION_MODES.RECIPROCAL_RANK,
                                       similarity_top_k=K, num_queries=1)
         return Built(lambda q: [n.node.node_id for n in fusion.retrieve(q)])
 
@@ -355,7 +356,7 @@ def export_onnx(args: argparse.Namespace) -> None:
     default cache keeps it across runs), so that no system's time or memory carries it."""
     from querywise.embed import export_fp32_onnx
 
-    log(f"ONNX export: {export_fp32_onnx(onnx_dir(args))}")
+    log(f"ONNX export: {export_fp32_onnx(onnx_dir(args))!s}")
 
 
 def tune_on_train(index: Any, settings: Any, args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
@@ -526,7 +527,8 @@ def run_querywise_router(args: argparse.Namespace, path: Path, *, fine_tuned: bo
     if exp.with_oos_train:
         X, y = np.vstack([X, data["oos_train"][0]]), np.concatenate([y, data["oos_train"][1]])
     clf = exp.make().fit(X, y)
-    Xv, yv = np.vstack([data["val"][0], data["oos_val"][0]]), np.concatenate([data["val"][1], data["oos_val"][1]])
+    Xv = np.vstack([data["val"][0], data["oos_val"][0]])
+    yv: Any = np.concatenate([data["val"][1], data["oos_val"][1]])  # intents: str, as the library takes them
     Xt, yt = np.vstack([data["test"][0], data["oos_test"][0]]), np.concatenate([data["test"][1], data["oos_test"][1]])
     embedder = OnnxEmbedder.fp32(export_dir=None, model_folder=folder, threads=args.threads)  # load_embedder's "onnx", uncached
     raw = json.loads(path.read_text(encoding="utf-8"))

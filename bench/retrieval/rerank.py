@@ -25,14 +25,14 @@ REPEATS = 20
 
 def tiny_model(folder: Path) -> Path:
     import torch
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast  # type: ignore[attr-defined]
 
     words = ["the", "a", "warranty", "battery", "charge", "case", "part", "order", "ship", "return", "refund", "month", "hour", "day", "headphones", "buds", "pro", "lite"]
     (folder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n", encoding="utf-8")
     BertTokenizerFast(vocab_file=str(folder / "vocab.txt")).save_pretrained(folder)
     torch.manual_seed(0)
     BertForSequenceClassification(BertConfig(vocab_size=5 + len(words), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                             intermediate_size=64, max_position_embeddings=512, num_labels=1)).save_pretrained(folder)
+                                             intermediate_size=64, max_position_embeddings=512, num_labels=1)).save_pretrained(folder)  # type: ignore[call-arg]
     return folder
 
 

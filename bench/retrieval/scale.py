@@ -23,8 +23,9 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -33,7 +34,7 @@ from bench.report import write_json
 from bench.retrieval.synthetic_corpus import LIB_DEFAULT, index_path
 
 K = 10
-MODES = ("dense", "bm25", "hybrid")
+MODES: tuple[Literal["dense", "bm25", "hybrid"], ...] = ("dense", "bm25", "hybrid")
 # Builds tried at the tuning size, m:ef_construct:filtered_search ("graph": Qdrant's per-value
 # graph links; "acorn": none, filtered searches walk with ACORN, or score the matches exactly);
 # each is searched with every ef below.
@@ -101,7 +102,7 @@ def do_build(n: int, m: int, efc: int, out: Path, filtered: str = "graph", segme
     # RSS now and peak so far as each phase starts: where the build's memory goes
     rss: dict[str, dict[str, float | None]] = {}
 
-    def progress(phase: str, total: int | None):
+    def progress(phase: str, total: int | None) -> Callable[[int], None]:
         phases.setdefault(phase, time.perf_counter())
         cpu.setdefault(phase, time.process_time())
         rss.setdefault(phase, {"rss_mib": _vm_status("VmRSS"), "peak_so_far_mib": _vm_status("VmHWM") if reset else None})
@@ -191,7 +192,7 @@ def do_search(n: int, m: int, efc: int, efs: list[int], main_ef: int, latency: b
     def ids(hits: list[Any]) -> list[str]:
         return [h.id for h in hits]
 
-    def run(mode: str, i: int, w: Any, exact: bool = False) -> list[Any]:
+    def run(mode: Any, i: int, w: Any, exact: bool = False) -> list[Any]:
         return index.query(mode=mode, k=K, dense=dense[i], sparse=sparse[i], where=w, exact=exact)
 
     nq = len(texts)
@@ -434,7 +435,7 @@ def main() -> None:
 
     chosen = None
     if a.tune_size:
-        tune = []
+        tune: list[dict[str, Any]] = []
         for spec in a.tune_builds.split(","):
             m, efc, filtered = _spec(spec)
             flags = ["--m", str(m), "--efc", str(efc), "--filtered-search", filtered]

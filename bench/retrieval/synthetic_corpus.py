@@ -130,7 +130,7 @@ class SentencePool:
 
 
 def _split_doc2dial(text: str) -> list[str]:
-    out = []
+    out: list[str] = []
     for para in text.split("\n"):
         para = " ".join(para.split())
         if para:

@@ -145,7 +145,7 @@ def per_route(kind: np.ndarray, label: np.ndarray, y: np.ndarray, routes: tuple[
     }
 
 
-def post_hoc(clf: RouteClassifier, Xv: np.ndarray, yv: np.ndarray, Xte: np.ndarray, yte: np.ndarray) -> list[dict[str, Any]]:
+def post_hoc(clf: RouteClassifier, Xv: np.ndarray, yv: Any, Xte: np.ndarray, yte: Any) -> list[dict[str, Any]]:
     """Diagnostics added after the first full run had shown test figures; they choose nothing.
 
     Each row: thresholds from choose_thresholds with some (floor, oos_weight) on some split,
@@ -218,11 +218,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     print("embedding CLINC150 (cached after the first run)...", file=sys.stderr)
     data = load_data(args.data, args.cache_dir)
     Xv = np.vstack([data["val"][0], data["oos_val"][0]])
-    yv = np.concatenate([data["val"][1], data["oos_val"][1]])
+    yv: Any = np.concatenate([data["val"][1], data["oos_val"][1]])  # intents: str, as the library takes them
     Xte = np.vstack([data["test"][0], data["oos_test"][0]])
     yte = np.concatenate([data["test"][1], data["oos_test"][1]])
 
-    results = []
+    results: list[dict[str, Any]] = []
     fitted: dict[str, tuple[RouteClassifier, Thresholds]] = {}
     calibrations: dict[str, Calibration] = {}
     names = [e.name for e in EXPERIMENTS]

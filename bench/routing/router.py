@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -159,7 +160,7 @@ def fine_tuned_encoder(path: Path) -> Path:
     return ENCODER_DIR
 
 
-def load_data(path: Path, cache_dir: Path, model_folder: Path | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def load_data(path: Path, cache_dir: Path | None, model_folder: Path | None = None) -> dict[str, tuple[np.ndarray, Any]]:
     """Each CLINC150 split's messages embedded (by the fine-tuned encoder in `model_folder`, if given)
     and their intents."""
     raw = datasets.clinc150(path)

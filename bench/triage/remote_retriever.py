@@ -89,7 +89,7 @@ def main() -> None:
     def buckets(cs: Any) -> dict[str, int]:
         return dict(sorted(Counter(c.bucket for c in cs).items()))
 
-    result = {
+    result: dict[str, Any] = {
         "failures": len(failures), "queries": n,
         "buckets": {"index": buckets(mine), "http (index's table)": buckets(theirs), "http (passages alone)": buckets(alone)},
         "identical_cases": {"http (index's table)": [c.bucket for c in theirs] == [c.bucket for c in mine],

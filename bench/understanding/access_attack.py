@@ -149,10 +149,10 @@ def main() -> None:
                 examples.append(f"session {bad} accepted")
     index.close()
     seconds = round(time.perf_counter() - started, 1)
-    result = {"seed": args.seed, **counts, "seconds": seconds, "examples": examples[:20],
+    summary: dict[str, Any] = {"seed": args.seed, **counts, "seconds": seconds, "examples": examples[:20],
               "passed": counts["widenings"] == 0 and counts["fail_open"] == 0 and counts["session_edge_cases_accepted"] == 0}
     log(f"access attack: {counts} in {seconds}s")
-    write_json("access_attack.json", result, command=f"python -m bench.understanding.access_attack --n {args.n} --seed {args.seed}")
+    write_json("access_attack.json", summary, command=f"python -m bench.understanding.access_attack --n {args.n} --seed {args.seed}")
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ COMMAND = ".venv/bin/python -m bench.understanding.followup_gate"
 PRONOUNS = frozenset(
     ["it", "its", "itself", "they", "them", "their", "theirs", "themselves", "he", "him", "his", "himself", "she", "her", "hers", "herself", "this", "that", "these", "those"]
 )
-Gate = Callable[[str, Sequence[str]], bool]
+Gate = Callable[[str, Sequence[Any]], bool]
 
 
 def score(rows: Sequence[RewriteRow], gate: Gate) -> dict[str, Any]:

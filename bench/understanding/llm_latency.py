@@ -25,7 +25,7 @@ import contextlib
 import json
 import multiprocessing as mp
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import Any
 
 import numpy as np
@@ -44,7 +44,7 @@ def _messages(n: int) -> list[tuple[list[str], str, str | None]]:
     from querywise.files import read_jsonl
 
     follow = [(rec["history"], rec["message"], rec["standalone"]) for _, rec in read_jsonl(demo_file("rewrites.jsonl"))]
-    first = [([], rec["message"], None) for _, rec in read_jsonl(demo_file("cases.jsonl")) if not rec.get("history")]
+    first: list[tuple[list[str], str, str | None]] = [([], rec["message"], None) for _, rec in read_jsonl(demo_file("cases.jsonl")) if not rec.get("history")]
     n_follow = round(n * SHARE_FOLLOW_UPS)
     picked_f, picked_s = follow[:n_follow], first[: n - n_follow]
     out: list[tuple[list[str], str, str | None]] = []
@@ -71,11 +71,12 @@ def _responder(standalones: dict[str, str]) -> Any:
         if task == "plan":
             wants_route = "enum" in json.dumps(schema["properties"]["route"])
             return Reply(output={"standalone": standalones.get(message), "route": "kb_search" if wants_route else None}, input_tokens=ONE_CALL[0], output_tokens=ONE_CALL[1])
-        output = {
+        outputs: dict[str, dict[str, Any]] = {
             "multi_query": {"variants": [f"how to: {message}", f"help with: {message}", f"question: {message}"]},
             "hyde": {"passage": "A help-centre article would explain the policy and the steps to follow."},
             "step_back": {"question": "What is the general policy behind this?"},
-        }[task]
+        }
+        output = outputs[task]
         return Reply(output=output, input_tokens=CHAIN_CALL[0], output_tokens=CHAIN_CALL[1])
 
     return respond
@@ -135,7 +136,7 @@ def _markdown(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _fake_provider_process(server_class: Any, reply: Any) -> Iterator[str]:
+def _fake_provider_process(server_class: Any, reply: Any) -> Generator[str, None, None]:
     """Run the fake provider in a forked process and yield its URL once (close the generator
     to stop it). In this process its threads would share the GIL with the client: on an idle
     VM the reply then reached the client 70-110 ms after the simulated wait (5-13 ms from a

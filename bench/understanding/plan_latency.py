@@ -54,7 +54,7 @@ def main() -> None:
     messages = _messages(args.n)
     vectors = np.asarray(cached.embed(messages), dtype=np.float32)
     for m in messages[:20]:  # warm up lazy imports and caches
-        qw.plan(m)
+        qw.plan(m, session={"market": "eu"})
 
     decision, with_embedding, plan = [], [], []
     today = dt.date(2026, 11, 29)
