@@ -1,6 +1,6 @@
 """Embedding throughput and agreement of each querywise.embed path, on real SciFact text.
 
-    python bench/retrieval/embed_throughput.py [--kinds torch,onnx,onnx-int8] [--repeats 3]
+    python -m bench.retrieval.embed_throughput [--kinds torch,onnx,onnx-int8] [--repeats 3]
 
 Texts come from ../shared/data/scifact/corpus.jsonl.gz (read, never copied): (a) 2,000 sentences
 of 5-15 words, (b) 500 passages made of the first 100 words of an abstract, (c) 300 whole
@@ -173,7 +173,7 @@ def main() -> None:
         sweep = batch_tokens_sweep(texts, args, export_dir) if "onnx" in kinds else []
 
     result = {
-        "command": " ".join(["python", *map(shlex.quote, sys.argv)]),
+        "command": " ".join(["python", "-m", "bench.retrieval.embed_throughput", *map(shlex.quote, sys.argv[1:])]),
         "machine": {
             "cpu": cpu_name(),
             "cores": os.cpu_count(),

@@ -1,6 +1,6 @@
 """Route classifiers of querywise.understand.classifiers (gated by understand.decision, thresholds from understand.calibration) on CLINC150 (150 intents + out-of-scope).
 
-    python bench/routing/clinc150.py [--data ../shared/data/clinc150/data_full.json]
+    python -m bench.routing.clinc150 [--data ../shared/data/clinc150/data_full.json]
 
 Protocol (data read at run time, never copied): every configuration is fitted on ``train``
 (+ ``oos_train`` where the configuration says so), its thresholds are chosen by
