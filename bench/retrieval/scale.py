@@ -30,6 +30,7 @@ from typing import Any, Literal
 import numpy as np
 
 from bench import RESULTS, ROOT, WORK, dir_size_mib, log, peak_rss_mib, percentiles
+from bench.measures import latency
 from bench.report import write_json
 from bench.retrieval.synthetic_corpus import LIB_DEFAULT, index_path
 
@@ -296,14 +297,8 @@ def query_embedding_timing() -> dict[str, Any]:
     t = time.perf_counter()
     emb = real_embedder()
     load_s = time.perf_counter() - t
-    for q in texts[:5]:
-        emb.embed([q])
-    lat = []
-    for q in texts:
-        t = time.perf_counter()
-        emb.embed([q])
-        lat.append(time.perf_counter() - t)
-    return {"model_id": emb.model_id, "model_load_s": round(load_s, 2), "single_query": percentiles(lat)}
+    single = latency(lambda q: emb.embed([q]), texts, warm=5)
+    return {"model_id": emb.model_id, "model_load_s": round(load_s, 2), "single_query": single}
 
 
 def filtered_options(search: dict[str, Any], ef_row: dict[str, Any]) -> list[tuple[str, float, float]]:

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from bench import RESULTS, datasets
+from bench.measures import latency as per_call_latency
 from bench.routing.router import (
     DEFAULT_KIND,
     ENCODER_DIR,
@@ -203,15 +204,8 @@ def encoder_latency(path: Path, n: int = 300) -> dict[str, Any]:
     raw = datasets.clinc150(path)
     embedder = load_embedder(DEFAULT_KIND, cache_dir=None, model_folder=ENCODER_DIR)
     texts = [t for t, _ in raw["test"]][:n]
-    for t in texts[:20]:
-        embedder.embed([t])
-    times = []
-    for t in texts:
-        t0 = time.perf_counter()
-        embedder.embed([t])
-        times.append(time.perf_counter() - t0)
-    ms = np.asarray(times) * 1000
-    return {"n": n, "p50_ms": float(np.percentile(ms, 50)), "p95_ms": float(np.percentile(ms, 95)), "loadavg": os.getloadavg()[0]}
+    lat = per_call_latency(lambda t: embedder.embed([t]), texts, warm=20)
+    return {"n": n, "p50_ms": lat["p50_ms"], "p95_ms": lat["p95_ms"], "loadavg": os.getloadavg()[0]}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
