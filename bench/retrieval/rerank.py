@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import RESULTS, log, percentiles
-from bench.report import write_json
+from bench import log, percentiles
+from bench.report import publish
 
 COMMAND = ".venv/bin/python -m bench.retrieval.rerank"
 COUNTS = (10, 20, 50, 100)
@@ -81,11 +81,16 @@ def main() -> None:
     llm = llm_rows()
     result = {"model": "tiny random BERT (2 layers, hidden 32)" if args.model is None else str(args.model), "repeats": REPEATS, "rows": rows,
               "llm": llm}
-    write_json("rerank.json", result, command=COMMAND)
-    lines = ["# The reranking step: latency per candidate count", "", f"Command: `{COMMAND}`. Model: {result['model']}; "
+    publish("rerank", result, command=COMMAND, render=markdown)
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """rerank.md from rerank.json."""
+    lines = ["# The reranking step: latency per candidate count", "", f"Command: `{result['machine']['command']}`. Model: {result['model']}; "
              f"{REPEATS} runs per count, passages of ~120 words, one CPU process.", "",
              "| candidates | p50 ms | p95 ms | per candidate (p50) ms |", "|---|---|---|---|"]
-    lines += [f"| {r['candidates']} | {r['p50_ms']} | {r['p95_ms']} | {r['per_candidate_ms']} |" for r in rows]
+    lines += [f"| {r['candidates']} | {r['p50_ms']} | {r['p95_ms']} | {r['per_candidate_ms']} |" for r in result["rows"]]
+    llm = result["llm"]
     a = llm["assumptions"]
     lines += ["", "## The LLM as a listwise reranker: the cost model (`querywise cost --rerank-top N`)", "",
               f"One call per searched request, after retrieval; each candidate cut to {PASSAGE_CHARS} characters (~{PASSAGE_CHARS // 4} tokens); "
@@ -93,7 +98,7 @@ def main() -> None:
               f"{a['tokens_per_s']:g} tokens/s (the embedded `[llm]` defaults). Not measured against a model: no LLM is reachable here.", "",
               "| candidates | tokens in / out | added latency s | USD per 1,000 requests |", "|---|---|---|---|"]
     lines += [f"| {r['candidates']} | {r['input_tokens']} / {r['output_tokens']} | {r['added_s']} | {r['usd_per_1000']} |" for r in llm["rows"]]
-    (RESULTS / "rerank.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

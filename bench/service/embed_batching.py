@@ -14,8 +14,8 @@ import threading
 import time
 from typing import Any
 
-from bench import RESULTS, log, percentiles
-from bench.report import write_json
+from bench import log, percentiles
+from bench.report import publish
 
 COMMAND = ".venv/bin/python -m bench.service.embed_batching"
 CLIENTS = (1, 4, 16, 50)
@@ -62,14 +62,18 @@ def main() -> None:
         batcher.close()
         rows.append({"direct": direct, "batched": batched})
         log(str(rows[-1]))
-    write_json("embed_batching.json", {"calls_per_client": CALLS_PER_CLIENT, "rows": rows}, command=COMMAND)
-    lines = ["# Query embeddings under concurrency: direct vs batched", "", f"Command: `{COMMAND}`. The packaged all-MiniLM-L6-v2 "
-             f"(ONNX fp32), one short query per call, {CALLS_PER_CLIENT} calls per client thread, 2 cores.", "",
+    publish("embed_batching", {"calls_per_client": CALLS_PER_CLIENT, "rows": rows}, command=COMMAND, render=markdown)
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """embed_batching.md from embed_batching.json."""
+    lines = ["# Query embeddings under concurrency: direct vs batched", "", f"Command: `{result['machine']['command']}`. The packaged all-MiniLM-L6-v2 "
+             f"(ONNX fp32), one short query per call, {result['calls_per_client']} calls per client thread, 2 cores.", "",
              "| clients | direct calls/s | direct p50 / p95 ms | batched calls/s | batched p50 / p95 ms | mean batch |", "|---|---|---|---|---|---|"]
-    for r in rows:
+    for r in result["rows"]:
         d, b = r["direct"], r["batched"]
         lines.append(f"| {d['clients']} | {d['per_s']} | {d['p50_ms']} / {d['p95_ms']} | {b['per_s']} | {b['p50_ms']} / {b['p95_ms']} | {b['mean_batch']} |")
-    (RESULTS / "embed_batching.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import itertools
 import json
+from typing import Any
 
-from bench import RESULTS, log
-from bench.report import write_json
+from bench import log
+from bench.report import publish
 
 COMMAND = ".venv/bin/python -m bench.understanding.intents"
 
@@ -42,15 +43,19 @@ def main() -> None:
         false_cut = [t for t in singles if qw.plan(t, session={"market": "eu"}).left]
     result = {"pairs": len(pairs), "cut_rate": round(cut / len(pairs), 4), "served_and_left_rate": round(served / len(pairs), 4),
               "singles": len(singles), "false_cuts": len(false_cut), "false_cut_examples": false_cut[:10]}
-    write_json("intents.json", result, command=COMMAND)
-    md = ["# Several intents", "", f"Command: `{COMMAND}`.", "",
+    path = publish("intents", result, command=COMMAND, render=markdown)
+    log(path.with_suffix(".md").read_text(encoding="utf-8"))
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """intents.md from intents.json."""
+    md = ["# Several intents", "", f"Command: `{result['machine']['command']}`.", "",
           f"{result['pairs']} two-ask messages from held-out demo labels of different routes: cut into the two asks "
           f"{result['cut_rate']:.3f}; plan serves the first ask's route and leaves the second with its route {result['served_and_left_rate']:.3f} "
           "(the router's own accuracy on the parts bounds this).", "",
           f"Single messages cut into asks of different routes (only part served): {result['false_cuts']} of {result['singles']}"
-          + (": " + "; ".join(repr(t) for t in false_cut[:10]) if false_cut else "") + ".", ""]
-    (RESULTS / "intents.md").write_text("\n".join(md), encoding="utf-8")
-    log("\n".join(md))
+          + (": " + "; ".join(repr(t) for t in result["false_cut_examples"]) if result["false_cut_examples"] else "") + ".", ""]
+    return "\n".join(md)
 
 
 if __name__ == "__main__":
