@@ -38,7 +38,7 @@ def _index(name: str, chunks: list[Any], embedder: Any) -> Any:
 
 def _failures(ix: Any, cases: list[Any], mode: str) -> tuple[list[Any], int]:
     """Failure rows (gold = first relevant chunk, retrieved = the top 10) and the eval size."""
-    from querywise.triage import Failure
+    from bench.triage.verb import Failure
 
     vecs = ix.embedder.embed([c.message for c in cases]) if mode != "bm25" else None
     rows = []
@@ -90,13 +90,7 @@ def _redact(report: Any) -> Any:
 
 def _run(name: str, ix: Any, failures: list[Any], n_eval: int, mode: str, *, sample: int | None, seed: int,
          fpc: bool, about: str) -> dict[str, Any]:
-    from querywise.triage import (
-        ChunkTable,
-        Population,
-        build_report,
-        sample_failures,
-        triage_cases,
-    )
+    from bench.triage.verb import ChunkTable, Population, build_report, sample_failures, triage_failures
     from querywise.triage.html import triage_html
 
     picked = sample_failures(failures, sample, seed)
@@ -104,7 +98,7 @@ def _run(name: str, ix: Any, failures: list[Any], n_eval: int, mode: str, *, sam
                             failures=len(failures), source="bench: eval set run through the index")
     t0 = time.perf_counter()
     table = ChunkTable.of(ix.chunks())
-    cases = triage_cases(picked, ix, table=table, k=50, mode=mode)  # type: ignore[arg-type]
+    cases = triage_failures(picked, ix, table=table, k=50, mode=mode)
     report = build_report(cases, population, k=50, mode=mode, seed=seed if sample else None, fpc=fpc)
     seconds = round(time.perf_counter() - t0, 3)
     report = _redact(report.model_copy(update={"seconds": seconds}))
@@ -162,13 +156,7 @@ def doc2dial(embedder: Any) -> dict[str, Any]:
 
 def timing(ix: Any, failures: list[Any], n_eval: int, repeats: int = 3) -> dict[str, Any]:
     """Triage of 60 failures, index open and model loaded; the first run embeds new probe texts."""
-    from querywise.triage import (
-        ChunkTable,
-        Population,
-        build_report,
-        sample_failures,
-        triage_cases,
-    )
+    from bench.triage.verb import ChunkTable, Population, build_report, sample_failures, triage_failures
 
     picked = sample_failures(failures, 60, 0)
     ix.embedder.embed(["warm-up"])  # model load is not triage time
@@ -177,7 +165,7 @@ def timing(ix: Any, failures: list[Any], n_eval: int, repeats: int = 3) -> dict[
         t0 = time.perf_counter()
         table = ChunkTable.of(ix.chunks())
         t1 = time.perf_counter()
-        cases = triage_cases(picked, ix, table=table, k=50, mode="dense")
+        cases = triage_failures(picked, ix, table=table, k=50, mode="dense")
         build_report(cases, Population(eval_total=n_eval, acceptable_rate=1 - len(failures) / n_eval, failures=len(failures)),
                      k=50, mode="dense", seed=0)
         t2 = time.perf_counter()

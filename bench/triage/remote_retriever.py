@@ -48,6 +48,7 @@ def serve(index: Any) -> ThreadingHTTPServer:
 
 
 def main() -> None:
+    from bench.triage.verb import ChunkTable, Failure, triage_failures
     from querywise.config import RetrieverSettings, Settings
     from querywise.evaluation.acceptable import parse_rule
     from querywise.evaluation.failures import failure_rows
@@ -56,8 +57,6 @@ def main() -> None:
     from querywise.index import Index
     from querywise.retrieve import HTTPRetriever
     from querywise.service import QueryWise
-    from querywise.triage import Failure, triage_cases
-    from querywise.triage.locate import ChunkTable
 
     settings = Settings()
     _, cases = datasets.scifact("test")
@@ -78,10 +77,10 @@ def main() -> None:
             failures, n = failing["index"], len(cases)
             table = ChunkTable.of(ix.chunks())
             log(f"{len(failures)} failing of {n}; triaging through the index, then through HTTP")
-            mine = triage_cases(failures, ix, table=table, k=50, mode="dense")
-            theirs = triage_cases(failures, ix, retriever=remote, table=table, k=50, mode="dense")
-            alone = triage_cases(failures, None, retriever=remote, embedder=ix.embedder, table=table, k=50, mode="dense")
-            trip_http = triage_cases(failing["http"], None, retriever=remote, embedder=ix.embedder, table=table, k=50, mode="dense")
+            mine = triage_failures(failures, ix, table=table, k=50, mode="dense")
+            theirs = triage_failures(failures, ix, retriever=remote, table=table, k=50, mode="dense")
+            alone = triage_failures(failures, None, retriever=remote, embedder=ix.embedder, table=table, k=50, mode="dense")
+            trip_http = triage_failures(failing["http"], None, retriever=remote, embedder=ix.embedder, table=table, k=50, mode="dense")
         finally:
             server.shutdown()
             server.server_close()
