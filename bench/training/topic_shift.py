@@ -2,12 +2,16 @@
 
     .venv/bin/python -m bench.training.topic_shift [--reuse]
 
+Not a benchmark: it fits and writes a file the library ships, so it lives in bench/training/,
+apart from the benchmarks, and the suite (bench/registry.py, `make bench`) never runs it. Run it
+by hand when the follow-up move changes; bench.understanding.followup_recall measures the result.
+
 The check answers, for a message the follow-up gate flagged: does it open a new subject? Rows:
-- doc2dial (documents split 60/20/20 by a hash of the document id, as bench/understanding/followup_recall.py):
+- doc2dial (documents split 60/20/20 by a hash of the document id: bench.datasets.doc2dial_split):
   every flagged user turn of a real dialogue continues its subject (label 0); each dialogue's
   first turn placed after the first turn of a dialogue about another document opens one (label 1,
   when the gate flags it) -- the changes of subject bench/understanding/followup_recall.py scores.
-- TREC CAsT 2019 (topics split 60/20/20 by a hash of the number, as bench/understanding/followup_gate.py):
+- TREC CAsT 2019 (topics split 60/20/20 by a hash of the number: bench.datasets.cast2019_split):
   every flagged turn a person rewrote continues (0); each topic's first turn placed after the
   previous topic's turns opens a new subject (1, when flagged).
 
