@@ -18,8 +18,8 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from bench import RESULTS, WORK, datasets, log
-from bench.report import write_json
+from bench import WORK, datasets, log
+from bench.report import publish
 
 COMMAND = ".venv/bin/python -m bench.triage.remote_retriever"
 
@@ -97,9 +97,14 @@ def main() -> None:
                        "buckets_index": buckets(mine), "buckets_http": buckets(trip_http),
                        "identical_cases": [c.bucket for c in trip_http] == [c.bucket for c in mine]},
     }
-    write_json("triage_retriever.json", result, command=COMMAND)
-    lines = ["# Triage through the user's retriever: the same buckets", "", f"Command: `{COMMAND}`.", "",
-             f"SciFact test, {len(failures)} failures of {n} queries (no relevant document in the dense top 10, `eval` through the index), triaged at k = 50, dense: "
+    path = publish("triage_retriever", result, command=COMMAND, render=markdown)
+    log(path.with_suffix(".md").read_text(encoding="utf-8"))
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """triage_retriever.md from triage_retriever.json."""
+    lines = ["# Triage through the user's retriever: the same buckets", "", f"Command: `{result['machine']['command']}`.", "",
+             f"SciFact test, {result['failures']} failures of {result['queries']} queries (no relevant document in the dense top 10, `eval` through the index), triaged at k = 50, dense: "
              "through the querywise index; through the same index behind the HTTP retriever on 127.0.0.1 (the chunk table from the index, "
              "and from the passages alone, as `--corpus` gives it). Then the round trip: `eval` through each, its failure rows, `triage`.", "",
              "| probed through | " + " | ".join(sorted(result["buckets"]["index"])) + " | same bucket, every case |",
@@ -110,8 +115,7 @@ def main() -> None:
     rt = result["round_trip"]
     lines += ["", f"Round trip: failure rows identical: {rt['failure_rows_identical']}; {rt['failing']} failing; buckets through the index "
               f"{rt['buckets_index']}, through HTTP with the passages alone {rt['buckets_http']}; every case the same bucket: {rt['identical_cases']}."]
-    (RESULTS / "triage_retriever.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    log("\n".join(lines))
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
