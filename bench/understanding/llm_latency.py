@@ -58,7 +58,7 @@ def _responder(standalones: dict[str, str]) -> Any:
     from querywise.llm.fake_server import Reply
     from querywise.llm.prompt import load_prompt
 
-    by_instructions = {load_prompt(t).instructions: t for t in ("plan", "multi_query", "hyde", "step_back", "query2doc", "route", "filters", "rewrite")}
+    by_instructions = {load_prompt(t).instructions: t for t in ("plan", "multi_query", "hyde", "step_back", "query2doc")}
 
     def respond(api: str, body: dict[str, Any]) -> Reply:
         if api == "openai":
