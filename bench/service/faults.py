@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import multiprocessing as mp
 import os
 import shutil
@@ -40,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import RESULTS, WORK, log, percentiles
-from bench.report import machine_info, write_json
+from bench.report import publish
 
 COMMAND = ".venv/bin/python -m bench.service.faults"
 HERE = WORK / "service-faults"
@@ -437,13 +436,9 @@ def main() -> None:
         "modes": results, "rebuild": rebuild, "five_xx_in_metrics": five_xx_metrics, "findings": findings,
         "all_counts_agree": all(r["agree"] for r in results.values()), "total_s": round(time.perf_counter() - t_all, 1),
     }  # fmt: skip
-    if args.quick:  # a smoke run: kept out of bench/results
-        path = HERE / "service_faults-quick.json"
-        path.write_text(json.dumps({"machine": {**machine_info(), "command": COMMAND + " --quick"}, **out}, indent=2) + "\n", encoding="utf-8")
-        (HERE / "service_faults-quick.md").write_text(_markdown(out, COMMAND + " --quick"), encoding="utf-8")
-    else:
-        path = write_json("service_faults.json", out, command=COMMAND)
-        (RESULTS / "service_faults.md").write_text(_markdown(out, COMMAND), encoding="utf-8")
+    # --quick is a smoke run: kept out of bench/results
+    path = publish("service_faults-quick" if args.quick else "service_faults", out, command=COMMAND + (" --quick" if args.quick else ""),
+                   render=lambda d: _markdown(d, d["machine"]["command"]), folder=HERE if args.quick else RESULTS)
     log(f"wrote {path} ({out['total_s']} s); findings: {len(findings)}")
 
 

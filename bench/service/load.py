@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import RESULTS, ROOT, log
-from bench.report import machine_info, write_json
+from bench.report import publish
 from bench.service.load_measure import (
     _UNIQUE,
     _histogram,
@@ -335,13 +335,9 @@ def main() -> None:
         },
         "runs": runs, "targets": TARGETS, "targets_met": met, "profile": profile, "py_spy_runs": profiled, "total_s": round(time.perf_counter() - t_all, 1),
     }  # fmt: skip
-    if q:
-        path = HERE / "service_load-quick.json"
-        path.write_text(json.dumps({"machine": {**machine_info(), "command": COMMAND + " --quick"}, **out}, indent=2) + "\n", encoding="utf-8")
-        (HERE / "service_load-quick.md").write_text(_markdown(out, COMMAND + " --quick", machine_info()), encoding="utf-8")
-    else:
-        path = write_json("service_load.json", out, command=COMMAND)
-        (RESULTS / "service_load.md").write_text(_markdown(out, COMMAND, machine_info()), encoding="utf-8")
+    # --quick is a smoke run: kept out of bench/results
+    path = publish("service_load-quick" if q else "service_load", out, command=COMMAND + (" --quick" if q else ""),
+                   render=lambda d: _markdown(d, d["machine"]["command"], d["machine"]), folder=HERE if q else RESULTS)
     log(f"wrote {path} ({out['total_s']} s); targets met: {met}")
 
 
