@@ -346,11 +346,11 @@ def render_generic(name: str, d: dict[str, Any]) -> list[str]:
     out = [f"## {name}", ""]
     companion = RESULTS / f"{name}.md"
     if companion.exists():
-        return [*out, f"Rendered by its own script: [{companion.name}]({companion.name}).", ""]
+        return [*out, f"Its own page: [{companion.name}]({companion.name}).", ""]
     command = d.get("command") or m.get("command")
     if command:
         out += [f"Command: `{command}`", ""]
-    if name == "embed_throughput":  # the colleague's script renders its own table
+    if name == "embed_throughput":  # its own renderer, from the JSON
         try:
             from bench.retrieval.embed_throughput import _markdown
 
