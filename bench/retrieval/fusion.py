@@ -69,12 +69,12 @@ def main() -> None:
     with Index.open(WORK / "eval-doc2dial", settings=settings) as ix, QueryWise(settings, ix) as qw:
         rows.append(_measure("doc2dial passages", qw, [c for c in alone if doc2dial_split(doc[c.id]) != "test"],
                              [c for c in alone if doc2dial_split(doc[c.id]) == "test"]))
-    publish("fusion", {"rows": rows}, command=COMMAND, render=lambda d: markdown(d["rows"]))
-    log(markdown(rows))
+    publish("fusion", {"rows": rows}, command=COMMAND, render=lambda d: markdown(d["rows"], d["machine"]["command"]))
+    log(markdown(rows, COMMAND))
 
 
-def markdown(rows: Sequence[dict[str, Any]]) -> str:
-    lines = ["# Fusion that never loses: BM25, dense, plain RRF, tuned", "", f"Command: `{COMMAND}`.", "",
+def markdown(rows: Sequence[dict[str, Any]], command: str) -> str:
+    lines = ["# Fusion that never loses: BM25, dense, plain RRF, tuned", "", f"Command: `{command}`.", "",
              "nDCG@10 on each test split, messages as typed; the fusion chosen by `querywise tune`'s procedure on the dev split "
              "(cross-validated there: `dev cv`). Target: tuned never more than 0.005 below the best single mode; SciFact >= 0.72.", "",
              "The weights go in steps of 0.05. A first report used steps of 0.1 (chosen on dev: convex w=0.4 on SciFact and doc2dial, "

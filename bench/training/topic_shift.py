@@ -255,13 +255,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     result = {"model": model, "chosen_train_val": row(chosen, chosen_effect), "threshold_only": row(threshold_only, outcomes.effect(threshold_only, ("train", "val"))),
               "sweep_train_val_top": [row(m, e) for m, e in ranked[:40]], "policies": len(grid),
               "splits": {p: report(p) for p in (*SPLITS, "all")}}
-    publish("topic_shift", result, command=COMMAND, render=markdown)
-    log(markdown(result))
+    path = publish("topic_shift", result, command=COMMAND, render=markdown)
+    log(path.with_suffix(".md").read_text(encoding="utf-8"))
 
 
 def markdown(result: dict[str, Any]) -> str:
     m, c, t = result["model"], result["chosen_train_val"], result["threshold_only"]
-    lines = ["# The topic-shift check: trained, and what it saves", "", f"Command: `{COMMAND}` (writes the model into "
+    lines = ["# The topic-shift check: trained, and what it saves", "", f"Command: `{result['machine']['command']}` (writes the model into "
              "`src/querywise/understand/followup/topic_shift.json`).", "",
              "Logistic regression on the gate's flagged turns: doc2dial train documents and CAsT 2019 train topics. "
              f"Policy chosen among {result['policies']} on doc2dial train+val: most follow-up gain with the changes of subject "

@@ -213,7 +213,7 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         "# Follow-up gate and rewrite guard on TREC CAsT 2019 (manual rewrites)",
         "",
-        f"Command: `{COMMAND}` (from the repository root; data from `../shared/data/trec_cast_2019`).",
+        f"Command: `{result['machine']['command']}` (from the repository root; data from `../shared/data/trec_cast_2019`).",
         "",
         f"{result['rows']} turns in {result['topics']} topics; {d['n_rewritten']} have a human rewrite that differs "
         "from the raw utterance beyond whitespace (the data's README counts 343 with whitespace-only edits).",
@@ -310,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "standalone_forms": forms(rows, ids),
     }
     path = publish("rewrite_cast2019", result, command=COMMAND, render=markdown)
-    print(markdown(result))
+    print(path.with_suffix(".md").read_text(encoding="utf-8"))
     print(f"wrote {path}")
 
 

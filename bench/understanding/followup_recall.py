@@ -80,7 +80,7 @@ def demo() -> list[dict[str, Any]]:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    lines = ["# Conversations: follow-ups, changes of subject, the demo", "", f"Command: `{COMMAND}`.", "",
+    lines = ["# Conversations: follow-ups, changes of subject, the demo", "", f"Command: `{result['machine']['command']}`.", "",
              "doc2dial, recall@5 of the gold chunk; history = the user's and the agent's earlier turns; splits by document "
              "(60/20/20; answer excerpt and weak form's RRF weight chosen on train, the topic-shift check fitted on train with its threshold and hedge chosen on train+val: bench/training/topic_shift.py). Targets: follow-up slice >= 0.60, "
              "standalone slice not lower than as typed, changes of subject losing <= 0.02. "
@@ -111,8 +111,8 @@ def main() -> None:
     ix = Index.open(path, settings=settings) if path.exists() else build_index(chunks, path, settings=settings)
     with ix, QueryWise(settings, ix) as qw:
         result = {"doc2dial": doc2dial(qw, cases), "demo": demo()}
-    publish("conversations", result, command=COMMAND, render=markdown)
-    log(markdown(result))
+    path = publish("conversations", result, command=COMMAND, render=markdown)
+    log(path.with_suffix(".md").read_text(encoding="utf-8"))
 
 
 if __name__ == "__main__":
