@@ -422,7 +422,7 @@ def clinc_subset(path: Path, limit: int | None, folder: Path) -> Path:
     (outside the repository): `limit` messages per split, 3 x limit of train."""
     if not limit:
         return path
-    raw = json.loads(path.read_text(encoding="utf-8"))
+    raw = datasets.clinc150(path)
 
     def even(rows: list[Any], n: int) -> list[Any]:
         return rows[:: max(1, len(rows) // n)][:n]
@@ -479,7 +479,7 @@ def run_semantic_router(args: argparse.Namespace, path: Path) -> dict[str, Any]:
     from semantic_router import IndexedRouter, Route
     from semantic_router.encoders import LocalEncoder
 
-    raw = json.loads(path.read_text(encoding="utf-8"))
+    raw = datasets.clinc150(path)
     encoder = LocalEncoder(name=str(model_folder()))
     by_route: dict[str, list[str]] = {}
     for text, label in raw["train"]:
@@ -531,7 +531,7 @@ def run_querywise_router(args: argparse.Namespace, path: Path, *, fine_tuned: bo
     yv: Any = np.concatenate([data["val"][1], data["oos_val"][1]])  # intents: str, as the library takes them
     Xt, yt = np.vstack([data["test"][0], data["oos_test"][0]]), np.concatenate([data["test"][1], data["oos_test"][1]])
     embedder = OnnxEmbedder.fp32(export_dir=None, model_folder=folder, threads=args.threads)  # load_embedder's "onnx", uncached
-    raw = json.loads(path.read_text(encoding="utf-8"))
+    raw = datasets.clinc150(path)
     rows, base = {}, "querywise-finetuned" if fine_tuned else "querywise-frozen"
     for suffix, point in (("", POINT), ("-nodefer", OperatingPoint(min_answered=None, max_deferred=0.0))):
         th = calibrate(clf, Xv, yv, point, oos_weight=OOS_WEIGHT).thresholds

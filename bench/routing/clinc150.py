@@ -43,6 +43,7 @@ import numpy as np
 
 from bench import RESULTS, datasets
 from bench.measures import latency as per_call_latency
+from bench.report import cpu_name
 from bench.routing.router import (
     DEFAULT_KIND,
     ENCODER_DIR,
@@ -294,7 +295,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "embedder": DEFAULT_KIND,
         "chosen": chosen,
         "experiments": results,
-        "environment": {"cpu": _cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
+        "environment": {"cpu": cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
                         "numpy": np.__version__, "sklearn": _sklearn_version()},
     }
 
@@ -303,16 +304,6 @@ def _sklearn_version() -> str:
     import sklearn
 
     return str(sklearn.__version__)
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def pct(x: float) -> str:
