@@ -19,10 +19,10 @@ class Benchmark:
 
     name: str
     what: str
-    minutes: float  # the full run, on 2 cores with embeddings cached
+    minutes: float  # the full run, on 2 cores with embeddings and indexes cached (bench/work)
     args: tuple[str, ...] = ()
     quick: tuple[str, ...] | None = None  # the quick suite's arguments; None: not in the quick suite
-    quick_minutes: float = 0.0
+    quick_minutes: float = 0.0  # the quick run, measured alike (a first run embeds and builds: minutes more)
     results: tuple[str, ...] = ()  # the result files it writes in bench/results (stems)
     needs: tuple[str, ...] = ()  # importable modules it needs beyond the project's own (else skipped)
     install: str = ""  # how to get them
@@ -60,11 +60,11 @@ PEERS_INSTALL = ("pip install -c requirements.lock -r bench/requirements-peers.t
 BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("retrieval.scale", "index build, search latency and HNSW recall on synthetic chunks", 60,
               ("--sizes", "10000,100000,400000", "--tune-size", "100000"),
-              quick=("--sizes", "10000", "--tune-size", "0", "--results-name", "scale-quick.json"), quick_minutes=5,
+              quick=("--sizes", "10000", "--tune-size", "0", "--results-name", "scale-quick.json"), quick_minutes=1,
               results=("scale", "scale-quick"), records_command=True, aliases=("scale",)),
     Benchmark("retrieval.bm25_engines", "three BM25 engines and the library's dense and hybrid on SciFact, speed at size", 10,
               ("--synth-size", "100000"), quick=("--synth-size", "10000", "--results-name", "bm25_engines-quick.json"),
-              quick_minutes=3, results=("bm25_engines", "bm25_engines-quick"), records_command=True, aliases=("bm25",)),
+              quick_minutes=1, results=("bm25_engines", "bm25_engines-quick"), records_command=True, aliases=("bm25",)),
     Benchmark("retrieval.embed_throughput", "embedding throughput of the torch, ONNX and int8 paths", 5,
               quick=("--repeats", "1"), quick_minutes=3, results=("embed_throughput",), aliases=("embed",)),
     Benchmark("understanding.plan_latency", "routing and planning latency without an LLM", 1, ("--n", "1000"),
@@ -72,23 +72,23 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("understanding.crafted_inputs", "bounded time per move on crafted 1-100 KB messages", 3, ("--repeats", "3"),
               quick=("--repeats", "1"), quick_minutes=1, results=("adversarial",), aliases=("adversarial",)),
     Benchmark("understanding.access_attack", "generated attacks on access with a hostile LLM: no widening, no fail-open", 3,
-              ("--n", "10000"), quick=("--n", "2000"), quick_minutes=1, results=("access_attack",),
+              ("--n", "10000"), quick=("--n", "2000"), quick_minutes=0.5, results=("access_attack",),
               smoke=("--n", "30"), loads_model=True, aliases=("access",)),
     Benchmark("understanding.followup_gate", "the follow-up gate and rewrite guard on TREC CAsT 2019 rewrites", 1,
-              quick=(), quick_minutes=1, results=("rewrite_cast2019",), smoke=(), aliases=("rewrite", "rewrite_cast2019")),
+              quick=(), quick_minutes=0.1, results=("rewrite_cast2019",), smoke=(), aliases=("rewrite", "rewrite_cast2019")),
     Benchmark("routing.clinc150", "route classifiers and calibration on CLINC150 (in-scope accuracy, OOS recall)", 12,
               results=("router_clinc150",), needs=("sklearn",), aliases=("router", "router_clinc150")),
     Benchmark("triage.failures", "failure triage on SciFact and doc2dial, and its speed on 60 failures", 10,
-              quick=("--quick",), quick_minutes=2, results=("triage_scifact", "triage_doc2dial", "triage_quick"),
+              quick=("--quick",), quick_minutes=0.5, results=("triage_scifact", "triage_doc2dial", "triage_quick"),
               aliases=("triage",)),
     Benchmark("retrieval.evaluation", "the evaluation harness on doc2dial (ablation of the moves) and SciFact", 15,
-              quick=("--quick",), quick_minutes=4, results=("evaluation", "evaluation-quick")),
+              quick=("--quick",), quick_minutes=0.5, results=("evaluation", "evaluation-quick")),
     Benchmark("understanding.llm_latency", "latency the LLM tier adds, real SDK clients on a fake provider", 3,
-              quick=("--quick",), quick_minutes=2, results=("llm_latency", "llm_latency-quick")),
+              quick=("--quick",), quick_minutes=1.5, results=("llm_latency", "llm_latency-quick")),
     Benchmark("understanding.third_party", "the someone-else's-account rule: misses and false flags", 0.2,
-              quick=(), quick_minutes=0.2, results=("third_party",), smoke=()),
+              quick=(), quick_minutes=0.05, results=("third_party",), smoke=()),
     Benchmark("understanding.intents", "several intents split on the demo's held-out labels", 1,
-              quick=(), quick_minutes=1, results=("intents",)),
+              quick=(), quick_minutes=0.1, results=("intents",)),
     Benchmark("understanding.followup_recall", "doc2dial follow-ups and changes of subject, the demo conversation", 8,
               results=("conversations",), aliases=("conversations",)),
     Benchmark("triage.first_contact", "index, eval --failures and triage as a user runs them, on two collections", 15,
@@ -100,14 +100,14 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("retrieval.peers", "Haystack, LlamaIndex, LangChain and semantic-router on the same tasks", 30,
               results=("peers",), needs=("haystack", "llama_index.core", "langchain_community", "semantic_router"),
               install=PEERS_INSTALL),
-    Benchmark("retrieval.rerank", "the cross-encoder reranker's latency and cost", 2, quick=(), quick_minutes=2, results=("rerank",)),
-    Benchmark("service.embed_batching", "embeddings under concurrency, batched and not", 2, quick=(), quick_minutes=2, results=("embed_batching",),
+    Benchmark("retrieval.rerank", "the cross-encoder reranker's latency and cost", 2, quick=(), quick_minutes=0.5, results=("rerank",)),
+    Benchmark("service.embed_batching", "embeddings under concurrency, batched and not", 2, quick=(), quick_minutes=1, results=("embed_batching",),
               aliases=("embed_batching",)),
     Benchmark("service.load", "the HTTP service under a locust load profile", 10, quick=(), quick_minutes=10, results=("service_load",),
               needs=("locust",), install="pip install 'querywise[bench]'", aliases=("service_load",)),
-    Benchmark("service.adversarial", "hostile requests against the HTTP service", 5, quick=(), quick_minutes=5, results=("service_adversarial",),
+    Benchmark("service.adversarial", "hostile requests against the HTTP service", 5, quick=(), quick_minutes=0.5, results=("service_adversarial",),
               aliases=("service_adversarial",)),
-    Benchmark("service.faults", "injected faults (LLM, index rebuilds) under requests", 5, quick=(), quick_minutes=5, results=("service_faults",),
+    Benchmark("service.faults", "injected faults (LLM, index rebuilds) under requests", 5, quick=(), quick_minutes=1, results=("service_faults",),
               aliases=("service_faults",)),
 )
 
