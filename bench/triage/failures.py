@@ -90,8 +90,7 @@ def _redact(report: Any) -> Any:
 
 def _run(name: str, ix: Any, failures: list[Any], n_eval: int, mode: str, *, sample: int | None, seed: int,
          fpc: bool, about: str) -> dict[str, Any]:
-    from bench.triage.verb import ChunkTable, Population, build_report, sample_failures, triage_failures
-    from querywise.triage.html import triage_html
+    from bench.triage.verb import ChunkTable, Population, build_report, sample_failures, triage_failures, triage_html
 
     picked = sample_failures(failures, sample, seed)
     population = Population(eval_total=n_eval, acceptable_rate=round(1 - len(failures) / n_eval, 6),
@@ -116,7 +115,7 @@ def _run(name: str, ix: Any, failures: list[Any], n_eval: int, mode: str, *, sam
 
 
 def _markdown(name: str, about: str, report: Any, seconds: float) -> None:
-    from querywise.triage.buckets import BUCKETS
+    from bench.triage.verb import BUCKETS
 
     s = report.sample
     lines = [f"Command: `python -m bench.triage.failures` · {about}", "",
