@@ -43,8 +43,10 @@ accept: $(STAMP)
 		echo "make accept: skipped, ../shared not found (acceptance data lives there)"; \
 	fi
 
+# The benchmark suite (bench/registry.py): `make bench` runs all of it, `make bench ARGS=--quick` the quick
+# suite, `make bench ARGS="retrieval.scale --quick"` one benchmark.
 bench: $(STAMP)
-	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.run $(ARGS)
 
 clean:
 	rm -rf $(VENV) demo-index .pytest_cache

@@ -1,23 +1,21 @@
-"""Benchmarks of querywise: scale (build, latency, HNSW recall), BM25 engines, embedding throughput.
+"""Benchmarks of querywise, by concern: bench/retrieval, understanding, routing, triage, service.
 
-Run all with `make bench` (= `.venv/bin/python -m bench.run`); `--quick` for a 10k smoke run.
-Data is read at run time from ../shared/data; caches and index folders go to bench/work/
-(git-ignored); results to bench/results/.
+Run them with `make bench` (= `.venv/bin/python -m bench.run`; `make bench ARGS=--quick` for the
+quick suite) or one with `python -m bench.run NAME` (bench/run.py lists the registry). Data sets
+are read at run time from ../shared/data through bench/datasets.py; caches and index folders go to
+bench/work/ (git-ignored); results to bench/results/, written and rendered by bench/report.py.
+This module holds the paths and the small timing helpers every benchmark shares.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
-import json
 import os
-import platform
 import resource
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -26,7 +24,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 WORK = BENCH / "work"
-RESULTS = BENCH / "results"
+RESULTS = Path(os.environ.get("QUERYWISE_BENCH_RESULTS", BENCH / "results"))  # tests/bench writes elsewhere
 DATA = Path(os.environ.get("QUERYWISE_BENCH_DATA", ROOT.parent / "shared" / "data"))
 
 try:  # the venv normally has querywise installed editable (`make setup`); fall back to src/
@@ -74,74 +72,6 @@ def dir_size_mib(path: Path, *, apparent: bool = False) -> float:
             st = p.stat()
             total += st.st_size if apparent else st.st_blocks * 512
     return round(total / 2**20, 2)
-
-
-def _version(dist: str) -> str | None:
-    from importlib import metadata
-
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def cpu_name() -> str:
-    """The CPU's model name and its vector extensions: hosts sold under one name differ (ONNX
-    Runtime runs 2x faster where AVX-512 is present), so every figure says which it had."""
-    name, flags = "", set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name") and not name:
-                name = line.split(":", 1)[1].strip()
-            elif line.startswith("flags") and not flags:
-                flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        return platform.processor()
-    vector = sorted(f for f in flags if f in ("avx2", "avx_vnni", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile"))
-    return f"{name} ({', '.join(vector) or 'no AVX2'})" if name else platform.processor()
-
-
-def machine_info() -> dict[str, Any]:
-    mem_kib = 0
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_kib = int(line.split()[1])
-    except OSError:
-        pass
-    cpu = cpu_name()
-    try:
-        load = os.getloadavg()
-    except OSError:
-        load = None
-    packages = [
-        "querywise", "qdrant-edge-py", "qdrant-client", "bm25s", "PyStemmer", "tantivy", "rank-bm25",
-        "sentence-transformers", "torch", "onnxruntime", "numpy", "pydantic", "ranx",
-    ]
-    return {
-        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "command": " ".join([Path(sys.executable).name, *sys.argv]) if sys.argv else "",
-        "argv": sys.argv,
-        "cwd": os.getcwd(),
-        "cores": os.cpu_count(),
-        "cpu": cpu,
-        "ram_gib": round(mem_kib / 2**20, 1),
-        "load_avg_at_write": load,
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "packages": {p: _version(p) for p in packages},
-    }
-
-
-def write_json(name: str, data: dict[str, Any], command: str | None = None) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    info = machine_info()
-    if command:
-        info["command"] = command
-    out = {"machine": info, **data}
-    path = RESULTS / name
-    path.write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return path
 
 
 def log(msg: str) -> None:

@@ -14,7 +14,7 @@ def grows_linearly(run: Callable[[int], object], size: int = 100_000) -> object:
 
     Linear work takes about 4x (5-6x with the cache misses of a larger input), quadratic 16x. The check compares the machine with itself,
     so a slow or busy CI runner does not fail it as an absolute bound would (CPU time, collector paused); the absolute
-    figures live in `bench/adversarial.py`. Runs too short to time (under 50 ms) pass.
+    figures live in `bench/understanding/crafted_inputs.py`. Runs too short to time (under 50 ms) pass.
     """
     def timed(n: int) -> tuple[float, object]:
         # CPU time of this process, with the collector paused: other processes on the machine

@@ -1,7 +1,7 @@
 """Every text move is linear on 100 KB of crafted input (issue #12): each input here took from
 tens of seconds to minutes before its move was made linear. `grows_linearly` compares 25 KB with
 100 KB on the same machine (a regression to super-linear time fails it, a slow runner does not);
-the absolute figures are in `bench/adversarial.py`.
+the absolute figures are in `bench/understanding/crafted_inputs.py`.
 
 The moves read at most `text.ANALYSIS_CHARS` of a message; these tests lift that cap, so that
 the work behind it is linear too (the library may be called with raised limits)."""

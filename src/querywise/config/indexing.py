@@ -64,7 +64,7 @@ class IndexSettings(_Section):
     # read through the payload index and all scored (recall 1, cost grows with the matches).
     # A filter Qdrant estimates to keep few points is scored exactly in every mode. An index
     # built with "acorn" or "exact" searched under "graph" uses ACORN (it has no links to walk).
-    # Chosen by bench/scale.py at 400k chunks: "graph" is the one mode that keeps recall@10 (0.994
+    # Chosen by bench/retrieval/scale.py at 400k chunks: "graph" is the one mode that keeps recall@10 (0.994
     # unfiltered at ef 128, 0.987 filtered at 512); without the links the build takes half the
     # time (228 s against 453 s) but the plain graph is weaker (0.94 at ef 128, 0.986 at 512) and
     # ACORN reaches 0.94 filtered at ef 1024; "exact" gives 1.0 at p95 12 ms for 20,000 matches.

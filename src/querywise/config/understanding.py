@@ -157,7 +157,7 @@ class UnderstandingSettings(_Section):
     # is searched as the text it is (see understand.exact for the measurement).
     part_numbers: list[str] = Field(default_factory=list)
     # A flagged message the learnt topic-shift check (understand/followup/shift.py, trained by
-    # bench/topic_shift.py) takes to open a new subject is searched as typed, with no standalone
+    # bench/training/topic_shift.py) takes to open a new subject is searched as typed, with no standalone
     # form, and under its threshold its chance hedges the form's weight; it reads the message's
     # similarity to the last `topic_window` turns. false turns it off (and the hedge with it).
     topic_shift: bool = True

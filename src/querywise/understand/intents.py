@@ -2,7 +2,7 @@
 asks for two routes. The message is cut where a coordinator starts a new ask (a request verb or a
 question word after ", and" / "and also" / "then"); "the Solace 7 and the Solace 7 Pro" is one
 noun phrase and stays whole. The plan serves the first ask and names the rest, each with its
-route, as left for a follow-up (bench/intents.py measures the cut and the choice)."""
+route, as left for a follow-up (bench/understanding/intents.py measures the cut and the choice)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ conversation by recency). A message or a kept turn longer than its limit is a `L
 exit 2). It also sets the rewrite guard's limit (`max_rewrite_chars`) for the plan.
 
 Every move is linear (or capped) in what it reads, so these limits bound the time of a request;
-`bench/adversarial.py` measures it with crafted messages.
+`bench/understanding/crafted_inputs.py` measures it with crafted messages.
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ from querywise.understand.followup.referent import ANSWER_CHARS, POINTING_CUES, 
 #: The RRF weight of the standalone form beside the message (weight 1) when only topic continuity
 #: flagged it: such a flag is as often a change of subject, and the form should add to the
 #: message's results, not outvote them (a description that needs an anchor keeps weight 1). Chosen
-#: on doc2dial's train documents (bench/conversations.py): 0.5/1 against 1/1 costs the follow-up
+#: on doc2dial's train documents (bench/understanding/followup_recall.py): 0.5/1 against 1/1 costs the follow-up
 #: slice 0.007 recall@5 there and saves the changes of subject 0.008.
 WEAK_FORM_WEIGHT = 0.5
 

@@ -14,7 +14,7 @@ over the last `ramp` of chance below the threshold; a pointer's form replaces th
 under `replace_below`, and over it is searched with the message as typed beside it (the form
 `hedge_weight` times the message's weight, ramped alike).
 
-The weights are learnt, not written: `bench/topic_shift.py` trains them on doc2dial's train
+The weights are learnt, not written: `bench/training/topic_shift.py` trains them on doc2dial's train
 documents and TREC CAsT 2019's train topics (real follow-ups against first turns placed after
 another conversation), chooses the threshold and the hedge on the train and val splits, and writes
 `topic_shift.json` with its provenance. Test documents and topics never reach the fit.
@@ -117,6 +117,6 @@ class ShiftModel(BaseModel):
 
 @cache
 def shift_model() -> ShiftModel:
-    """The packaged model (trained by bench/topic_shift.py)."""
+    """The packaged model (trained by bench/training/topic_shift.py)."""
     raw = resources.files("querywise.understand.followup").joinpath("topic_shift.json").read_text(encoding="utf-8")
     return ShiftModel.model_validate(json.loads(raw))

@@ -6,7 +6,7 @@ the two thresholds of :func:`~querywise.understand.routing.decision.decide` (``m
 ``min_in_scope``, see :class:`~querywise.understand.routing.decision.Thresholds`) for one fitted
 classifier on labelled validation data to meet it, or says which part it could not meet.
 :func:`choose_candidate` then picks among classifiers by their validation figures. Both run before
-deployment (``querywise router-eval``, ``bench/router_clinc150.py``: the same rule), never per
+deployment (``querywise router-eval``, ``bench/routing/clinc150.py``: the same rule), never per
 message.
 
 Everything here is numpy in, numpy out: no I/O and no embedding calls.

@@ -1,0 +1,120 @@
+"""Every benchmark of the suite: its module, its arguments for the full and the quick run, the
+minutes it takes on the reference machine (2 cores, embeddings cached), and what it needs.
+
+`bench.run` runs them in this order; `tests/bench/test_suite.py` imports each and runs the ones
+with `smoke` arguments on tiny inputs. Adding a benchmark = one module under bench/<concern>/ and
+one entry here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark. `name` is its module under bench/ ("retrieval.scale"); `aliases` are other
+    names `bench.run NAME` and `--skip` accept (its file name, the name it had before)."""
+
+    name: str
+    what: str
+    minutes: float  # the full run, on 2 cores with embeddings and indexes cached (bench/work)
+    args: tuple[str, ...] = ()
+    quick: tuple[str, ...] | None = None  # the quick suite's arguments; None: not in the quick suite
+    quick_minutes: float = 0.0  # the quick run, measured alike (a first run embeds and builds: minutes more)
+    results: tuple[str, ...] = ()  # the result files it writes in bench/results (stems)
+    needs: tuple[str, ...] = ()  # importable modules it needs beyond the project's own (else skipped)
+    install: str = ""  # how to get them
+    records_command: bool = False  # takes --command: its JSON records the suite's command line
+    smoke: tuple[str, ...] | None = None  # arguments for a run on tiny inputs (tests/bench); None: import only
+    loads_model: bool = False  # the smoke run loads the embedding model (a `model` test)
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def module(self) -> str:
+        return f"bench.{self.name}"
+
+    def missing(self) -> list[str]:
+        """The modules in `needs` that do not import here."""
+        return [m for m in self.needs if _absent(m)]
+
+    def matches(self, name: str) -> bool:
+        """`name` is this benchmark's module under bench/, an alias, or its file name when that is
+        not another benchmark's alias ("adversarial" was crafted_inputs' name before the split)."""
+        if name in (self.name, *self.aliases):
+            return True
+        return name == self.name.rsplit(".", 1)[-1] and not any(name in b.aliases for b in BENCHMARKS)
+
+
+def _absent(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is None
+    except ModuleNotFoundError:
+        return True
+
+
+PEERS_INSTALL = ("pip install -c requirements.lock -r bench/requirements-peers.txt, "
+                 "then pip install --no-deps -r bench/requirements-peers-nodeps.txt")
+
+BENCHMARKS: tuple[Benchmark, ...] = (
+    Benchmark("retrieval.scale", "index build, search latency and HNSW recall on synthetic chunks", 60,
+              ("--sizes", "10000,100000,400000", "--tune-size", "100000"),
+              quick=("--sizes", "10000", "--tune-size", "0", "--results-name", "scale-quick.json"), quick_minutes=1,
+              results=("scale", "scale-quick"), records_command=True, aliases=("scale",)),
+    Benchmark("retrieval.bm25_engines", "three BM25 engines and the library's dense and hybrid on SciFact, speed at size", 10,
+              ("--synth-size", "100000"), quick=("--synth-size", "10000", "--results-name", "bm25_engines-quick.json"),
+              quick_minutes=1, results=("bm25_engines", "bm25_engines-quick"), records_command=True, aliases=("bm25",)),
+    Benchmark("retrieval.embed_throughput", "embedding throughput of the torch, ONNX and int8 paths", 5,
+              quick=("--repeats", "1"), quick_minutes=3, results=("embed_throughput",), aliases=("embed",)),
+    Benchmark("understanding.plan_latency", "routing and planning latency without an LLM", 1, ("--n", "1000"),
+              quick=("--n", "1000"), quick_minutes=1, results=("latency",), smoke=("--n", "20"), loads_model=True, aliases=("latency",)),
+    Benchmark("understanding.crafted_inputs", "bounded time per move on crafted 1-100 KB messages", 3, ("--repeats", "3"),
+              quick=("--repeats", "1"), quick_minutes=1, results=("adversarial",), aliases=("adversarial",)),
+    Benchmark("understanding.access_attack", "generated attacks on access with a hostile LLM: no widening, no fail-open", 3,
+              ("--n", "10000"), quick=("--n", "2000"), quick_minutes=0.5, results=("access_attack",),
+              smoke=("--n", "30"), loads_model=True, aliases=("access",)),
+    Benchmark("understanding.followup_gate", "the follow-up gate and rewrite guard on TREC CAsT 2019 rewrites", 1,
+              quick=(), quick_minutes=0.1, results=("rewrite_cast2019",), smoke=(), aliases=("rewrite", "rewrite_cast2019")),
+    Benchmark("routing.clinc150", "route classifiers and calibration on CLINC150 (in-scope accuracy, OOS recall)", 12,
+              results=("router_clinc150",), needs=("sklearn",), aliases=("router", "router_clinc150")),
+    Benchmark("triage.failures", "failure triage on SciFact and doc2dial, and its speed on 60 failures", 10,
+              quick=("--quick",), quick_minutes=0.5, results=("triage_scifact", "triage_doc2dial", "triage_quick"),
+              aliases=("triage",)),
+    Benchmark("retrieval.evaluation", "the evaluation harness on doc2dial (ablation of the moves) and SciFact", 15,
+              quick=("--quick",), quick_minutes=0.5, results=("evaluation", "evaluation-quick")),
+    Benchmark("understanding.llm_latency", "latency the LLM tier adds, real SDK clients on a fake provider", 3,
+              quick=("--quick",), quick_minutes=1.5, results=("llm_latency", "llm_latency-quick")),
+    Benchmark("understanding.third_party", "the someone-else's-account rule: misses and false flags", 0.2,
+              quick=(), quick_minutes=0.05, results=("third_party",), smoke=()),
+    Benchmark("understanding.intents", "several intents split on the demo's held-out labels", 1,
+              quick=(), quick_minutes=0.1, results=("intents",)),
+    Benchmark("understanding.followup_recall", "doc2dial follow-ups and changes of subject, the demo conversation", 8,
+              results=("conversations",), aliases=("conversations",)),
+    Benchmark("triage.first_contact", "index, eval --failures and triage as a user runs them, on two collections", 15,
+              results=("first_contact_faq", "first_contact_scifact")),
+    Benchmark("retrieval.fusion", "fusion tuned on train, reported on test (reads first_contact's indexes)", 5,
+              results=("fusion",)),
+    Benchmark("triage.remote_retriever", "triage through a retriever served over HTTP (reads first_contact's index)", 3,
+              results=("triage_retriever",), aliases=("triage_retriever",)),
+    Benchmark("retrieval.peers", "Haystack, LlamaIndex, LangChain and semantic-router on the same tasks", 30,
+              results=("peers",), needs=("haystack", "llama_index.core", "langchain_community", "semantic_router"),
+              install=PEERS_INSTALL),
+    Benchmark("retrieval.rerank", "the cross-encoder reranker's latency and cost", 2, quick=(), quick_minutes=0.5, results=("rerank",)),
+    Benchmark("service.embed_batching", "embeddings under concurrency, batched and not", 2, quick=(), quick_minutes=1, results=("embed_batching",),
+              aliases=("embed_batching",)),
+    Benchmark("service.load", "the HTTP service under a locust load profile", 10, quick=(), quick_minutes=10, results=("service_load",),
+              needs=("locust",), install="pip install 'querywise[bench]'", aliases=("service_load",)),
+    Benchmark("service.adversarial", "hostile requests against the HTTP service", 5, quick=(), quick_minutes=0.5, results=("service_adversarial",),
+              aliases=("service_adversarial",)),
+    Benchmark("service.faults", "injected faults (LLM, index rebuilds) under requests", 5, quick=(), quick_minutes=1, results=("service_faults",),
+              aliases=("service_faults",)),
+)
+
+
+def find(name: str) -> Benchmark:
+    """The benchmark `name` designates (its module under bench/, file name or alias)."""
+    for b in BENCHMARKS:
+        if b.matches(name):
+            return b
+    raise KeyError(f"no benchmark {name!r}; known: {', '.join(b.name for b in BENCHMARKS)}")

@@ -1,0 +1,1 @@
+"""Scripts that fit what the library ships (not benchmarks: the suite never runs them)."""

@@ -1,0 +1,318 @@
+"""Follow-up gate and rewrite guard on TREC CAsT 2019 human rewrites (a check, not a target).
+
+    .venv/bin/python -m bench.understanding.followup_gate [--data ../shared/data]
+
+Rows come from ../shared/data/trec_cast_2019/evaluation (read at run time, never copied): each
+turn's raw utterance is the message, the earlier raw utterances of its topic are the history,
+and the manual rewrite (`evaluation_topics_annotated_resolved_v1.0.tsv`) is the standalone.
+`evaluate_rewrites` runs with no catalog, as the gate and the guard run on an unknown domain.
+
+Also computed here, on the same rows:
+- baseline "every turn after the first": flags whenever there is history;
+- baseline "pronoun or short": a third-person pronoun or demonstrative, or at most N words
+  (N = 3..6; N = 4 is the headline);
+- the gate's strong cues alone (a cue in the message's words), and what the weak cue (topic
+  continuity) costs on the project's own demo rewrites (src/querywise/demo/rewrites.jsonl, with
+  its catalog), where users change subject without naming anything;
+- which cue fired on the rows the gate flags, right and wrong;
+- out-of-sample false flags: CLINC150's in-scope test messages, written as single turns;
+- a guard sanity check: each message paired with the human rewrite of another topic's turn
+  (97 rows on), which the guard should reject whenever either side carries a term.
+
+Writes bench/results/rewrite_cast2019.json and bench/results/rewrite_cast2019.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import DATA, ROOT, datasets
+from bench.datasets import cast2019_split
+from bench.report import publish
+from querywise.catalog import Catalog
+from querywise.checks.guard import check_rewrite, terms
+from querywise.conversation import Turn, user_texts
+from querywise.evaluation.rewrites import Rewriter, RewriteReport, RewriteRow, differs, evaluate_rewrites, load_rewrite_rows, plan_rewriter
+from querywise.understand.followup import check_follow_up
+
+COMMAND = ".venv/bin/python -m bench.understanding.followup_gate"
+PRONOUNS = frozenset(
+    ["it", "its", "itself", "they", "them", "their", "theirs", "themselves", "he", "him", "his", "himself", "she", "her", "hers", "herself", "this", "that", "these", "those"]
+)
+Gate = Callable[[str, Sequence[Any]], bool]
+
+
+def score(rows: Sequence[RewriteRow], gate: Gate) -> dict[str, Any]:
+    tp = fp = fn = 0
+    for row in rows:
+        person, flagged = differs(row.message, row.standalone), gate(row.message, row.history)
+        tp += person and flagged
+        fp += flagged and not person
+        fn += person and not flagged
+    return {
+        "recall": round(tp / (tp + fn), 3) if tp + fn else None,
+        "precision": round(tp / (tp + fp), 3) if tp + fp else None,
+        "flagged": tp + fp,
+        "true_positives": tp,
+    }
+
+
+def pronoun_or_short(max_words: int) -> Gate:
+    def gate(message: str, history: Sequence[str]) -> bool:
+        words = re.findall(r"\w+", message.lower())
+        return bool(history) and (bool(PRONOUNS & set(words)) or len(words) <= max_words)
+
+    return gate
+
+
+def cue_table(rows: Sequence[RewriteRow]) -> dict[str, dict[str, int]]:
+    """Per cue family: rows it fired on that a person rewrote (right) and did not (wrong)."""
+    right: Counter[str] = Counter()
+    wrong: Counter[str] = Counter()
+    for row in rows:
+        verdict = check_follow_up(row.message, row.history)
+        for family in {c.split(":")[0] for c in verdict.cues}:
+            (right if differs(row.message, row.standalone) else wrong)[family] += 1
+    return {
+        f: {"rewritten": right[f], "not_rewritten": wrong[f]}
+        for f in sorted(right | wrong, key=lambda f: -(right[f] + wrong[f]))
+    }
+
+
+def guard_swap_check(rows: Sequence[RewriteRow], offset: int = 97) -> dict[str, int]:
+    checked = rejected = 0
+    for i, row in enumerate(rows):
+        other = rows[(i + offset) % len(rows)].standalone
+        if not terms(row.message) and not terms(other):
+            continue  # nothing for the guard to compare
+        checked += 1
+        rejected += not check_rewrite(row.message, other, row.history).ok
+    return {"offset": offset, "checked": checked, "rejected": rejected}
+
+
+def clinc_standalone(data: Path) -> dict[str, Any] | None:
+    """Out-of-sample false flags: CLINC150's in-scope test messages were written as single turns,
+    so each flag on them (given a one-turn greeting as history) is a false flag, or a message that
+    leans on a situation the data does not show (what the user is listening to or looking at)."""
+    path = data / "clinc150" / "data_full.json"
+    if not path.is_file():
+        return None
+    test = datasets.clinc150(path)["test"]
+    messages = [text for text, _label in test]
+    cues: Counter[str] = Counter()
+    flagged = weak = 0
+    for text in messages:
+        verdict = check_follow_up(text, ["Hello."])
+        flagged += verdict.needs_context
+        weak += verdict.strength == "weak"
+        cues.update({c.split(":")[0] for c in verdict.cues})
+    # The same messages after a message of another intent (the one before it in the file):
+    # a change of subject, so every flag is false again; weak ones only add a query.
+    after_other = [check_follow_up(text, [prev]) for (prev, a), (text, b) in itertools.pairwise(test) if a != b]
+    return {
+        "messages": len(messages),
+        "flagged": flagged,
+        "flagged_weak": weak,
+        "after_another_intent": {
+            "messages": len(after_other),
+            "flagged": sum(v.needs_context for v in after_other),
+            "flagged_weak": sum(v.strength == "weak" for v in after_other),
+        },
+        "flag_rate": round(flagged / len(messages), 3),
+        "cues": dict(cues.most_common()),
+    }
+
+
+def demo_cost() -> dict[str, Any]:
+    demo = ROOT / "src" / "querywise" / "demo"
+    rows = load_rewrite_rows(demo / "rewrites.jsonl")
+    catalog = Catalog.load(demo / "catalog.jsonl")
+    report = evaluate_rewrites(rows, catalog=catalog)
+    return {
+        "gate_recall": report.gate_recall,
+        "gate_precision": report.gate_precision,
+        "false_flags": [[e.message, e.strength] for e in report.false_flags],
+    }
+
+
+def forms(rows: Sequence[RewriteRow], ids: Sequence[str]) -> dict[str, Any]:
+    """The text searched for each flagged row, against the person's rewrite, per split: the plan's
+    (a deployment with no catalog and no LLM, as `querywise rewrite-eval` runs it) and three
+    fixed forms on the same flagged rows."""
+    from querywise.config import Settings
+    from querywise.service import QueryWise
+
+    def with_turns(pick: Callable[[Sequence[Turn]], list[str]]) -> Rewriter:
+        return lambda m, h: " ".join([*pick(h), m])
+
+    out: dict[str, Any] = {}
+    with QueryWise(Settings()) as qw:
+        writers: dict[str, Rewriter] = {
+            "querywise (deterministic plan)": plan_rewriter(qw),
+            "previous user turn + message": with_turns(lambda h: user_texts(h)[-1:]),
+            "first turn + message": with_turns(lambda h: user_texts(h)[:1]),
+            "all earlier turns + message": with_turns(user_texts),
+        }
+        for name, writer in writers.items():
+            out[name] = {}
+            for part in ("train", "val", "test", "all"):
+                chosen = [r for r, i in zip(rows, ids, strict=True) if part == "all" or cast2019_split(i) == part]
+                rep = evaluate_rewrites(chosen, rewriter=writer)
+                out[name][part] = {"rows": len(chosen), "added_term_recall": _r(rep.added_term_recall),
+                                   "added_term_precision": _r(rep.added_term_precision), "token_f1": _r(rep.token_f1),
+                                   "exact_match": _r(rep.exact_match)}
+    return out
+
+
+def _r(v: float | None) -> float | None:
+    return None if v is None else round(v, 3)
+
+
+def summary(report: RewriteReport, rows: Sequence[RewriteRow], ids: Sequence[str]) -> dict[str, Any]:
+    """The report's figures, with examples named by CAsT `topic_turn` id and cue only: the data's
+    text stays in ../shared, never in this repository."""
+    where = {(r.message, r.history[-1].text if r.history else None): i for r, i in zip(rows, ids, strict=True)}
+    out = {k: round(v, 3) if isinstance(v, float) else v for k, v in report.model_dump().items()}
+    for key in ("missed", "false_flags"):
+        out[key] = [{"id": where[(e.message, e.previous)], "cues": e.cues} for e in getattr(report, key)]
+    by_message = {r.message: i for r, i in zip(rows, ids, strict=True)}
+    out["guard_false_alarms"] = [
+        {"id": by_message[e.message], "lost": e.lost, "invented": e.invented} for e in report.guard_false_alarms
+    ]
+    return out
+
+
+def clinc_lines(clinc: dict[str, Any] | None) -> list[str]:
+    if clinc is None:
+        return []
+    top = ", ".join(f"{k} {v}" for k, v in list(clinc["cues"].items())[:4])
+    return [
+        f"Out of sample: on CLINC150's {clinc['messages']} in-scope test messages (single turns, given a greeting "
+        f"as history) the gate flags {clinc['flagged']} ({clinc['flag_rate']:.1%}; {clinc['flagged_weak']} of them weakly); most common cues: {top}. "
+        "Some lean on the speaker's situation (a demonstrative for what the user is looking at); the "
+        'definite-description cue is the loosest (it reads a household\'s "the oven" as a bridging '
+        "reference). "
+        f"After a message of another intent ({clinc['after_another_intent']['messages']} pairs: a change of subject) "
+        f"it flags {clinc['after_another_intent']['flagged']}, {clinc['after_another_intent']['flagged_weak']} of them weakly. "
+        "A false strong flag sends the message to the rewriter; with the deterministic fallback "
+        "(`concat_standalone`) it is searched with the previous turn in front of it. A weak flag keeps the message "
+        "as typed and adds that form next to it.",
+        "",
+    ]
+
+
+def markdown(result: dict[str, Any]) -> str:
+    d, c = result["gate"], result["gate_strong_only"]
+    lines = [
+        "# Follow-up gate and rewrite guard on TREC CAsT 2019 (manual rewrites)",
+        "",
+        f"Command: `{result['machine']['command']}` (from the repository root; data from `../shared/data/trec_cast_2019`).",
+        "",
+        f"{result['rows']} turns in {result['topics']} topics; {d['n_rewritten']} have a human rewrite that differs "
+        "from the raw utterance beyond whitespace (the data's README counts 343 with whitespace-only edits).",
+        "No catalog. Targets: gate recall >= 0.90 and precision >= 0.90; guard false alarms <= 5%.",
+        "",
+        "| gate | recall | precision | flagged |",
+        "|---|---|---|---|",
+        f"| **querywise gate** (strong cues + topic continuity as a weak cue) | {d['gate_recall']:.3f} | {d['gate_precision']:.3f} | {d['n_flagged']} |",
+        f"| querywise gate, strong cues only | {c['recall']:.3f} | {c['precision']:.3f} | {c['flagged']} |",
+    ]
+    for name, b in result["baselines"].items():
+        lines.append(f"| baseline: {name} | {b['recall']:.3f} | {b['precision']:.3f} | {b['flagged']} |")
+    lines += [
+        "",
+        "## The text searched (standalone forms) against the human rewrites",
+        "",
+        "Added-term recall: of the content terms (stemmed, stop words out) a person's rewrite adds to the message, "
+        "the share the searched text holds; precision: of those the searched text adds, the share the person's holds; "
+        "pooled over the rows, the gate deciding where a form replaces or joins the message. Topics split 60/20/20 "
+        f"by a hash of the topic number (test topics: {', '.join(result['split']['test'])}); the referent "
+        "tracker's rules were written reading train topics' errors and its two weights chosen on train. "
+        "Target: recall >= 0.60 at precision >= 0.50.",
+        "",
+        "| form | split | rows | added-term recall | added-term precision | token F1 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, parts in result["standalone_forms"].items():
+        for part, f in parts.items():
+            lines.append(f"| {name} | {part} | {f['rows']} | {f['added_term_recall']} | {f['added_term_precision']} | {f['token_f1']} |")
+    g = result["guard"]
+    lines += [
+        "",
+        f"Guard on the human rewrites: {d['guard_rejected']} of {d['n_rewritten']} rejected "
+        f"(false-alarm rate {d['guard_false_alarm_rate']:.3f}). Sanity check: of {g['checked']} messages paired "
+        f"with another topic's rewrite (and a term on either side), {g['rejected']} rejected.",
+        "",
+        f"Weak flags here: {d['n_flagged_weak']}, of which {d['n_flagged_weak_rewritten']} a person rewrote. "
+        "On the project's demo rewrites (with its catalog): "
+        f"recall {result['demo_cost']['gate_recall']:.3f}, precision {result['demo_cost']['gate_precision']:.3f} "
+        f"(false flags: {', '.join(f'{m!r} ({s})' for m, s in result['demo_cost']['false_flags'])}).",
+        "",
+        *clinc_lines(result["clinc150_single_turn"]),
+        f"Gate and guard on all {result['rows']} rows took {result['seconds_gate_and_guard_all_rows']:.2f} s "
+        "(one process, no model).",
+        "",
+        "Reading these figures:",
+        "",
+        "- In-sample. The gate's rules are general English (each cue is explained in "
+        "`src/querywise/understand/followup/`), but they were written while reading this data's "
+        "errors; expect lower recall on conversations nobody has read. No other data here has human "
+        "rewrites to check that on.",
+        "- Strong cues alone miss what has no surface cue: a turn that silently continues the topic "
+        '("Tell me about X." where the person added the topic) reads like one that starts a new '
+        "topic. Topic continuity treats a turn that names nothing and repeats no word of the "
+        "conversation as a continuation. It also flags help-centre users who change subject without "
+        "naming anything, so it is a weak cue: the plan searches the standalone form next to the message "
+        "as typed, never instead of it, and the message stays what routing and the other moves read.",
+        '- Baseline "pronoun or short": a third-person pronoun or demonstrative '
+        f"({' '.join(sorted(PRONOUNS))}), or at most N words. The task brief quotes 0.68 at 0.88 for "
+        "its own version of this rule; the sweep above brackets it.",
+        "",
+        "The JSON has the cue table, the first ten missed and falsely flagged turns (by CAsT "
+        "`topic_turn` id, with the cues that fired) and the machine.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DATA)
+    args = parser.parse_args(argv)
+    rows, ids = datasets.cast2019(args.data)
+
+    started = time.perf_counter()
+    default = evaluate_rewrites(rows)
+    seconds = time.perf_counter() - started
+    strong_only = score(rows, lambda m, h: check_follow_up(m, h).strength == "strong")
+
+    baselines = {"every turn after the first": score(rows, lambda _m, h: bool(h))}
+    for n in (3, 4, 5, 6):
+        baselines[f"pronoun/demonstrative or <= {n} words"] = score(rows, pronoun_or_short(n))
+    result = {
+        "rows": len(rows),
+        "topics": sum(1 for r in rows if not r.history),
+        "gate": summary(default, rows, ids),
+        "gate_strong_only": strong_only,
+        "baselines": baselines,
+        "cues": cue_table(rows),
+        "guard": guard_swap_check(rows),
+        "demo_cost": demo_cost(),
+        "clinc150_single_turn": clinc_standalone(args.data),
+        "seconds_gate_and_guard_all_rows": round(seconds, 3),
+        "split": {part: sorted({i.split("_")[0] for i in ids if cast2019_split(i) == part}, key=int) for part in ("train", "val", "test")},
+        "standalone_forms": forms(rows, ids),
+    }
+    path = publish("rewrite_cast2019", result, command=COMMAND, render=markdown)
+    print(path.with_suffix(".md").read_text(encoding="utf-8"))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
