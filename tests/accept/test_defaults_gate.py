@@ -1,0 +1,51 @@
+"""The defaults gate (issue 33): the default deployment never ranks below pass-through.
+
+The demo and Medline through `bench.understanding.defaults_gate.gate` (the benchmark's own rule: on
+every slice of at least 20 cases, the default's paired 95% lower bound of nDCG@10 is at least
+-0.005); the benchmark adds SciFact and doc2dial. A default move that loses fails this test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import DATA
+from bench.understanding.defaults_gate import MIN_SLICE, TOLERANCE, gate
+from querywise.config import Settings, load_settings
+from querywise.demo import demo_corpus, demo_file
+from querywise.evaluation.cases import load_beir, load_cases
+from querywise.index import build_index
+from querywise.service import QueryWise
+
+pytestmark = pytest.mark.model
+
+
+def _gated(name: str, chunks: Sequence[Any], cases: Sequence[Any], settings: Settings, root: Path) -> dict[str, Any]:
+    with build_index(chunks, root / name, settings=settings) as ix, QueryWise(settings, ix) as qw:
+        return gate(name, [c for c in cases if c.relevant], qw)
+
+
+def _assert_holds(result: dict[str, Any]) -> None:
+    default = [r for r in result["rows"] if r["arm"] == "default"]
+    assert any(r["slice"] == "all" for r in default)
+    broken = [r for r in default if r["n"] >= MIN_SLICE and r["low"] < -TOLERANCE]
+    assert result["holds"] and not broken, broken
+
+
+def test_the_demo_default_never_loses_to_pass_through(tmp_path: Path) -> None:
+    settings = load_settings(demo_file("querywise.toml")).model_copy(update={"cache_dir": Settings().cache_dir})
+    cases = [c if c.session else c.model_copy(update={"session": {"market": "eu"}}) for c in load_cases(demo_file("eval_cases.jsonl"))]
+    _assert_holds(_gated("demo", demo_corpus(), cases, settings, tmp_path))
+
+
+def test_medline_default_never_loses_to_pass_through(tmp_path: Path) -> None:
+    if not (DATA / "medline").exists():
+        pytest.skip("medline not found")
+    chunks, cases = load_beir(DATA / "medline", split="test")
+    result = _gated("medline", chunks, cases, Settings(), tmp_path)
+    _assert_holds(result)
+    assert not any(r["arm"] == "default" and r["delta"] < 0 for r in result["rows"])  # 30 claims: no loss at all
