@@ -15,7 +15,7 @@ from querywise.corpus import Chunk
 from querywise.evaluation.cases import Case
 from querywise.evaluation.harness import Arm, run_arm
 from querywise.evaluation.metrics import parse_metric
-from querywise.evaluation.tune import candidates, tune
+from querywise.evaluation.tune import MIN_CASES, Candidate, candidates, tune
 from querywise.index import Index, build_index
 from querywise.service import QueryWise
 
@@ -42,7 +42,7 @@ def test_each_candidates_score_is_what_the_engine_gives_with_that_setting(built:
         result = tune(CASES, qw, NDCG, folds=3)
     assert result.n == len(CASES) and len(result.scores) == len(candidates())
     assert [s.score for s in result.scores] == sorted((s.score for s in result.scores), reverse=True)
-    assert result.chosen == result.scores[0].candidate
+    assert result.best == result.scores[0].candidate
     assert result.cv_score <= max(s.score for s in result.scores) + 1e-9
     for scored in result.scores:
         c = scored.candidate
@@ -51,6 +51,21 @@ def test_each_candidates_score_is_what_the_engine_gives_with_that_setting(built:
             run = run_arm(CASES, qw, Arm(name=c.label, mode=c.mode), [NDCG])
         engine = sum(r.scores["ndcg@10"] or 0.0 for r in run.cases) / len(CASES)
         assert scored.score == pytest.approx(engine, abs=1e-4), c.label
+
+
+@pytest.mark.parametrize("copies", [1, 5])
+def test_a_tuned_fusion_is_written_only_when_it_beat_the_default_on_held_out_cases(built: Path, tmp_path: Path, hash_embedder: Any, copies: int) -> None:
+    cases = [c.model_copy(update={"id": f"{c.id}-{i}"}) for i in range(copies) for c in CASES]  # 6 or 30 judged cases
+    s = Settings(cache_dir=tmp_path / "c")
+    with Index.open(built, settings=s, embedder=hash_embedder) as ix, QueryWise(s, ix) as qw:
+        result = tune(cases, qw, NDCG, folds=3)
+    default = Candidate(mode="hybrid", fusion="rrf", dense_weight=0.5)
+    assert result.cv_gain_low <= result.cv_gain <= result.cv_gain_high
+    # under MIN_CASES the held-out gain must clear 0 at the 95% bound; from MIN_CASES on, on average
+    earned = result.cv_gain_low > 0 if len(cases) < MIN_CASES else result.cv_gain > 0
+    assert result.chosen == (result.best if earned else default)
+    kept_default = result.best != default and not earned
+    assert kept_default == any(w.startswith("kept the default") for w in result.warnings)
 
 
 def test_too_few_cases_to_cross_validate_is_a_clear_error(built: Path, tmp_path: Path, hash_embedder: Any) -> None:

@@ -36,10 +36,15 @@ def _render(result: TuneResult) -> None:
     table.add_column("ranking")
     table.add_column(result.metric, justify="right")
     for s in result.scores[:8]:
-        table.add_row(esc(s.label) + ("  ← chosen" if s.candidate == result.chosen else ""), f"{s.score:.4f}")
+        mark = "  ← chosen" if s.candidate == result.chosen else "  ← best, not kept" if s.candidate == result.best else ""
+        table.add_row(esc(s.label) + mark, f"{s.score:.4f}")
     out.print(table)
     out.print(f"BM25 {result.bm25:.4f} · dense {result.dense:.4f} · plain RRF {result.plain_rrf:.4f} · "
               f"held out: tuned {result.cv_score:.4f}, best single mode {result.cv_single_best:.4f}", highlight=False)
+    out.print(f"held-out gain over plain RRF: {result.cv_gain:+.4f} (95% interval {result.cv_gain_low:+.4f} to {result.cv_gain_high:+.4f}); "
+              f"written: {esc(result.chosen.label)}", highlight=False)
+    for w in result.warnings:
+        err.print(f"[yellow]warning:[/] {esc(w)}", highlight=False)
 
 
 @app.command("tune")

@@ -12,8 +12,15 @@ the dense side in 0..1, in steps of 0.1 (0: the chunk vectors alone).
 The choice is cross-validated: cases fall into `folds` folds by a hash of their id; for each fold
 the best candidate on the other folds is scored on it, and the mean of those held-out scores
 (`cv_score`) estimates what the procedure gives on queries it did not see, next to the best
-single mode's. The setting written is the best on all the given cases. Nothing here reads a
-test split: give `tune` the dev (or train) queries and report the chosen config on test with
+single mode's. The held-out scores are also compared, case by case, with the untuned default
+(plain RRF): `cv_gain`, with its 95% bootstrap interval.
+
+What is chosen must not mislead. The best candidate on all the cases is written only when the
+procedure beat the default on held-out queries: with fewer than `MIN_CASES` judged cases, only
+when the interval's lower bound is above 0 (few labels shrink the choice to the default); with
+more, when the held-out gain is above 0. Otherwise the default stays, and `warnings` say why; they
+also say when the tuned procedure held out below the best single mode. Nothing here reads a test
+split: give `tune` the dev (or train) queries and report the chosen config on test with
 `eval --config`.
 """
 
@@ -28,13 +35,18 @@ from pydantic import BaseModel, ConfigDict
 from querywise.evaluation.cases import Case
 from querywise.evaluation.harness import JudgedIds
 from querywise.evaluation.metrics import Metric, score
+from querywise.evaluation.stats import paired_difference
 from querywise.index import Hit
 from querywise.index.engine import Mode
 from querywise.index.fusion import Fusion, fuse_scored
 from querywise.service import QueryWise
 from querywise.understand.access import access_from_session
 
-__all__ = ["Candidate", "CandidateScore", "TuneResult", "candidates", "tune"]
+__all__ = ["MIN_CASES", "Candidate", "CandidateScore", "TuneResult", "candidates", "tune"]
+
+#: Below this many judged cases a tuned fusion is kept only when it beats the default on held-out
+#: cases at the 95% lower bound: seven labelled queries once chose a fusion that held out below dense.
+MIN_CASES = 30
 
 # Steps of 0.05: the score curves over w are smooth enough that a finer grid costs only more
 # candidates for the cross-validation to guard against (its held-out score says what it gives).
@@ -73,8 +85,13 @@ class TuneResult(BaseModel):
     n: int
     folds: int
     scores: list[CandidateScore]  # every candidate, best first
-    chosen: Candidate
+    chosen: Candidate  # what is written: the best, or the default when tuning did not earn it
+    best: Candidate  # the best on all the cases
     cv_score: float  # the procedure's mean held-out score
+    cv_gain: float  # held-out score minus the default's, per case, averaged
+    cv_gain_low: float  # its 95% bootstrap interval
+    cv_gain_high: float
+    warnings: list[str]
     cv_single_best: float  # the same for choosing only between BM25 and dense
     plain_rrf: float
     bm25: float
@@ -138,23 +155,39 @@ def tune(
     fold_of = np.array([_fold(c.id, folds) for c in judged])
     singles = [i for i, c in enumerate(grid) if c.mode != "hybrid"]
 
-    def held_out(allowed: Sequence[int]) -> float:
-        total = 0.0
+    def held_out(allowed: Sequence[int]) -> np.ndarray:
+        """Each case's score under the candidate chosen on the other folds."""
+        per_case = np.zeros(len(judged))
         for f in range(folds):
             train, test = fold_of != f, fold_of == f
             if not test.any():
                 continue
             best = max(allowed, key=lambda col: (table[train, col].mean(), -col))
-            total += table[test, best].sum()
-        return float(total / len(judged))
+            per_case[test] = table[test, best]
+        return per_case
 
     means = table.mean(axis=0)
     order = sorted(range(len(grid)), key=lambda col: (-means[col], col))
     plain = grid.index(Candidate(mode="hybrid", fusion="rrf", dense_weight=0.5, sentence_share=0.0 if sentences else None))
     bm25_col, dense_col = grid.index(Candidate(mode="bm25")), grid.index(Candidate(mode="dense"))
+    tuned, single = held_out(range(len(grid))), held_out(singles)
+    gain = paired_difference(table[:, plain], tuned)
+    top, default = grid[order[0]], grid[plain]
+    warnings: list[str] = []
+    earned = gain.low > 0 if len(judged) < MIN_CASES else gain.delta > 0
+    if top != default and not earned:
+        why = (f"only {len(judged)} judged cases (under {MIN_CASES}) and the held-out gain over plain RRF is "
+               f"{gain.delta:+.4f} [{gain.low:+.4f}, {gain.high:+.4f}], not above 0 at the 95% bound"
+               if len(judged) < MIN_CASES else f"the tuned fusion held out {gain.delta:+.4f} against plain RRF")
+        warnings.append(f"kept the default (plain RRF) instead of {top.label}: {why}")
+    if tuned.mean() < single.mean():
+        warnings.append(f"the tuned choice held out at {tuned.mean():.4f}, below choosing a single mode ({single.mean():.4f}): "
+                        f"on these queries one list alone ({'dense' if means[dense_col] >= means[bm25_col] else 'BM25'}) may be the safer setting")
     return TuneResult(
         metric=metric.label, n=len(judged), folds=folds,
         scores=[CandidateScore(candidate=grid[i], label=grid[i].label, score=round(float(means[i]), 4)) for i in order],
-        chosen=grid[order[0]], cv_score=round(held_out(range(len(grid))), 4), cv_single_best=round(held_out(singles), 4),
+        chosen=top if earned else default, best=top, cv_score=round(float(tuned.mean()), 4),
+        cv_gain=round(gain.delta, 4), cv_gain_low=round(gain.low, 4), cv_gain_high=round(gain.high, 4), warnings=warnings,
+        cv_single_best=round(float(single.mean()), 4),
         plain_rrf=round(float(means[plain]), 4), bm25=round(float(means[bm25_col]), 4), dense=round(float(means[dense_col]), 4),
     )
