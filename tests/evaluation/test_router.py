@@ -198,9 +198,10 @@ def test_router_eval_reads_the_operating_point_from_the_config_and_warns_when_ou
     code, stdout, stderr = _router_eval(files, "--config", str(config), "--classifier", "trained", "--json")
     assert code == 0, stderr
     report = json.loads(stdout)
-    assert report["operating_point"] == {"min_answered": 1.0, "max_deferred": 0.01, "headroom": 0.005,
-                                         "description": "answered accuracy >= 100.0% (100.0% on val), deferred <= 1.0%"}
+    assert report["operating_point"] == {"min_answered": 1.0, "max_deferred": 0.01, "headroom": 0.005, "min_oos_recall": 0.5,
+                                         "description": "answered accuracy >= 100.0% (100.0% on val), deferred <= 1.0%, OOS recall >= 50%"}
     assert report["oos_recall"] is None and report["candidates"][0]["meets_operating_point"] is False
+    assert report["candidates"][0]["tradeoffs"][0]["what"].startswith("chosen: the highest answered accuracy within the deferral budget")
     code, stdout, stderr = _router_eval(files, "--config", str(config), "--classifier", "trained")
     assert "warning: trained: operating point not met on val" in " ".join(stderr.split())
     # an option beats the config

@@ -54,6 +54,7 @@ def router_eval_cmd(
     min_answered: Annotated[float | None, typer.Option("--min-answered", min=0.0, max=1.0, help="Operating point: answered accuracy at least this (default: routing.min_answered of --config, else 0.97). Chosen on --val at this plus --headroom.")] = None,
     max_deferred: Annotated[float | None, typer.Option("--max-deferred", min=0.0, max=1.0, help="Operating point: at most this share deferred to the unsure tier (default: routing.max_deferred of --config, else 0.10).")] = None,
     headroom: Annotated[float, typer.Option("--headroom", min=0.0, max=0.5, help="Added to --min-answered on --val, for the val-to-test sampling error.")] = 0.005,
+    min_oos_recall: Annotated[float | None, typer.Option("--min-oos-recall", min=0.0, max=1.0, help="Operating point: keep at least this share of the out-of-scope val messages out, whatever else is missed (default: routing.min_oos_recall of --config, else 0.5; 0: no floor).")] = None,
     min_margin: Annotated[float | None, typer.Option("--min-margin", help="Fix the margin gate instead of choosing it on --val.")] = None,
     oos_label: Annotated[str, typer.Option("--oos-label", help="The label that marks out-of-scope messages.")] = "oos",
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
@@ -83,6 +84,7 @@ def router_eval_cmd(
         min_answered=settings.routing.min_answered if min_answered is None else min_answered,
         max_deferred=settings.routing.max_deferred if max_deferred is None else max_deferred,
         headroom=headroom,
+        min_oos_recall=settings.routing.min_oos_recall if min_oos_recall is None else min_oos_recall,
     )
     try:
         rows = {name: load_labelled(str(p)) if p else None for name, p in (("train", train), ("test", test), ("val", val))}

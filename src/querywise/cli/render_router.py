@@ -47,6 +47,14 @@ def render_router_report(report: RouterReport, out: Console, err: Console) -> No
     out.print(esc(report.choice), highlight=False)
     for w in report.warnings:
         err.print(f"[bold yellow]warning:[/] {esc(w)}", highlight=False, soft_wrap=True)
+    chosen = next((c for c in report.candidates if c.classifier == report.classifier), None)
+    if chosen is not None and chosen.tradeoffs:
+        table = Table(title="the operating point is out of reach on --val: the nearest points", title_justify="left", show_edge=False)
+        for col in ("point", "answered acc", "deferred", "OOS recall", "min_margin", "min_in_scope"):
+            table.add_column(col, justify="left" if col == "point" else "right", overflow="fold")
+        for t in chosen.tradeoffs:
+            table.add_row(esc(t.what), pct(t.answered_accuracy), pct(t.deferred_share), pct(t.oos_recall), f"{t.min_margin:.4f}", _gate(t.min_in_scope))
+        out.print(table)
     out.print(
         f"[bold]{esc(report.classifier)}[/] (min_margin {report.min_margin:.4f}, min_in_scope {_gate(report.min_in_scope)}) "
         f"on {report.n} test messages ({report.n_in_scope} in scope, {report.n_oos} out of scope)",

@@ -45,6 +45,9 @@ class RoutingSettings(_Section):
     # max_deferred of the messages deferred to the unsure tier. Read offline, never per message.
     min_answered: float | None = Field(0.97, ge=0, le=1)
     max_deferred: float = Field(0.10, ge=0, le=1)
+    # ... and at least this share of the out-of-scope validation messages kept out, whatever else the
+    # point misses (0: no floor): an infeasible point never drops the out-of-scope gate silently.
+    min_oos_recall: float = Field(0.5, ge=0, le=1)
     default_route: str | None = None  # applied when the classifier is unsure and no LLM tier is set
     out_of_scope_route: str | None = None
     high_stakes: list[str] = Field(default_factory=list)  # fail closed (ask) on error

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from querywise.embed import Embedder
 from querywise.files import InputError, read_jsonl
@@ -31,6 +31,7 @@ __all__ = [
     "RouteMetrics",
     "RouterFigures",
     "RouterReport",
+    "TradeoffPoint",
     "evaluate_router",
     "load_labelled",
     "score_decisions",
@@ -75,7 +76,19 @@ class OperatingPointSpec(BaseModel):
     min_answered: float | None
     max_deferred: float
     headroom: float
+    min_oos_recall: float = 0.0
     description: str
+
+
+class TradeoffPoint(BaseModel):
+    """A point near an operating point the router cannot meet on val, and what it gives there."""
+
+    what: str
+    min_margin: float
+    min_in_scope: float | None
+    answered_accuracy: float | None
+    deferred_share: float
+    oos_recall: float | None
 
 
 class Candidate(BaseModel):
@@ -88,6 +101,7 @@ class Candidate(BaseModel):
     val_objective: float | None
     meets_operating_point: bool | None  # on val; None without validation data
     warning: str | None
+    tradeoffs: list[TradeoffPoint] = Field(default_factory=list)  # when the point is not met on val: the nearest points
 
 
 class RouterReport(BaseModel):
@@ -251,7 +265,10 @@ def evaluate_router(
             th = cal.thresholds
             on_val = score_decisions(decide_many(clf.scores(X_va), clf.in_scope(X_va), clf.labels, th, oos_label=oos_label), y_va, oos_label=oos_label)
             candidates.append(Candidate(classifier=kind, min_margin=th.min_margin, min_in_scope=_in_scope_gate(th), val=_figures(on_val),
-                                        val_objective=cal.objective, meets_operating_point=cal.meets, warning=cal.warning))
+                                        val_objective=cal.objective, meets_operating_point=cal.meets, warning=cal.warning,
+                                        tradeoffs=[TradeoffPoint(what=t.what, min_margin=t.thresholds.min_margin, min_in_scope=_in_scope_gate(t.thresholds),
+                                                                 answered_accuracy=t.answered_accuracy, deferred_share=t.deferred_share, oos_recall=t.oos_recall)
+                                                   for t in cal.tradeoffs]))
         pick, reason = choose_candidate(kinds, cals)
         choice = (f"auto chose {kinds[pick]}: {reason}" if classifier == "auto"
                   else f"{kinds[pick]} as asked ({'meets' if cals[pick].meets else 'does not meet'} the operating point on val)")
@@ -265,7 +282,7 @@ def evaluate_router(
         min_margin=th.min_margin,
         min_in_scope=_in_scope_gate(th),
         operating_point=OperatingPointSpec(min_answered=point.min_answered, max_deferred=point.max_deferred, headroom=point.headroom,
-                                           description=point.describe()),
+                                           min_oos_recall=point.min_oos_recall, description=point.describe()),
         candidates=candidates,
         choice=choice,
         warnings=warnings,

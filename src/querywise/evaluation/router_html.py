@@ -42,9 +42,17 @@ def _choice(report: RouterReport) -> str:
         if rows else ""
     )
     warnings = "".join(f'<p class="warn">warning: {escape(w)}</p>' for w in report.warnings)
+    chosen = next((c for c in report.candidates if c.classifier == report.classifier), None)
+    near = "".join(
+        f"<tr><th class=\"row\">{escape(t.what)}</th><td>{_pct(t.answered_accuracy)}</td><td>{_pct(t.deferred_share)}</td>"
+        f"<td>{_pct(t.oos_recall)}</td><td>{t.min_margin:.4f}</td><td>{'off' if t.min_in_scope is None else f'{t.min_in_scope:.4f}'}</td></tr>"
+        for t in (chosen.tradeoffs if chosen is not None else [])
+    )
+    tradeoffs = ("<p>The operating point is out of reach on val; the nearest points:</p><table><tr><th>point</th><th>answered acc</th>"
+                 f"<th>deferred</th><th>OOS recall</th><th>min_margin</th><th>min_in_scope</th></tr>{near}</table>") if near else ""
     return (
         f"<h2>Operating point and choice</h2><p>{escape(report.operating_point.description)}</p>"
-        f"{table}<p>{escape(report.choice)}</p>{warnings}"
+        f"{table}<p>{escape(report.choice)}</p>{warnings}{tradeoffs}"
     )
 
 

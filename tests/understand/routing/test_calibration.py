@@ -258,3 +258,22 @@ def test_real_embeddings_thresholds_from_validation_catch_out_of_scope(embedded:
     th = choose_thresholds(clf, Xv, yv, max_deferred=0.1)
     unseen = decide_many(clf.scores(embedded["X_oos"][3:]), clf.in_scope(embedded["X_oos"][3:]), clf.labels, th)
     assert sum(d.kind == "oos" for d in unseen) >= 2  # of 3 out-of-scope messages never seen
+
+
+def test_an_out_of_reach_point_keeps_the_oos_floor_and_shows_the_nearest_points(clusters: MakeClusters) -> None:
+    Xtr, ytr, _ = clusters(seed=3, n_per=30, noise=0.4, n_oos=0)
+    Xv, yv, _ = clusters(seed=4, n_per=15, noise=0.4, n_oos=10)
+    clf = CentroidClassifier().fit(Xtr, ytr)
+    free = OperatingPoint(min_answered=0.999, max_deferred=0.1, headroom=0.0)
+    floored = OperatingPoint(min_answered=0.999, max_deferred=0.1, headroom=0.0, min_oos_recall=0.5)
+    without = calibrate(clf, Xv, yv, free, n_candidates=len(yv))
+    cal = calibrate(clf, Xv, yv, floored, n_candidates=len(yv))
+    assert not cal.meets and cal.oos_recall is not None and cal.oos_recall >= 0.5
+    assert outcome_rates(clf, Xv, yv, cal.thresholds)["recall"] >= 0.5  # what decide() does with them
+    assert without.oos_recall is not None and without.oos_recall < 0.5  # the floor changed the choice
+    whats = [t.what for t in cal.tradeoffs]
+    assert whats[0].startswith("chosen") and whats[-1] == "the highest answered accuracy within the deferral budget, no OOS floor"
+    for t in cal.tradeoffs:  # each point's figures are what decide() gives with its thresholds
+        r = outcome_rates(clf, Xv, yv, t.thresholds)
+        assert (t.deferred_share, t.oos_recall) == (pytest.approx(r["deferred"]), pytest.approx(r["recall"]))
+    assert calibrate(clf, Xv, yv, OperatingPoint(min_answered=0.5, max_deferred=0.3, headroom=0.0, min_oos_recall=0.5)).tradeoffs == ()

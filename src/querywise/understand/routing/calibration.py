@@ -24,7 +24,7 @@ import numpy as np
 
 from querywise.understand.routing.decision import Matrix, RouteClassifier, Thresholds
 
-__all__ = ["Calibration", "OperatingPoint", "calibrate", "choose_candidate", "choose_thresholds"]
+__all__ = ["Calibration", "OperatingPoint", "Tradeoff", "calibrate", "choose_candidate", "choose_thresholds"]
 
 _EPS = 1e-12  # rates are ratios of counts: compare them with a tolerance, not bit for bit
 
@@ -43,6 +43,11 @@ class OperatingPoint:
     min_answered: float | None = 0.97
     max_deferred: float = 0.10
     headroom: float = 0.005
+    # The share of out-of-scope validation messages the in-scope gate must keep out, whatever else
+    # is missed: without it, an infeasible point made the chooser drop the gate (0% OOS recall).
+    # 0 (here) turns the floor off; a deployment states it in `[routing] min_oos_recall` (0.5 by
+    # default), which `router-eval` passes. It applies only where val has out-of-scope messages.
+    min_oos_recall: float = 0.0
 
     def __post_init__(self) -> None:
         if self.min_answered is not None and not 0.0 <= self.min_answered <= 1.0:
@@ -51,6 +56,8 @@ class OperatingPoint:
             raise ValueError(f"max_deferred must be in [0, 1], got {self.max_deferred}")
         if self.headroom < 0:
             raise ValueError(f"headroom must be 0 or more, got {self.headroom}")
+        if not 0.0 <= self.min_oos_recall <= 1.0:
+            raise ValueError(f"min_oos_recall must be in [0, 1], got {self.min_oos_recall}")
 
     @property
     def val_floor(self) -> float | None:
@@ -59,10 +66,23 @@ class OperatingPoint:
 
     def describe(self) -> str:
         """One line for people, e.g. 'answered accuracy >= 97.0% (97.5% on val), deferred <= 10.0%'."""
+        oos = f", OOS recall >= {self.min_oos_recall:.0%}" if self.min_oos_recall else ""
         if self.val_floor is None:
-            return f"deferred <= {self.max_deferred:.1%} (no answered-accuracy floor)"
+            return f"deferred <= {self.max_deferred:.1%}{oos} (no answered-accuracy floor)"
         on_val = f" ({self.val_floor:.1%} on val)" if self.headroom else ""
-        return f"answered accuracy >= {self.min_answered:.1%}{on_val}, deferred <= {self.max_deferred:.1%}"
+        return f"answered accuracy >= {self.min_answered:.1%}{on_val}, deferred <= {self.max_deferred:.1%}{oos}"
+
+
+@dataclass(frozen=True)
+class Tradeoff:
+    """One point near an operating point that cannot be met, and what it gives on val: what the
+    user would trade (answered accuracy, deferral, OOS recall) to get it."""
+
+    what: str
+    thresholds: Thresholds
+    answered_accuracy: float | None
+    deferred_share: float
+    oos_recall: float | None
 
 
 @dataclass(frozen=True)
@@ -86,6 +106,7 @@ class Calibration:
     needed_deferred: float | None
     warning: str | None
     oos_weight: float = 0.5
+    tradeoffs: tuple[Tradeoff, ...] = ()  # when the point is not met: the nearest points that meet a part of it
 
     @property
     def objective_rule(self) -> str:
@@ -163,15 +184,20 @@ def calibrate(
         margin_cands = np.unique(np.concatenate([[0.0], np.quantile(finite_m, levels) if finite_m.size else []]))
     scope_cands = np.unique(np.concatenate([[-np.inf], np.quantile(s, levels)]))
     floor, budget = point.val_floor, point.max_deferred
+    oos_floor = point.min_oos_recall if n_oos else 0.0
 
     Pick = tuple[tuple[float, ...], Thresholds, tuple[float, float, float, float | None, float, int]]
     best: Pick | None = None  # meets both
     closest: Pick | None = None  # fallback: the pair closest to the point
     needed: float | None = None  # the least deferral that meets the floor, at any in-scope gate
+    cheapest: Pick | None = None  # the least deferral that meets the floor, keeping the OOS floor
+    no_gate: Pick | None = None  # the highest answered accuracy within the budget, OOS floor ignored
+    most_out: Pick | None = None  # the highest OOS recall within the budget (when no gate reaches the floor)
     for t_s in scope_cands:
         rejected = (s < t_s) | top_is_oos
         kept = ~rejected
         recall = float((rejected & is_oos).sum()) / n_oos if n_oos else None
+        recall_ok = recall is None or recall >= oos_floor - _EPS
         # Among kept messages, one with margin < t_m is deferred: count with sorted margins.
         m_kept = margin[kept]
         srt = np.argsort(m_kept, kind="stable")
@@ -194,8 +220,23 @@ def calibrate(
         if floor is not None and floor_ok.any():
             lowest = float(deferred[floor_ok].min())
             needed = lowest if needed is None else min(needed, lowest)
+            if recall_ok:
+                j = int(np.flatnonzero(floor_ok)[np.argmin(deferred[floor_ok])])
+                cheap_key = (-float(deferred[j]), float(objective[j]))
+                if cheapest is None or cheap_key > cheapest[0]:
+                    cheapest = (cheap_key, Thresholds(min_margin=float(margin_cands[j]), min_in_scope=float(t_s)), figures(j))
         # margin_cands ascend, so the pairs within budget are a prefix (t_m = 0 defers nothing).
         within = np.flatnonzero(deferred <= budget + _EPS)
+        if within.size:
+            j = int(within[np.lexsort((objective[within], answered_acc[within]))[-1]])
+            gate_key = (float(answered_acc[j]), float(objective[j]))
+            if no_gate is None or gate_key > no_gate[0]:
+                no_gate = (gate_key, Thresholds(min_margin=float(margin_cands[j]), min_in_scope=float(t_s)), figures(j))
+            out_key = (recall or 0.0, float(answered_acc[j]), float(objective[j]))
+            if most_out is None or out_key > most_out[0]:
+                most_out = (out_key, Thresholds(min_margin=float(margin_cands[j]), min_in_scope=float(t_s)), figures(j))
+        if not recall_ok:  # the OOS floor is kept like the deferral budget: a pair below it is never chosen
+            continue
         for j in within[floor_ok[within]]:
             key = (float(objective[j]), -float(deferred[j]), -float(t_s), -float(margin_cands[j]))
             if best is None or key > best[0]:
@@ -208,20 +249,34 @@ def calibrate(
                     -float(deferred[j]), -float(t_s))
         if closest is None or near_key > closest[0]:
             closest = (near_key, Thresholds(min_margin=float(margin_cands[j]), min_in_scope=float(t_s)), figures(j))
+    if closest is None:  # no in-scope gate keeps the OOS floor within the budget: the one that keeps the most out
+        closest = most_out
     chosen = best if best is not None else closest
-    assert chosen is not None
+    if chosen is None:
+        raise ValueError("no thresholds could be evaluated on the validation data")
     in_acc_c, answered_c, deferred_c, recall_c, objective_c, n_answered = chosen[2]
-    warning = None if best is not None else _shortfall(point, chosen[1], answered_c if n_answered else None, deferred_c, needed, min_margin)
+    warning = None
+    tradeoffs: tuple[Tradeoff, ...] = ()
+    if best is None:
+        warning = _shortfall(point, chosen[1], answered_c if n_answered else None, deferred_c, needed, min_margin, recall_c)
+        named = [("chosen: the highest answered accuracy within the deferral budget" + (f", OOS recall >= {oos_floor:.0%}" if oos_floor else ""), chosen),
+                 ("the least deferral that meets the answered-accuracy floor" + (f" and OOS recall >= {oos_floor:.0%}" if oos_floor else ""), cheapest),
+                 ("the highest answered accuracy within the deferral budget, no OOS floor", no_gate if oos_floor else None)]
+        tradeoffs = tuple(Tradeoff(what=what, thresholds=p[1], answered_accuracy=p[2][1] if p[2][5] else None, deferred_share=p[2][2],
+                                   oos_recall=p[2][3]) for what, p in named if p is not None)
     return Calibration(
         thresholds=chosen[1], point=point, in_scope_accuracy=in_acc_c, answered_accuracy=answered_c if n_answered else None,
         deferred_share=deferred_c, oos_recall=recall_c, objective=objective_c, meets=best is not None,
-        needed_deferred=needed, warning=warning, oos_weight=oos_weight,
+        needed_deferred=needed, warning=warning, oos_weight=oos_weight, tradeoffs=tradeoffs,
     )
 
 
-def _shortfall(point: OperatingPoint, th: Thresholds, answered: float | None, deferred: float, needed: float | None, fixed_margin: float | None) -> str:
+def _shortfall(point: OperatingPoint, th: Thresholds, answered: float | None, deferred: float, needed: float | None, fixed_margin: float | None,
+               recall: float | None = None) -> str:
     """Which part of the operating point the chosen thresholds miss on val, and by how much."""
     parts = []
+    if recall is not None and recall < point.min_oos_recall - _EPS:
+        parts.append(f"no in-scope gate keeps {point.min_oos_recall:.0%} of the out-of-scope messages out: the best keeps {recall:.1%}")
     if deferred > point.max_deferred + _EPS:
         parts.append(f"the fixed margin gate {th.min_margin:g} defers {deferred:.1%} of val, over the {point.max_deferred:.1%} budget")
     floor = point.val_floor
