@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bench import DATA, WORK, datasets, log
@@ -61,17 +61,27 @@ def gate(name: str, cases: Sequence[Any], deployment: Any) -> dict[str, Any]:
             "broken": [r["slice"] for r in broken], "holds": not broken}
 
 
-def collections(quick: bool) -> list[tuple[str, Any, Any]]:
-    """(name, cases, settings and chunks) of each collection the gate reads."""
-    from querywise.config import Settings, load_settings
+def _demo() -> tuple[Any, list[Any], list[Any]]:
+    from querywise.config import load_settings
     from querywise.demo import demo_corpus, demo_file
     from querywise.evaluation.cases import load_cases
 
-    demo = load_settings(demo_file("querywise.toml"))
-    demo_cases = [c if c.session else c.model_copy(update={"session": {"market": "eu"}}) for c in load_cases(demo_file("eval_cases.jsonl"))]
-    out = [("demo", demo_cases, (demo, demo_corpus())), ("medline", None, (Settings(), "medline"))]
+    cases = [c if c.session else c.model_copy(update={"session": {"market": "eu"}}) for c in load_cases(demo_file("eval_cases.jsonl"))]
+    return load_settings(demo_file("querywise.toml")), demo_corpus(), cases
+
+
+def _default(load: Callable[[], tuple[list[Any], list[Any]]]) -> Callable[[], tuple[Any, list[Any], list[Any]]]:
+    """A public collection with the embedded default settings."""
+    from querywise.config import Settings
+
+    return lambda: (Settings(), *load())
+
+
+def collections(quick: bool) -> dict[str, Callable[[], tuple[Any, list[Any], list[Any]]]]:
+    """Each collection the gate reads: its name and a loader of (settings, chunks, cases)."""
+    out = {"demo": _demo, "medline": _default(lambda: datasets.beir(DATA / "medline", "test"))}
     if not quick:
-        out += [("scifact", None, (Settings(), "scifact")), ("doc2dial", None, (Settings(), "doc2dial"))]
+        out |= {"scifact": _default(lambda: datasets.scifact("test")), "doc2dial": _default(datasets.doc2dial)}
     return out
 
 
@@ -80,11 +90,8 @@ def run(quick: bool) -> dict[str, Any]:
     from querywise.service import QueryWise
 
     results: dict[str, Any] = {}
-    for name, cases, (settings, source) in collections(quick):
-        if isinstance(source, str):
-            chunks, cases = datasets.doc2dial() if source == "doc2dial" else datasets.beir(DATA / source, "test")
-        else:
-            chunks = source
+    for name, load in collections(quick).items():
+        settings, chunks, cases = load()
         log(f"{name}: {len(chunks)} chunks, {len(cases)} cases")
         path = WORK / f"gate-{name}"
         shutil.rmtree(path, ignore_errors=True)

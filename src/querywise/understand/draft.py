@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import ClassVar, Protocol
 
 from querywise.catalog import Catalog, Entity
@@ -67,11 +68,11 @@ class Resources:
         return Have(self.settings, catalog=self.catalog is not None, vocabulary=speller is not None,
                     identifiers=speller is not None and bool(speller.identifiers), llm=self.tier is not None)
 
-    @property
+    @cached_property  # read per message: worked out once
     def by_name(self) -> Mapping[str, Entity]:
         return {e.name: e for e in self.catalog.entities} if self.catalog is not None else {}
 
-    @property
+    @cached_property
     def search_routes(self) -> set[str]:
         return {r.name for r in self.settings.routing.routes if r.search}
 

@@ -80,6 +80,7 @@ MOVES: tuple[type[Move], ...] = (
     MultiQuery, HyDE, Query2Doc, StepBack,
 )
 _OFF = "turned off in [understanding] moves"
+_LLM_SWITCHES = frozenset(LLM_MOVES)  # an LLM move that is off leaves no step
 
 
 def _logged_messages(path: Path) -> Iterator[str]:
@@ -165,7 +166,7 @@ class Understander:
         trace: list[TraceStep] = []
         for move in self.moves:
             if move.switches and not on & move.switches:
-                if not move.switches <= set(LLM_MOVES):  # an LLM move that is off leaves no step
+                if not move.switches <= _LLM_SWITCHES:
                     trace.append(TraceStep(move=move.name, status="skipped", reason=_OFF))
                 continue
             if (why := self._unable[move.name] or move.applies(draft)) is not None:
