@@ -7,8 +7,9 @@ Benchmarks import their loaders from this module, never from one another.
     from bench import datasets
     chunks, cases = datasets.scifact("test")          # BEIR, through the library's loader
     chunks, cases = datasets.doc2dial()               # the help centre cut by the default chunker
-    rows, ids = datasets.cast2019()                   # TREC CAsT 2019 turns with human rewrites
+    rows, ids = datasets.cast2019()                   # TREC CAsT 2019 turns with human rewrites (cast2020: 2020's)
     raw = datasets.clinc150()                         # {"train": [[text, intent], ...], ...}
+    ref = datasets.helpcentre()                       # the reference help centre (../shared/reference)
 
 Splits are by a hash, so that a split never depends on the order of a file: doc2dial by document
 (`doc2dial_split`), CAsT by topic (`cast2019_split`), 60 / 20 / 20 train / val / test.
@@ -29,6 +30,7 @@ SCIFACT = DATA / "scifact"
 DOC2DIAL = DATA / "doc2dial"
 CAST2019 = DATA / "trec_cast_2019" / "evaluation"
 CLINC150 = DATA / "clinc150" / "data_full.json"
+HELPCENTRE = DATA.parent / "reference" / "helpcentre.json"
 SPLITS = ("train", "val", "test")
 #: CLINC150's keys in data_full.json: in-scope and out-of-scope messages per split.
 CLINC150_SPLITS = ("train", "val", "test", "oos_train", "oos_val", "oos_test")
@@ -149,6 +151,16 @@ def doc2dial_faq_folder() -> Path:
     return out
 
 
+# --------------------------------------------------------------------------- the reference help centre
+
+
+def helpcentre(path: Path = HELPCENTRE) -> dict[str, Any]:
+    """The reference help centre (../shared/reference/helpcentre.json): its chunks, catalog, route
+    examples, follow-ups with their standalone rewrites and the typo rows."""
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
 # --------------------------------------------------------------------------- TREC CAsT 2019
 
 
@@ -171,6 +183,23 @@ def cast2019(data: Path = DATA) -> tuple[list[Any], list[str]]:
             key = f"{topic['number']}_{turn['number']}"
             rows.append(RewriteRow(history=tuple(history), message=turn["raw_utterance"], standalone=manual[key]))
             ids.append(key)
+            history.append(turn["raw_utterance"])
+    return rows, ids
+
+
+def cast2020(data: Path = DATA) -> tuple[list[Any], list[str]]:
+    """CAsT 2020's rows as `cast2019` gives 2019's: the manual topics' raw utterances, the topic's
+    earlier raw utterances as history, the manual rewrite as the standalone form. Many turns
+    lean on the system's previous answer, which the file does not hold."""
+    from querywise.evaluation.rewrites import RewriteRow
+
+    topics = json.loads((data / "trec_cast_2020" / "2020_manual_evaluation_topics_v1.0.json").read_text(encoding="utf-8"))
+    rows, ids = [], []
+    for topic in topics:
+        history: list[str] = []
+        for turn in topic["turn"]:
+            rows.append(RewriteRow(history=tuple(history), message=turn["raw_utterance"], standalone=turn["manual_rewritten_utterance"]))
+            ids.append(f"{topic['number']}_{turn['number']}")
             history.append(turn["raw_utterance"])
     return rows, ids
 

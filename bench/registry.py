@@ -91,6 +91,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               quick=(), quick_minutes=0.1, results=("intents",)),
     Benchmark("understanding.defaults_gate", "the default deployment against pass-through per collection and slice (the gate)", 15,
               quick=("--quick",), quick_minutes=1, results=("defaults_gate", "defaults_gate-quick"), records_command=True),
+    Benchmark("understanding.tune_moves", "tune --moves chosen on one set, reported on another", 10,
+              quick=("--quick",), quick_minutes=1, results=("tune_moves", "tune_moves-quick"), records_command=True),
     Benchmark("understanding.followup_recall", "doc2dial follow-ups and changes of subject, the demo conversation", 8,
               results=("conversations",), aliases=("conversations",)),
     Benchmark("triage.first_contact", "index, eval --failures and triage as a user runs them, on two collections", 15,

@@ -90,3 +90,14 @@ def test_the_rate_limit_store_is_named_by_a_scheme_limits_knows() -> None:
     assert ServerSettings(rate_limit_storage="redis://cache:6379").rate_limit_storage == "redis://cache:6379"
     with pytest.raises(ValidationError, match=r"rate_limit_storage 'nope://x': expected one of .*memory://.*redis://"):
         ServerSettings(rate_limit_storage="nope://x")
+
+
+def test_per_slice_switches_name_a_move_and_a_slice_the_plan_can_tell(tmp_path: Path) -> None:
+    cfg = tmp_path / "q.toml"
+    cfg.write_text('[understanding.off_in]\nspelling = ["identifier"]\nfollow_up = ["weak_cue"]\n', encoding="utf-8")
+    assert load_settings(cfg).understanding.off_in == {"spelling": ["identifier"], "follow_up": ["weak_cue"]}
+    for bad, where in (('spelling = ["typo"]', "understanding.off_in.spelling"), ('speling = ["prose"]', "understanding.off_in")):
+        cfg.write_text(f"[understanding.off_in]\n{bad}\n", encoding="utf-8")
+        with pytest.raises(ConfigError) as info:
+            load_settings(cfg)
+        assert where in str(info.value)

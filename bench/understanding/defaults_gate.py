@@ -1,7 +1,7 @@
 """The defaults gate: the default deployment against pass-through, per collection and per slice.
 
-    python -m bench.understanding.defaults_gate            # the demo, SciFact (test), Medline, doc2dial
-    python -m bench.understanding.defaults_gate --quick    # the demo and Medline
+    python -m bench.understanding.defaults_gate            # every collection below
+    python -m bench.understanding.defaults_gate --quick    # the demo, the help centre and Medline
 
 The seed's first rule is that pass-through is the default and a move changes the plan only on its
 own evidence; so on every collection the default deployment must not rank below the message as
@@ -9,27 +9,38 @@ typed. For each collection its cases are asked through pass-through (no move), t
 default move alone and through all of them (the default), in hybrid mode (`querywise.evaluation`:
 the path users run); nDCG@10 per case, and per slice the paired difference with its 95% bootstrap
 interval (seed 42); and, as typed, hybrid (plain RRF) against dense and BM25 alone, the untuned
-fusion's distance from the best single mode. The gate holds when, on every slice of at least `MIN_SLICE` cases, the default's
-lower bound is at least `-TOLERANCE`. Each move's own row says whether it earns its keep on the
-slice it exists for (follow-up on follow_up, spelling on typo, ...).
+fusion's distance from the best single mode. The gate holds when, on every slice of at least
+`MIN_SLICE` cases, the default's lower bound is at least `-TOLERANCE`. Each move's own row says
+whether it earns its keep on the slice it exists for (`OWN_SLICE`: follow-up on follow_up,
+spelling on typo, ...).
 
-Not in it yet (their own issue): the reference help centre (its acceptance tests), CAsT 2019/2020
-(no passage corpus: the follow-up gate's own benchmark, `understanding.followup_gate`), CLINC150
-routing (`routing.clinc150`).
+Collections: the demo shop (its own config); the reference help centre as a deployment (its
+chunks, catalog and route examples; cases: the eight follow-ups, their hand-written standalone
+rewrites, the typo rows); SciFact and Medline (BEIR test splits) and doc2dial's help centre with
+the embedded defaults; CAsT 2019 and 2020, which have no passage corpus here: the corpus is the
+turns' human rewrites, and each turn (raw utterance after the topic's earlier ones) must find its
+own rewrite. Routing has its own row: CLINC150 through `router-eval`'s path with the default
+`[routing]` operating point (classifier "auto", thresholds on val, reported on test), against the
+same classifier without its gates (every message routed): the gates may not lower the accuracy of
+what is answered, and keep OOS recall at or above `[routing] min_oos_recall`.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from bench import DATA, WORK, datasets, log
 from bench.report import publish
 
 MIN_SLICE = 20  # slices smaller than this are reported, not gated
+# The slice each move exists for: its gain there is shown on its own (a move should earn its keep there).
+OWN_SLICE = {"follow_up": "follow_up", "several_intents": "several_intents", "filters": "filters", "spelling": "typo",
+             "exact_lookup": "identifier", "ambiguity": "ambiguous"}
 TOLERANCE = 0.005  # the lower bound of the default's paired difference may not go below -TOLERANCE
 METRIC = "ndcg@10"
 COMMAND = "python -m bench.understanding.defaults_gate"
@@ -77,12 +88,96 @@ def _default(load: Callable[[], tuple[list[Any], list[Any]]]) -> Callable[[], tu
     return lambda: (Settings(), *load())
 
 
+def _helpcentre() -> tuple[Any, list[Any], list[Any]]:
+    """The reference help centre as a deployment: its catalog and router, the default moves."""
+    import re
+
+    from querywise.config import DeploymentSettings, RouteSpec, RoutingSettings, Settings
+    from querywise.corpus import Chunk
+    from querywise.evaluation.cases import Case, derive_slices
+
+    ref = datasets.helpcentre()
+    WORK.mkdir(parents=True, exist_ok=True)
+    catalog = WORK / "gate-helpcentre-catalog.jsonl"
+    catalog.write_text("".join(json.dumps({**e, "id": str(e["id"])}) + "\n" for e in ref["catalog"]), encoding="utf-8")
+    routes = [RouteSpec(name=name, examples=examples, search=name == "kb_search") for name, examples in ref["route_examples"].items()]
+    settings = Settings(routing=RoutingSettings(routes=routes, classifier="centroid", min_margin=0.05, default_route="kb_search"),
+                        deployment=DeploymentSettings(catalog=catalog))
+    chunks = [Chunk(id=k, text=v) for k, v in ref["chunks"].items()]
+    words = {w for text in ref["chunks"].values() for w in re.findall(r"[a-z0-9]+", text.lower())}
+    cases = []
+    for i, f in enumerate(ref["follow_ups"]):
+        history = list(f["history"])
+        cases.append(Case(id=f"follow-{i}", message=f["message"], history=history, relevant={f["relevant"]: 1},
+                          slices=derive_slices(f["message"], history)))
+        cases.append(Case(id=f"rewrite-{i}", message=f["standalone"], relevant={f["relevant"]: 1}, slices=derive_slices(f["standalone"], [])))
+    rows = ref["expected"]["typo_ranks_bm25_dense"]["rows"]
+    unknown = [set(re.findall(r"[a-z0-9]+", query.lower())) - words for query, *_ in rows]
+    for i, (query, gold, _bm25, _dense) in enumerate(rows):
+        # a typo: a word the corpus lacks that no other row about the same chunk has ("how to" is in both forms)
+        typo = ["typo"] if unknown[i] - set().union(*(u for j, u in enumerate(unknown) if j != i and rows[j][1] == gold)) else []
+        cases.append(Case(id=f"typo-{i}", message=query, relevant={gold: 1}, slices=derive_slices(query, [], typo)))
+    return settings, chunks, cases
+
+
+def _cast(year: str) -> Callable[[], tuple[Any, list[Any], list[Any]]]:
+    """A CAsT year with the human rewrites as the corpus: each turn must find its own rewrite."""
+
+    def load() -> tuple[Any, list[Any], list[Any]]:
+        from querywise.config import Settings
+        from querywise.corpus import Chunk
+        from querywise.evaluation.cases import Case, derive_slices
+
+        rows, ids = datasets.cast2019() if year == "2019" else datasets.cast2020()
+        chunks = [Chunk(id=key, text=row.standalone) for row, key in zip(rows, ids, strict=True)]
+        cases = [Case(id=key, message=row.message, history=list(row.history), relevant={key: 1}, slices=derive_slices(row.message, row.history))
+                 for row, key in zip(rows, ids, strict=True)]
+        return Settings(), chunks, cases
+
+    return load
+
+
 def collections(quick: bool) -> dict[str, Callable[[], tuple[Any, list[Any], list[Any]]]]:
     """Each collection the gate reads: its name and a loader of (settings, chunks, cases)."""
-    out = {"demo": _demo, "medline": _default(lambda: datasets.beir(DATA / "medline", "test"))}
+    out = {"demo": _demo}
+    if datasets.HELPCENTRE.exists():
+        out["helpcentre"] = _helpcentre
+    out["medline"] = _default(lambda: datasets.beir(DATA / "medline", "test"))
     if not quick:
-        out |= {"scifact": _default(lambda: datasets.scifact("test")), "doc2dial": _default(datasets.doc2dial)}
+        out |= {"scifact": _default(lambda: datasets.scifact("test")), "doc2dial": _default(datasets.doc2dial),
+                "cast2019": _cast("2019"), "cast2020": _cast("2020")}
     return out
+
+
+def routing_gate() -> dict[str, Any]:
+    """CLINC150 through the default `[routing]` operating point, against the same classifier ungated."""
+    from querywise.config import Settings
+    from querywise.embed import embedder_for
+    from querywise.evaluation.router import evaluate_router
+    from querywise.understand.routing.calibration import OperatingPoint
+
+    raw = datasets.clinc150()
+
+    def rows(*splits: str) -> list[tuple[str, str]]:
+        return [(str(t), str(lab)) for split in splits for t, lab in raw[split]]
+
+    settings = Settings()
+    r = settings.routing
+    point = OperatingPoint(min_answered=r.min_answered, max_deferred=r.max_deferred, min_oos_recall=r.min_oos_recall)
+    t = time.perf_counter()
+    embedder = embedder_for(settings)
+    train, val, test = rows("train", "oos_train"), rows("val", "oos_val"), rows("test", "oos_test")
+    gated = evaluate_router(train, test, val=val, embedder=embedder, point=point)
+    kind: Literal["centroid", "trained"] = "trained" if gated.classifier == "trained" else "centroid"
+    ungated = evaluate_router(train, test, embedder=embedder, classifier=kind, min_margin=0.0)  # no val: no gate chosen
+    answered, plain = gated.answered_accuracy or 0.0, ungated.answered_accuracy or 0.0
+    oos = gated.oos_recall or 0.0
+    holds = answered >= plain and oos >= r.min_oos_recall
+    log(f"clinc150: {gated.classifier} in {time.perf_counter() - t:.0f} s; answered {answered:.3f} (ungated {plain:.3f}), "
+        f"OOS recall {oos:.3f} (floor {r.min_oos_recall}); " + ("holds" if holds else "broken"))
+    return {"classifier": gated.classifier, "choice": gated.choice, "operating_point": point.describe(), "n": gated.n,
+            "answered_accuracy": answered, "ungated_accuracy": plain, "deferred_share": gated.deferred_share, "oos_recall": oos,
+            "ungated_oos_recall": ungated.oos_recall, "min_oos_recall": r.min_oos_recall, "warnings": gated.warnings, "holds": holds}
 
 
 def run(quick: bool) -> dict[str, Any]:
@@ -97,8 +192,9 @@ def run(quick: bool) -> dict[str, Any]:
         shutil.rmtree(path, ignore_errors=True)
         with build_index(chunks, path, settings=settings) as ix, QueryWise(settings, ix) as qw:
             results[name] = gate(name, [c for c in cases if c.relevant], qw)
-    return {"metric": METRIC, "min_slice": MIN_SLICE, "tolerance": TOLERANCE, "collections": results,
-            "holds": all(r["holds"] for r in results.values())}
+    routed = routing_gate() if not quick and datasets.CLINC150.exists() else None
+    return {"metric": METRIC, "min_slice": MIN_SLICE, "tolerance": TOLERANCE, "collections": results, "routing": routed,
+            "holds": all(r["holds"] for r in results.values()) and (routed is None or routed["holds"])}
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -106,6 +202,21 @@ def markdown(result: dict[str, Any]) -> str:
            f"Command: `{result['machine']['command']}`. {result['metric']}, the default deployment (and each of its moves alone) "
            f"minus pass-through, paired, 95% bootstrap interval. Gated: slices of at least {result['min_slice']} cases, "
            f"lower bound >= -{result['tolerance']}. **The gate {'holds' if result['holds'] else 'is broken'}.**", ""]
+    out += ["### Each default move on the slice it exists for", "",
+            "The move alone minus pass-through, on its own slice (`OWN_SLICE`), where the collection has that slice.", "",
+            "| collection | move | slice | n | delta | 95% interval |", "|---|---|---|---|---|---|"]
+    for name, c in result["collections"].items():
+        for r in c["rows"]:
+            if r["arm"].startswith("+") and OWN_SLICE.get(r["arm"][1:]) == r["slice"]:
+                out.append(f"| {name} | {r['arm'][1:]} | {r['slice']} | {r['n']} | {r['delta']:+.4f} | [{r['low']:+.4f}, {r['high']:+.4f}] |")
+    out.append("")
+    if (g := result.get("routing")) is not None:
+        out += ["### Routing: CLINC150 (test + oos_test)", "",
+                f"The default `[routing]` operating point ({g['operating_point']}), thresholds chosen on val: {g['classifier']} "
+                f"({g['choice']}). Answered accuracy {g['answered_accuracy']:.3f} against {g['ungated_accuracy']:.3f} for the same "
+                f"classifier routing every message; deferred {g['deferred_share']:.3f}; OOS recall {g['oos_recall']:.3f} "
+                f"(floor {g['min_oos_recall']}; ungated {g['ungated_oos_recall'] or 0:.3f}). "
+                f"**{'Holds' if g['holds'] else 'Broken'}.**" + ("" if not g["warnings"] else " Warnings: " + "; ".join(g["warnings"])), ""]
     for name, c in result["collections"].items():
         out += [f"### {name} ({c['n_cases']} cases; default moves: {', '.join(c['moves'])})", "",
                 "Each move alone: its rows on all cases and on the slices where it changed something.", "",
@@ -128,7 +239,7 @@ def markdown(result: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="the demo and Medline only")
+    ap.add_argument("--quick", action="store_true", help="the demo, the help centre and Medline only")
     ap.add_argument("--command", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     result = run(args.quick)

@@ -31,7 +31,7 @@ from types import TracebackType
 from typing import Self
 
 from querywise.conditions import Where
-from querywise.config import Move, Settings, load_settings
+from querywise.config import Move, PlanSlice, Settings, load_settings
 from querywise.conversation import Turn, as_turns
 from querywise.deployment_check import DeploymentCheck, Problem, check_deployment, check_index_fields
 from querywise.embed import Embedder
@@ -139,13 +139,15 @@ class QueryWise:
         results or leaves a route unreachable (each says which setting and why)."""
         return self.check.warnings
 
-    def with_moves(self, moves: Sequence[Move]) -> QueryWise:
-        """The same deployment with other `[understanding] moves` (its other understanding settings
-        kept) and no plan log (an evaluation arm is not traffic). It shares the index, the embedder
-        and the LLM provider: close it, then this one."""
+    def with_moves(self, moves: Sequence[Move], *, off_in: Mapping[Move, Sequence[PlanSlice]] | None = None) -> QueryWise:
+        """The same deployment with other `[understanding] moves` (and, given `off_in`, other
+        per-slice switches; its other understanding settings kept) and no plan log (an evaluation
+        arm is not traffic). It shares the index, the embedder and the LLM provider: close it, then
+        this one."""
+        understanding = {"moves": list(moves)} | ({} if off_in is None else {"off_in": {m: list(s) for m, s in off_in.items()}})
         settings = self.settings.model_copy(
             update={
-                "understanding": self.settings.understanding.model_copy(update={"moves": list(moves)}),
+                "understanding": self.settings.understanding.model_copy(update=understanding),
                 "deployment": self.settings.deployment.model_copy(update={"plan_log": None}),
             }
         )

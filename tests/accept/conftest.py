@@ -48,3 +48,11 @@ def reference_index(reference: dict[str, Any], embedder: Any, tmp_path_factory: 
     ix = build_index(chunks, tmp_path_factory.mktemp("ref") / "ix", embedder=embedder)
     yield ix
     ix.close()
+
+
+@pytest.fixture(scope="session")
+def reference_catalog(reference: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reference catalog as a deployment's catalog file (ids as strings)."""
+    path = tmp_path_factory.mktemp("catalog") / "catalog.jsonl"
+    path.write_text("".join(json.dumps({**e, "id": str(e["id"])}) + "\n" for e in reference["catalog"]), encoding="utf-8")
+    return path

@@ -4,7 +4,8 @@ search ranks them: a standalone message is passed through, and no move pushes it
 
 from __future__ import annotations
 
-import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,12 +16,10 @@ from querywise.service import QueryWise
 
 
 @pytest.fixture(scope="module")
-def deployment(reference: dict[str, Any], reference_index: Index, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    catalog = tmp_path_factory.mktemp("catalog") / "catalog.jsonl"
-    catalog.write_text("".join(json.dumps({**e, "id": str(e["id"])}) + "\n" for e in reference["catalog"]), encoding="utf-8")
+def deployment(reference: dict[str, Any], reference_index: Index, reference_catalog: Path) -> Any:
     routes = [RouteSpec(name=name, examples=examples, search=name == "kb_search") for name, examples in reference["route_examples"].items()]
     settings = Settings(routing=RoutingSettings(routes=routes, classifier="centroid", min_margin=0.05, default_route="kb_search"),
-                        deployment=DeploymentSettings(catalog=catalog))
+                        deployment=DeploymentSettings(catalog=reference_catalog))
     with QueryWise(settings, reference_index) as qw:
         yield qw
 
@@ -44,3 +43,20 @@ def test_no_model_name_is_taken_for_a_part_number(reference: dict[str, Any], dep
         plan = deployment.plan(f["standalone"])
         assert not [q for q in plan.queries if q.kind == "exact"], plan.queries
         assert plan.action.type != "ask" or "part number" not in plan.action.question  # type: ignore[union-attr]
+
+
+def test_the_typo_rows_through_the_index_bm25_and_the_default_moves(reference: dict[str, Any], deployment: QueryWise) -> None:
+    """The reference's BM25 column is rank_bm25 over plain tokens (tests/accept/test_helpcentre_retrieval.py
+    reproduces it); the index's BM25 stems and drops stop words, so its ranks are its own, pinned here."""
+    index = deployment.index
+    assert index is not None
+    n = len(index)
+    rows = reference["expected"]["typo_ranks_bm25_dense"]["rows"]
+    bm25 = [_rank([h.id for h in index.search(query, mode="bm25", k=n)], gold) for query, gold, _, _ in rows]
+    assert bm25 == [5, 2, 1, 1, 3, 2]  # reference (plain tokens): [3, 1, 1, 1, 2, 1]
+    words = {w for text in reference["chunks"].values() for w in re.findall(r"[a-z0-9]+", text.lower())}
+    for (typo, gold, _, _), (correct, same, _, _) in zip(rows[::2], rows[1::2], strict=True):
+        unknown, other = (set(re.findall(r"[a-z0-9]+", q.lower())) - words for q in (typo, correct))
+        assert gold == same and unknown - other and not other - unknown  # rows come as (misspelled, spelled right)
+        asked = _rank([h.id for h in deployment.ask(typo, k=n, mode="hybrid").hits], gold)
+        assert asked == _rank([h.id for h in deployment.ask(correct, k=n, mode="hybrid").hits], gold), typo  # the spelling move closes the gap

@@ -33,7 +33,8 @@ from querywise.llm.scripted import ScriptedProvider
 from querywise.llm.structured import conversation_key
 from querywise.understand.pipeline import Understander
 
-PLAN_MOVES = ["follow_up", "filters", "spelling", "ambiguity", "llm_rewrite", "llm_route"]
+# The default moves (exact lookup and several intents included: what a default user runs), plus the LLM's.
+PLAN_MOVES = [*UnderstandingSettings().moves, "llm_rewrite", "llm_route"]
 
 
 def _settings(reference: dict[str, Any], moves: list[str], **extra: Any) -> Settings:
@@ -71,8 +72,10 @@ def _rank(ids: list[str], gold: str) -> int | None:
     return ids.index(gold) + 1 if gold in ids else None
 
 
-def test_follow_up_ranks_with_the_scripted_rewrites(reference: dict[str, Any], reference_index: Index, embedder: Any, provider: ScriptedProvider) -> None:
-    u = Understander(_settings(reference, PLAN_MOVES), embedder=embedder, provider=provider)
+def test_follow_up_ranks_with_the_scripted_rewrites(reference: dict[str, Any], reference_index: Index, embedder: Any, provider: ScriptedProvider,
+                                                    reference_catalog: Path) -> None:
+    # the default user's deployment: its catalog (model names, part numbers) read by the default moves
+    u = Understander(_settings(reference, PLAN_MOVES, deployment=DeploymentSettings(catalog=reference_catalog)), embedder=embedder, provider=provider)
     ranks = []
     for f in reference["follow_ups"]:
         plan = u.plan(f["message"], history=f["history"])

@@ -98,6 +98,21 @@ def test_a_move_turned_off_passes_its_input_through_and_says_so(demo_settings: S
     assert off.step("follow_up").reason == "turned off in [understanding] moves"  # type: ignore[union-attr]
 
 
+def test_a_move_turned_off_for_a_slice_runs_elsewhere_and_the_trace_names_the_slice(understander: Understander) -> None:
+    s = understander.settings
+    sliced = Understander(s.model_copy(update={"understanding": s.understanding.model_copy(update={"off_in": {"follow_up": ["follow_up"], "spelling": ["identifier"]}})}),
+                          embedder=understander.embedder)
+    history = ["how long is the warranty on the aero x2?"]
+    plan = sliced.plan("and the pro?", history=history, session=EU)  # a follow-up: the move is off for it
+    assert [(q.text, q.kind) for q in plan.queries][:1] == [("and the pro?", "original")]
+    assert plan.step("follow_up").reason == "turned off for the follow_up slice ([understanding.off_in])"  # type: ignore[union-attr]
+    assert plan.step("spelling").status != "skipped" or "identifier" not in (plan.step("spelling").reason or "")  # type: ignore[union-attr]
+    coded = sliced.plan("is hc-3417 in stokc?", session=EU)  # an identifier: spelling is off for it, follow-up would run
+    assert coded.step("spelling").reason == "turned off for the identifier slice ([understanding.off_in])"  # type: ignore[union-attr]
+    assert "off_in" not in (coded.step("follow_up").reason or "")  # type: ignore[union-attr]
+    assert understander.plan("and the pro?", history=history, session=EU).queries[0].kind == "standalone"  # the default: no slice is off
+
+
 def _without_shift_check(understander: Understander) -> Understander:
     s = understander.settings
     return Understander(s.model_copy(update={"understanding": s.understanding.model_copy(update={"topic_shift": False})}), embedder=understander.embedder)

@@ -1,4 +1,5 @@
-"""`querywise tune`: choose how hybrid fuses dense and BM25 on labelled queries, write it into a config."""
+"""`querywise tune`: choose how hybrid fuses dense and BM25 (or, with --moves, which moves run on which
+slice of traffic) on labelled queries, and write it into a copy of the config."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from querywise.cli._app import ConfigOpt, IndexOpt, SessionOpt, app, err, esc, fail, out, progress, session_from, settings_from
-from querywise.config import ConfigError, write_settings_file
-from querywise.evaluation.cases import read_beir, read_cases
-from querywise.evaluation.metrics import MetricError, parse_metrics
+from querywise.cli._app import ConfigOpt, IndexOpt, SessionOpt, app, err, esc, fail, mode_from, out, progress, session_from, settings_from
+from querywise.config import ConfigError, Settings, write_settings_file
+from querywise.evaluation.cases import Case, read_beir, read_cases
+from querywise.evaluation.metrics import Metric, MetricError, parse_metrics
 from querywise.evaluation.tune import Candidate, TuneResult, tune
+from querywise.evaluation.tune_moves import MovesTuneResult, tune_moves
 from querywise.files import InputError
 from querywise.index import Index, IndexStoreError
+from querywise.index.engine import Mode
 from querywise.service import QueryWise
 
 
@@ -47,6 +50,23 @@ def _render(result: TuneResult) -> None:
         err.print(f"[yellow]warning:[/] {esc(w)}", highlight=False)
 
 
+def _render_moves(result: MovesTuneResult) -> None:
+    sizes = " · ".join(f"{s} {n}" for s, n in result.slice_sizes.items())
+    table = Table(title=f"each move's gain in {result.metric} per slice ({result.n} cases: {sizes}; {result.mode})")
+    for col, justify in (("move", "left"), ("slice", "left"), ("cases", "right"), ("gain", "right"), ("95% interval", "right"), ("", "left")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for g in result.gains:
+        mark = ("off" if g.move in result.chosen else "off, not kept") if g.off else ""
+        table.add_row(g.move, g.slice, str(g.n), f"{g.gain:+.4f}", f"{g.low:+.4f} to {g.high:+.4f}", mark)
+    out.print(table)
+    out.print(f"every move everywhere {result.baseline:.4f} · held out with the per-slice choice {result.cv_score:.4f}; "
+              f"gain {result.cv_gain:+.4f} (95% interval {result.cv_gain_low:+.4f} to {result.cv_gain_high:+.4f})", highlight=False)
+    written = "; ".join(f"{m} off on {', '.join(s)}" for m, s in result.chosen.items()) or "every move on everywhere"
+    out.print(f"written: {esc(written)}", highlight=False)
+    for w in result.warnings:
+        err.print(f"[yellow]warning:[/] {esc(w)}", highlight=False)
+
+
 @app.command("tune")
 def tune_cmd(
     cases: Annotated[Path, typer.Argument(help="Labelled cases as `eval` reads them: a JSONL case file or a BEIR folder.", exists=True)],
@@ -57,11 +77,14 @@ def tune_cmd(
     metric: Annotated[str, typer.Option(help="The metric to maximise, e.g. ndcg@10 or recall@100.")] = "ndcg@10",
     folds: Annotated[int, typer.Option(min=2, max=20, help="Cross-validation folds.")] = 5,
     session: SessionOpt = None,
+    moves: Annotated[bool, typer.Option("--moves", help="Choose instead, per slice of traffic (follow-up, standalone, weak cue, identifier, prose), which of the configured moves run: [understanding.off_in].")] = False,
+    mode: Annotated[str, typer.Option(help="With --moves: the search mode the cases are asked in (dense, bm25 or hybrid).")] = "hybrid",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Choose how hybrid search fuses its dense and BM25 lists (RRF weights or a convex combination
-    of normalised scores, or one mode alone) on labelled queries; with --write-config, write it
-    into a config that `eval --config` and `ask --config` then use."""
+    of normalised scores, or one mode alone) on labelled queries; with --moves, choose instead which
+    moves run on which slice of traffic. With --write-config, write the choice into a copy of the
+    config that `eval --config` and `ask --config` then use."""
     settings = settings_from(config)
     try:
         (wanted,) = parse_metrics([metric])
@@ -74,6 +97,9 @@ def tune_cmd(
         raise fail(str(exc)) from None
     default = session_from(session)
     loaded = [c if c.session or not default else c.model_copy(update={"session": default}) for c in got.cases]
+    if moves:
+        _tune_moves(loaded, ix, settings, config, wanted, folds=folds, mode=mode_from(mode), write_config=write_config, as_json=as_json)
+        return
     try:
         with ix, QueryWise(settings, ix) as deployment, progress() as phase:
             sentences = ix.manifest.n_sentences is not None
@@ -95,3 +121,26 @@ def tune_cmd(
         err.print(f"wrote {esc(write_config)}: \\[index] {keys} "
                   f"({esc(result.chosen.label)}); evaluate it with `querywise eval CASES -i {esc(index)} --config {esc(write_config)}`",
                   highlight=False, soft_wrap=True)
+
+
+def _tune_moves(cases: list[Case], ix: Index, settings: Settings, config: Path | None, metric: Metric, *, folds: int, mode: Mode,
+                write_config: Path | None, as_json: bool) -> None:
+    try:
+        with ix, QueryWise(settings, ix) as deployment, progress() as phase:
+            arms = 1 + sum(1 for m in dict.fromkeys(settings.understanding.moves) if m not in deployment.understander.unable())
+            judged = sum(1 for c in cases if c.relevant)
+            result = tune_moves(cases, deployment, metric, folds=folds, mode=mode,
+                                on_case=phase(f"asking each case with every move, then without each of {arms - 1}", judged * (arms + 1)))
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        sys.stdout.write(result.model_dump_json() + "\n")
+    else:
+        _render_moves(result)
+    if write_config is not None:
+        try:
+            write_settings_file(config, write_config, {"understanding": {"off_in": {m: list(s) for m, s in result.chosen.items()}}})
+        except ConfigError as exc:
+            raise fail(str(exc)) from None
+        err.print(f"wrote {esc(write_config)}: \\[understanding.off_in] {esc(json.dumps(result.chosen))}; "
+                  f"evaluate it with `querywise eval CASES -i INDEX --config {esc(write_config)}`", highlight=False, soft_wrap=True)

@@ -144,6 +144,10 @@ Move = Literal[DeterministicMove, LLMMove]  # flattens: get_args(Move) lists eve
 LLM_MOVES: tuple[str, ...] = get_args(LLMMove)
 
 
+# The slices of traffic a plan can tell before any move runs (see querywise.understand.slices).
+PlanSlice = Literal["follow_up", "standalone", "weak_cue", "identifier", "prose"]
+
+
 def _default_moves() -> list[Move]:
     return ["follow_up", "several_intents", "filters", "spelling", "exact_lookup", "ambiguity"]
 
@@ -165,6 +169,10 @@ class UnderstandingSettings(_Section):
     # similarity to the last `topic_window` turns. false turns it off (and the hedge with it).
     topic_shift: bool = True
     topic_window: int = Field(default=1, ge=1, le=20)
+    # A move switched off for some slices of traffic (`[understanding.off_in]`, e.g.
+    # `spelling = ["identifier"]`): on a message in one of them it does not run, and the trace says
+    # so. `querywise tune --moves` writes it from paired deltas on labelled cases.
+    off_in: dict[Move, list[PlanSlice]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _part_numbers_compile(self) -> UnderstandingSettings:

@@ -28,7 +28,6 @@ no judgement is dropped (listed too), so `eval` runs on what the index could hol
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -36,20 +35,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from querywise.catalog import Catalog
-from querywise.checks.guard import DEFAULT_IDENTIFIER_PATTERNS
 from querywise.chunking import Chunker
 from querywise.conversation import Turn, TurnError, Turns, as_turns
 from querywise.corpus import MAX_RECORD_CHARS, SKIP_HINT, BadRow, Chunk, beir_corpus_file, read_corpus
 from querywise.files import InputError, parse_jsonl_line, read_jsonl, read_lines
-from querywise.understand.followup import check_follow_up
+from querywise.understand.slices import FORM_SLICES, TURN_SLICES, form_slice, turn_slices
 
 __all__ = ["Case", "CaseError", "LoadedCases", "cases_from_rows", "derive_slices", "load_beir", "load_cases", "load_doc2dial", "read_beir", "read_case_source", "read_cases"]
 
 ActionType = Literal["answer", "assume", "ask", "cover"]
 
-TURN_SLICES = ("follow_up", "standalone")
-FORM_SLICES = ("identifier", "prose")
-_IDENTIFIER = re.compile("|".join(DEFAULT_IDENTIFIER_PATTERNS))
 
 
 class CaseError(InputError):
@@ -119,12 +114,9 @@ def derive_slices(
     """
     tags = list(dict.fromkeys(_canonical(t) for t in given if t.strip()))
     if not set(tags) & set(TURN_SLICES):
-        gate = check_follow_up(message, history, catalog=catalog)
-        tags.append("follow_up" if gate.needs_context else "standalone")
-        if gate.strength == "weak":  # topic continuity only: the move adds a query, replaces none
-            tags.append("weak_cue")
+        tags += turn_slices(message, history, catalog=catalog)  # weak_cue: topic continuity only, the move adds a query
     if not set(tags) & set(FORM_SLICES):
-        tags.append("identifier" if _IDENTIFIER.search(message) else "prose")
+        tags.append(form_slice(message))
     return tags
 
 

@@ -42,7 +42,7 @@ from querywise.index.fusion import Fusion, fuse_scored
 from querywise.service import QueryWise
 from querywise.understand.access import access_from_session
 
-__all__ = ["MIN_CASES", "Candidate", "CandidateScore", "TuneResult", "candidates", "tune"]
+__all__ = ["MIN_CASES", "Candidate", "CandidateScore", "TuneResult", "candidates", "fold_of", "tune"]
 
 #: Below this many judged cases a tuned fusion is kept only when it beats the default on held-out
 #: cases at the 95% lower bound: seven labelled queries once chose a fusion that held out below dense.
@@ -105,7 +105,8 @@ def candidates(*, sentences: bool = False) -> list[Candidate]:
             *(Candidate(mode="hybrid", fusion="convex", dense_weight=w, sentence_share=s) for s in shares for w in CONVEX_WEIGHTS)]
 
 
-def _fold(case_id: str, folds: int) -> int:
+def fold_of(case_id: str, folds: int) -> int:
+    """The fold a case falls in: a hash of its id, so a case keeps its fold across runs."""
     return int(hashlib.sha1(case_id.encode()).hexdigest(), 16) % folds
 
 
@@ -152,14 +153,14 @@ def tune(
         if on_case:
             on_case(1)
 
-    fold_of = np.array([_fold(c.id, folds) for c in judged])
+    fold = np.array([fold_of(c.id, folds) for c in judged])
     singles = [i for i, c in enumerate(grid) if c.mode != "hybrid"]
 
     def held_out(allowed: Sequence[int]) -> np.ndarray:
         """Each case's score under the candidate chosen on the other folds."""
         per_case = np.zeros(len(judged))
         for f in range(folds):
-            train, test = fold_of != f, fold_of == f
+            train, test = fold != f, fold == f
             if not test.any():
                 continue
             best = max(allowed, key=lambda col: (table[train, col].mean(), -col))

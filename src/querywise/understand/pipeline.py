@@ -16,7 +16,9 @@ Order (`MOVES`), and why:
 10. ambiguity - a mention with several readings whose answers differ: ask, assume or cover;
 11. enrichments (LLM, off by default) - multi-query variants, HyDE, query2doc, step-back:
               searched next to the original, fused with RRF, never instead of it.
-Every move adds a trace step saying whether it ran and why.
+Every move adds a trace step saying whether it ran and why. `[understanding.off_in]` turns a move
+off for some slices of traffic (`understand.slices`: follow-up or standalone, identifier or prose,
+as the message shows them before any move runs); the step says which slice.
 
 A move is an object (`understand.draft.Move`, one module each under `understand/moves/`): its
 `name`, the `[understanding] moves` entries that switch it on, what it `requires` of the
@@ -69,6 +71,7 @@ from querywise.understand.moves.several_intents import SeveralIntents
 from querywise.understand.moves.spelling import Spelling
 from querywise.understand.moves.third_party import ThirdParty
 from querywise.understand.routing.route import Router, load_examples
+from querywise.understand.slices import message_slices
 from querywise.understand.spelling import SpellChecker, query_log_counts
 from querywise.understand.tier import LLMTier
 
@@ -158,6 +161,8 @@ class Understander:
         if self.tier is not None:
             self.tier.start_request()  # every LLM move of this message shares one deadline
         on = frozenset(self.settings.understanding.moves)
+        off_for = self._off_for_slice(message, turns, on)
+        on -= off_for.keys()
         draft = Draft(
             message=message, history=tuple(turns), session=session or {}, today=today or dt.date.today(), on=on,
             access=access_from_session(session or {}, self.settings.access),
@@ -166,7 +171,9 @@ class Understander:
         trace: list[TraceStep] = []
         for move in self.moves:
             if move.switches and not on & move.switches:
-                if not move.switches <= _LLM_SWITCHES:
+                if sliced := [off_for[s] for s in sorted(move.switches & off_for.keys())]:
+                    trace.append(TraceStep(move=move.name, status="skipped", reason=f"turned off for the {sliced[0]} slice ([understanding.off_in])"))
+                elif not move.switches <= _LLM_SWITCHES:
                     trace.append(TraceStep(move=move.name, status="skipped", reason=_OFF))
                 continue
             if (why := self._unable[move.name] or move.applies(draft)) is not None:
@@ -182,6 +189,14 @@ class Understander:
         if self.tier is not None:
             self.tier.budget.record_request(used_llm=draft.llm.used or any(s.llm_calls or (s.llm and s.llm.cache == "hit") for s in trace))
         return self._plan(draft, trace)
+
+    def _off_for_slice(self, message: str, turns: Sequence[str | Turn], on: frozenset[str]) -> dict[str, str]:
+        """Each switch that is on but `[understanding.off_in]` turns off for a slice this message is in, with that slice."""
+        off_in = self.settings.understanding.off_in
+        if not off_in.keys() & on:
+            return {}
+        slices = message_slices(message, turns, catalog=self.catalog)
+        return {switch: hit[0] for switch, where in off_in.items() if switch in on and (hit := [s for s in where if s in slices])}
 
     def _plan(self, draft: Draft, trace: list[TraceStep]) -> QueryPlan:
         left = list(draft.left)
