@@ -175,3 +175,10 @@ def test_plan_warns_about_a_route_no_message_can_reach(tmp_path: Path) -> None:
     result = runner.invoke(cli.app, ["plan", "refund my order", "--config", str(cfg), "--json"])
     assert result.exit_code == 0, result.output
     assert "warning: route 'refunds' has no examples" in result.stderr and json.loads(result.stdout)["route"] == "kb"
+
+
+def test_help_prints_bracketed_text_as_written() -> None:
+    """A config section in a command's help ("[routing]", "[retriever]") is text, not markup to drop."""
+    for command, section in (("router-eval", "[routing] section"), ("eval", "instead of [retriever]"), ("tune", "[understanding.off_in]")):
+        result = runner.invoke(cli.app, [command, "--help"], terminal_width=400)
+        assert result.exit_code == 0 and section in " ".join(result.stdout.split()), (command, result.stdout)

@@ -101,3 +101,18 @@ def test_per_slice_switches_name_a_move_and_a_slice_the_plan_can_tell(tmp_path: 
         with pytest.raises(ConfigError) as info:
             load_settings(cfg)
         assert where in str(info.value)
+
+
+def test_the_settings_reference_is_current_and_names_every_key() -> None:
+    """docs/configuration.md is what `python -m querywise.config.reference` writes, and it gives every
+    key of every section a meaning (a new setting without its comment fails here)."""
+    from querywise.config.reference import settings_reference
+
+    page = settings_reference()
+    committed = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
+    assert committed.read_text(encoding="utf-8") == page, "run: python -m querywise.config.reference > docs/configuration.md"
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
+    assert len(rows) > 100 and not [r for r in rows if r.rstrip().endswith("|  |")]
+    for section in ("## `index`", "## `understanding`", "## `[routing.routes]`", "## `filters.fields.NAME`", "## The catalog file"):
+        assert section in page
+    assert "| `off_in` |" in page and "| `min_oos_recall` |" in page

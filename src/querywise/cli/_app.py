@@ -128,6 +128,7 @@ app = QueryWiseApp(
     help="querywise: understand each message before retrieval, and diagnose why retrieval fails.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help is plain text: "[routing]" and "[llm]" are printed as written, not read as markup
 )
 err = Console(stderr=True, emoji=False)
 out = Console(emoji=False)

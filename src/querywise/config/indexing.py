@@ -16,7 +16,7 @@ EMBEDDING_KINDS: tuple[str, ...] = ("auto", "torch", "onnx", "onnx-int8")
 
 class EmbeddingSettings(_Section):
     kind: str = "auto"  # one of EMBEDDING_KINDS
-    batch_size: int = Field(64, ge=1)
+    batch_size: int = Field(64, ge=1)  # texts embedded per forward pass
     cache: bool = True  # on-disk cache keyed by model and text hash
 
     @model_validator(mode="after")
@@ -27,9 +27,9 @@ class EmbeddingSettings(_Section):
 
 
 class ChunkingSettings(_Section):
-    max_chars: int = Field(1000, ge=50)
-    overlap: int = Field(0, ge=0)
-    identifier_pattern: str = r"\b[A-Z]{2,}-\d{3,}\b"
+    max_chars: int = Field(1000, ge=50)  # a record longer than this is cut into chunks of at most this many characters
+    overlap: int = Field(0, ge=0)  # characters a chunk repeats from the one before it
+    identifier_pattern: str = r"\b[A-Z]{2,}-\d{3,}\b"  # a chunk holding a match keeps it whole: an identifier is never cut in two
 
     @model_validator(mode="after")
     def _pattern_compiles(self) -> ChunkingSettings:
@@ -38,9 +38,9 @@ class ChunkingSettings(_Section):
 
 
 class IndexSettings(_Section):
-    engine: Literal["edge", "server"] = "edge"
+    engine: Literal["edge", "server"] = "edge"  # "edge": Qdrant embedded in the process (qdrant-edge-py); "server": a Qdrant server or cluster at server_url
     server_url: str | None = None  # for engine = "server"; the API key comes from QDRANT_API_KEY
-    collection: str = "querywise"
+    collection: str = "querywise"  # the Qdrant collection name prefix (engine = "server": one collection per build)
     # engine = "server" on a Qdrant cluster: each build's collection in this many shards, each
     # kept on this many nodes (Qdrant's shard_number / replication_factor; None: the server's
     # default). docs/scaling.md says how to size them.

@@ -13,8 +13,8 @@ from querywise.config._section import _Section
 class Price(_Section):
     """USD per million tokens, input and output."""
 
-    usd_per_m_in: float = Field(ge=0)
-    usd_per_m_out: float = Field(ge=0)
+    usd_per_m_in: float = Field(ge=0)  # US dollars per million input tokens
+    usd_per_m_out: float = Field(ge=0)  # US dollars per million output tokens
 
 
 class LLMSettings(_Section):
@@ -25,23 +25,24 @@ class LLMSettings(_Section):
     unless `fail_policy` says otherwise.
     """
 
-    provider: Literal["none", "anthropic", "openai", "scripted", "llamacpp"] = "none"
-    model: str | None = None
+    provider: Literal["none", "anthropic", "openai", "scripted", "llamacpp"] = "none"  # "none": no LLM, every LLM move off (their deterministic fallbacks run)
+    model: str | None = None  # the provider's model name (needed for anthropic and openai)
     base_url: str | None = None  # OpenAI-compatible servers: Ollama, vLLM, llama.cpp server, LM Studio
     api_key_env: str | None = None  # default ANTHROPIC_API_KEY / OPENAI_API_KEY
     timeout_s: float = Field(2.0, gt=0)  # one deadline per message for all its LLM moves, retries included
     timeouts: dict[str, float] = Field(default_factory=dict)  # route -> seconds
     fail_policy: dict[str, Literal["open", "closed"]] = Field(default_factory=dict)  # route -> policy
+    # what a fail-closed route asks when its LLM call fails
     fail_closed_question: str = "Sorry, I could not work that out. Could you ask again with the product name?"
     max_retries: int = Field(1, ge=0)  # retries of 429 / 5xx / connection errors, made only when their wait fits in the deadline
     max_response_bytes: int = Field(65_536, ge=1024)  # a reply larger than this is a `too_large` fallback, never parsed
-    max_tokens: int = Field(400, ge=16)
+    max_tokens: int = Field(400, ge=16)  # the most output tokens one call may produce
     anthropic_output: Literal["json_schema", "tool"] = "json_schema"  # "tool": a forced tool call
     prices: dict[str, Price] = Field(default_factory=dict)  # model -> price
     default_price: Price | None = None  # for a model not in `prices`
     ttft_s: float = Field(0.4, ge=0)  # latency model of `querywise cost`
-    tokens_per_s: float = Field(120.0, gt=0)
-    fallback_warn_rate: float = Field(0.05, ge=0, le=1)
+    tokens_per_s: float = Field(120.0, gt=0)  # output speed in the latency model of `querywise cost`
+    fallback_warn_rate: float = Field(0.05, ge=0, le=1)  # the LLM budget report warns when this share of calls fell back
     n_variants: int = Field(3, ge=1, le=10)  # multi-query
     cache_size: int = Field(10_000, ge=0)  # single-turn results kept; 0 = no cache
     overlap: bool = True  # start retrieval for the raw message while the LLM runs

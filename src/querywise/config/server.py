@@ -25,17 +25,17 @@ class ServerSettings(_Section):
     `auth = "gateway"`, a session header set by a trusted gateway and signed (HMAC-SHA256) with the
     secret in `gateway_secret_env`. Secrets are never in the file, only the names of their variables."""
 
-    host: str = "127.0.0.1"
-    port: int = Field(8000, ge=0, le=65535)
-    workers: int = Field(1, ge=1, le=64)
-    auth: Literal["jwt", "gateway"] = "jwt"
-    jwt_algorithms: list[JWTAlgorithm] = Field(default_factory=_hs256, min_length=1)
-    jwt_secret_env: str = "QUERYWISE_JWT_SECRET"
+    host: str = "127.0.0.1"  # the address uvicorn binds
+    port: int = Field(8000, ge=0, le=65535)  # the port uvicorn binds (0: any free port)
+    workers: int = Field(1, ge=1, le=64)  # uvicorn worker processes
+    auth: Literal["jwt", "gateway"] = "jwt"  # "jwt": a bearer token; "gateway": a session header signed by your gateway
+    jwt_algorithms: list[JWTAlgorithm] = Field(default_factory=_hs256, min_length=1)  # the algorithms a token may be signed with
+    jwt_secret_env: str = "QUERYWISE_JWT_SECRET"  # the environment variable holding the HS256 secret
     jwt_public_key: Path | None = None  # PEM, for RS256 / ES256
     jwt_audience: str | None = None  # required in the token when set
-    jwt_issuer: str | None = None
+    jwt_issuer: str | None = None  # when set, a token's iss must equal it
     jwt_leeway_s: float = Field(30.0, ge=0, le=600)  # clock skew allowed on exp / nbf
-    gateway_secret_env: str = "QUERYWISE_GATEWAY_SECRET"
+    gateway_secret_env: str = "QUERYWISE_GATEWAY_SECRET"  # the environment variable holding the gateway's HMAC secret
     gateway_header: str = "x-querywise-session"  # base64url JSON {"session": {...}, "exp": unix seconds}
     gateway_signature_header: str = "x-querywise-signature"  # hex HMAC-SHA256 of the session header's value
     max_body_bytes: int = Field(262_144, ge=1024)  # a larger request is 413

@@ -24,7 +24,7 @@ from querywise.config.understanding import (
 
 
 class DeploymentSettings(_Section):
-    name: str = "default"
+    name: str = "default"  # shown in the plan log, the service's /healthz and metrics
     catalog: Path | None = None  # JSONL of products/entities
     plan_log: Path | None = None  # every plan is appended here next to its raw message (mode 0600)
     # Session values in the log (the access constraints of each plan): "redact" writes
@@ -38,7 +38,7 @@ class DeploymentSettings(_Section):
 class Settings(_Section):
     """Everything configurable, with embedded defaults."""
 
-    cache_dir: Path = Field(default_factory=default_cache_dir)
+    cache_dir: Path = Field(default_factory=default_cache_dir)  # embeddings, ONNX exports and router state are cached here
     embedding: EmbeddingSettings = EmbeddingSettings()
     chunking: ChunkingSettings = ChunkingSettings()
     index: IndexSettings = IndexSettings()

@@ -11,17 +11,17 @@ from querywise.config._section import _Section, check_pattern
 
 
 class RouteSpec(_Section):
-    name: str = Field(min_length=1)
-    description: str = ""
-    examples: list[str] = Field(default_factory=list)
+    name: str = Field(min_length=1)  # what plans and the trace call the route
+    description: str = ""  # for people and the LLM router's prompt
+    examples: list[str] = Field(default_factory=list)  # messages that belong here: the classifier's training data
     search: bool = False  # does this route run retrieval?
 
 
 class IdentifierRule(_Section):
     """A message matching `pattern` (always case-insensitive) goes to `route`."""
 
-    pattern: str
-    route: str
+    pattern: str  # a regular expression, matched case-insensitively anywhere in the message
+    route: str  # a declared route
 
     @model_validator(mode="after")
     def _compiles(self) -> IdentifierRule:
@@ -30,9 +30,10 @@ class IdentifierRule(_Section):
 
 
 class RoutingSettings(_Section):
-    routes: list[RouteSpec] = Field(default_factory=list)
+    routes: list[RouteSpec] = Field(default_factory=list)  # the routes, each a [[routing.routes]] table
     examples_file: Path | None = None  # JSONL {"text", "label"}, added to the inline examples
-    rules: list[IdentifierRule] = Field(default_factory=list)
+    rules: list[IdentifierRule] = Field(default_factory=list)  # rules tried before the classifier, in order, each a [[routing.rules]] table
+    # "centroid" (nearest route centroid), "trained" (logistic regression) or "auto" (trained from 20 examples a route)
     classifier: Literal["centroid", "trained", "auto"] = "auto"
     # An encoder fine-tuned on the examples (`querywise router-train`); None = the index's embedder.
     encoder: Path | None = None
@@ -49,7 +50,7 @@ class RoutingSettings(_Section):
     # point misses (0: no floor): an infeasible point never drops the out-of-scope gate silently.
     min_oos_recall: float = Field(0.5, ge=0, le=1)
     default_route: str | None = None  # applied when the classifier is unsure and no LLM tier is set
-    out_of_scope_route: str | None = None
+    out_of_scope_route: str | None = None  # where a message the in-scope gate rejects goes; None: the default route
     high_stakes: list[str] = Field(default_factory=list)  # fail closed (ask) on error
 
     def route_references(self) -> list[tuple[str, str]]:
@@ -87,11 +88,12 @@ def check_routes_declared(declared: set[str], references: list[tuple[str, str]],
 class FilterField(_Section):
     """One filterable field of the index payload, as the filter validator sees it."""
 
+    # number / integer (ranges), enum (one of `values`), keyword (any string), list (the payload holds a list)
     type: Literal["number", "integer", "enum", "keyword", "list"]
     values: list[str] | None = None  # allowed values (enum); or taken from the catalog
     catalog_field: str | None = None  # catalog key whose values are this field's enum
-    min: float | None = None
-    max: float | None = None
+    min: float | None = None  # values below it are refused by the filter validator
+    max: float | None = None  # values above it are refused by the filter validator
     unit: str | None = None  # e.g. "usd": amounts in other units are converted
     aliases: list[str] = Field(default_factory=list)  # words users say for it ("price", "cost")
     # What a filter on this field does to a document without it (a help article has no price):
@@ -102,7 +104,7 @@ class FilterField(_Section):
 
 
 class FilterSettings(_Section):
-    fields: dict[str, FilterField] = Field(default_factory=dict)
+    fields: dict[str, FilterField] = Field(default_factory=dict)  # payload field name -> its [filters.fields.NAME] table
     # The payload field that names the catalog entries a document is about (names or ids, e.g.
     # "products"): a filter on a catalog field then applies to a document without that field
     # through its entries ("under $300" keeps the guide to a $249 product). None: no link.
@@ -156,7 +158,7 @@ class UnderstandingSettings(_Section):
     """Which moves run. A move that is off still leaves a trace step saying so, which is what
     an ablation compares (LLM moves leave none while no `[llm]` provider is configured)."""
 
-    moves: list[Move] = Field(default_factory=_default_moves)
+    moves: list[Move] = Field(default_factory=_default_moves)  # the moves that run, in the pipeline's own order; [] = pass-through
     # What this deployment calls a part number: regular expressions a whole token (or its key:
     # upper case, no hyphens or spaces) matches, case aside. Empty: the shapes of the catalog's
     # part numbers; with no catalog either, none. Only a part number gets the "not a part number
@@ -200,8 +202,8 @@ class LimitsSettings(_Section):
     ordinary traffic, not a mistake. A rewrite (the LLM's or the deterministic one) longer than
     `max_rewrite_chars` is not read by the guard but rejected."""
 
-    max_message_chars: int = Field(4_000, ge=1)
-    max_turn_chars: int = Field(4_000, ge=1)
+    max_message_chars: int = Field(4_000, ge=1)  # a longer message is an error
+    max_turn_chars: int = Field(4_000, ge=1)  # a longer history turn is an error
     max_history_turns: int = Field(20, ge=0)  # the most recent ones are kept
-    max_rewrite_chars: int = Field(10_000, ge=1)
+    max_rewrite_chars: int = Field(10_000, ge=1)  # a longer standalone rewrite is rejected unread
     max_record_chars: int = Field(1_000_000, ge=1)  # a corpus file record (JSONL, CSV); folders are chunked
