@@ -70,7 +70,7 @@ from bench.routing.router import (
 )
 
 # One-off exploration before this script existed (val only; not re-run here, never run on test).
-SCRATCH_NOTES = """\
+EXPLORATION_NOTES = """\
 One-off exploration on val (3,000 in-scope + 100 oos), before the configurations above were fixed;
 not re-run by this script and never evaluated on test:
 
@@ -371,7 +371,7 @@ def markdown(res: dict[str, Any]) -> str:
                        f"{pct(t['answered_accuracy'])} | {pct(t['deferred_share'])} | {pct(t['oos_recall'])} | {pct(t['in_scope_accuracy'])} | "
                        f"{pct(t['in_scope_rejected_as_oos'])} | {pct(t['deferred_share_oos'])} | {th['min_margin']:.4f} | {th['min_in_scope']:.4f} |")
     out += ["", "## Reading the results", "", *findings(res)]
-    out += ["", "## Exploration before the table", "", SCRATCH_NOTES]
+    out += ["", "## Exploration before the table", "", EXPLORATION_NOTES]
     return "\n".join(out) + "\n"
 
 

@@ -15,7 +15,7 @@ def test_the_packaged_model_reads_exactly_the_features_the_pipeline_computes() -
     names = set(shift_features("pointer", (), similarity=0.0, names_own=False, message=""))
     assert set(model.weights) == names  # a renamed feature would otherwise weigh nothing, silently
     assert 0.0 < model.threshold < 1.0
-    assert "bench.topic_shift" in str(model.provenance["command"]) and "train" in str(model.provenance["train"])
+    assert "topic_shift" in str(model.provenance["command"]) and "train" in str(model.provenance["train"])
 
 
 def test_features_say_how_the_gate_flagged_and_which_cue_families_fired() -> None:
