@@ -9,6 +9,7 @@ Benchmarks import their loaders from this module, never from one another.
     chunks, cases = datasets.doc2dial()               # the help centre cut by the default chunker
     rows, ids = datasets.cast2019()                   # TREC CAsT 2019 turns with human rewrites (cast2020: 2020's)
     raw = datasets.clinc150()                         # {"train": [[text, intent], ...], ...}
+    settings, chunks, cases = datasets.cast_rewrites("2020")()   # a deployment to ask: see the last section
     ref = datasets.helpcentre()                       # the reference help centre (../shared/reference)
 
 Splits are by a hash, so that a split never depends on the order of a file: doc2dial by document
@@ -20,7 +21,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -222,3 +223,65 @@ def clinc150_texts(raw: dict[str, list[list[Any]]], *splits: str) -> tuple[list[
     """The messages and intents of some splits, in file order."""
     rows = [r for s in splits for r in raw[s]]
     return [str(t) for t, _ in rows], [str(lab) for _, lab in rows]
+
+
+# --------------------------------------------------------------------------- deployments: (settings, chunks, cases)
+
+
+def demo_deployment() -> tuple[Any, list[Any], list[Any]]:
+    """The demo shop: its own config, corpus and labelled cases (EU session where a case has none)."""
+    from querywise.config import load_settings
+    from querywise.demo import demo_corpus, demo_file
+    from querywise.evaluation.cases import load_cases
+
+    cases = [c if c.session else c.model_copy(update={"session": {"market": "eu"}}) for c in load_cases(demo_file("eval_cases.jsonl"))]
+    return load_settings(demo_file("querywise.toml")), demo_corpus(), cases
+
+
+def helpcentre_deployment() -> tuple[Any, list[Any], list[Any]]:
+    """The reference help centre as a deployment: its catalog and router, the default moves."""
+    import re
+
+    from querywise.config import DeploymentSettings, RouteSpec, RoutingSettings, Settings
+    from querywise.corpus import Chunk
+    from querywise.evaluation.cases import Case, derive_slices
+
+    ref = helpcentre()
+    WORK.mkdir(parents=True, exist_ok=True)
+    catalog = WORK / "gate-helpcentre-catalog.jsonl"
+    catalog.write_text("".join(json.dumps({**e, "id": str(e["id"])}) + "\n" for e in ref["catalog"]), encoding="utf-8")
+    routes = [RouteSpec(name=name, examples=examples, search=name == "kb_search") for name, examples in ref["route_examples"].items()]
+    settings = Settings(routing=RoutingSettings(routes=routes, classifier="centroid", min_margin=0.05, default_route="kb_search"),
+                        deployment=DeploymentSettings(catalog=catalog))
+    chunks = [Chunk(id=k, text=v) for k, v in ref["chunks"].items()]
+    words = {w for text in ref["chunks"].values() for w in re.findall(r"[a-z0-9]+", text.lower())}
+    cases = []
+    for i, f in enumerate(ref["follow_ups"]):
+        history = list(f["history"])
+        cases.append(Case(id=f"follow-{i}", message=f["message"], history=history, relevant={f["relevant"]: 1},
+                          slices=derive_slices(f["message"], history)))
+        cases.append(Case(id=f"rewrite-{i}", message=f["standalone"], relevant={f["relevant"]: 1}, slices=derive_slices(f["standalone"], [])))
+    rows = ref["expected"]["typo_ranks_bm25_dense"]["rows"]
+    unknown = [set(re.findall(r"[a-z0-9]+", query.lower())) - words for query, *_ in rows]
+    for i, (query, gold, _bm25, _dense) in enumerate(rows):
+        # a typo: a word the corpus lacks that no other row about the same chunk has ("how to" is in both forms)
+        typo = ["typo"] if unknown[i] - set().union(*(u for j, u in enumerate(unknown) if j != i and rows[j][1] == gold)) else []
+        cases.append(Case(id=f"typo-{i}", message=query, relevant={gold: 1}, slices=derive_slices(query, [], typo)))
+    return settings, chunks, cases
+
+
+def cast_rewrites(year: str) -> Callable[[], tuple[Any, list[Any], list[Any]]]:
+    """A CAsT year with the human rewrites as the corpus: each turn must find its own rewrite."""
+
+    def load() -> tuple[Any, list[Any], list[Any]]:
+        from querywise.config import Settings
+        from querywise.corpus import Chunk
+        from querywise.evaluation.cases import Case, derive_slices
+
+        rows, ids = cast2019() if year == "2019" else cast2020()
+        chunks = [Chunk(id=key, text=row.standalone) for row, key in zip(rows, ids, strict=True)]
+        cases = [Case(id=key, message=row.message, history=list(row.history), relevant={key: 1}, slices=derive_slices(row.message, row.history))
+                 for row, key in zip(rows, ids, strict=True)]
+        return Settings(), chunks, cases
+
+    return load

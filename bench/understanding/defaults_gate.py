@@ -28,7 +28,6 @@ what is answered, and keep OOS recall at or above `[routing] min_oos_recall`.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -72,15 +71,6 @@ def gate(name: str, cases: Sequence[Any], deployment: Any) -> dict[str, Any]:
             "broken": [r["slice"] for r in broken], "holds": not broken}
 
 
-def _demo() -> tuple[Any, list[Any], list[Any]]:
-    from querywise.config import load_settings
-    from querywise.demo import demo_corpus, demo_file
-    from querywise.evaluation.cases import load_cases
-
-    cases = [c if c.session else c.model_copy(update={"session": {"market": "eu"}}) for c in load_cases(demo_file("eval_cases.jsonl"))]
-    return load_settings(demo_file("querywise.toml")), demo_corpus(), cases
-
-
 def _default(load: Callable[[], tuple[list[Any], list[Any]]]) -> Callable[[], tuple[Any, list[Any], list[Any]]]:
     """A public collection with the embedded default settings."""
     from querywise.config import Settings
@@ -88,64 +78,15 @@ def _default(load: Callable[[], tuple[list[Any], list[Any]]]) -> Callable[[], tu
     return lambda: (Settings(), *load())
 
 
-def _helpcentre() -> tuple[Any, list[Any], list[Any]]:
-    """The reference help centre as a deployment: its catalog and router, the default moves."""
-    import re
-
-    from querywise.config import DeploymentSettings, RouteSpec, RoutingSettings, Settings
-    from querywise.corpus import Chunk
-    from querywise.evaluation.cases import Case, derive_slices
-
-    ref = datasets.helpcentre()
-    WORK.mkdir(parents=True, exist_ok=True)
-    catalog = WORK / "gate-helpcentre-catalog.jsonl"
-    catalog.write_text("".join(json.dumps({**e, "id": str(e["id"])}) + "\n" for e in ref["catalog"]), encoding="utf-8")
-    routes = [RouteSpec(name=name, examples=examples, search=name == "kb_search") for name, examples in ref["route_examples"].items()]
-    settings = Settings(routing=RoutingSettings(routes=routes, classifier="centroid", min_margin=0.05, default_route="kb_search"),
-                        deployment=DeploymentSettings(catalog=catalog))
-    chunks = [Chunk(id=k, text=v) for k, v in ref["chunks"].items()]
-    words = {w for text in ref["chunks"].values() for w in re.findall(r"[a-z0-9]+", text.lower())}
-    cases = []
-    for i, f in enumerate(ref["follow_ups"]):
-        history = list(f["history"])
-        cases.append(Case(id=f"follow-{i}", message=f["message"], history=history, relevant={f["relevant"]: 1},
-                          slices=derive_slices(f["message"], history)))
-        cases.append(Case(id=f"rewrite-{i}", message=f["standalone"], relevant={f["relevant"]: 1}, slices=derive_slices(f["standalone"], [])))
-    rows = ref["expected"]["typo_ranks_bm25_dense"]["rows"]
-    unknown = [set(re.findall(r"[a-z0-9]+", query.lower())) - words for query, *_ in rows]
-    for i, (query, gold, _bm25, _dense) in enumerate(rows):
-        # a typo: a word the corpus lacks that no other row about the same chunk has ("how to" is in both forms)
-        typo = ["typo"] if unknown[i] - set().union(*(u for j, u in enumerate(unknown) if j != i and rows[j][1] == gold)) else []
-        cases.append(Case(id=f"typo-{i}", message=query, relevant={gold: 1}, slices=derive_slices(query, [], typo)))
-    return settings, chunks, cases
-
-
-def _cast(year: str) -> Callable[[], tuple[Any, list[Any], list[Any]]]:
-    """A CAsT year with the human rewrites as the corpus: each turn must find its own rewrite."""
-
-    def load() -> tuple[Any, list[Any], list[Any]]:
-        from querywise.config import Settings
-        from querywise.corpus import Chunk
-        from querywise.evaluation.cases import Case, derive_slices
-
-        rows, ids = datasets.cast2019() if year == "2019" else datasets.cast2020()
-        chunks = [Chunk(id=key, text=row.standalone) for row, key in zip(rows, ids, strict=True)]
-        cases = [Case(id=key, message=row.message, history=list(row.history), relevant={key: 1}, slices=derive_slices(row.message, row.history))
-                 for row, key in zip(rows, ids, strict=True)]
-        return Settings(), chunks, cases
-
-    return load
-
-
 def collections(quick: bool) -> dict[str, Callable[[], tuple[Any, list[Any], list[Any]]]]:
     """Each collection the gate reads: its name and a loader of (settings, chunks, cases)."""
-    out = {"demo": _demo}
+    out = {"demo": datasets.demo_deployment}
     if datasets.HELPCENTRE.exists():
-        out["helpcentre"] = _helpcentre
+        out["helpcentre"] = datasets.helpcentre_deployment
     out["medline"] = _default(lambda: datasets.beir(DATA / "medline", "test"))
     if not quick:
         out |= {"scifact": _default(lambda: datasets.scifact("test")), "doc2dial": _default(datasets.doc2dial),
-                "cast2019": _cast("2019"), "cast2020": _cast("2020")}
+                "cast2019": datasets.cast_rewrites("2019"), "cast2020": datasets.cast_rewrites("2020")}
     return out
 
 

@@ -21,7 +21,6 @@ from typing import Any
 
 from bench import WORK, datasets, log
 from bench.report import publish
-from bench.understanding.defaults_gate import _cast, _demo
 
 METRIC = "ndcg@10"
 COMMAND = "python -m bench.understanding.tune_moves"
@@ -46,15 +45,15 @@ def _doc2dial() -> tuple[Any, list[Any], list[Any], list[Any]]:
 
 def _cast_pair(choose: str, report: str) -> Loader:
     def load() -> tuple[Any, list[Any], list[Any], list[Any]]:
-        settings, chunks_a, cases_a = _cast(choose)()
-        _, chunks_b, cases_b = _cast(report)()
+        settings, chunks_a, cases_a = datasets.cast_rewrites(choose)()
+        _, chunks_b, cases_b = datasets.cast_rewrites(report)()
         return settings, [*chunks_a, *chunks_b], cases_a, cases_b  # one index of both years' rewrites (ids differ by topic number)
 
     return load
 
 
 def _demo_only() -> tuple[Any, list[Any], list[Any], list[Any]]:
-    settings, chunks, cases = _demo()
+    settings, chunks, cases = datasets.demo_deployment()
     return settings, chunks, cases, []
 
 

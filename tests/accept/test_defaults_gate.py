@@ -1,8 +1,11 @@
 """The defaults gate (issue 33): the default deployment never ranks below pass-through.
 
-The demo and Medline through `bench.understanding.defaults_gate.gate` (the benchmark's own rule: on
-every slice of at least 20 cases, the default's paired 95% lower bound of nDCG@10 is at least
--0.005); the benchmark adds SciFact and doc2dial. A default move that loses fails this test.
+The demo, Medline and CAsT 2019 (its turns' human rewrites as the corpus) through
+`bench.understanding.defaults_gate.gate` (the benchmark's own rule: on every slice of at least 20
+cases, the default's paired 95% lower bound of nDCG@10 is at least -0.005), and CLINC150 through
+the default routing operating point (answered accuracy not below the ungated classifier's, OOS
+recall at least `[routing] min_oos_recall`); the benchmark adds SciFact and doc2dial. A default
+move that loses fails this test.
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from bench import DATA
-from bench.understanding.defaults_gate import MIN_SLICE, TOLERANCE, gate
+from bench import DATA, datasets
+from bench.understanding.defaults_gate import MIN_SLICE, TOLERANCE, gate, routing_gate
 from querywise.config import Settings, load_settings
 from querywise.demo import demo_corpus, demo_file
 from querywise.evaluation.cases import load_beir, load_cases
@@ -49,3 +52,18 @@ def test_medline_default_never_loses_to_pass_through(tmp_path: Path) -> None:
     result = _gated("medline", chunks, cases, Settings(), tmp_path)
     _assert_holds(result)
     assert not any(r["arm"] == "default" and r["delta"] < 0 for r in result["rows"])  # 30 claims: no loss at all
+
+
+def test_cast2019_default_never_loses_to_pass_through(tmp_path: Path) -> None:
+    if not datasets.CAST2019.exists():
+        pytest.skip("trec_cast_2019 not found")
+    settings, chunks, cases = datasets.cast_rewrites("2019")()
+    _assert_holds(_gated("cast2019", chunks, cases, settings, tmp_path))
+
+
+def test_clinc150_default_routing_keeps_its_gates() -> None:
+    if not datasets.CLINC150.exists():
+        pytest.skip("clinc150 not found")
+    result = routing_gate()
+    assert result["holds"], result
+    assert result["answered_accuracy"] >= result["ungated_accuracy"] and result["oos_recall"] >= result["min_oos_recall"] > 0
