@@ -8,6 +8,7 @@ Benchmarks import their loaders from this module, never from one another.
     chunks, cases = datasets.scifact("test")          # BEIR, through the library's loader
     chunks, cases = datasets.doc2dial()               # the help centre cut by the default chunker
     rows, ids = datasets.cast2019()                   # TREC CAsT 2019 turns with human rewrites
+    rows, ids, user_only = datasets.cast2020()        # TREC CAsT 2020 (and which rewrites need no answer)
     raw = datasets.clinc150()                         # {"train": [[text, intent], ...], ...}
 
 Splits are by a hash, so that a split never depends on the order of a file: doc2dial by document
@@ -178,6 +179,30 @@ def cast2019(data: Path = DATA) -> tuple[list[Any], list[str]]:
 def cast2019_split(topic_turn: str) -> str:
     """Train / val / test by topic (never by turn): 60 / 20 / 20 of the topics by a hash of the number."""
     return _hash_split(topic_turn.split("_")[0])
+
+
+# --------------------------------------------------------------------------- TREC CAsT 2020
+
+
+def cast2020(data: Path = DATA) -> tuple[list[Any], list[str], list[bool]]:
+    """Rewrite rows of CAsT 2020 in topic and turn order, as `cast2019` reads 2019, from the
+    annotated topics (v1.1: raw utterance, manual rewrite and what each rewrite depends on), each
+    row's `topic_turn` id, and whether its rewrite draws only on the user's own turns (no
+    `result_turn_dependence`: the answer passages a rewrite may quote are not in the data). A
+    first turn without a rewrite (five topics) stands as typed."""
+    from querywise.evaluation.rewrites import RewriteRow
+
+    path = data / "trec_cast_2020" / "automatic_evaluation_topics_annotated_v1.1.json"
+    topics = json.loads(path.read_text(encoding="utf-8"))
+    rows, ids, user_only = [], [], []
+    for topic in topics:
+        history: list[str] = []
+        for turn in topic["turn"]:
+            rows.append(RewriteRow(history=tuple(history), message=turn["raw_utterance"], standalone=turn.get("manual_rewritten_utterance", turn["raw_utterance"])))
+            ids.append(f"{topic['number']}_{turn['number']}")
+            user_only.append("result_turn_dependence" not in turn)
+            history.append(turn["raw_utterance"])
+    return rows, ids, user_only
 
 
 # --------------------------------------------------------------------------- CLINC150
