@@ -89,30 +89,53 @@ def follow_up(
         fallback = concat_standalone(message, history)
         how = f"{how}; rejected ({guard.reason}), so the previous user turn + message"
         form, guard = Standalone(fallback, "previous_turn", why=how), check_rewrite(message, fallback, said, catalog=catalog)
+    if guard.ok and form.text == message and form.answer:
+        # Nothing to carry into the message, but it replies to an answer: its words beside it.
+        answered = f"{message.rstrip()} {form.answer}"
+        if check_rewrite(message, answered, said, catalog=catalog).ok:
+            return Followed(message, "original", True,
+                            step("ran", f"{gate.reason}; nothing in the conversation to carry into it", f"also searching the answer's words beside it ({answered!r})",
+                                 {"cues": list(gate.cues), "strength": gate.strength, "method": form.method}),
+                            _answered(answered, 1.0))
     if not guard.ok or form.text == message:  # a name the guard reads across the join; search the message as typed
         why = f"rewrite rejected: {guard.reason}" if not guard.ok else "nothing in the conversation to carry into it"
         return Followed(message, "original", True, step("failed", f"{gate.reason}; {why}"))
     standalone = form.text
+    # The answer the message replies to, searched beside the form (never copied into it).
+    answered = f"{standalone.rstrip()} {form.answer}" if form.answer else ""
+    if answered and not check_rewrite(message, answered, said, catalog=catalog).ok:
+        answered = ""
     details: dict[str, Any] = {"cues": list(gate.cues), "strength": gate.strength, "guard": guard.reason, "method": form.method,
                                "referents": [r.text for r in form.referents]}
     hedge = ""
     if shift is not None:
         details["chance"] = round(shift[0], 3)
         hedge = f" (chance {shift[0]:.2f} of a new subject)"
+    with_answer = f"; with the answer's words beside it ({answered!r})" if answered else ""
+    # Two candidates: every reading is searched, fused, and the trace names them.
+    readings = tuple(PlanQuery(text=r, kind="standalone", weight=1.0) for r in form.readings if check_rewrite(message, r, said, catalog=catalog).ok)
+    if form.readings:
+        details["candidates"] = [r.text for r in form.referents]
+        with_answer += f"; each reading searched: {', '.join(repr(q.text) for q in readings)}"
     if searched.how == "beside":
         return Followed(message, "original", True,
                         step("ran", f"{gate.reason} (a weak cue); {how}",
-                             f"also searching {standalone!r} next to the message at weight {searched.weight:.2f}{hedge}", details),
-                        (PlanQuery(text=standalone, kind="standalone", weight=searched.weight),))
+                             f"also searching {standalone!r} next to the message at weight {searched.weight:.2f}{hedge}{with_answer}", details),
+                        (PlanQuery(text=standalone, kind="standalone", weight=searched.weight), *(q.model_copy(update={"weight": searched.weight}) for q in readings), *_answered(answered, searched.weight)))
     if searched.how == "leads":
         # A pointer, but some chance of a new subject: the form leads, the message as typed is
         # searched beside it, so a wrong referent cannot take the whole result.
         return Followed(standalone, "standalone", True,
                         step("ran", f"{gate.reason}; {how}",
-                             f"searched {standalone!r}, and {message!r} beside it at weight {searched.weight:.2f}{hedge}", details),
-                        (PlanQuery(text=message, kind="original", weight=searched.weight),))
+                             f"searched {standalone!r}, and {message!r} beside it at weight {searched.weight:.2f}{hedge}{with_answer}", details),
+                        (*readings, PlanQuery(text=message, kind="original", weight=searched.weight), *_answered(answered, 1.0)))
     return Followed(standalone, "standalone", True,
-                    step("ran", f"{gate.reason}; {how}", f"searched {standalone!r} instead of {message!r}{hedge}", details))
+                    step("ran", f"{gate.reason}; {how}", f"searched {standalone!r} instead of {message!r}{hedge}{with_answer}", details),
+                    (*readings, *_answered(answered, 1.0)))
+
+
+def _answered(text: str, weight: float) -> tuple[PlanQuery, ...]:
+    return (PlanQuery(text=text, kind="standalone", weight=weight),) if text else ()
 
 
 def shift_chance(message: str, history: Sequence[Turn], gate: FollowUp, *, catalog: Catalog | None, embedder: Embedder, window: int) -> tuple[float, float] | None:
