@@ -117,16 +117,24 @@ def document_of(case: Any) -> str:
     return str(next(iter(case.relevant))).split("#")[0]
 
 
-def changes_of_subject(cases: Sequence[Any]) -> list[Any]:
+def changes_of_subject(cases: Sequence[Any], *, answered: bool = False) -> list[Any]:
     """Each dialogue's first turn placed after the first turn of a dialogue about another document,
-    so that any follow-up flag on it is false."""
+    so that any follow-up flag on it is false. With `answered`, after that turn and the agent's
+    answer to it (a change of subject after an answer; dialogues whose opener has no answer are
+    left out)."""
     from querywise.conversation import Turn
 
     firsts = [c for c in cases if not c.history]
+    opened: dict[str, tuple[Turn, ...]] = {}
+    for c in cases:  # the opener and its answer, as the dialogue's second turn carries them
+        if len(c.history) >= 2 and c.history[1].role == "assistant":
+            opened.setdefault(c.history[0].text, tuple(c.history[:2]))
     moved = []
     for i, c in enumerate(firsts):
-        other = next(o for o in firsts[i + 1 :] + firsts[:i] if document_of(o) != document_of(c))
-        moved.append(c.model_copy(update={"history": (Turn(text=other.message),)}))
+        others = [o for o in firsts[i + 1 :] + firsts[:i] if document_of(o) != document_of(c) and (not answered or o.message in opened)]
+        if others:
+            history = opened[others[0].message] if answered else (Turn(text=others[0].message),)
+            moved.append(c.model_copy(update={"history": history}))
     return moved
 
 
