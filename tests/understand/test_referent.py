@@ -138,3 +138,7 @@ def test_two_candidates_give_one_reading_each() -> None:
     assert [r.text for r in made.referents] == ["Halden Solace 7", "Halden Reed 2"]
     which = standalone_form("Which one charges faster?", history, check_follow_up("Which one charges faster?", history, catalog=CATALOG), catalog=CATALOG)
     assert which.text == "Which one charges faster? the Halden Solace 7 or the Halden Reed 2"
+
+
+def test_an_interjection_starts_no_referent() -> None:
+    assert [r.text for r in Tracker().mentions("Oh almonds? Can you show me some recipes?")][0] == "almonds"

@@ -104,6 +104,8 @@ _NOT_REFERENTS = SUPERLATIVE | DEICTIC_ORDER | DOMAIN_ADJ | CLASSIFIER | RELATIO
 _CHAT = frozenset(
     ["hello", "hi", "hey", "good", "morning", "afternoon", "evening", "day", "thanks", "thank", "cheers", "bye", "goodbye", "welcome", "something", "anything", "everything", "nothing", "question", "questions", "help", "information", "info", "thing", "things", "stuff"]
 )
+# Words that react rather than name ("Oh almonds?", "Interesting. What about ..."): never the start of a referent.
+_INTERJECTIONS = frozenset(["oh", "ah", "wow", "ok", "okay", "hmm", "interesting", "cool", "great", "yes", "no", "yeah", "well"])
 _ADJECTIVE_ENDINGS = ("ible", "able", "ous", "ful", "ive", "ent", "ant")
 _IRREGULAR_PLURALS = frozenset(["people", "children", "men", "women", "police", "cattle", "data", "media", "feet", "teeth", "mice", "geese"])
 # Irregular past participles: a verb at the edge of a run ("what is Herbert Spencer *known* for").
@@ -356,8 +358,8 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
     toks = m.toks
     run = list(range(i, j))
     prev = m.at(i - 1)
-    while run and toks[run[0]].low in _PARTICIPLES:
-        run = run[1:]  # "what is taught in sociology"
+    while run and (toks[run[0]].low in _PARTICIPLES or toks[run[0]].low in _INTERJECTIONS):
+        run = run[1:]  # "what is taught in sociology", "Oh almonds?"
     while len(run) > 1 and toks[run[-1]].low in _PARTICIPLES:
         run = run[:-1]
     if len(run) == 1 and toks[run[0]].low.endswith("ing") and prev in PREP:
