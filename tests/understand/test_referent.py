@@ -141,4 +141,4 @@ def test_two_candidates_give_one_reading_each() -> None:
 
 
 def test_an_interjection_starts_no_referent() -> None:
-    assert [r.text for r in Tracker().mentions("Oh almonds? Can you show me some recipes?")][0] == "almonds"
+    assert Tracker().mentions("Oh almonds? Can you show me some recipes?")[0].text == "almonds"
