@@ -79,7 +79,7 @@ from querywise.understand.followup.referent import ANSWER_CHARS, POINTING_CUES, 
 #: slice 0.007 recall@5 there and saves the changes of subject 0.008.
 WEAK_FORM_WEIGHT = 0.5
 
-#: How much of the assistant's last answer a reply to it carries into its standalone form (a chat
+#: How much of the assistant's last answer a reply to it searches beside its standalone form (a chat
 #: answer can run to paragraphs; doc2dial's agent turns are 83 characters at the median).
 ANSWER_QUERY_CHARS = 300
 #: The standalone form reads the most recent turns up to this many characters (20 turns of a

@@ -7,6 +7,8 @@ description that needs an anchor ("the address", "what kind?") is weaker evidenc
 new subjects open: the message is kept, its form searched beside it at weight 1; topic
 continuity alone weaker still (`WEAK_FORM_WEIGHT`). The topic-shift check's chance of a new
 subject hedges each (`ShiftModel.searched`); at its threshold the message is searched as typed.
+Beside the form: each other reading when two candidates fit the pointer, and, when the message
+replies to an answer, the form with the answer's words after it (`ANSWER_WEIGHT`).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ __all__ = ["ANSWER_MAX_CHANCE", "ANSWER_WEIGHT", "Followed", "follow_up", "shift
 #: the message more likely continues the answer than opens a new subject (the topic-shift check's
 #: chance under `ANSWER_MAX_CHANCE`); at or over it, the answer's query weighs as the form. Chosen on
 #: doc2dial's train documents (bench/understanding/followup_recall.py): follow-up slice recall@5
-#: 0.560 at weight 1, 0.614 at 10; a change of subject after an answer 0.733 and 0.720 (as typed 0.751).
+#: 0.560 at weight 1, 0.617 at 10; a change of subject after an answer 0.733 and 0.720 (as typed 0.751).
 ANSWER_WEIGHT = 10.0
 #: More likely a continuation than a new subject: a natural point, not fitted.
 ANSWER_MAX_CHANCE = 0.5
@@ -123,26 +125,26 @@ def follow_up(
     if shift is not None:
         details["chance"] = round(shift[0], 3)
         hedge = f" (chance {shift[0]:.2f} of a new subject)"
-    with_answer = f"; with the answer's words beside it ({answered!r})" if answered else ""
+    also = f"; with the answer's words beside it ({answered!r})" if answered else ""
     # Two candidates: every reading is searched, fused, and the trace names them.
     readings = tuple(PlanQuery(text=r, kind="standalone", weight=1.0) for r in form.readings if check_rewrite(message, r, said, catalog=catalog).ok)
     if form.readings:
         details["candidates"] = [r.text for r in form.referents]
-        with_answer += f"; each reading searched: {', '.join(repr(q.text) for q in readings)}"
+        also += f"; each reading searched: {', '.join(repr(q.text) for q in readings)}"
     if searched.how == "beside":
         return Followed(message, "original", True,
                         step("ran", f"{gate.reason} (a weak cue); {how}",
-                             f"also searching {standalone!r} next to the message at weight {searched.weight:.2f}{hedge}{with_answer}", details),
+                             f"also searching {standalone!r} next to the message at weight {searched.weight:.2f}{hedge}{also}", details),
                         (PlanQuery(text=standalone, kind="standalone", weight=searched.weight), *(q.model_copy(update={"weight": searched.weight}) for q in readings), *_answered(answered, searched.weight * scale)))
     if searched.how == "leads":
         # A pointer, but some chance of a new subject: the form leads, the message as typed is
         # searched beside it, so a wrong referent cannot take the whole result.
         return Followed(standalone, "standalone", True,
                         step("ran", f"{gate.reason}; {how}",
-                             f"searched {standalone!r}, and {message!r} beside it at weight {searched.weight:.2f}{hedge}{with_answer}", details),
+                             f"searched {standalone!r}, and {message!r} beside it at weight {searched.weight:.2f}{hedge}{also}", details),
                         (*readings, PlanQuery(text=message, kind="original", weight=searched.weight), *_answered(answered, scale)))
     return Followed(standalone, "standalone", True,
-                    step("ran", f"{gate.reason}; {how}", f"searched {standalone!r} instead of {message!r}{hedge}{with_answer}", details),
+                    step("ran", f"{gate.reason}; {how}", f"searched {standalone!r} instead of {message!r}{hedge}{also}", details),
                     (*readings, *_answered(answered, scale)))
 
 
