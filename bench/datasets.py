@@ -7,7 +7,8 @@ Benchmarks import their loaders from this module, never from one another.
     from bench import datasets
     chunks, cases = datasets.scifact("test")          # BEIR, through the library's loader
     chunks, cases = datasets.doc2dial()               # the help centre cut by the default chunker
-    rows, ids = datasets.cast2019()                   # TREC CAsT 2019 turns with human rewrites (cast2020: 2020's)
+    rows, ids = datasets.cast2019()                   # TREC CAsT 2019 turns with human rewrites
+    rows, ids, user_only = datasets.cast2020()        # TREC CAsT 2020 (and which rewrites need no answer)
     raw = datasets.clinc150()                         # {"train": [[text, intent], ...], ...}
     settings, chunks, cases = datasets.cast_rewrites("2020")()   # a deployment to ask: see the last section
     ref = datasets.helpcentre()                       # the reference help centre (../shared/reference)
@@ -119,16 +120,24 @@ def document_of(case: Any) -> str:
     return str(next(iter(case.relevant))).split("#")[0]
 
 
-def changes_of_subject(cases: Sequence[Any]) -> list[Any]:
+def changes_of_subject(cases: Sequence[Any], *, answered: bool = False) -> list[Any]:
     """Each dialogue's first turn placed after the first turn of a dialogue about another document,
-    so that any follow-up flag on it is false."""
+    so that any follow-up flag on it is false. With `answered`, after that turn and the agent's
+    answer to it (a change of subject after an answer; dialogues whose opener has no answer are
+    left out)."""
     from querywise.conversation import Turn
 
     firsts = [c for c in cases if not c.history]
+    opened: dict[str, tuple[Turn, ...]] = {}
+    for c in cases:  # the opener and its answer, as the dialogue's second turn carries them
+        if len(c.history) >= 2 and c.history[1].role == "assistant":
+            opened.setdefault(c.history[0].text, tuple(c.history[:2]))
     moved = []
     for i, c in enumerate(firsts):
-        other = next(o for o in firsts[i + 1 :] + firsts[:i] if document_of(o) != document_of(c))
-        moved.append(c.model_copy(update={"history": (Turn(text=other.message),)}))
+        others = [o for o in firsts[i + 1 :] + firsts[:i] if document_of(o) != document_of(c) and (not answered or o.message in opened)]
+        if others:
+            history = opened[others[0].message] if answered else (Turn(text=others[0].message),)
+            moved.append(c.model_copy(update={"history": history}))
     return moved
 
 
@@ -188,26 +197,33 @@ def cast2019(data: Path = DATA) -> tuple[list[Any], list[str]]:
     return rows, ids
 
 
-def cast2020(data: Path = DATA) -> tuple[list[Any], list[str]]:
-    """CAsT 2020's rows as `cast2019` gives 2019's: the manual topics' raw utterances, the topic's
-    earlier raw utterances as history, the manual rewrite as the standalone form. Many turns
-    lean on the system's previous answer, which the file does not hold."""
-    from querywise.evaluation.rewrites import RewriteRow
-
-    topics = json.loads((data / "trec_cast_2020" / "2020_manual_evaluation_topics_v1.0.json").read_text(encoding="utf-8"))
-    rows, ids = [], []
-    for topic in topics:
-        history: list[str] = []
-        for turn in topic["turn"]:
-            rows.append(RewriteRow(history=tuple(history), message=turn["raw_utterance"], standalone=turn["manual_rewritten_utterance"]))
-            ids.append(f"{topic['number']}_{turn['number']}")
-            history.append(turn["raw_utterance"])
-    return rows, ids
-
-
 def cast2019_split(topic_turn: str) -> str:
     """Train / val / test by topic (never by turn): 60 / 20 / 20 of the topics by a hash of the number."""
     return _hash_split(topic_turn.split("_")[0])
+
+
+# --------------------------------------------------------------------------- TREC CAsT 2020
+
+
+def cast2020(data: Path = DATA) -> tuple[list[Any], list[str], list[bool]]:
+    """Rewrite rows of CAsT 2020 in topic and turn order, as `cast2019` reads 2019, from the
+    annotated topics (v1.1: raw utterance, manual rewrite and what each rewrite depends on), each
+    row's `topic_turn` id, and whether its rewrite draws only on the user's own turns (no
+    `result_turn_dependence`: the answer passages a rewrite may quote are not in the data). A
+    first turn without a rewrite (five topics) stands as typed."""
+    from querywise.evaluation.rewrites import RewriteRow
+
+    path = data / "trec_cast_2020" / "automatic_evaluation_topics_annotated_v1.1.json"
+    topics = json.loads(path.read_text(encoding="utf-8"))
+    rows, ids, user_only = [], [], []
+    for topic in topics:
+        history: list[str] = []
+        for turn in topic["turn"]:
+            rows.append(RewriteRow(history=tuple(history), message=turn["raw_utterance"], standalone=turn.get("manual_rewritten_utterance", turn["raw_utterance"])))
+            ids.append(f"{topic['number']}_{turn['number']}")
+            user_only.append("result_turn_dependence" not in turn)
+            history.append(turn["raw_utterance"])
+    return rows, ids, user_only
 
 
 # --------------------------------------------------------------------------- CLINC150
@@ -278,7 +294,7 @@ def cast_rewrites(year: str) -> Callable[[], tuple[Any, list[Any], list[Any]]]:
         from querywise.corpus import Chunk
         from querywise.evaluation.cases import Case, derive_slices
 
-        rows, ids = cast2019() if year == "2019" else cast2020()
+        rows, ids = cast2019() if year == "2019" else cast2020()[:2]
         chunks = [Chunk(id=key, text=row.standalone) for row, key in zip(rows, ids, strict=True)]
         cases = [Case(id=key, message=row.message, history=list(row.history), relevant={key: 1}, slices=derive_slices(row.message, row.history))
                  for row, key in zip(rows, ids, strict=True)]

@@ -4,8 +4,9 @@ as the real one; tests that need real semantics use the packaged model (`real_em
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -83,3 +84,16 @@ def passages() -> list[Chunk]:
     return list(PASSAGES)
 
 
+
+
+@pytest.fixture(scope="module")
+def demo_deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The demo shop as `make run` serves it: its settings, its index built with the real
+    embedder, one per test module (a `QueryWise`)."""
+    from querywise import QueryWise, build_index, load_settings
+    from querywise.demo import demo_corpus, demo_file
+
+    settings = load_settings(demo_file("querywise.toml"))
+    settings = settings.model_copy(update={"cache_dir": tmp_path_factory.mktemp("cache")})
+    with build_index(demo_corpus(), Path(tmp_path_factory.mktemp("demo")) / "ix", settings=settings) as index, QueryWise(settings, index) as qw:
+        yield qw

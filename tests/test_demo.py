@@ -5,12 +5,11 @@ what it retrieves (not only the follow-up gate's flags): every turn that searche
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 
 import pytest
 
-from querywise import PlanResult, QueryWise, build_index, load_settings, parse_where
-from querywise.demo import demo_conversation, demo_corpus, demo_file
+from querywise import PlanResult, QueryWise, parse_where
+from querywise.demo import demo_conversation
 
 pytestmark = pytest.mark.model
 TODAY = dt.date(2026, 12, 1)
@@ -18,15 +17,12 @@ EU = parse_where(["markets=eu"])
 
 
 @pytest.fixture(scope="module")
-def turns(tmp_path_factory: pytest.TempPathFactory) -> dict[int, PlanResult]:
-    settings = load_settings(demo_file("querywise.toml"))
-    settings = settings.model_copy(update={"cache_dir": tmp_path_factory.mktemp("cache")})
+def turns(demo_deployment: QueryWise) -> dict[int, PlanResult]:
     out: dict[int, PlanResult] = {}
-    with build_index(demo_corpus(), Path(tmp_path_factory.mktemp("demo")) / "ix", settings=settings) as index, QueryWise(settings, index) as qw:
-        history: list[str] = []
-        for turn in demo_conversation():
-            out[turn["turn"]] = qw.ask(turn["message"], history=history, session={"market": "eu"}, k=10, today=TODAY)
-            history.append(turn["message"])
+    history: list[str] = []
+    for turn in demo_conversation():
+        out[turn["turn"]] = demo_deployment.ask(turn["message"], history=history, session={"market": "eu"}, k=10, today=TODAY)
+        history.append(turn["message"])
     return out
 
 
@@ -103,3 +99,32 @@ def test_a_fresh_question_finds_its_answer(turns: dict[int, PlanResult]) -> None
 
 def test_a_fresh_question_is_searched_alone(turns: dict[int, PlanResult]) -> None:
     assert [q.kind for q in turns[10].plan.queries] == ["original"]
+
+
+# --- two products, two readings (issue #34: the seed's two-product exercises) ----------------------
+
+
+COMPARE = ["Compare the Halden Solace 7 and the Corra Tide 4."]
+
+
+def test_a_pointer_with_two_candidates_searches_each_reading(demo_deployment: QueryWise) -> None:
+    t = demo_deployment.ask("does it cover water damage?", history=COMPARE, session={"market": "eu"}, k=10, today=TODAY)
+    texts = [q.text for q in t.plan.queries if q.kind == "standalone"]
+    assert texts == ["does the Halden Solace 7 cover water damage?", "does the Corra Tide 4 cover water damage?"]
+    step = t.plan.step("follow_up")
+    assert step is not None and step.details["candidates"] == ["Halden Solace 7", "Corra Tide 4"]
+    assert {"solace-7-warranty-liquid", "tide-4-water-warranty"} <= set(ids(t, 5)), ids(t, 5)
+
+
+def test_which_one_names_both_products(demo_deployment: QueryWise) -> None:
+    t = demo_deployment.ask("Which one charges faster?", history=COMPARE, session={"market": "eu"}, k=10, today=TODAY)
+    # "which" chooses among things said before: the message is kept, a comparison naming both beside it
+    searched = next(q.text for q in t.plan.queries if q.kind == "standalone")
+    assert "Halden Solace 7" in searched and "Corra Tide 4" in searched
+    assert {"solace-7-fast-charge", "tide-4-chargers"} <= set(ids(t, 5)), ids(t, 5)
+
+
+def test_an_ellipsis_asks_the_previous_question_of_the_new_product(demo_deployment: QueryWise) -> None:
+    t = demo_deployment.ask("And the Pro?", history=["How long is the warranty on the Halden Solace 7?"], session={"market": "eu"}, k=10, today=TODAY)
+    assert t.plan.queries[0].text == "How long is the warranty on the Halden Solace 7 Pro?"
+    assert ids(t, 1) == ["solace-7-pro-warranty"]

@@ -3,24 +3,18 @@ on the demo shop: the plan a user sees, and what it retrieves."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
-from querywise import PlanResult, QueryWise, build_index, load_settings
+from querywise import PlanResult, QueryWise, load_settings
 from querywise.conditions import describe
-from querywise.demo import demo_corpus, demo_file
+from querywise.demo import demo_file
 
 pytestmark = pytest.mark.model
 
 
 @pytest.fixture(scope="module")
-def qw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QueryWise]:
-    settings = load_settings(demo_file("querywise.toml"))
-    settings = settings.model_copy(update={"cache_dir": tmp_path_factory.mktemp("cache")})
-    with build_index(demo_corpus(), Path(tmp_path_factory.mktemp("demo")) / "ix", settings=settings) as index, QueryWise(settings, index) as q:
-        yield q
+def qw(demo_deployment: QueryWise) -> QueryWise:
+    return demo_deployment
 
 
 def ask(qw: QueryWise, message: str, market: str = "eu") -> PlanResult:

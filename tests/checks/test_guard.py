@@ -195,3 +195,53 @@ def test_the_guard_is_linear_in_its_texts(unit: str, with_catalog: bool) -> None
 
     result = grows_linearly(check, 40_000)
     assert isinstance(result, GuardResult) and result.lost == ()
+
+
+# --- text as people write it (issue #34) -----------------------------------------------------------
+
+
+def test_a_name_at_a_sentence_end_is_said_whole() -> None:
+    assert check_rewrite("Who directed it?", "Who directed Pulp Fiction?", ["I just watched Pulp Fiction. Great film."]).ok
+    history = ["Arthur Irwin. Early roles", "He coached at the University."]
+    assert check_rewrite("Where did he attend school?", "Where did Arthur Irwin attend school?", history).ok
+
+
+def test_a_word_that_only_starts_the_sentence_is_not_part_of_the_name() -> None:
+    assert check_rewrite("Besides Roger Clemens, who pitched?", "Other than Roger Clemens, who pitched for the Yankees?", ["Yankees pitchers"]).ok
+    assert check_rewrite("who else?", "Besides Roger Clemens, who else pitched?", ["Roger Clemens pitched for the Yankees"]).ok
+    assert check_rewrite("Besides USA, which countries?", "Which countries other than the USA won medals?", ["medals"]).ok
+
+
+def test_initials_and_abbreviations_end_no_sentence() -> None:
+    assert _texts("Where was Joseph S. Cook born?") == ["Joseph S. Cook"]
+    assert check_rewrite("Where was he born?", "Where was Joseph S. Cook born?", ["Joseph S. Cook. Early life"]).ok
+    assert _texts("Did Dr. Ruth Westheimer write it?") == ["Dr. Ruth Westheimer"]
+
+
+def test_a_name_written_in_another_case_is_the_same_name() -> None:
+    assert check_rewrite("What caused it?", "What caused the English Civil war?", ["Tell me about the English Civil War."]).ok
+    assert check_rewrite("What caused the English Civil War?", "What caused the English Civil war?", []).ok
+
+
+def test_ordinals_and_number_words_are_their_numbers() -> None:
+    assert check_rewrite("Who won the 1st match?", "Who won the first match of the Ashes?", ["the Ashes"]).ok
+    assert check_rewrite("What about the first one?", "What about the 1st Ashes test?", ["the Ashes"]).ok
+    assert check_rewrite("Are there two versions?", "Are there 2 versions of the Aero X2?", ["Aero X2"]).ok
+    assert check_rewrite("Are there two versions?", "Are there 3 versions of the Aero X2?", ["Aero X2"]).invented == ("3",)
+
+
+def test_a_name_spelled_out_is_not_invented() -> None:
+    assert check_rewrite("Who was the leader?", "Who was the leader of the Grateful Dead?", ["Why were the Dead so influential?"]).ok
+    assert check_rewrite("What was Boeing's answer?", "What was Boeing's answer to the Airbus A380?", ["Why did the A380 stop?"]).ok
+    assert check_rewrite("And Jared?", "Does the public pay Jared Kushner?", ["What about Jared?"]).ok
+    assert check_rewrite("How does it compare?", "How does Tokyo compare to New York City?", ["Tokyo or NYC?"]).ok
+
+
+def test_what_reading_people_does_not_let_through() -> None:
+    # A swapped product, a dropped identifier, an invented number, a model's variant.
+    history = ["Compare the Aero X2 and the Pulse Buds."]
+    assert check_rewrite("does it fold?", "Does the Knoll Mini fold?", history).invented == ("Knoll Mini",)
+    assert check_rewrite("Is XK-4471 in stock?", "Are Aero X2 ear cushions in stock?", history).lost == ("XK-4471",)
+    assert check_rewrite("how long is the warranty?", "How long is the 30-month warranty?", history).invented == ("30-month",)
+    assert check_rewrite("and the Pro?", "Does the Aero X2 Pro fold?", ["Does the Aero X2 fold?"]).ok  # every word said
+    assert check_rewrite("does it fold?", "Does the Aero X2 Pro fold?", ["Does the Aero X2 fold?"]).invented == ("Aero X2 Pro",)

@@ -15,6 +15,7 @@ from querywise.evaluation.rewrites import (
     differs,
     evaluate_rewrites,
     load_rewrite_rows,
+    subject_rewriter,
     token_f1,
 )
 from querywise.files import InputError
@@ -202,3 +203,15 @@ def test_load_rejects_an_empty_file(tmp_path: Path) -> None:
 def test_history_may_be_omitted(tmp_path: Path) -> None:
     [row] = load_rewrite_rows(_write(tmp_path, [{"message": "a", "standalone": "a"}]))
     assert row.history == ()
+
+
+def test_the_subject_baseline_is_scored_beside_the_form() -> None:
+    rows = [
+        # the person adds {ottoman, empir}; the baseline adds the subject "the Ottoman Empire": 2 of 2, 2 of 2
+        RewriteRow(history=("Tell me about the Ottoman Empire.", "What was the role of slavery?"), message="What was the culture like?",
+                   standalone="What was the culture like in the Ottoman Empire?"),
+    ]
+    assert subject_rewriter()("What was the culture like?", rows[0].history) == "What was the culture like? the Ottoman Empire"
+    report = evaluate_rewrites(rows, baseline=subject_rewriter())
+    assert (report.baseline_added_term_recall, report.baseline_added_term_precision) == (1.0, 1.0)
+    assert evaluate_rewrites(rows).baseline_added_term_recall is None  # only with a baseline

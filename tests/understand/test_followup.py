@@ -179,3 +179,11 @@ def test_a_message_longer_than_the_gate_reads_stands_alone() -> None:
     # Elliptical follow-ups are short; past 4,000 characters the gate does no work at all.
     verdict = check_follow_up("does it cover water damage? " + "x" * 4_000, ["Is the Solace 7 warranty 18 months?"])
     assert not verdict.needs_context and "stands alone" in verdict.reason
+
+
+def test_an_idiomatic_it_is_no_pointer() -> None:
+    # "it sounds like", "it looks as if": the speaker's impression; "it's raining": the weather
+    assert "pronoun:it" not in check_follow_up("It sounds like a good idea, how do I do that?", ["I want to cancel my plan."]).cues
+    assert "pronoun:it" not in check_follow_up("it looks as if the strap is loose", ["Tell me about the Tide 4."]).cues
+    assert "pronoun:it" not in check_follow_up("it's raining, what should I wear?", ["Should I bring an umbrella?"]).cues
+    assert "pronoun:it" in check_follow_up("does it look good?", ["Tell me about the Tide 4."]).cues

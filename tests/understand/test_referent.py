@@ -26,10 +26,10 @@ def test_a_pronoun_two_turns_later_is_the_entity_the_ellipsis_named() -> None:
     assert form("how do i do a firmwear update on it", history, CATALOG) == "how do i do a firmwear update on the Halden Solace 7 Pro"
 
 
-def test_an_elliptical_opener_keeps_the_previous_question_s_frame() -> None:
+def test_an_elliptical_opener_asks_the_previous_question_of_the_new_subject() -> None:
     made = standalone_form("And the Pro?", ["How long is the warranty on the Halden Solace 7?"],
                            check_follow_up("And the Pro?", ["x"], catalog=CATALOG), catalog=CATALOG)
-    assert (made.method, made.text) == ("previous_turn", "How long is the warranty on the Halden Solace 7? And the Pro?")
+    assert (made.method, made.text) == ("ellipsis", "How long is the warranty on the Halden Solace 7 Pro?")
 
 
 def test_the_subject_of_the_first_turn_survives_a_chain_of_pronouns_without_a_catalog() -> None:
@@ -67,11 +67,12 @@ def test_a_turn_with_no_content_is_never_the_referent() -> None:
     assert "no referent" in made.why
 
 
-def test_a_name_the_assistant_said_is_the_referent_and_its_answer_is_carried() -> None:
+def test_a_name_the_assistant_said_is_the_referent_and_its_answer_is_searched_beside() -> None:
     history = [Turn(text="Which headphones last longest?"), Turn(role="assistant", text="The Halden Solace 7 Pro lasts 50 hours.")]
     made = standalone_form("does it fold?", history, check_follow_up("does it fold?", history, catalog=CATALOG), catalog=CATALOG)
-    assert made.text == "does the Halden Solace 7 Pro fold? The Halden Solace 7 Pro lasts 50 hours."
-    assert [r.text for r in made.referents] == ["Halden Solace 7 Pro"] and "answer appended" in made.why
+    assert made.text == "does the Halden Solace 7 Pro fold?"
+    assert made.answer == "The Halden Solace 7 Pro lasts 50 hours."  # searched beside the form, never in it
+    assert [r.text for r in made.referents] == ["Halden Solace 7 Pro"] and "answer searched beside" in made.why
 
 
 def test_noun_phrases_leave_out_the_verbs_the_sentence_shape_gives_away() -> None:
@@ -92,3 +93,52 @@ def test_greetings_and_the_words_of_asking_are_never_the_referent() -> None:
 def test_a_predicate_adjective_is_no_noun_phrase() -> None:
     said = [p.words for p in noun_phrases(Message("I need to know if my family members are eligible for increased benefits", []))]
     assert said == ["increased benefits"]  # not "eligible"
+
+
+# --- the conversation's subject kept (issue #34) ---------------------------------------------------
+
+
+def test_the_subject_is_kept_when_the_message_names_nothing_of_its_own() -> None:
+    history: list[str | Turn] = ["Can I have some information on the labor systems of the Ottoman Empire?", "What was the role of slavery?"]
+    assert form("What was the culture like?", history) == "What was the culture like? the Ottoman Empire"
+
+
+def test_a_person_pronoun_takes_the_person_not_what_they_own() -> None:
+    history: list[str | Turn] = ["What is Melania Trump's religion?"]
+    assert form("What did she do before she was married?", history) == "What did Melania Trump do before Melania Trump was married?"
+
+
+def test_a_question_s_verb_is_not_part_of_its_topic() -> None:
+    history: list[str | Turn] = ["When did social security start in the US?"]
+    assert form("Was it mandatory?", history) == "Was social security mandatory?"
+
+
+def test_an_ellipsis_swaps_the_subject_of_the_previous_question() -> None:
+    assert form("What about Venus flytraps in particular?", ["What do predator plants eat?"]) == "What do Venus flytraps eat?"
+    assert form("And what about the cons?", ["What are the pros and cons of GMO food labeling?"]) == "What are the cons of GMO food labeling?"
+    assert form("what about unopened ones?", ["What is the return window for earbuds?"]) == "What is the return window for unopened earbuds?"
+    # more than an opener and a noun phrase: a question of its own, kept with the previous turn
+    assert form("And what is the process?", ["How do I reset my router?"]) == "How do I reset my router? And what is the process?"
+
+
+def test_assistant_filler_is_never_carried() -> None:
+    history = [Turn(text="Where did Arthur Irwin coach?"), Turn(role="assistant", text="I don't know.")]
+    made = standalone_form("Where did he attend school?", history, check_follow_up("Where did he attend school?", history))
+    assert made.text == "Where did Arthur Irwin attend school?" and made.answer == ""
+    history = [Turn(text="Is the Solace 7 waterproof?"), Turn(role="assistant", text="Sorry! It is rated IPX4 against splashes. Anything else?")]
+    made = standalone_form("how about rain?", history, check_follow_up("how about rain?", history, catalog=CATALOG), catalog=CATALOG)
+    assert made.answer == "It is rated IPX4 against splashes."
+
+
+def test_two_candidates_give_one_reading_each() -> None:
+    history: list[str | Turn] = ["Compare the Halden Solace 7 and the Halden Reed 2."]
+    gate = check_follow_up("does it cover water damage?", history, catalog=CATALOG)
+    made = standalone_form("does it cover water damage?", history, gate, catalog=CATALOG)
+    assert (made.text, made.readings) == ("does the Halden Solace 7 cover water damage?", ("does the Halden Reed 2 cover water damage?",))
+    assert [r.text for r in made.referents] == ["Halden Solace 7", "Halden Reed 2"]
+    which = standalone_form("Which one charges faster?", history, check_follow_up("Which one charges faster?", history, catalog=CATALOG), catalog=CATALOG)
+    assert which.text == "Which one charges faster? the Halden Solace 7 or the Halden Reed 2"
+
+
+def test_an_interjection_starts_no_referent() -> None:
+    assert Tracker().mentions("Oh almonds? Can you show me some recipes?")[0].text == "almonds"

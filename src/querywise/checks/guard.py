@@ -25,6 +25,7 @@ invented).
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from contextvars import ContextVar, Token
@@ -67,6 +68,9 @@ class Term:
     text: str
     key: tuple[str, ...]
     entities: frozenset[str] = frozenset()
+    # Other keys of the same name as people write it: without a word that only starts the
+    # sentence ("Besides Roger Clemens"), with the lower-case word after it ("English Civil war").
+    variants: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,20 @@ _SENTENCE_WORDS = frozenset(
 )
 _WORD = re.compile(r"[^\W_]+(?:[.'\u2019][^\W_]+)*\.?|[^\w\s]|_")
 _ABBREVIATION = re.compile(r"\w\.\w")
+# Dotted words that end no sentence: an initial ("Joseph S. Cook") and common abbreviations.
+_INITIAL = re.compile(r"[A-Z]\.")
+_ABBREVIATIONS = frozenset(
+    ["mr.", "mrs.", "ms.", "dr.", "st.", "jr.", "sr.", "prof.", "gen.", "col.", "lt.", "sgt.", "capt.", "rev.", "hon.", "gov.", "sen.", "rep.", "pres.", "mt.", "ft.", "ave.", "vs.", "no.", "vol.", "fig.", "inc.", "co.", "corp.", "ltd.", "bros.", "approx.", "dept.", "univ.", "etc.", "e.g.", "i.e."]
+)
+# Number words, each to the digits a text may write instead ("first" / "1st", "two" / "2").
+_NUMBER_WORDS = {
+    w: str(n)
+    for n, ws in enumerate(
+        [("zero",), ("one", "first"), ("two", "second"), ("three", "third"), ("four", "fourth"), ("five", "fifth"), ("six", "sixth"), ("seven", "seventh"), ("eight", "eighth"), ("nine", "ninth"), ("ten", "tenth"), ("eleven", "eleventh"), ("twelve", "twelfth"), ("thirteen", "thirteenth"), ("fourteen", "fourteenth"), ("fifteen", "fifteenth"), ("sixteen", "sixteenth"), ("seventeen", "seventeenth"), ("eighteen", "eighteenth"), ("nineteen", "nineteenth"), ("twenty", "twentieth")]
+    )
+    for w in ws
+} | {"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "seventy": "70", "eighty": "80", "ninety": "90", "hundred": "100", "thousand": "1000", "million": "1000000", "billion": "1000000000"}
+_NUMBER_WORD = re.compile(r"\b(?:" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")\b", re.IGNORECASE)
 _JOIN = re.compile(r"[ \t-]?")
 _DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
 _NUMBER = re.compile(r"(?<![\w.])([A-Za-z]*\d+(?:[.,:/]\d+)*)((?:%|[A-Za-z]+)?(?:-[A-Za-z]+)?)(?![\w])")
@@ -150,9 +168,14 @@ def _words(text: str) -> list[_Word]:
     for m in _WORD.finditer(text):
         tok = m.group(0)
         out.append(_Word(tok, m.start(), m.end(), initial))
-        # "D.C." ends no sentence.
-        initial = (tok.endswith(".") and not _ABBREVIATION.search(tok)) if tok[0].isalnum() else (tok in ".?!" or (initial and tok in "\"'("))
+        # "D.C.", "S." of "Joseph S. Cook" and "Dr." end no sentence.
+        initial = _ends_sentence(tok) if tok[0].isalnum() else (tok in ".?!" or (initial and tok in "\"'("))
     return out
+
+
+@lru_cache(maxsize=1 << 16)
+def _ends_sentence(token: str) -> bool:
+    return token.endswith(".") and not (_ABBREVIATION.search(token) or _INITIAL.fullmatch(token) or token.lower() in _ABBREVIATIONS)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -173,7 +196,9 @@ def _overlapping(mentions: Sequence[Mention], ends: list[int], span: tuple[int, 
 def _capitalised_names(text: str, claimed: SpanSet) -> list[Term]:
     """Runs of two or more name-like words, adjacent but for a space or a hyphen, that start
     with a capitalised word."""
-    words = [w for w in _words(text) if claimed.free(w.start, w.end)]
+    all_words = _words(text)
+    words = [w for w in all_words if claimed.free(w.start, w.end)]
+    after = {id(w): nxt for w, nxt in itertools.pairwise(all_words)}
     runs: list[list[_Word]] = []
     for w in words:
         joined = runs and runs[-1] and _JOIN.fullmatch(text, runs[-1][-1].end, w.start) is not None
@@ -187,7 +212,14 @@ def _capitalised_names(text: str, claimed: SpanSet) -> list[Term]:
     for run in runs:
         run = [w for w in run if w.name_like]
         if len(run) >= 2 and run[0].text[0].isupper():
-            out.append(Term("name", text[run[0].start : run[-1].end], tuple(w.stem for w in run)))
+            key = tuple(w.stem for w in run)
+            variants = []
+            if run[0].initial:
+                variants.append(key[1:])  # "Besides Roger Clemens": "Besides" may only start the sentence
+            nxt = after.get(id(run[-1]))
+            if nxt is not None and nxt.text.isalpha() and nxt.text.islower() and nxt.start - run[-1].end == 1 and not run[-1].text.endswith("."):
+                variants.append((*key, nxt.stem))  # "English Civil war" for "English Civil War"
+            out.append(Term("name", text[run[0].start : run[-1].end], key, variants=tuple(variants)))
             claimed.add(run[0].start, run[-1].end)
     return out
 
@@ -230,9 +262,10 @@ def terms(
 
 
 def _numbers_in(text: str) -> set[str]:
-    """Every number of the text, even inside a name or an identifier: for a number, being said
-    at all is enough."""
-    return {m.group(1).lower().replace(",", "") for m in _NUMBER.finditer(text)} | set(_DIGITS.findall(text))
+    """Every number of the text, even inside a name or an identifier, and the number words
+    ("first" is "1st", "two" is "2"): for a number, being said at all is enough."""
+    words = {_NUMBER_WORDS[m.group(0).lower()] for m in _NUMBER_WORD.finditer(text)}
+    return {m.group(1).lower().replace(",", "") for m in _NUMBER.finditer(text)} | set(_DIGITS.findall(text)) | words
 
 
 class _Runs:
@@ -251,7 +284,7 @@ class _Runs:
             for i, w in enumerate(words):
                 self._add(w.stem)
                 after = words[i + 1] if i + 1 < len(words) else None
-                if not (after is not None and after.name_like and after.start - w.end <= 1):
+                if not (after is not None and after.name_like and not after.initial and after.start - w.end <= 1):
                     self.ends_free[self.last] = True
         for v in sorted(range(1, len(self.length)), key=self.length.__getitem__, reverse=True):
             if self.ends_free[v]:
@@ -342,9 +375,47 @@ class _Said:
             # products it names; "Solace 7" is not kept by "Solace 7 Pro", a different product).
             if any(found <= term.entities for found in self.entity_sets):
                 return True
-        elif term.key in self.runs:
+        elif term.key in self.runs or any(v in self.runs for v in term.variants):
             return True
-        return self._completes(term)
+        return self._completes(term) or (self.compose and not term.entities and self._expands(term))
+
+    @cached_property
+    def whole_names(self) -> set[tuple[str, ...]]:
+        """The names the texts said whole: runs of name-like words within a sentence, a single
+        word only where it does not start the sentence ("the Dead", "What about Ivanka?")."""
+        out: set[tuple[str, ...]] = set()
+        for words in self.words:
+            run: list[_Word] = []
+            for w in [*words, None]:
+                if w is not None and w.name_like and run and not w.initial and w.start - run[-1].end <= 1:
+                    run.append(w)
+                    continue
+                if len(run) > 1 or (run and not run[0].initial):
+                    out.add(tuple(x.stem for x in run))
+                run = [w] if w is not None and w.name_like else []
+        return out
+
+    @cached_property
+    def acronyms(self) -> set[str]:
+        """Capitalised abbreviations the texts said ("NYC", "VCs", "US"), lower case, plural off."""
+        return {re.sub(r"s$", "", w.text).lower() for words in self.words for w in words if re.fullmatch(r"[A-Z]{2,}s?", w.text)}
+
+    def _expands(self, term: Term) -> bool:
+        """A rewrite's name that spells out a name the texts said: words in front of it ("Airbus
+        A380" after "the A380", "Grateful Dead" after "the Dead"), a surname after a one-word name
+        ("Ivanka Trump" after "Ivanka"), or the words of an abbreviation ("New York City" after
+        "NYC"). The words added carry no digit: "Knoll Mini 2" after "Knoll Mini" is another
+        product, and so is any longer name ending with a number; without a catalog the guard
+        cannot tell a maker's name from an invented one, which a catalog's entities can."""
+        key = term.key
+        if any(c.isdigit() for word in key[:-1] for c in word):
+            return False
+        if any(key[i:] in self.whole_names for i in range(1, len(key))):
+            return True
+        if (key[0],) in self.whole_names and key[0].isalpha() and all(w.isalpha() for w in key[1:]) and len(key) <= 3:
+            return True
+        initials = "".join(w[0] for w in re.findall(r"[^\W\d_]+", term.text) if w.lower() not in {"of", "the", "and"})
+        return len(initials) >= 2 and initials.lower() in self.acronyms
 
     def _completes(self, term: Term) -> bool:
         wanted = frozenset(term.key)

@@ -118,7 +118,7 @@ def rewrite_eval_cmd(
 ) -> None:
     """How well the follow-up gate, the rewrite guard and the text the plan searches agree with
     people's standalone rewrites (rows may carry assistant turns: {"role": "assistant", "text"})."""
-    from querywise.evaluation.rewrites import evaluate_rewrites, load_rewrite_rows, plan_rewriter
+    from querywise.evaluation.rewrites import evaluate_rewrites, load_rewrite_rows, plan_rewriter, subject_rewriter
     from querywise.service import QueryWise
 
     settings = settings_from(config)
@@ -135,7 +135,8 @@ def rewrite_eval_cmd(
                     step(1)
                     return rewriter(message, history)
 
-                report = evaluate_rewrites(rows, catalog=qw.understander.catalog, rewriter=searched)
+                catalog = qw.understander.catalog
+                report = evaluate_rewrites(rows, catalog=catalog, rewriter=searched, baseline=subject_rewriter(catalog=catalog))
     except (InputError, AccessError, LLMError) as exc:
         raise fail(str(exc)) from None
     if as_json:
@@ -153,6 +154,11 @@ def rewrite_eval_cmd(
     out.print(
         f"the text the plan searches: added-term recall {pct(report.added_term_recall)} at precision {pct(report.added_term_precision)}, "
         f"token F1 {pct(report.token_f1)}, exact match {pct(report.exact_match)}",
+        highlight=False,
+    )
+    out.print(
+        f"baseline, the conversation's subject + the message: added-term recall {pct(report.baseline_added_term_recall)} "
+        f"at precision {pct(report.baseline_added_term_precision)}",
         highlight=False,
     )
     for ex in report.missed[:5]:

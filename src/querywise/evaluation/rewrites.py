@@ -16,7 +16,9 @@ With a `rewriter` (message, history -> the text searched), the text the pipeline
 compared with the person's: the rewriter's output where the gate flags, the message elsewhere
 (`plan_rewriter` makes one from a deployment: the plan's standalone query, LLM or not). Besides
 exact match and token F1, `added_term_recall` and `added_term_precision` say whether the form
-carries what the person added, and only that.
+carries what the person added, and only that. With a `baseline` rewriter (`subject_rewriter`: the
+conversation's subject + the message), the same two figures for it on the same rows, so a form
+is read beside what a trivial one scores.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from querywise.conversation import Turn, TurnError, Turns, as_turns, texts
 from querywise.files import InputError, read_jsonl
 from querywise.service import QueryWise
 from querywise.text import analyze, normalize
-from querywise.understand.followup import check_follow_up
+from querywise.understand.followup import check_follow_up, conversation_subject
 
 __all__ = [
     "GateExample",
@@ -45,6 +47,7 @@ __all__ = [
     "evaluate_rewrites",
     "load_rewrite_rows",
     "plan_rewriter",
+    "subject_rewriter",
     "token_f1",
 ]
 
@@ -105,6 +108,9 @@ class RewriteReport(BaseModel):
     # person's rewrite holds (terms: `querywise.text.analyze`, stemmed, stop words out).
     added_term_recall: float | None = None
     added_term_precision: float | None = None
+    # Only with a baseline rewriter: its added-term figures on the same rows (gate and all).
+    baseline_added_term_recall: float | None = None
+    baseline_added_term_precision: float | None = None
     missed: list[GateExample] = Field(default_factory=list)
     false_flags: list[GateExample] = Field(default_factory=list)
     guard_false_alarms: list[GuardExample] = Field(default_factory=list)
@@ -171,6 +177,39 @@ def plan_rewriter(deployment: QueryWise, *, session: Mapping[str, str] | None = 
     return searched
 
 
+def subject_rewriter(*, catalog: Catalog | None = None) -> Rewriter:
+    """The baseline form: the conversation's subject (`conversation_subject`) after the message."""
+
+    def searched(message: str, history: Sequence[Turn]) -> str:
+        subject = conversation_subject(history, catalog=catalog)
+        return f"{message.rstrip()} {subject}" if subject else message
+
+    return searched
+
+
+class _Added:
+    """Added-term counts pooled over rows: what a person's rewrite adds to the message, what a
+    form adds, and both."""
+
+    def __init__(self) -> None:
+        self.both = self.person = self.form = 0
+
+    def add(self, message: str, standalone: str, searched: str) -> None:
+        own = set(analyze(message))
+        person_adds, form_adds = set(analyze(standalone)) - own, set(analyze(searched)) - own
+        self.both += len(person_adds & form_adds)
+        self.person += len(person_adds)
+        self.form += len(form_adds)
+
+    @property
+    def recall(self) -> float | None:
+        return _ratio(self.both, self.person)
+
+    @property
+    def precision(self) -> float | None:
+        return _ratio(self.both, self.form)
+
+
 def _ratio(num: int, den: int) -> float | None:
     return num / den if den else None
 
@@ -180,6 +219,7 @@ def evaluate_rewrites(
     *,
     catalog: Catalog | None = None,
     rewriter: Rewriter | None = None,
+    baseline: Rewriter | None = None,
     identifier_patterns: Sequence[str] = DEFAULT_IDENTIFIER_PATTERNS,
 ) -> RewriteReport:
     """Score the follow-up gate and the rewrite guard against people's rewrites.
@@ -195,7 +235,7 @@ def evaluate_rewrites(
     alarms: list[GuardExample] = []
     exact: list[float] = []
     f1: list[float] = []
-    added_both = added_person = added_form = 0
+    added, base = _Added(), _Added()
     for row in rows:
         gate = check_follow_up(row.message, row.history, catalog=catalog)
         person = differs(row.message, row.standalone)
@@ -235,11 +275,9 @@ def evaluate_rewrites(
             searched = rewriter(row.message, row.history) if gate.needs_context else row.message
             exact.append(float(" ".join(_tokens(searched)) == " ".join(_tokens(row.standalone))))
             f1.append(token_f1(searched, row.standalone))
-            own = set(analyze(row.message))
-            person_adds, form_adds = set(analyze(row.standalone)) - own, set(analyze(searched)) - own
-            added_both += len(person_adds & form_adds)
-            added_person += len(person_adds)
-            added_form += len(form_adds)
+            added.add(row.message, row.standalone, searched)
+        if baseline is not None:
+            base.add(row.message, row.standalone, baseline(row.message, row.history) if gate.needs_context else row.message)
     return RewriteReport(
         n=len(rows),
         n_rewritten=rewritten,
@@ -253,8 +291,10 @@ def evaluate_rewrites(
         guard_false_alarm_rate=_ratio(rejected, rewritten),
         exact_match=sum(exact) / len(exact) if exact else None,
         token_f1=sum(f1) / len(f1) if f1 else None,
-        added_term_recall=_ratio(added_both, added_person) if rewriter is not None else None,
-        added_term_precision=_ratio(added_both, added_form) if rewriter is not None else None,
+        added_term_recall=added.recall if rewriter is not None else None,
+        added_term_precision=added.precision if rewriter is not None else None,
+        baseline_added_term_recall=base.recall if baseline is not None else None,
+        baseline_added_term_precision=base.precision if baseline is not None else None,
         missed=missed,
         false_flags=false_flags,
         guard_false_alarms=alarms,

@@ -12,12 +12,14 @@ from querywise.understand.followup.gate import (
     WEAK_FORM_WEIGHT,
     FollowUp,
     Standalone,
+    answer_words,
     check_follow_up,
     concat_standalone,
+    conversation_subject,
     flag_kind,
     names_its_subject,
     points_back,
     standalone_form,
 )
 
-__all__ = ["ANSWER_QUERY_CHARS", "WEAK_FORM_WEIGHT", "FollowUp", "Standalone", "check_follow_up", "concat_standalone", "flag_kind", "names_its_subject", "points_back", "standalone_form"]
+__all__ = ["ANSWER_QUERY_CHARS", "WEAK_FORM_WEIGHT", "FollowUp", "Standalone", "answer_words", "check_follow_up", "concat_standalone", "conversation_subject", "flag_kind", "names_its_subject", "points_back", "standalone_form"]

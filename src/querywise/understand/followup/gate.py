@@ -79,14 +79,14 @@ from querywise.understand.followup.referent import ANSWER_CHARS, POINTING_CUES, 
 #: slice 0.007 recall@5 there and saves the changes of subject 0.008.
 WEAK_FORM_WEIGHT = 0.5
 
-#: How much of the assistant's last answer a reply to it carries into its standalone form (a chat
+#: How much of the assistant's last answer a reply to it searches beside its standalone form (a chat
 #: answer can run to paragraphs; doc2dial's agent turns are 83 characters at the median).
 ANSWER_QUERY_CHARS = 300
 #: The standalone form reads the most recent turns up to this many characters (20 turns of a
 #: typical chat fit many times over; a history of long turns is read from its end).
 TRACKED_CHARS = 4_000
 
-__all__ = ["ANSWER_QUERY_CHARS", "WEAK_FORM_WEIGHT", "FollowUp", "Standalone", "check_follow_up", "concat_standalone", "flag_kind", "names_its_subject", "points_back", "standalone_form"]
+__all__ = ["ANSWER_QUERY_CHARS", "WEAK_FORM_WEIGHT", "FollowUp", "Standalone", "answer_words", "check_follow_up", "concat_standalone", "conversation_subject", "flag_kind", "names_its_subject", "points_back", "standalone_form"]
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,9 @@ Cue = tuple[str, str]
 
 
 # --- detectors ----------------------------------------------------------------------------------
+
+
+_SEEMING = frozenset(["sound", "sounds", "sounded", "look", "looks", "looked", "feel", "feels", "felt"])
 
 
 def _expletive_it(m: Message, i: int) -> bool:
@@ -140,6 +143,8 @@ def _expletive_it(m: Message, i: int) -> bool:
             return obj is not None and (obj.content or obj.named or obj.low in DET)
     if head in {"take", "takes", "took", "cost", "costs"}:
         return "to" in after
+    if head in _SEEMING and after[1:2] and after[1] in {"like", "as"}:
+        return True  # "it sounds like a plan", "it looks as if": the speaker's impression, no referent
     return head in IMPERSONAL
 
 
@@ -459,11 +464,58 @@ def standalone_form(message: str, history: Sequence[str | Turn], gate: FollowUp,
             previous = resolved.text if resolved is not None else said
         tracker.read(said, turn.role, carried, appended)
     form = resolve(message, tracker, gate.cues, previous=previous)
-    if turns and turns[-1].role == "assistant" and (answer := analysed_part(" ".join(turns[-1].text.split()), ANSWER_QUERY_CHARS)):
+    if turns and turns[-1].role == "assistant" and (answer := answer_words(turns[-1].text)):
         # A reply to the answer just given: its words are the vocabulary of what the user is
-        # looking at (doc2dial follow-ups, train split: recall@5 0.54 -> 0.64 with them).
-        return replace(form, text=f"{form.text.rstrip()} {answer}", why=f"{form.why}; the assistant's last answer appended")
+        # looking at (doc2dial follow-ups, train split: recall@5 0.54 -> 0.64 with them). They
+        # are searched beside the form, not copied into it: a standalone question does not quote
+        # the answer it follows ("... attend school? I don't know.").
+        return replace(form, answer=answer, why=f"{form.why}; the assistant's last answer searched beside it")
     return form
+
+
+# Sentences of an answer that say nothing about the subject: not knowing, apologising, offering
+# more help (whatever follows), and a bare greeting, thanks or yes/no (four words at most:
+# "Yes, you can apply online." has something to say).
+_FILLER = re.compile(
+    r"^\W*(?:i (?:do not|don't|dont) know|i'm not sure|i am not sure|not sure|(?:i'm |i am )?sorry|i apologi[sz]e|apologies|unfortunately,? i (?:do not|don't|can't|cannot)|"
+    r"is there anything else|anything else|(?:how )?can i help|glad to help|happy to help|you're welcome|you are welcome)\b",
+    re.IGNORECASE,
+)
+_PLEASANTRY = re.compile(r"^\W*(?:hi|hello|hey|good (?:morning|afternoon|evening)|thanks?|thank you|no problem|sure|ok|okay|yes|no|great)\b", re.IGNORECASE)
+_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
+
+
+def _filler(sentence: str) -> bool:
+    return bool(_FILLER.match(sentence)) or (bool(_PLEASANTRY.match(sentence)) and len(sentence.split()) <= 4) or not re.search(r"\w{3,}", sentence)
+
+
+def answer_words(answer: str, limit: int = ANSWER_QUERY_CHARS) -> str:
+    """The first `limit` characters of an answer's sentences that are not filler ("I don't know.",
+    "Sorry!", "Hello, ...", "Anything else?"); empty when nothing else is left.
+
+    >>> answer_words("I don't know. The Irish Wolfhound is the tallest breed. Anything else?")
+    'The Irish Wolfhound is the tallest breed.'
+    """
+    text = " ".join(answer.split())
+    kept = [s.strip() for s in _SENTENCE.findall(text) if s.strip() and not _filler(s.strip())]
+    return analysed_part(" ".join(kept), limit)
+
+
+def conversation_subject(history: Sequence[str | Turn], *, catalog: Catalog | None = None) -> str | None:
+    """What the conversation is about, read from its user turns as typed (`Tracker.subject`: a
+    name the last two user turns that named anything both named, else the first user turn's
+    topic); None when no user turn names anything. The subject of "subject + message", the
+    baseline every standalone form must beat.
+
+    >>> conversation_subject(["Tell me about the Ottoman Empire.", "What was the role of slavery?"])
+    'the Ottoman Empire'
+    """
+    tracker = Tracker(catalog)
+    for turn in _recent(as_turns(history), TRACKED_CHARS):
+        if turn.role == "user":
+            tracker.read(turn.text)
+    subject = tracker.subject()
+    return subject.placed if subject is not None else None
 
 
 def _recent(turns: tuple[Turn, ...], budget: int) -> tuple[Turn, ...]:
