@@ -15,6 +15,17 @@ class RouteSpec(_Section):
     description: str = ""
     examples: list[str] = Field(default_factory=list)
     search: bool = False  # does this route run retrieval?
+    # A lookup the deployment wires for this route (`QueryWise(..., lookups={name: fn})`, e.g. the
+    # account's orders). A route that does not search answers from it; when it finds nothing or is
+    # not wired, the route falls back (`fallback`) and the plan's trace says so.
+    lookup: str | None = None
+    # Where a route that does not search goes when its lookup finds nothing or is not wired:
+    # "search" (None: the default of a lookup route) or "none" (None: the default of any other).
+    fallback: Literal["search", "none"] | None = None
+
+    @property
+    def falls_back_to_search(self) -> bool:
+        return (self.fallback or ("search" if self.lookup else "none")) == "search"
 
 
 class IdentifierRule(_Section):
