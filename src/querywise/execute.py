@@ -41,6 +41,8 @@ class PlanResult(BaseModel):
     per_query: list[QueryResult] = Field(default_factory=list)
     relaxed: list[str] = Field(default_factory=list)  # inferred constraints dropped to get results
     empty_because: list[str] = Field(default_factory=list)  # why there are no hits: never empty when `hits` is
+    # Cover and assume: each reading's own hits (the query that names it), by catalog name.
+    by_reading: dict[str, list[Hit]] = Field(default_factory=dict)
 
 
 def _query_where(q: PlanQuery, where: Where, retriever: Retriever) -> Where:
@@ -151,7 +153,8 @@ def execute(
                  "prefetched": any(a.prefetched for a in answers)},
     )
     plan = plan.model_copy(update={"trace": [*plan.trace, step]})
-    result = PlanResult(plan=plan, hits=hits, per_query=per_query, relaxed=relaxed, empty_because=empty_because)
+    by_reading = {q.reading: a.hits[:wanted] for q, a in zip(plan.queries, answers, strict=True) if q.reading is not None}
+    result = PlanResult(plan=plan, hits=hits, per_query=per_query, relaxed=relaxed, empty_because=empty_because, by_reading=by_reading)
     return reranked(result, reranker, top_n=rerank_top, k=wanted) if reranker is not None else result.model_copy(update={"hits": hits[:wanted]})
 
 

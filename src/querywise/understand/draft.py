@@ -21,7 +21,7 @@ from querywise.conditions import Where
 from querywise.config import Settings
 from querywise.conversation import Turn
 from querywise.embed import Embedder
-from querywise.plan import Action, Answer, LeftAsk, PlanQuery, QueryKind, TraceStep
+from querywise.plan import Action, Answer, LeftAsk, PlanQuery, QueryKind, Readings, TraceStep
 from querywise.text import PartNumbers
 from querywise.understand.llm_plan import PlanOutcome
 from querywise.understand.routing.lookup import RouteLookup
@@ -123,6 +123,7 @@ class Draft:
     action: Action = field(default_factory=Answer)
     llm: LLMState = field(default_factory=LLMState)
     unsearched: str | None = None  # why nothing is searched: the moves after stop
+    readings: Readings | None = None  # readings that may differ (the ambiguity move), for the generator
 
     @property
     def kind(self) -> QueryKind:

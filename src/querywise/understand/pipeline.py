@@ -195,7 +195,7 @@ class Understander:
         filters, inferred = (with_missing_policy(w, self.settings.filters, self.catalog) for w in (draft.filters, draft.inferred))
         return QueryPlan(
             message=draft.message, route=draft.route, queries=draft.queries, filters=filters, inferred_filters=inferred,
-            access=draft.access, action=draft.action, trace=trace, left=left,
+            access=draft.access, action=draft.action, trace=trace, left=left, readings=draft.readings,
         )
 
     def close(self) -> None:
