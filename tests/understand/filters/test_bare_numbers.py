@@ -96,3 +96,11 @@ def test_like_a_brand_of_one_kind_but_cheaper_keeps_cheaper() -> None:
         assert Range(field="price_cents", lt=19900) in ex.where.conditions, message
         assert ex.similar is not None and ex.similar.relation == "cheaper"
         assert not any(c.field == "brand" and isinstance(c, Match) for c in ex.where.conditions)
+
+
+def test_a_bare_number_goes_to_the_one_field_that_tells_the_kind_apart() -> None:
+    """"headphones under 200": every pair of headphones lasts less than 200 hours and weighs more
+    than 200 g, so only the price tells them apart: $200 (20000 cents)."""
+    ex = extract("headphones under 200")
+    assert Range(field="price_cents", lt=20000) in ex.where.conditions
+    assert "the only numeric field it fits" in " ".join(c.reason for c in ex.constraints)

@@ -33,9 +33,12 @@ def test_an_exclusion_is_a_none_of_and_leaves_the_text(extract: Any, message: st
     assert made.provenance == "stated" and made.describe().startswith("brand not in")
 
 
-def test_a_category_can_be_excluded_next_to_another_wanted(extract: Any) -> None:
+def test_an_exclusion_the_wanted_value_implies_is_left_out(extract: Any) -> None:
     ex = extract("earbuds, not headphones")
-    assert ex.where == Where(conditions=(Match(field="category", value="earbuds"), NoneOf(field="category", values=("headphones",))))
+    assert ex.where == Where(conditions=(Match(field="category", value="earbuds"),))
+    assert ex.semantic_query == "earbuds"
+    ex = extract("Halden products but not headphones")
+    assert ex.where == Where(conditions=(Match(field="brand", value="Halden"), NoneOf(field="category", values=("headphones",))))
 
 
 def test_without_a_word_the_schema_does_not_know_is_left_to_the_text(extract: Any) -> None:
@@ -52,3 +55,8 @@ def test_an_exclusion_with_a_catalog_link_excludes_the_articles_about_those_prod
     assert isinstance(about, NoneOf) and about.field == "products" and "Halden Solace 7" in about.values
     assert not where.matches({"products": ["Halden Solace 7"]})
     assert where.matches({"products": ["Bramble Knoll"]}) and where.matches({"title": "Returns"})
+
+
+@pytest.mark.parametrize("message", ["I don't want Halden, show me earbuds", "earbuds, no Halden please", "earbuds but I do not want anything from Halden"])
+def test_a_refusal_is_an_exclusion_too(extract: Any, message: str) -> None:
+    assert NoneOf(field="brand", values=("Halden",)) in extract(message).where.conditions

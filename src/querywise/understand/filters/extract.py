@@ -18,7 +18,7 @@ from querywise.understand.filters.fields import find_money_field, find_year_fiel
 from querywise.understand.filters.infer import infer_from_entities, infer_from_mentions
 from querywise.understand.filters.measures import read_measures
 from querywise.understand.filters.money import DEFAULT_RATES, read_money
-from querywise.understand.filters.negation import read_exclusions
+from querywise.understand.filters.negation import drop_implied_exclusions, read_exclusions
 from querywise.understand.filters.scan import Constraint, Scan, inside
 from querywise.understand.filters.semantic import text_left_for_search
 from querywise.understand.filters.session_words import drop_session_words
@@ -98,6 +98,7 @@ def extract_filters(
     mentioned: tuple[Constraint, ...] = ()
     if not searching:  # "Can I return earbuds after opening them?" asks about earbuds; it is no search
         mentioned, scan.found[before:] = tuple(scan.found[before:]), []
+    drop_implied_exclusions(scan)
     if catalog is not None and compared is not None:
         infer_from_entities(scan, schema, catalog, compared[1], compared[0].reference, comparison=True)
     if catalog is not None and any(c.provenance == "stated" for c in scan.found):

@@ -86,9 +86,14 @@ def read_money(
                 continue  # a number with no currency and a noun after it ("over 30 hours") is not a price
             amounts = [_parse(g["anum"])] + ([_parse(g["bnum"])] if g.get("bnum") else [])
             span = (m.start(), m.end())
-            target = field
+            target, why_field = field, ""
             if currency is None and kind != "budget" and not _money_lead(g.get("lead") or "", schema, field):
-                target, why_field = bare_number_field(scan.message, amounts, schema, catalog, field, year_field)
+                def in_unit(name: str, x: float) -> float:  # a price said bare is in the field's currency
+                    unit = schema.fields[name].unit
+                    return (_bare_in(x, unit, rates)[0] or x) if name == field and unit else x
+
+                target, why_field = bare_number_field(scan.message, _money_spec(kind, g, amounts)[0], schema, catalog, field, year_field,
+                                                      in_unit=in_unit)
                 if target is None:
                     scan.dropped.append(Dropped("number", scan.message[span[0] : span[1]], why_field, span))
                     continue
@@ -108,7 +113,7 @@ def read_money(
                 scan.dropped.append(Dropped(field or "price", scan.message[span[0] : span[1]], failed, span))
                 continue
             values = [v for v, _ in converted if v is not None]  # all of them: none failed
-            notes = "; ".join(why for _, why in converted if why)
+            notes = "; ".join([why_field] * bool(why_field) + [why for _, why in converted if why])
             spec, provenance, basis, why = _money_spec(kind, g, values)
             add_constraint(scan, schema, catalog, field, spec, spans=(span,), provenance=provenance, basis=basis,
                            reason=why + (f" ({notes})" if notes else ""), what="price")

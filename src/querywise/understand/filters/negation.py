@@ -10,17 +10,19 @@ from collections.abc import Mapping
 
 from querywise.catalog import Catalog
 from querywise.checks.filters import allowed_values
+from querywise.conditions import AnyOf, Match, NoneOf
 from querywise.config import FilterSettings
 from querywise.understand.filters.enums import form_alternation
 from querywise.understand.filters.scan import Scan, add_constraint
 
-__all__ = ["read_exclusions"]
+__all__ = ["drop_implied_exclusions", "read_exclusions"]
 
-# The words that turn the value after them into an exclusion. "no" is left out on purpose: "no
-# noise cancelling" names a feature, and "no Kestrel" is rare enough to be read as words.
+# The words that turn the value after them into an exclusion (the value must be one of the
+# schema's: "no noise cancelling" names no value, and stays words).
 _CUE = (
     r"(?:(?:that|which|who)\s+)?(?:(?:is|are)\s+not|isn[’']?t|aren[’']?t|not|nothing|none)\s+(?:(?:made|sold|built)\s+)?(?:from|by|of)"
-    r"|not|without|except(?:\s+for)?|excluding|other\s+than|apart\s+from|but\s+not|rather\s+than"
+    r"|(?:do\s+not|don[’']?t)\s+(?:want|like|need)(?:\s+(?:anything|any))?(?:\s+(?:from|by))?"
+    r"|not|no|without|except(?:\s+for)?|excluding|other\s+than|apart\s+from|but\s+not|rather\s+than"
 )
 _ARTICLE = r"(?:the\s+|a\s+|an\s+|any\s+)?"
 _JOIN = r"\s*(?:,|\bor\b|\bnor\b|\band\b)\s*" + _ARTICLE
@@ -48,3 +50,15 @@ def read_exclusions(scan: Scan, schema: FilterSettings, catalog: Catalog | None,
             add_constraint(scan, schema, catalog, name, {"not": said}, spans=((m.start(), m.end()),), provenance="stated",
                            basis="said", reason=f"{scan.message[m.start() : m.end()]!r} = {name} none of ({', '.join(said)})",
                            what="exclusion")
+
+
+def drop_implied_exclusions(scan: Scan) -> None:
+    """An exclusion the wanted value already implies ("headphones, not earbuds": category
+    headphones excludes earbuds) says nothing more: it is left out, so the plan reads as meant."""
+    wanted: dict[str, set[object]] = {}
+    for c in scan.found:
+        if isinstance(c.condition, Match):
+            wanted.setdefault(c.field, set()).add(c.condition.value)
+        elif isinstance(c.condition, AnyOf):
+            wanted.setdefault(c.field, set()).update(c.condition.values)
+    scan.found[:] = [c for c in scan.found if not (isinstance(c.condition, NoneOf) and c.field in wanted and not wanted[c.field] & set(c.condition.values))]
