@@ -18,6 +18,7 @@ Measured:
   field, the share where both give the same conditions (numbers to 0.01); and per message;
 - zero-result rate with and without the move: every message planned and run on the demo index
   (the default moves, then the same without `filters`), the share of searched plans with no hit;
+  and the share of the product pages in the top 10 whose catalog entry meets the label;
 - access changes: plans whose access differs from the session's, or whose filters touch an access
   field (must be 0).
 
@@ -120,6 +121,8 @@ def extraction_scores(rows: list[dict[str, Any]], settings: Any) -> dict[str, An
 
 def retrieval_effects(rows: list[dict[str, Any]], settings: Any) -> dict[str, Any]:
     """Each message planned and run with the default moves and without `filters`."""
+    from querywise.catalog import Catalog
+    from querywise.checks.filters import validate_filters
     from querywise.config import UnderstandingSettings
     from querywise.demo import demo_corpus
     from querywise.embed import embedder_for
@@ -130,6 +133,9 @@ def retrieval_effects(rows: list[dict[str, Any]], settings: Any) -> dict[str, An
     embedder = embedder_for(settings)
     index = build_index(demo_corpus(), WORK / "filters-fields-index", settings=settings, embedder=embedder)
     access_payloads = set(settings.access.fields.values())
+    catalog = Catalog.load(settings.deployment.catalog)
+    by_id = {e.id: e for e in catalog.entities}
+    labels = {row["message"]: validate_filters(row["filters"], settings.filters, catalog=catalog)[0] for row in rows}
     arms = {"with filters": list(settings.understanding.moves),
             "without filters": [m for m in settings.understanding.moves if m != "filters"]}
     out: dict[str, Any] = {}
@@ -151,8 +157,14 @@ def retrieval_effects(rows: list[dict[str, Any]], settings: Any) -> dict[str, An
                 counts["searched"] += 1
                 counts["zero_results"] += not result.hits
                 counts["relaxed"] += bool(result.relaxed)
+                label = labels[row["message"]]
+                if label:  # the product pages among the hits that meet what the person asked for
+                    pages = [by_id[h.id.removeprefix("product:")] for h in result.hits if h.id.startswith("product:")]
+                    counts["product_hits"] += len(pages)
+                    counts["product_hits_meeting_label"] += sum(label.matches(e.fields) for e in pages)
             qw.close()
-            out[arm] = {**counts, "zero_result_rate": round(counts["zero_results"] / counts["searched"], 4) if counts["searched"] else 0.0}
+            out[arm] = {**counts, "zero_result_rate": round(counts["zero_results"] / counts["searched"], 4) if counts["searched"] else 0.0,
+                        "product_hits_meeting_label_rate": round(counts["product_hits_meeting_label"] / counts["product_hits"], 4) if counts["product_hits"] else 0.0}
     finally:
         index.close()
     return out
@@ -186,9 +198,13 @@ def markdown(r: dict[str, Any]) -> str:
     if "retrieval" in r:
         lines += ["", "Run on the demo index (help centre + product pages; the default moves, and the same without `filters`); "
                   "a plan whose route searches nothing is not counted in the zero-result rate.", "",
-                  "| arm | plans | searched | zero results | zero-result rate | relaxed | access changes |", "|---|---|---|---|---|---|---|"]
+                  "Product pages meeting the label: of the product pages in the top 10 of the messages with a labelled filter, the share whose "
+                  "catalog entry meets it (what the filters are for; help articles carry no field and are kept, `[filters] missing`).", "",
+                  "| arm | plans | searched | zero results | zero-result rate | relaxed | product pages in top 10 | meeting the label | access changes |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for arm, c in r["retrieval"].items():
-            lines.append(f"| {arm} | {c['plans']} | {c['searched']} | {c['zero_results']} | {c['zero_result_rate']:.3f} | {c.get('relaxed', 0)} | {c['access_changes']} |")
+            lines.append(f"| {arm} | {c['plans']} | {c['searched']} | {c['zero_results']} | {c['zero_result_rate']:.3f} | {c.get('relaxed', 0)} | "
+                         f"{c.get('product_hits', 0)} | {c.get('product_hits_meeting_label_rate', 0):.3f} | {c['access_changes']} |")
     lines += ["", f"Misses ({len(ex['misses'])}):", ""]
     lines += [f"- [{m['kind']}] {m['message']!r}: " + "; ".join(f"{f}: expected {m['expected'][f]}, got {m['got'][f]}" for f in m["fields"]) for m in ex["misses"]]
     return "\n".join(lines) + "\n"

@@ -138,7 +138,7 @@ def _of_the_kind_asked(message: str, schema: FilterSettings, catalog: Catalog, m
             continue
         key = spec.catalog_field or name
         named = {v for v in allowed_values(name, spec, catalog) if re.search(rf"(?<![\w-]){form_alternation(v)}(?![\w-])", message, re.IGNORECASE)}
-        kept = tuple(e for e in members if e.fields.get(key) in named and e.fields.get(key).lower() not in reference.lower())  # type: ignore[union-attr]
+        kept = tuple(e for e in members if e.fields.get(key) in named and str(e.fields.get(key)).lower() not in reference.lower())
         if kept:
             return kept
         shared = {e.fields.get(key) for e in members}

@@ -74,6 +74,11 @@ def read_money(
         (rf"(?P<lead>){_amount('a')}\s+(?P<budget>budget)", "budget"),
         (rf"(?P<lead>)(?P<word>for|around|about|roughly|approximately|approx\.?|~)\s*{_amount('a')}", "bare"),
     ]
+
+    def in_unit(name: str, x: float) -> float:  # a price said bare is in the field's currency (its cents: x 100)
+        unit = schema.fields[name].unit
+        return (_bare_in(x, unit, rates)[0] or x) if name == field and unit else x
+
     for pattern, kind in readers:
         for m in re.finditer(rf"(?<![\w-]){pattern}", scan.message, re.IGNORECASE):
             if not scan.free(m.start(), m.end()):
@@ -88,10 +93,6 @@ def read_money(
             span = (m.start(), m.end())
             target, why_field = field, ""
             if currency is None and kind != "budget" and not _money_lead(g.get("lead") or "", schema, field):
-                def in_unit(name: str, x: float) -> float:  # a price said bare is in the field's currency
-                    unit = schema.fields[name].unit
-                    return (_bare_in(x, unit, rates)[0] or x) if name == field and unit else x
-
                 target, why_field = bare_number_field(scan.message, _money_spec(kind, g, amounts)[0], schema, catalog, field, year_field,
                                                       in_unit=in_unit)
                 if target is None:
@@ -105,8 +106,7 @@ def read_money(
                                    reason=f"{why} ({why_field}; no unit given: read as {unit or 'the stored value'})", what="number")
                     continue
             unit = field and schema.fields[field].unit
-            converted = [_convert(a, currency or currency_of(unit, rates), unit, rates) if currency or not unit else
-                         _bare_in(a, unit, rates) for a in amounts]
+            converted = [_convert(a, currency, unit, rates) if currency is not None or not unit else _bare_in(a, unit, rates) for a in amounts]
             scan.claim(*span)
             failed = next((why for value, why in converted if value is None), None)
             if failed is not None:
