@@ -6,7 +6,7 @@
   documents about that reading when the catalog links them: the top hit is about the assumed
   reading, not the most similar one;
 - cover: one such query per reading, each tagged with its reading, so `execute` returns the hits
-  grouped by reading;
+  grouped by reading (beside the message's own fused hits, which they do not enter);
 - ask: the question offers the readings as options; the message is searched as typed.
 
 The costs come from `[ambiguity]`; p_top from the plan log's confirmed readings once there are
