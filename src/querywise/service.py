@@ -226,12 +226,17 @@ class QueryWise:
     def _check(self, index: Index | None) -> DeploymentCheck:
         """The settings, the catalog and the routes' examples against what the index's chunks carry."""
         classifier = self.understander.router.classifier
-        return check_deployment(
+        check = check_deployment(
             self.settings,
             catalog=self.understander.catalog,
             routes_with_examples=classifier.labels if classifier is not None else (),
             fields=index.field_presence() if index is not None else None,
         )
+        unwired = [Problem(severity="warning", subject=f"routing.routes.{r.name}", message=(
+            f"route {r.name!r} names lookup {r.lookup!r}, which this deployment does not wire (QueryWise(..., lookups={{{r.lookup!r}: ...}})): "
+            + ("every message it gets falls back to search" if r.falls_back_to_search else "it searches nothing")))
+            for r in self.settings.routing.routes if r.lookup is not None and r.lookup not in self.lookups]
+        return check.model_copy(update={"problems": (*check.problems, *unwired)}) if unwired else check
 
     def _execute(self, plan: QueryPlan, retriever: Retriever, *, k: int, mode: Mode, depth: int, prefetched: Prefetched | None = None) -> PlanResult:
         """`execute` with this deployment's fusion constant and reranker."""

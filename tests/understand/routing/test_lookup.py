@@ -66,3 +66,14 @@ def test_a_route_says_when_it_does_not_fall_back(hash_embedder: Any) -> None:
     assert plain.queries == [] and plain.unsearched == "route account does not search"  # no lookup: as before
     closed = understander(hash_embedder, lookup="orders", fallback="none").plan("cancel my order", session={"user": "bob"})
     assert closed.queries == [] and "matched nothing; fallback none" in (closed.unsearched or "")
+
+
+def test_a_deployment_warns_about_a_lookup_it_does_not_wire(hash_embedder: Any) -> None:
+    from querywise.service import QueryWise
+
+    routing = RoutingSettings(routes=[RouteSpec(name="kb", search=True), RouteSpec(name="account", lookup="orders")], default_route="kb")
+    with QueryWise(Settings(routing=routing), embedder=hash_embedder) as qw:
+        (warning,) = [w for w in qw.warnings if "lookup" in w.message]
+        assert "does not wire" in warning.message and "falls back to search" in warning.message
+    with QueryWise(Settings(routing=routing), embedder=hash_embedder, lookups={"orders": find_orders}) as qw:
+        assert not [w for w in qw.warnings if "lookup" in w.message]
