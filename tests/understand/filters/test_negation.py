@@ -60,3 +60,8 @@ def test_an_exclusion_with_a_catalog_link_excludes_the_articles_about_those_prod
 @pytest.mark.parametrize("message", ["I don't want Halden, show me earbuds", "earbuds, no Halden please", "earbuds but I do not want anything from Halden"])
 def test_a_refusal_is_an_exclusion_too(extract: Any, message: str) -> None:
     assert NoneOf(field="brand", values=("Halden",)) in extract(message).where.conditions
+
+
+def test_a_question_that_is_no_search_excludes_nothing(extract: Any) -> None:
+    ex = extract("can I use the Tide app without a watch?")
+    assert not ex.where and "without a watch" in ex.semantic_query

@@ -83,7 +83,6 @@ def extract_filters(
     scan = Scan(analysed_part(message))
     session_only = access_names(access)
     drop_session_words(scan, session_only, catalog)
-    read_exclusions(scan, schema, catalog, session_only)  # first: "not from Kestrel" is no wish for Kestrel
     money_field, year_field = find_money_field(schema, rates), find_year_field(schema)
     mentions = catalog.mentions(scan.message) if catalog is not None else []
     compared = read_comparison(scan, schema, catalog, mentions, money_field, year_field, measured_fields(schema, rates))
@@ -92,6 +91,8 @@ def extract_filters(
     read_measures(scan, schema, catalog, rates)  # first: 'under 6"' is no price
     read_money(scan, schema, catalog, money_field, rates, year_field)
     searching = bool(scan.found) or cue is not None or is_product_search(scan.message)
+    if searching:  # before the enums: "not from Kestrel" is no wish for Kestrel ("can I use it without a watch?" excludes nothing)
+        read_exclusions(scan, schema, catalog, session_only)
     before = len(scan.found)
     taken_by_names = [(m.start, m.end) for m in mentions]
     read_enums(scan, schema, catalog, session_only, skip=taken_by_names + ([cue.span] if cue else []))
