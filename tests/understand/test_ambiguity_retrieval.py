@@ -98,3 +98,23 @@ def test_p_top_comes_from_the_readings_users_confirmed(demo: Settings, hash_embe
     assert plan.action.type == "assume" and "Pro" in plan.action.text  # type: ignore[union-attr]
     few = understander(demo, hash_embedder, deployment={"plan_log": log}, ambiguity={"min_confirmed": 6}).plan(ASKED, session=EU)
     assert few.action.type == "cover"  # too few confirmations: the name prior (an even split)
+
+
+def test_readings_the_account_does_not_hold_are_not_offered(demo: Settings, hash_embedder: Any) -> None:
+    u = understander(demo, hash_embedder, access={"holdings": "owned"})
+    free = u.plan("how long does the Solace battery last?", session=EU)
+    assert free.readings is not None and len(free.readings.readings) > 2
+    held = u.plan("how long does the Solace battery last?", session={**EU, "owned": "Halden Solace 5, halden-solace-7-pro"})
+    assert held.readings is not None and held.readings.readings == ["Halden Solace 5", "Halden Solace 7 Pro"]
+    assert {r for _, r, _ in readings(held)} <= {"Halden Solace 5", "Halden Solace 7 Pro"}
+
+
+def test_what_the_conversation_said_outweighs_the_plan_log(demo: Settings, hash_embedder: Any, tmp_path: Path) -> None:
+    log = tmp_path / "plans.jsonl"
+    u = understander(demo, hash_embedder)
+    writer = PlanLog(log)
+    for _ in range(6):  # other users meant the Pro
+        writer.append(u.plan(ASKED, session=EU), session=EU)
+        writer.append(u.plan("the Pro", history=[ASKED], session=EU), history=[ASKED], session=EU)
+    plan = understander(demo, hash_embedder, deployment={"plan_log": log}).plan(ASKED, history=["I have the Solace 7, the plain one"], session=EU)
+    assert plan.readings is not None and plan.readings.chosen == "Halden Solace 7"

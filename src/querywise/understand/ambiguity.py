@@ -66,6 +66,7 @@ MAX_COVER_READINGS = 3
 _TIE_ORDER: tuple[Choice, ...] = ("cover", "ask", "assume")
 
 _TOKEN = re.compile(r"[a-z0-9]+")
+_NAMED_EARLIER = "named earlier in the conversation"  # a reading's reason: the conversation's evidence
 _JOINER = re.compile(r"[\s-]*")  # what may separate the words of one partial mention
 _LETTER, _DIGIT = re.compile(r"[a-z]"), re.compile(r"\d")
 # Words that tell model variants apart but name nothing alone.
@@ -376,7 +377,7 @@ def _weigh(candidates: Sequence[_Candidate], named: Mapping[str, float]) -> tupl
     history_mass = (HISTORY_MASS if others else 1.0) if in_history else 0.0
     total_named = sum(named[c.entity.id] for c in in_history)
     for c in in_history:
-        probabilities[c.entity.id] = (history_mass * named[c.entity.id] / total_named, "named earlier in the conversation")
+        probabilities[c.entity.id] = (history_mass * named[c.entity.id] / total_named, _NAMED_EARLIER)
     total_prior = sum(prior[c.entity.id] for c in others)
     for c in others:
         if len(candidates) == 1:
@@ -405,7 +406,7 @@ def _asked_fields(message: str, catalog: Catalog, field_words: Mapping[str, Sequ
 
 
 def mention_key(text: str) -> str:
-    """One form of a mention however it was typed ("X2", "x-2" -> "x 2"... "x2")."""
+    """A mention's words, folded: "the X2" and "the x2" are one mention ("the x2")."""
     return " ".join(_TOKEN.findall(normalize(text)))
 
 
@@ -454,10 +455,12 @@ def confirmed_readings(logged: Iterable[tuple[Sequence[str], QueryPlan]]) -> Con
 
 def _from_history(mention: LinkedMention, confirmed: ConfirmedReadings, min_confirmed: int) -> LinkedMention:
     """The mention's readings weighed by how often each was confirmed (add-one smoothed), once
-    the readings have `min_confirmed` confirmations together; else as linked (the name prior)."""
+    the readings have `min_confirmed` confirmations together; else as linked (the name prior).
+    What this conversation said outweighs what other users confirmed: a mention weighed by its
+    history is left as it is."""
     counts = confirmed.of(mention.text)
     total = sum(counts.get(r.name, 0) for r in mention.readings)
-    if total < min_confirmed:
+    if total < min_confirmed or any(r.reason == _NAMED_EARLIER for r in mention.readings):
         return mention
     n = len(mention.readings)
     readings = [Reading(r.entity, (counts.get(r.name, 0) + 1) / (total + n), f"confirmed {counts.get(r.name, 0)} of {total} times in the plan log")
@@ -470,6 +473,13 @@ def _held(mention: LinkedMention, holdings: Collection[str]) -> tuple[Reading, .
     """The readings the session's account holds (by catalog name or id, case folded)."""
     held = {h.strip().lower() for h in holdings if h.strip()}
     return tuple(r for r in mention.readings if r.entity.name.lower() in held or r.entity.id.lower() in held)
+
+
+def _only(mention: LinkedMention, readings: Sequence[Reading]) -> LinkedMention:
+    """The mention with only `readings` (the ones the account holds), their probabilities renormalised."""
+    total = sum(r.probability for r in readings)
+    kept = tuple(Reading(r.entity, r.probability / total if total else 1 / len(readings), f"{r.reason}; the account holds it") for r in readings)
+    return LinkedMention(mention.text, mention.start, mention.end, kept, mention.partial, mention.answers_differ, mention.differing_fields)
 
 
 # --------------------------------------------------------------------------------------------
@@ -572,6 +582,8 @@ def disambiguate(
         if len(held) == 1:  # the account holds one of them: nothing to ask
             reason = f"{target.text!r} may mean {', '.join(r.name for r in target.readings)}; the session's account holds the {held[0].name}"
             return Disambiguation(Answer(), mentions, None, target, reason, settled=held[0])
+        if 1 < len(held) < len(target.readings):  # only the ones it holds are asked about
+            target = _only(target, held)
         can_cover, why_not = cover_possible(target, analysed_part(message), max_readings=max_cover_readings)
         wrong = costs.wrong_high_stakes if route in high_stakes else costs.wrong
         decision = decide(target.p_top, cost_wrong=wrong, cost_ask=costs.ask, cost_cover=costs.cover,
