@@ -55,5 +55,5 @@ class Searches(BaseMove):
                 return replace(draft, unsearched=outcome.reason), steps
             # Fail soft: the route's lookup found nothing, so the message is searched like any other.
             return draft, [TraceStep(move="lookup", status="fallback", reason=outcome.reason, changed=f"route {draft.route} searched",
-                                     details={"lookup": spec.lookup, "fell_back_to": "search"})]
+                                     details={"lookup": spec.lookup, "fell_back_to": "search", "why": outcome.fell_back})]
         return draft, []
