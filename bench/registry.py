@@ -89,6 +89,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               quick=(), quick_minutes=0.05, results=("third_party",), smoke=()),
     Benchmark("understanding.intents", "several intents split on the demo's held-out labels", 1,
               quick=(), quick_minutes=0.1, results=("intents",)),
+    Benchmark("understanding.filters_fields", "filters per field on a labelled set over the demo catalog; zero results and access with and without the move", 2,
+              quick=(), quick_minutes=1, results=("filters_fields",), smoke=("--no-retrieval",), aliases=("filters",)),
     Benchmark("understanding.defaults_gate", "the default deployment against pass-through per collection and slice (the gate)", 15,
               quick=("--quick",), quick_minutes=1, results=("defaults_gate", "defaults_gate-quick"), records_command=True),
     Benchmark("understanding.tune_moves", "tune --moves chosen on one set, reported on another", 10,

@@ -9,7 +9,7 @@ from querywise.config import Settings
 from querywise.corpus import Chunk
 from querywise.execute import execute
 from querywise.index import Index, build_index, rrf
-from querywise.plan import PlanQuery, QueryPlan
+from querywise.plan import Cover, PlanQuery, QueryPlan
 
 
 @pytest.fixture
@@ -112,3 +112,26 @@ def test_no_hits_always_come_with_a_reason(index: Index) -> None:
     # The plan's typed reason, not a step found in its trace.
     unsearched = QueryPlan(message="where is my order", route="account", unsearched="route account does not search")
     assert execute(unsearched, index).empty_because == ["route account does not search"]
+
+
+def test_the_hits_of_each_reading_are_grouped_by_it(index: Index) -> None:
+    plan = QueryPlan(message="warranty on the X3", route="kb_search", queries=[
+        PlanQuery(text="warranty on the X3", kind="original"),
+        PlanQuery(text="warranty on the Vela X3", kind="reading", reading="Vela X3"),
+        PlanQuery(text="shipping", kind="reading", reading="Other"),
+    ])  # fmt: skip
+    result = execute(plan, index, k=3, mode="bm25", depth=10)
+    assert set(result.by_reading) == {"Vela X3", "Other"}
+    assert [h.id for h in result.by_reading["Vela X3"]] == result.per_query[1].ids[:3]
+    assert [h.id for h in result.by_reading["Other"]] == result.per_query[2].ids[:3]
+
+
+def test_under_a_cover_the_readings_are_grouped_not_fused(index: Index) -> None:
+    plan = QueryPlan(message="warranty on the X3", route="kb_search", action=Cover(readings=["Vela X3", "Other"]), queries=[
+        PlanQuery(text="warranty on the X3", kind="original"),
+        PlanQuery(text="warranty on the Vela X3", kind="reading", reading="Vela X3"),
+        PlanQuery(text="shipping", kind="reading", reading="Other"),
+    ])  # fmt: skip
+    result = execute(plan, index, k=3, mode="bm25", depth=10)
+    assert [h.id for h in result.hits] == [h.id for h in index.search("warranty on the X3", mode="bm25", k=3)]  # the message's own
+    assert [h.id for h in result.by_reading["Other"]] == result.per_query[2].ids[:3]

@@ -22,7 +22,7 @@ def test_exported_members() -> None:
         "Answer", "AnyOf", "Ask", "Assume", "Case", "Chunk", "Chunker", "ChunkingSettings", "Client", "ConfigError", "CorpusError",
         "Cover", "EmbeddingSettings", "EvalReport", "EvalResult", "FailureRow", "FunctionRetriever", "HTTPRetriever", "Hit", "Index",
         "IndexRetriever", "IndexSettings", "IndexStoreError", "Reordering", "Reranker", "Retriever", "RetrieverError",
-        "InputError", "LLMError", "LeftAsk", "Manifest", "Match", "PlanQuery", "PlanResult", "Provider", "QueryPlan", "QueryWise",
+        "InputError", "LLMError", "LeftAsk", "Manifest", "Match", "NoneOf", "PlanQuery", "PlanResult", "Provider", "QueryPlan", "QueryWise", "Readings", "RouteLookup",
         "Range", "ScriptedProvider", "ServiceError", "Settings", "TraceStep", "TriageOptions", "TriageReport", "TriageTarget", "Turn", "Understander", "Where", "WhereSyntaxError",
         "build_index", "build_report", "compare_runs", "evaluate", "execute", "load_beir", "load_cases", "load_corpus",
         "load_failures", "load_labels", "load_run", "load_settings", "load_sources", "parse_metrics", "parse_where",

@@ -13,7 +13,7 @@ the vector engine load on first use.
 
 from querywise.chunking import Chunker
 from querywise.client import Client, ServiceError
-from querywise.conditions import AnyOf, Match, Range, Where, WhereSyntaxError, parse_where
+from querywise.conditions import AnyOf, Match, NoneOf, Range, Where, WhereSyntaxError, parse_where
 from querywise.config import ChunkingSettings, ConfigError, EmbeddingSettings, IndexSettings, Settings, load_settings
 from querywise.conversation import Turn
 from querywise.corpus import Chunk, CorpusError, load_corpus
@@ -27,7 +27,7 @@ from querywise.failures import FailureRow
 from querywise.files import InputError
 from querywise.index import Hit, Index, IndexStoreError, Manifest, build_index, rrf
 from querywise.llm import LLMError, Provider, ScriptedProvider
-from querywise.plan import Answer, Ask, Assume, Cover, LeftAsk, PlanQuery, QueryPlan, TraceStep, plan_json_schema
+from querywise.plan import Answer, Ask, Assume, Cover, LeftAsk, PlanQuery, QueryPlan, Readings, TraceStep, plan_json_schema
 from querywise.retrieve import FunctionRetriever, HTTPRetriever, IndexRetriever, Reordering, Reranker, Retriever, RetrieverError
 from querywise.service import QueryWise
 from querywise.triage import (
@@ -43,6 +43,7 @@ from querywise.triage import (
     triage,
 )
 from querywise.understand.pipeline import Understander
+from querywise.understand.routing.lookup import RouteLookup
 
 __version__ = "0.1.0"
 
@@ -75,16 +76,19 @@ __all__ = [
     "LeftAsk",
     "Manifest",
     "Match",
+    "NoneOf",
     "PlanQuery",
     "PlanResult",
     "Provider",
     "QueryPlan",
     "QueryWise",
     "Range",
+    "Readings",
     "Reordering",
     "Reranker",
     "Retriever",
     "RetrieverError",
+    "RouteLookup",
     "ScriptedProvider",
     "ServiceError",
     "Settings",

@@ -41,6 +41,8 @@ class PlanResult(BaseModel):
     per_query: list[QueryResult] = Field(default_factory=list)
     relaxed: list[str] = Field(default_factory=list)  # inferred constraints dropped to get results
     empty_because: list[str] = Field(default_factory=list)  # why there are no hits: never empty when `hits` is
+    # Cover and assume: each reading's own hits (the query that names it), by catalog name.
+    by_reading: dict[str, list[Hit]] = Field(default_factory=dict)
 
 
 def _query_where(q: PlanQuery, where: Where, retriever: Retriever) -> Where:
@@ -82,17 +84,26 @@ def _search(
         return checked(retriever, q.text, k=n, where=q_where or None, mode=q_mode)
 
     answers = [ask(q) for q in plan.queries]
-    lists = [a.hits for a in answers]
-    per_query = [QueryResult(query=q, ids=[h.id for h in hits]) for q, hits in zip(plan.queries, lists, strict=True)]
+    per_query = [QueryResult(query=q, ids=[h.id for h in a.hits]) for q, a in zip(plan.queries, answers, strict=True)]
+    # A cover's reading queries are answered per reading (`PlanResult.by_reading`), beside the
+    # fused list, not in it: documents about every reading would otherwise outrank the answer
+    # to each.
+    fused_in = [(q, a.hits) for q, a in zip(plan.queries, answers, strict=True) if not _per_reading_only(plan, q)]
+    lists = [hits for _, hits in fused_in]
     if len(lists) == 1:  # one query: keep its own scores (cosine, BM25 or RRF of its two lists)
         return lists[0][:k], per_query, answers
     first_seen: dict[str, Hit] = {}
     for hits in lists:
         for h in hits:
             first_seen.setdefault(h.id, h)
-    fused = rrf([[h.id for h in hits] for hits in lists], k=rrf_k, weights=[q.weight for q in plan.queries])
+    fused = rrf([[h.id for h in hits] for hits in lists], k=rrf_k, weights=[q.weight for q, _ in fused_in])
     top = [first_seen[cid].model_copy(update={"score": score, "rank": rank}) for rank, (cid, score) in enumerate(fused[:k], start=1)]
     return top, per_query, answers
+
+
+def _per_reading_only(plan: QueryPlan, q: PlanQuery) -> bool:
+    """A query of one reading under a cover: grouped by its reading, not fused."""
+    return q.reading is not None and plan.action.type == "cover"
 
 
 def execute(
@@ -151,7 +162,8 @@ def execute(
                  "prefetched": any(a.prefetched for a in answers)},
     )
     plan = plan.model_copy(update={"trace": [*plan.trace, step]})
-    result = PlanResult(plan=plan, hits=hits, per_query=per_query, relaxed=relaxed, empty_because=empty_because)
+    by_reading = {q.reading: a.hits[:wanted] for q, a in zip(plan.queries, answers, strict=True) if q.reading is not None}
+    result = PlanResult(plan=plan, hits=hits, per_query=per_query, relaxed=relaxed, empty_because=empty_because, by_reading=by_reading)
     return reranked(result, reranker, top_n=rerank_top, k=wanted) if reranker is not None else result.model_copy(update={"hits": hits[:wanted]})
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "PlanQuery",
     "QueryKind",
     "QueryPlan",
+    "Readings",
     "RouteEvidence",
     "TraceStep",
     "plan_json_schema",
@@ -36,7 +37,10 @@ PLAN_VERSION = 1
 # "semantic": the message with its hard constraints moved into filters (a self-query); it is
 # searched instead of the original because those words now act as filters, not as text.
 # "part": one ask of a message that holds several for different routes, searched beside the first.
-QueryKind = Literal["original", "standalone", "semantic", "similar", "spelling", "exact", "multi", "hyde", "step_back", "query2doc", "part"]
+# "reading": the message with an ambiguous mention replaced by one reading's catalog name, searched
+# beside it (restricted to that reading's documents when the catalog links them): what assume and
+# cover search.
+QueryKind = Literal["original", "standalone", "semantic", "similar", "spelling", "exact", "multi", "hyde", "step_back", "query2doc", "part", "reading"]
 
 
 class _Model(BaseModel):
@@ -54,6 +58,18 @@ class PlanQuery(_Model):
     # Conditions only this query's results must meet, AND-ed with the plan's filters and access
     # (an exact lookup: the chunks that hold the identifier). Never widens what the plan may see.
     where: Where | None = None
+    # The catalog entry this query searches for (kind "reading"): execute groups its hits by it.
+    reading: str | None = Field(None, exclude_if=lambda v: v is None)
+
+
+class Readings(_Model):
+    """A mention whose readings' answers may differ, for the generator: say what was assumed
+    (`chosen`), or answer per reading, or ask. Set whenever the ambiguity move saw one."""
+
+    mention: str
+    readings: list[str] = Field(min_length=2)  # catalog names, most probable first
+    chosen: str | None = None  # the reading assumed, or the one the session settles; None: asked or covered
+    why: str = ""
 
 
 class Answer(_Model):
@@ -159,6 +175,9 @@ class QueryPlan(_Model):
     # Why nothing is searched (a route that does not search, a third party's account, a failed
     # LLM on a fail-closed route); None when the plan searches its queries.
     unsearched: str | None = None
+    # Readings that may differ (the ambiguity move): what the generator reads to state its
+    # assumption or answer per reading. None when no mention was ambiguous.
+    readings: Readings | None = Field(None, exclude_if=lambda v: v is None)
 
     def to_json_line(self) -> str:
         """The plan as one line of JSON (no newline inside)."""

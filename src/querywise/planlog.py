@@ -24,7 +24,7 @@ from querywise.conditions import AnyOf, Condition, Match, Scalar, Where
 from querywise.conversation import Turn, as_turns
 from querywise.plan import QueryPlan
 
-__all__ = ["PlanLog", "read_plans"]
+__all__ = ["PlanLog", "read_conversations", "read_plans"]
 
 SessionValues = Literal["redact", "hash", "keep"]
 REDACTED = "[redacted]"
@@ -114,3 +114,13 @@ def read_plans(path: Path) -> Iterator[tuple[str, QueryPlan]]:
             if line.strip():
                 rec = json.loads(line)
                 yield rec["message"], QueryPlan.model_validate(rec["plan"])
+
+
+def read_conversations(path: Path) -> Iterator[tuple[list[str], QueryPlan]]:
+    """(the user turns before the message, oldest first; plan) for every line of a plan log."""
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                rec = json.loads(line)
+                turns = [t.get("text", "") for t in rec.get("history", []) if isinstance(t, dict) and t.get("role", "user") == "user"]
+                yield turns, QueryPlan.model_validate(rec["plan"])

@@ -47,6 +47,7 @@ from querywise.understand.access import access_from_session
 from querywise.understand.limits import within_limits
 from querywise.understand.llm_rerank import LLMReranker
 from querywise.understand.pipeline import Understander
+from querywise.understand.routing.lookup import RouteLookup
 
 __all__ = ["QueryWise"]
 
@@ -69,7 +70,8 @@ class QueryWise:
     `provider` overrides the `[llm]` provider of the settings (tests, demos, benchmarks); the
     caller then owns it. `embedder` defaults to the index's. `retriever` and `reranker` override
     `[retriever]` and `[rerank]` (anything with the protocol's method: another team's search API,
-    a hosted reranker).
+    a hosted reranker). `lookups` are what routes answer from (`[routing.routes] lookup`): a route
+    whose lookup finds nothing, or is not wired, falls back to search (`understand.routing.lookup`).
 
     Raises `DeploymentError` when the settings cannot work with the index (see `check`).
     """
@@ -83,14 +85,17 @@ class QueryWise:
         embedder: Embedder | None = None,
         retriever: Retriever | None = None,
         reranker: Reranker | None = None,
+        lookups: Mapping[str, RouteLookup] | None = None,
     ) -> None:
         self.settings = settings
+        self.lookups = dict(lookups or {})  # what routes answer from ([routing.routes] lookup); see understand.routing.lookup
         self.index = index
         if index is not None:  # stop before any model loads when no search could work
             DeploymentCheck(problems=tuple(check_index_fields(settings, index.field_presence()))).raise_errors()
         if embedder is None and index is not None:
             embedder = index.embedder
-        self.understander = Understander(settings, embedder=embedder, lexicon=index.lexicon if index is not None else None, provider=provider)
+        self.understander = Understander(settings, embedder=embedder, lexicon=index.lexicon if index is not None else None, provider=provider,
+                                         lookups=self.lookups)
         self._provider = provider
         self._owned = ExitStack()  # what this deployment opened, closed in reverse order by `close`
         if provider is None:
@@ -154,7 +159,7 @@ class QueryWise:
         tier = self.understander.tier
         provider = tier.provider if tier is not None else self._provider
         arm = QueryWise(settings, self.index, provider=provider, embedder=self.understander.embedder, retriever=self.retriever,
-                        reranker=self.reranker)
+                        reranker=self.reranker, lookups=self.lookups)
         arm.searches_own_index = self.searches_own_index
         return arm
 
@@ -223,12 +228,17 @@ class QueryWise:
     def _check(self, index: Index | None) -> DeploymentCheck:
         """The settings, the catalog and the routes' examples against what the index's chunks carry."""
         classifier = self.understander.router.classifier
-        return check_deployment(
+        check = check_deployment(
             self.settings,
             catalog=self.understander.catalog,
             routes_with_examples=classifier.labels if classifier is not None else (),
             fields=index.field_presence() if index is not None else None,
         )
+        unwired = [Problem(severity="warning", subject=f"routing.routes.{r.name}", message=(
+            f"route {r.name!r} names lookup {r.lookup!r}, which this deployment does not wire (QueryWise(..., lookups={{{r.lookup!r}: ...}})): "
+            + ("every message it gets falls back to search" if r.falls_back_to_search else "it searches nothing")))
+            for r in self.settings.routing.routes if r.lookup is not None and r.lookup not in self.lookups]
+        return check.model_copy(update={"problems": (*check.problems, *unwired)}) if unwired else check
 
     def _execute(self, plan: QueryPlan, retriever: Retriever, *, k: int, mode: Mode, depth: int, prefetched: Prefetched | None = None) -> PlanResult:
         """`execute` with this deployment's fusion constant and reranker."""

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from querywise.catalog import Catalog, Entity
 from querywise.checks.filters import ACCESS_REASON, validate_filters
-from querywise.conditions import Match, Range, Where
+from querywise.conditions import Match, NoneOf, Range, Where
 from querywise.config import AccessSettings, FilterField, FilterSettings
+from querywise.plan import Assume
 from querywise.understand.access import access_from_session
 from querywise.understand.ambiguity import decide, link_mentions
 from querywise.understand.filters import extract_filters
@@ -106,3 +109,35 @@ def test_self_query_semantics(reference: dict[str, Any], catalog: Catalog, schem
             ex = extract_filters(f"headphones {phrase} 200 dollars", schema, catalog=catalog, today=TODAY)
             expected = Range(field="price_usd", **{op: 200})
         assert expected in ex.where.conditions, (phrase, ex.where)
+
+
+def test_issue_36_incidents_on_the_reference_catalog(catalog: Catalog, schema: FilterSettings) -> None:
+    """Negation, a bare number on a cents field, a number about a field that is no price, and
+    "like the Kestrel ones but cheaper" on the reference catalog built as a deployment."""
+    ex = extract_filters("headphones that aren't from Kestrel", schema, catalog=catalog, today=TODAY, access=ACCESS)
+    assert ex.where == Where(conditions=(Match(field="category", value="headphones"), NoneOf(field="brand", values=("Kestrel",))))
+    cents = FilterSettings(fields={**schema.fields, "price_usd": FilterField(type="number", min=0, unit="usd_cents", aliases=["price"])})
+    ex = extract_filters("earbuds under 150", cents, catalog=catalog, today=TODAY, access=ACCESS)
+    assert Range(field="price_usd", lt=15000) in ex.where.conditions  # $150, not 150 cents
+    ex = extract_filters("like the Kestrel ones but cheaper", schema, catalog=catalog, today=TODAY, access=ACCESS)
+    assert Range(field="price_usd", lt=199) in ex.where.conditions  # below the cheapest Kestrel (the K5)
+    assert ex.similar is not None and ex.similar.relation == "cheaper"
+
+
+def test_assuming_the_pro_retrieves_the_pro(reference: dict[str, Any], reference_index: Any, embedder: Any, tmp_path: Path) -> None:
+    """"Assuming you mean the Aero X2 Pro" searches the Pro: the top hit is its 24-month warranty,
+    not the base model's 12 months; covering returns each reading's own hits."""
+    from querywise.config import Settings
+    from querywise.execute import execute
+    from querywise.understand.pipeline import Understander
+
+    (tmp_path / "catalog.jsonl").write_text("\n".join(json.dumps({**r, "id": str(r["id"])}) for r in reference["catalog"]), encoding="utf-8")
+    settings = Settings.model_validate({"deployment": {"catalog": str(tmp_path / "catalog.jsonl")}, "understanding": {"moves": ["ambiguity"]}})
+    u = Understander(settings, embedder=embedder, lexicon=reference_index.lexicon)
+    plan = u.plan("what is the warranty on the X2?", history=["I bought the Aero X2 Pro last week"])
+    assert plan.action == Assume(text="Assuming you mean the Aero X2 Pro.")
+    result = execute(plan, reference_index, k=3)
+    assert result.hits[0].id == "aero-pro-warranty"
+    covered = execute(u.plan("what is the warranty on the X2?"), reference_index, k=3)
+    assert covered.plan.action.type == "cover"
+    assert covered.by_reading["Aero X2"][0].id == "aero-warranty" and covered.by_reading["Aero X2 Pro"][0].id == "aero-pro-warranty"

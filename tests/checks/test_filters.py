@@ -10,7 +10,7 @@ import pytest
 import querywise.demo
 from querywise.catalog import Catalog
 from querywise.checks.filters import ACCESS_REASON, validate_filters
-from querywise.conditions import AnyOf, Match, Range, Where
+from querywise.conditions import AnyOf, Match, NoneOf, Range, Where
 from querywise.config import (
     AccessSettings,
     FilterField,
@@ -108,3 +108,11 @@ def test_access_settings_make_their_own_fields_session_only(catalog: Catalog) ->
     access = AccessSettings(fields={"tenant": "tenant_id"})
     where, dropped = validate_filters({"tenant_id": "acme"}, schema, catalog=catalog, access=access)
     assert where == Where() and dropped[0].reason == ACCESS_REASON and dropped[0].access
+
+
+def test_the_validator_takes_an_exclusion_and_checks_its_values(demo: Settings, catalog: Catalog) -> None:
+    where, dropped = validate_filters({"brand": {"not": ["halden", "Nope"]}, "category_not": "speakers"}, demo.filters, catalog=catalog)
+    assert where == Where(conditions=(NoneOf(field="brand", values=("Halden",)), NoneOf(field="category", values=("speaker",))))
+    assert [d.value for d in dropped] == ["Nope"]
+    where, dropped = validate_filters({"price_usd": {"not": {"lt": 3}}}, demo.filters, catalog=catalog)
+    assert not where and "not a range" in dropped[0].reason

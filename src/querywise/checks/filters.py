@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 from querywise.catalog import Catalog
-from querywise.conditions import AnyOf, Condition, Match, Range, Where
+from querywise.conditions import AnyOf, Condition, Match, NoneOf, Range, Where
 from querywise.config import AccessSettings, FilterField, FilterSettings
 
 __all__ = [
@@ -61,7 +61,7 @@ _FLAT_OPS = {
     "max": "lte", "at_most": "lte", "up_to": "lte", "lte": "lte", "until": "lte",
     "above": "gt", "over": "gt", "gt": "gt", "more_than": "gt", "after": "gt",
     "min": "gte", "at_least": "gte", "from": "gte", "since": "gte", "gte": "gte",
-    "between": "between",
+    "between": "between", "not": "not", "except": "not", "excluding": "not",
 }
 _FLAT_KEY = re.compile(r"^(?P<stem>.+?)_(?P<op>" + "|".join(sorted(_FLAT_OPS, key=len, reverse=True)) + r")$")
 
@@ -76,8 +76,9 @@ def validate_filters(
     """Check every proposed constraint; return the valid ones as a `Where` and the rest as `Dropped`.
 
     Accepted shapes: `{field: value}` (equality), `{field: [v1, v2]}` (any of), `{field: {"lt": 200,
-    "gte": 10}}` (range), and flat keys `<field or alias>_<op>` such as `price_below` or
-    `released_after` when the stem names exactly one field. Unknown fields, wrong types, enum values
+    "gte": 10}}` (range), `{field: {"not": [v1, v2]}}` (none of: an exclusion, a must_not), and
+    flat keys `<field or alias>_<op>` such as `price_below`, `released_after` or `brand_not` when
+    the stem names exactly one field. Unknown fields, wrong types, enum values
     the catalog does not have, values outside min/max and access fields are dropped with a reason.
 
     >>> schema = FilterSettings(fields={"price_usd": FilterField(type="number", min=0, aliases=["price"])})
@@ -131,6 +132,8 @@ def _resolve_key(
     if len(fields) != 1:
         why = "names no field" if not fields else f"names several fields ({', '.join(fields)})"
         return Dropped(key, value, f"cannot map flat key: {stem!r} {why}")
+    if op == "not":
+        return fields[0], {"not": value}
     if op == "between":
         if not (isinstance(value, list | tuple) and len(value) == 2):
             return Dropped(key, value, "wrong type: _between needs [low, high]")
@@ -153,9 +156,12 @@ def _fields_named(word: str, schema: FilterSettings) -> list[str]:
 def check_value(
     name: str, spec: FilterField, value: Any, catalog: Catalog | None
 ) -> tuple[Condition | None, list[tuple[Any, str]]]:
-    """The condition for `value` on one field, and any (value, reason) problems."""
+    """The condition for `value` on one field, and any (value, reason) problems. `{"not": v}`
+    excludes `v` (one value or a list) with the same checks as equality: a `NoneOf`."""
     if value is None:
         return None, [(value, "empty value")]
+    if isinstance(value, Mapping) and set(value) == {"not"}:
+        return _excluded(name, spec, value["not"], catalog)
     if spec.type in ("number", "integer"):
         return _check_number(name, spec, value)
     if isinstance(value, Mapping):
@@ -182,6 +188,18 @@ def check_value(
     if len(kept) == 1:
         return Match(field=name, value=kept[0]), problems
     return AnyOf(field=name, values=tuple(kept)), problems
+
+
+def _excluded(name: str, spec: FilterField, value: Any, catalog: Catalog | None) -> tuple[Condition | None, list[tuple[Any, str]]]:
+    """What equality on `value` would keep, excluded instead: the values are checked as for a match."""
+    if isinstance(value, Mapping):
+        return None, [(value, "wrong type: an exclusion lists values, not a range")]
+    kept, problems = check_value(name, spec, value, catalog)
+    if isinstance(kept, Match):
+        return NoneOf(field=name, values=(kept.value,)), problems
+    if isinstance(kept, AnyOf):
+        return NoneOf(field=name, values=kept.values), problems
+    return None, problems  # nothing valid to exclude (a fractional number has no exact value to exclude)
 
 
 def _check_number(name: str, spec: FilterField, value: Any) -> tuple[Condition | None, list[tuple[Any, str]]]:

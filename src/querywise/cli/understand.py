@@ -64,6 +64,9 @@ def render_plan(plan: QueryPlan) -> None:
         out.print(f"  [yellow]left for a follow-up[/] ({esc(ask.route)}): {esc(ask.text)}", highlight=False)
     if plan.action.type != "answer":
         out.print(f"  [bold]{esc(plan.action.type)}[/] {esc(plan.action.model_dump(exclude={'type'}))}", highlight=False)
+    if plan.readings is not None:  # for the generator: which readings may differ, and the one searched for
+        chosen = f"; searched for: {plan.readings.chosen}" if plan.readings.chosen else ""
+        out.print(f"  [bold]readings that may differ[/] {esc(plan.readings.mention)!r}: {esc(', '.join(plan.readings.readings))}{esc(chosen)}", highlight=False)
     table = Table(title="trace", title_justify="left")
     for col in ("move", "status", "ms", "reason / change"):
         table.add_column(col)
@@ -103,6 +106,8 @@ def plan_cmd(
 
 def render_result(result: PlanResult, k: int) -> None:
     render_plan(result.plan)
+    for reading, hits in result.by_reading.items():  # cover: each reading's own hits
+        out.print(f"  [cyan]{esc(reading)}[/]: {esc(', '.join(h.id for h in hits[:k]))}", highlight=False)
     if result.relaxed:
         out.print(f"[yellow]relaxed inferred filter(s):[/] {esc(', '.join(result.relaxed))}", highlight=False)
     if result.empty_because:  # a plan that runs no search is no failure: said, not flagged

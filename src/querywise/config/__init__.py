@@ -2,7 +2,7 @@
 an embedded default so the demo and a first `querywise index` need no file at all.
 
 One module per concern: `indexing` ([embedding], [chunking], [index]), `understanding`
-([routing], [filters], [access], [understanding], [limits]), `llm`, `retrieval` ([retriever],
+([routing], [filters], [access], [understanding], [limits], [ambiguity]), `llm`, `retrieval` ([retriever],
 [rerank]), `server`, `settings` (`Settings` and [deployment]), `loading` (the files)."""
 
 from querywise.config._section import default_cache_dir
@@ -15,6 +15,7 @@ from querywise.config.settings import DeploymentSettings, Settings
 from querywise.config.understanding import (
     LLM_MOVES,
     AccessSettings,
+    AmbiguitySettings,
     DeterministicMove,
     FilterField,
     FilterSettings,
@@ -34,6 +35,7 @@ __all__ = [
     "EMBEDDING_KINDS",
     "LLM_MOVES",
     "AccessSettings",
+    "AmbiguitySettings",
     "ChunkingSettings",
     "ConfigError",
     "DeploymentSettings",

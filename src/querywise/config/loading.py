@@ -22,7 +22,7 @@ class ConfigError(ValueError):
 
 _PATH_KEYS = {
     ("deployment", "catalog"), ("deployment", "plan_log"), ("rerank", "model"), ("routing", "examples_file"), ("routing", "encoder"), ("llm", "scripted_file"), ("llm", "gguf_path"),
-    ("server", "jwt_public_key"), ("spelling", "query_log"),
+    ("server", "jwt_public_key"), ("spelling", "query_log"), ("ambiguity", "history"),
 }
 
 

@@ -14,6 +14,7 @@ from querywise.config.retrieval import RerankSettings, RetrieverSettings
 from querywise.config.server import ServerSettings
 from querywise.config.understanding import (
     AccessSettings,
+    AmbiguitySettings,
     FilterSettings,
     LimitsSettings,
     RoutingSettings,
@@ -47,6 +48,7 @@ class Settings(_Section):
     filters: FilterSettings = FilterSettings()
     access: AccessSettings = AccessSettings()
     understanding: UnderstandingSettings = UnderstandingSettings()
+    ambiguity: AmbiguitySettings = AmbiguitySettings()
     spelling: SpellingSettings = SpellingSettings()
     llm: LLMSettings = LLMSettings()
     limits: LimitsSettings = LimitsSettings()

@@ -15,6 +15,17 @@ class RouteSpec(_Section):
     description: str = ""  # for people and the LLM router's prompt
     examples: list[str] = Field(default_factory=list)  # messages that belong here: the classifier's training data
     search: bool = False  # does this route run retrieval?
+    # A lookup the deployment wires for this route (`QueryWise(..., lookups={name: fn})`, e.g. the
+    # account's orders). A route that does not search answers from it; when it finds nothing or is
+    # not wired, the route falls back (`fallback`) and the plan's trace says so.
+    lookup: str | None = None
+    # Where a route that does not search goes when its lookup finds nothing or is not wired:
+    # "search" (None: the default of a lookup route) or "none" (None: the default of any other).
+    fallback: Literal["search", "none"] | None = None
+
+    @property
+    def falls_back_to_search(self) -> bool:
+        return (self.fallback or ("search" if self.lookup else "none")) == "search"
 
 
 class IdentifierRule(_Section):
@@ -122,6 +133,10 @@ class AccessSettings(_Section):
     # The session key that holds the user's own account id: a message naming another account id
     # is about someone else's account (understand.third_party), and fails closed.
     account: str | None = None
+    # A session key (not an access field: it constrains no search) whose value lists the catalog
+    # entries the account holds, by name or id, comma-separated: a reading it settles is not asked
+    # about ("which term deposit?" when the account holds one). Read by the ambiguity move only.
+    holdings: str | None = None
     # What the plan asks when a message is about another person's account or data.
     third_party_question: str = (
         "I can only help with the account you are signed in to. If you manage this account for someone, "
@@ -135,6 +150,8 @@ class AccessSettings(_Section):
             raise ValueError(f"optional names no access field: {', '.join(unknown)} (fields: {', '.join(self.fields) or 'none'})")
         if self.account is not None and self.account not in self.fields:
             raise ValueError(f"account names no access field: {self.account!r} (fields: {', '.join(self.fields) or 'none'})")
+        if self.holdings is not None and self.holdings in self.fields:
+            raise ValueError(f"holdings is an access field: {self.holdings!r} would constrain every search; name a session key of its own")
         return self
 
 
@@ -207,3 +224,19 @@ class LimitsSettings(_Section):
     max_history_turns: int = Field(20, ge=0)  # the most recent ones are kept
     max_rewrite_chars: int = Field(10_000, ge=1)  # a longer standalone rewrite is rejected unread
     max_record_chars: int = Field(1_000_000, ge=1)  # a corpus file record (JSONL, CSV); folders are chunked
+
+
+class AmbiguitySettings(_Section):
+    """`[ambiguity]`: what the ask / assume / cover decision weighs, in seconds of the user's time
+    (assumptions to measure, not facts), and where the readings' history comes from."""
+
+    cost_ask: float = Field(8.0, ge=0)  # reading a question and typing one word, plus a round trip
+    cost_cover: float = Field(5.0, ge=0)  # reading a second short answer
+    cost_wrong: float = Field(30.0, ge=0)  # noticing a wrong answer and asking again
+    cost_wrong_high_stakes: float = Field(300.0, ge=0)  # the same on a [routing] high_stakes route
+    max_cover_readings: int = Field(3, ge=2)  # cover answers this many readings side by side at most
+    # The plan log whose confirmed readings give p_top (None: [deployment] plan_log); how many
+    # confirmations of a mention it takes before they replace the name prior.
+    history: Path | None = None
+    min_confirmed: int = Field(5, ge=1)
+

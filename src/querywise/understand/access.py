@@ -30,7 +30,7 @@ def access_from_session(session: Mapping[str, str], settings: AccessSettings) ->
     >>> access_from_session({"market": "eu"}, AccessSettings(fields={"market": "markets"}))
     Where(conditions=(Match(kind='match', field='markets', value='eu'),))
     """
-    unknown = sorted(k for k in session if k not in settings.fields)
+    unknown = sorted(k for k in session if k not in settings.fields and k != settings.holdings)  # holdings: context, never access
     if unknown:
         known = ", ".join(settings.fields) or "none: this deployment has no [access] fields"
         raise AccessError(f"unknown session key(s) {', '.join(map(repr, unknown))}; keys are matched exactly (known: {known})")

@@ -11,6 +11,9 @@ Three steps, each a pure function, and one composition:
 - `build_action(readings, decision)` words the plan's action: one question answerable in a word,
   a stated assumption, or every reading side by side.
 - `disambiguate(...)` runs the three for the plan and fails closed (asks) on high-stakes routes.
+  Two things replace the name prior when they know better: the plan log's history of which reading
+  users confirmed for the same mention (`confirmed_readings`, from `min_confirmed` confirmations
+  on), and the session's holdings (a reading the account holds settles the question: not asked).
 
     >>> decide(0.95, cost_wrong=30, cost_ask=8, cost_cover=5, cover_possible=True).choice
     'assume'
@@ -21,23 +24,26 @@ from __future__ import annotations
 import re
 import threading
 import weakref
-from collections.abc import Collection, Mapping, Sequence
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from querywise.catalog import Catalog, Entity
-from querywise.plan import Action, Answer, Ask, Assume, Cover, TraceStep
+from querywise.plan import Action, Answer, Ask, Assume, Cover, QueryPlan, Readings, TraceStep
 from querywise.text import SpanSet, analysed_history, analysed_part, analyze, normalize
 
 __all__ = [
     "HISTORY_MASS",
     "MAX_COVER_READINGS",
+    "ConfirmedReadings",
     "Costs",
     "Decision",
     "Disambiguation",
     "LinkedMention",
     "Reading",
     "build_action",
+    "confirmed_readings",
     "cover_possible",
     "decide",
     "disambiguate",
@@ -60,6 +66,7 @@ MAX_COVER_READINGS = 3
 _TIE_ORDER: tuple[Choice, ...] = ("cover", "ask", "assume")
 
 _TOKEN = re.compile(r"[a-z0-9]+")
+_NAMED_EARLIER = "named earlier in the conversation"  # a reading's reason: the conversation's evidence
 _JOINER = re.compile(r"[\s-]*")  # what may separate the words of one partial mention
 _LETTER, _DIGIT = re.compile(r"[a-z]"), re.compile(r"\d")
 # Words that tell model variants apart but name nothing alone.
@@ -150,6 +157,22 @@ class Disambiguation:
     target: LinkedMention | None  # the mention the action is about
     reason: str
     failed: bool = False
+    settled: Reading | None = None  # the one reading the session's holdings leave
+
+    @property
+    def chosen(self) -> Reading | None:
+        """The reading searched for alone: the one assumed, or the one the session settles."""
+        if self.settled is not None:
+            return self.settled
+        return self.target.top if self.target is not None and isinstance(self.action, Assume) else None
+
+    def readings_note(self) -> Readings | None:
+        """The plan's "readings that may differ", for the generator."""
+        if self.target is None:
+            return None
+        chosen = self.chosen
+        return Readings(mention=self.target.text, readings=[r.name for r in self.target.readings],
+                        chosen=chosen.name if chosen is not None else None, why=self.reason)
 
     def trace_step(self, *, latency_ms: float = 0.0) -> TraceStep:
         details: dict[str, Any] = {"choice": self.action.type}
@@ -354,7 +377,7 @@ def _weigh(candidates: Sequence[_Candidate], named: Mapping[str, float]) -> tupl
     history_mass = (HISTORY_MASS if others else 1.0) if in_history else 0.0
     total_named = sum(named[c.entity.id] for c in in_history)
     for c in in_history:
-        probabilities[c.entity.id] = (history_mass * named[c.entity.id] / total_named, "named earlier in the conversation")
+        probabilities[c.entity.id] = (history_mass * named[c.entity.id] / total_named, _NAMED_EARLIER)
     total_prior = sum(prior[c.entity.id] for c in others)
     for c in others:
         if len(candidates) == 1:
@@ -380,6 +403,83 @@ def _asked_fields(message: str, catalog: Catalog, field_words: Mapping[str, Sequ
         if any(re.search(p, message, re.I) for p in cues):
             asked.append(key)
     return tuple(asked)
+
+
+def mention_key(text: str) -> str:
+    """A mention's words, folded: "the X2" and "the x2" are one mention ("the x2")."""
+    return " ".join(_TOKEN.findall(normalize(text)))
+
+
+@dataclass(frozen=True)
+class ConfirmedReadings:
+    """How often users confirmed each reading of a mention (catalog name -> count, by the
+    mention's `mention_key`): the plan log's evidence for p_top."""
+
+    counts: Mapping[str, Mapping[str, int]]
+
+    def of(self, mention: str) -> Mapping[str, int]:
+        return self.counts.get(mention_key(mention), {})
+
+
+def _naming(message: str, names: Sequence[str]) -> list[str]:
+    """The readings a reply names: by the words only its name has among the readings ("the Pro"),
+    the one with most such words when several match; else a reading with no words of its own
+    whose whole name the reply says ("the Aero X2")."""
+    said = set(_TOKEN.findall(normalize(message)))
+    words = {n: set(_TOKEN.findall(normalize(n))) for n in names}
+    shared = set.intersection(*words.values()) if words else set()
+    own = {n: ws - shared for n, ws in words.items()}
+    named = [n for n in names if own[n] and own[n] <= said]
+    if named:
+        most = max(len(own[n]) for n in named)
+        return [n for n in named if len(own[n]) == most]
+    return [n for n in names if not own[n] and f" {mention_key(n)} " in f" {mention_key(message)} "]
+
+
+def confirmed_readings(logged: Iterable[tuple[Sequence[str], QueryPlan]]) -> ConfirmedReadings:
+    """Count, in a plan log's (user turns before the message, plan) in order, each reading a user
+    confirmed: the plan after one that offered readings (its `readings`) names exactly one of them,
+    in the same conversation (its last user turn is the earlier message)."""
+    offered: dict[str, Readings] = {}
+    counts: dict[str, Counter[str]] = {}
+    for turns, plan in logged:
+        earlier = offered.get(turns[-1]) if turns else None
+        if earlier is not None:
+            named = _naming(plan.message, earlier.readings)
+            if len(named) == 1:
+                counts.setdefault(mention_key(earlier.mention), Counter())[named[0]] += 1
+        if plan.readings is not None:
+            offered[plan.message] = plan.readings
+    return ConfirmedReadings({k: dict(v) for k, v in counts.items()})
+
+
+def _from_history(mention: LinkedMention, confirmed: ConfirmedReadings, min_confirmed: int) -> LinkedMention:
+    """The mention's readings weighed by how often each was confirmed (add-one smoothed), once
+    the readings have `min_confirmed` confirmations together; else as linked (the name prior).
+    What this conversation said outweighs what other users confirmed: a mention weighed by its
+    history is left as it is."""
+    counts = confirmed.of(mention.text)
+    total = sum(counts.get(r.name, 0) for r in mention.readings)
+    if total < min_confirmed or any(r.reason == _NAMED_EARLIER for r in mention.readings):
+        return mention
+    n = len(mention.readings)
+    readings = [Reading(r.entity, (counts.get(r.name, 0) + 1) / (total + n), f"confirmed {counts.get(r.name, 0)} of {total} times in the plan log")
+                for r in mention.readings]
+    readings.sort(key=lambda r: -r.probability)
+    return LinkedMention(mention.text, mention.start, mention.end, tuple(readings), mention.partial, mention.answers_differ, mention.differing_fields)
+
+
+def _held(mention: LinkedMention, holdings: Collection[str]) -> tuple[Reading, ...]:
+    """The readings the session's account holds (by catalog name or id, case folded)."""
+    held = {h.strip().lower() for h in holdings if h.strip()}
+    return tuple(r for r in mention.readings if r.entity.name.lower() in held or r.entity.id.lower() in held)
+
+
+def _only(mention: LinkedMention, readings: Sequence[Reading]) -> LinkedMention:
+    """The mention with only `readings` (the ones the account holds), their probabilities renormalised."""
+    total = sum(r.probability for r in readings)
+    kept = tuple(Reading(r.entity, r.probability / total if total else 1 / len(readings), f"{r.reason}; the account holds it") for r in readings)
+    return LinkedMention(mention.text, mention.start, mention.end, kept, mention.partial, mention.answers_differ, mention.differing_fields)
 
 
 # --------------------------------------------------------------------------------------------
@@ -458,10 +558,17 @@ def disambiguate(
     costs: Costs = Costs(),
     field_words: Mapping[str, Sequence[str]] | None = None,
     max_cover_readings: int = MAX_COVER_READINGS,
+    confirmed: ConfirmedReadings | None = None,
+    min_confirmed: int = 5,
+    holdings: Collection[str] = (),
 ) -> Disambiguation:
     """Link, decide and word the action for the first ambiguous mention whose readings' answers
     differ. On a high-stakes route (`RoutingSettings.high_stakes`) a wrong answer costs
-    `costs.wrong_high_stakes`, and any error fails closed: the plan asks instead of guessing."""
+    `costs.wrong_high_stakes`, and any error fails closed: the plan asks instead of guessing.
+
+    `confirmed`: the plan log's confirmed readings, which replace the name prior from
+    `min_confirmed` confirmations of the mention on. `holdings`: the catalog entries (names or ids)
+    the session's account holds; one reading held settles the mention (answered, not asked)."""
     try:
         mentions = tuple(link_mentions(message, history, catalog, field_words=field_words))
         target = next((m for m in mentions if m.ambiguous and m.answers_differ), None)
@@ -469,6 +576,14 @@ def disambiguate(
             agree = [m for m in mentions if m.ambiguous]
             reason = "no ambiguous mention" if not agree else f"the readings of {agree[0].text!r} agree on what is asked"
             return Disambiguation(Answer(), mentions, None, None, reason)
+        if confirmed is not None:
+            target = _from_history(target, confirmed, min_confirmed)
+        held = _held(target, holdings)
+        if len(held) == 1:  # the account holds one of them: nothing to ask
+            reason = f"{target.text!r} may mean {', '.join(r.name for r in target.readings)}; the session's account holds the {held[0].name}"
+            return Disambiguation(Answer(), mentions, None, target, reason, settled=held[0])
+        if 1 < len(held) < len(target.readings):  # only the ones it holds are asked about
+            target = _only(target, held)
         can_cover, why_not = cover_possible(target, analysed_part(message), max_readings=max_cover_readings)
         wrong = costs.wrong_high_stakes if route in high_stakes else costs.wrong
         decision = decide(target.p_top, cost_wrong=wrong, cost_ask=costs.ask, cost_cover=costs.cover,

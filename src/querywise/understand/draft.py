@@ -21,9 +21,10 @@ from querywise.conditions import Where
 from querywise.config import Settings
 from querywise.conversation import Turn
 from querywise.embed import Embedder
-from querywise.plan import Action, Answer, LeftAsk, PlanQuery, QueryKind, TraceStep
+from querywise.plan import Action, Answer, LeftAsk, PlanQuery, QueryKind, Readings, TraceStep
 from querywise.text import PartNumbers
 from querywise.understand.llm_plan import PlanOutcome
+from querywise.understand.routing.lookup import RouteLookup
 from querywise.understand.routing.route import RouteDecision, Router
 from querywise.understand.spelling import SpellChecker, Spelling
 from querywise.understand.tier import LLMTier
@@ -61,6 +62,7 @@ class Resources:
     speller: SpellChecker | None = None  # from the index's vocabulary: spelling and exact lookup
     tier: LLMTier | None = None
     part_numbers: PartNumbers = field(default_factory=lambda: PartNumbers(()))  # what the deployment calls one
+    lookups: Mapping[str, RouteLookup] = field(default_factory=dict)  # what routes answer from, by name ([routing.routes] lookup)
 
     @property
     def have(self) -> Have:
@@ -121,6 +123,7 @@ class Draft:
     action: Action = field(default_factory=Answer)
     llm: LLMState = field(default_factory=LLMState)
     unsearched: str | None = None  # why nothing is searched: the moves after stop
+    readings: Readings | None = None  # readings that may differ (the ambiguity move), for the generator
 
     @property
     def kind(self) -> QueryKind:

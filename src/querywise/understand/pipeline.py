@@ -70,6 +70,7 @@ from querywise.understand.moves.route import Route, Searches
 from querywise.understand.moves.several_intents import SeveralIntents
 from querywise.understand.moves.spelling import Spelling
 from querywise.understand.moves.third_party import ThirdParty
+from querywise.understand.routing.lookup import RouteLookup
 from querywise.understand.routing.route import Router, load_examples
 from querywise.understand.slices import message_slices
 from querywise.understand.spelling import SpellChecker, query_log_counts
@@ -112,9 +113,11 @@ class Understander:
     """
 
     def __init__(
-        self, settings: Settings, *, embedder: Embedder | None = None, lexicon: Lexicon | None = None, provider: Provider | None = None
+        self, settings: Settings, *, embedder: Embedder | None = None, lexicon: Lexicon | None = None, provider: Provider | None = None,
+        lookups: Mapping[str, RouteLookup] | None = None,
     ) -> None:
-        """`provider` overrides the `[llm]` provider of the settings (tests, demos, benchmarks)."""
+        """`provider` overrides the `[llm]` provider of the settings (tests, demos, benchmarks);
+        `lookups`: what routes answer from, by the name `[routing.routes] lookup` gives."""
         self.settings = settings
         self.embedder = embedder if embedder is not None else embedder_for(settings)
         router_embedder = self.embedder
@@ -137,7 +140,7 @@ class Understander:
             provider = provider_from(settings.llm)
         self.tier = LLMTier(settings, provider) if provider is not None else None
         self.resources = Resources(settings, self.embedder, self.router, catalog=self.catalog, speller=self.speller, tier=self.tier,
-                                   part_numbers=self.part_numbers)
+                                   part_numbers=self.part_numbers, lookups=dict(lookups or {}))
         self.moves: tuple[Move, ...] = tuple(m(self.resources) for m in MOVES)  # type: ignore[call-arg]  # every move takes its resources
         have = self.resources.have
         self._unable = {m.name: m.requires(have) for m in self.moves}
@@ -207,7 +210,7 @@ class Understander:
         filters, inferred = (with_missing_policy(w, self.settings.filters, self.catalog) for w in (draft.filters, draft.inferred))
         return QueryPlan(
             message=draft.message, route=draft.route, queries=draft.queries, filters=filters, inferred_filters=inferred,
-            access=draft.access, action=draft.action, trace=trace, left=left,
+            access=draft.access, action=draft.action, trace=trace, left=left, readings=draft.readings,
         )
 
     def close(self) -> None:

@@ -13,7 +13,9 @@ market to us") has them dropped with the reason `ACCESS_REASON`, never turned in
 Dates are computed from the injected `today`, never from the clock. Amounts in another currency are
 converted to the field's `unit` with a fixed rate table (`DEFAULT_RATES`, or `rates=`).
 
-One reader per module: `money`, `dates`, `enums`, `comparison`, `session_words`; `infer` adds what
+One reader per module: `money`, `measures`, `dates`, `enums`, `negation` (exclusions: "not from
+Kestrel" is a none-of, never the value), `comparison`, `session_words`; `fields` says which field a
+number fills (a bare number only the one it fits, never the price by default); `infer` adds what
 named products imply, `semantic` leaves the text for search, `extract` composes them over a `Scan`.
 
     >>> ex = extract_filters("speakers under $150", schema, catalog=catalog, today=date(2025, 6, 1))  # doctest: +SKIP

@@ -4,6 +4,7 @@ priced from the catalog, never a filter on the product or brand named."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from querywise.catalog import Catalog, Entity, Mention
@@ -15,11 +16,17 @@ from querywise.understand.filters.scan import Constraint, Scan, add_constraint
 __all__ = ["SimilarityCue", "read_comparison"]
 
 
+# relation -> (what it compares, operator): money and year by their fields, the rest by the unit
+# dimension of the one field that measures it (pint's "[mass]", "[length]", "[time]").
 _RELATIVE = {
     "cheaper": ("money", "lt"), "less expensive": ("money", "lt"), "more affordable": ("money", "lt"),
     "pricier": ("money", "gt"), "more expensive": ("money", "gt"),
     "newer": ("year", "gt"), "more recent": ("year", "gt"), "older": ("year", "lt"),
+    "lighter": ("[mass]", "lt"), "heavier": ("[mass]", "gt"),
+    "smaller": ("[length]", "lt"), "bigger": ("[length]", "gt"), "larger": ("[length]", "gt"),
+    "longer lasting": ("[time]", "gt"), "longer battery": ("[time]", "gt"),
 }
+_WHAT = {"money": "price", "year": "year"}
 _REL = "|".join(w.replace(" ", r"\s+") for w in sorted(_RELATIVE, key=len, reverse=True))
 _LIKE_VERB = re.compile(r"(?:\b(?:i|we|you|they|would|do|don't|really|also|should)|'d)\s*$", re.IGNORECASE)
 
@@ -55,9 +62,12 @@ def read_comparison(
     mentions: list[Mention],
     money_field: str | None,
     year_field: str | None,
+    measured: Mapping[str, str] | None = None,
 ) -> tuple[SimilarityCue, tuple[Entity, ...]] | None:
-    """"like the Kestrel ones but cheaper": a similarity cue and a relative constraint, never a
-    filter on the brand or product named. Returns the cue and the entities it refers to."""
+    """"like the Kestrel ones but cheaper", "lighter than the Aero X2": a similarity cue and a
+    relative constraint from the catalog value of what was named, never a filter on the brand or
+    product named. `measured`: the field measuring each unit dimension ("[mass]" -> weight_g),
+    for "lighter" and the like. Returns the cue and the entities it refers to."""
     if catalog is None:
         return None
     refs: dict[int, tuple[int, int, tuple[Entity, ...], bool]] = {}  # start -> the longest reference there (the first, on a tie)
@@ -91,8 +101,8 @@ def read_comparison(
         names = tuple(e.name for e in entities)
         constraint, note = None, ""
         if relation is not None:
-            constraint, note = _relative(scan, schema, catalog, " ".join(relation.lower().split()), entities, span,
-                                         money_field, year_field, group=group)
+            fields = {"money": money_field, "year": year_field, **(measured or {})}
+            constraint, note = _relative(scan, schema, catalog, " ".join(relation.lower().split()), entities, span, fields, group=group)
         cue = SimilarityCue(scan.message[span[0] : span[1]], span, reference, names,
                             " ".join(relation.lower().split()) if relation else None, constraint, note)
         return cue, entities
@@ -117,18 +127,23 @@ def _references(
     return refs
 
 
-def _of_the_kind_asked(message: str, schema: FilterSettings, catalog: Catalog, members: tuple[Entity, ...]) -> tuple[Entity, ...]:
+def _of_the_kind_asked(message: str, schema: FilterSettings, catalog: Catalog, members: tuple[Entity, ...], reference: str) -> tuple[Entity, ...] | None:
     """The members of a group of the kind the message names ("headphones like the Halden ones"):
-    a brand's cables are no price to beat. All of them when the message names no kind."""
+    a brand's cables are no price to beat. All of them when they are all of one kind ("the
+    Kestrel ones": Kestrel makes headphones only); None when the message names no kind and the
+    members are of several (which of them?)."""
+    one_kind = False
     for name, spec in schema.fields.items():
         if spec.type != "enum":
             continue
         key = spec.catalog_field or name
         named = {v for v in allowed_values(name, spec, catalog) if re.search(rf"(?<![\w-]){form_alternation(v)}(?![\w-])", message, re.IGNORECASE)}
-        kept = tuple(e for e in members if e.fields.get(key) in named)
-        if kept and len(kept) < len(members):
+        kept = tuple(e for e in members if e.fields.get(key) in named and str(e.fields.get(key)).lower() not in reference.lower())
+        if kept:
             return kept
-    return members
+        shared = {e.fields.get(key) for e in members}
+        one_kind = one_kind or (len(shared) == 1 and not any(str(v).lower() in reference.lower() for v in shared))
+    return members if one_kind else None
 
 
 def _relative(
@@ -138,8 +153,7 @@ def _relative(
     relation: str,
     entities: tuple[Entity, ...],
     span: Span,
-    money_field: str | None,
-    year_field: str | None,
+    fields: Mapping[str, str | None],
     *,
     group: bool,
 ) -> tuple[Constraint | None, str]:
@@ -148,12 +162,13 @@ def _relative(
     One name that several entries share ("the Knoll"), or a group with no kind named ("something
     like the Halden ones"), is ambiguous: no value is invented for it."""
     kind, op = _RELATIVE[relation]
-    field = money_field if kind == "money" else year_field
+    field = fields.get(kind)
     if field is None:
-        return None, f"no {'price' if kind == 'money' else 'year'} field in the schema"
-    if group:  # compared with each member of the kind asked; with no kind named, which members? none
-        kind_asked = _of_the_kind_asked(scan.message, schema, catalog, entities)
-        group, entities = len(kind_asked) < len(entities), kind_asked
+        return None, f"no {_WHAT.get(kind, kind)} field in the schema"
+    if group:  # compared with each member of the kind asked; of several kinds with none named: which members? none
+        reference = scan.message[span[0] : span[1]]
+        kind_asked = _of_the_kind_asked(scan.message, schema, catalog, entities, reference)
+        group, entities = kind_asked is not None, kind_asked or entities
     values = [v for e in entities if isinstance(v := e.fields.get(field), int | float) and not isinstance(v, bool)]
     if not values:
         return None, f"{relation} than what? no catalog {field} for {', '.join(e.name for e in entities)}"

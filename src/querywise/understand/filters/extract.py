@@ -14,10 +14,11 @@ from querywise.text import analysed_part
 from querywise.understand.filters.comparison import SimilarityCue, read_comparison
 from querywise.understand.filters.dates import read_years
 from querywise.understand.filters.enums import is_product_search, read_enums
-from querywise.understand.filters.fields import find_money_field, find_year_field
+from querywise.understand.filters.fields import find_money_field, find_year_field, measured_fields
 from querywise.understand.filters.infer import infer_from_entities, infer_from_mentions
 from querywise.understand.filters.measures import read_measures
 from querywise.understand.filters.money import DEFAULT_RATES, read_money
+from querywise.understand.filters.negation import drop_implied_exclusions, read_exclusions
 from querywise.understand.filters.scan import Constraint, Scan, inside
 from querywise.understand.filters.semantic import text_left_for_search
 from querywise.understand.filters.session_words import drop_session_words
@@ -84,18 +85,21 @@ def extract_filters(
     drop_session_words(scan, session_only, catalog)
     money_field, year_field = find_money_field(schema, rates), find_year_field(schema)
     mentions = catalog.mentions(scan.message) if catalog is not None else []
-    compared = read_comparison(scan, schema, catalog, mentions, money_field, year_field)
+    compared = read_comparison(scan, schema, catalog, mentions, money_field, year_field, measured_fields(schema, rates))
     cue = compared[0] if compared else None
     read_years(scan, schema, catalog, year_field, today)
     read_measures(scan, schema, catalog, rates)  # first: 'under 6"' is no price
-    read_money(scan, schema, catalog, money_field, rates)
+    read_money(scan, schema, catalog, money_field, rates, year_field)
     searching = bool(scan.found) or cue is not None or is_product_search(scan.message)
+    if searching:  # before the enums: "not from Kestrel" is no wish for Kestrel ("can I use it without a watch?" excludes nothing)
+        read_exclusions(scan, schema, catalog, session_only)
     before = len(scan.found)
     taken_by_names = [(m.start, m.end) for m in mentions]
     read_enums(scan, schema, catalog, session_only, skip=taken_by_names + ([cue.span] if cue else []))
     mentioned: tuple[Constraint, ...] = ()
     if not searching:  # "Can I return earbuds after opening them?" asks about earbuds; it is no search
         mentioned, scan.found[before:] = tuple(scan.found[before:]), []
+    drop_implied_exclusions(scan)
     if catalog is not None and compared is not None:
         infer_from_entities(scan, schema, catalog, compared[1], compared[0].reference, comparison=True)
     if catalog is not None and any(c.provenance == "stated" for c in scan.found):

@@ -11,7 +11,7 @@ from typing import Any
 from querywise.catalog import Catalog
 from querywise.checks.filters import Dropped, format_number
 from querywise.config import FilterSettings
-from querywise.understand.filters.fields import alias_alternation
+from querywise.understand.filters.fields import alias_alternation, bare_number_field
 from querywise.understand.filters.scan import Basis, Provenance, Scan, add_constraint, comparison_ops
 from querywise.understand.filters.units import convert, currency_of
 
@@ -55,9 +55,13 @@ AFTER_BARE = {"and", "or", "but", "with", "that", "which", "for", "in", "on", "p
 
 
 def read_money(
-    scan: Scan, schema: FilterSettings, catalog: Catalog | None, field: str | None, rates: Mapping[str, float]
+    scan: Scan, schema: FilterSettings, catalog: Catalog | None, field: str | None, rates: Mapping[str, float], year_field: str | None = None
 ) -> None:
-    """Price phrases as constraints on `field`, amounts converted to its unit with `rates`."""
+    """Price phrases as constraints on `field`, amounts converted to its unit with `rates`. A number
+    with no currency and no money word ("under 150") is a price only when the price is the one
+    field it fits (`bare_number_field`); it is read in the field's currency, never in its minor unit
+    (150 is $150, not 150 cents); on another field it is read in that field's unit; when no field
+    can be told it stays in the query, and `dropped` says why."""
     lead = _MONEY_LEAD.format(aliases=alias_alternation(schema, field))
     ops = "|".join(f"(?P<{op}>{alts})" for op, alts in _MONEY_OPS)
     readers = [
@@ -70,6 +74,11 @@ def read_money(
         (rf"(?P<lead>){_amount('a')}\s+(?P<budget>budget)", "budget"),
         (rf"(?P<lead>)(?P<word>for|around|about|roughly|approximately|approx\.?|~)\s*{_amount('a')}", "bare"),
     ]
+
+    def in_unit(name: str, x: float) -> float:  # a price said bare is in the field's currency (its cents: x 100)
+        unit = schema.fields[name].unit
+        return (_bare_in(x, unit, rates)[0] or x) if name == field and unit else x
+
     for pattern, kind in readers:
         for m in re.finditer(rf"(?<![\w-]){pattern}", scan.message, re.IGNORECASE):
             if not scan.free(m.start(), m.end()):
@@ -81,15 +90,30 @@ def read_money(
             if currency is None and kind != "budget" and not _bare_ok(scan.message, m.end()):
                 continue  # a number with no currency and a noun after it ("over 30 hours") is not a price
             amounts = [_parse(g["anum"])] + ([_parse(g["bnum"])] if g.get("bnum") else [])
-            converted = [_convert(a, currency, field and schema.fields[field].unit, rates) for a in amounts]
             span = (m.start(), m.end())
+            target, why_field = field, ""
+            if currency is None and kind != "budget" and not _money_lead(g.get("lead") or "", schema, field):
+                target, why_field = bare_number_field(scan.message, _money_spec(kind, g, amounts)[0], schema, catalog, field, year_field,
+                                                      in_unit=in_unit)
+                if target is None:
+                    scan.dropped.append(Dropped("number", scan.message[span[0] : span[1]], why_field, span))
+                    continue
+                if target != field:  # another numeric field: the number is in its unit
+                    scan.claim(*span)
+                    spec, _, _, why = _money_spec(kind, g, amounts)
+                    unit = schema.fields[target].unit
+                    add_constraint(scan, schema, catalog, target, spec, spans=(span,), provenance="stated", basis="said",
+                                   reason=f"{why} ({why_field}; no unit given: read as {unit or 'the stored value'})", what="number")
+                    continue
+            unit = field and schema.fields[field].unit
+            converted = [_convert(a, currency, unit, rates) if currency is not None or not unit else _bare_in(a, unit, rates) for a in amounts]
             scan.claim(*span)
             failed = next((why for value, why in converted if value is None), None)
             if failed is not None:
                 scan.dropped.append(Dropped(field or "price", scan.message[span[0] : span[1]], failed, span))
                 continue
             values = [v for v, _ in converted if v is not None]  # all of them: none failed
-            notes = "; ".join(why for _, why in converted if why)
+            notes = "; ".join([why_field] * bool(why_field) + [why for _, why in converted if why])
             spec, provenance, basis, why = _money_spec(kind, g, values)
             add_constraint(scan, schema, catalog, field, spec, spans=(span,), provenance=provenance, basis=basis,
                            reason=why + (f" ({notes})" if notes else ""), what="price")
@@ -134,6 +158,23 @@ def _convert(amount: float, currency: str | None, unit: str | None, rates: Mappi
         return None, f"cannot convert {currency} to {unit}: no rate in the table"
     value, note = convert(amount, currency, unit, rates)  # pint: rates and minor units ("usd_cents")
     return (round(value, 2) if value is not None else None), note
+
+
+def _bare_in(amount: float, unit: str, rates: Mapping[str, float]) -> tuple[float | None, str]:
+    """A price said without a currency, in the field's unit: read in the field's own currency (a
+    field in cents takes "150" as 150 dollars: nobody says a price in cents)."""
+    major = currency_of(unit, rates)
+    if major is None:
+        return amount, f"no currency given: read as {unit}"
+    value, note = _convert(amount, major, unit, rates)
+    return value, f"no currency given: read as {major}" + (f"; {note}" if note else "")
+
+
+def _money_lead(lead: str, schema: FilterSettings, field: str | None) -> bool:
+    """The words before the amount say it is a price ("costs", "priced at", "price", an alias)."""
+    words = {"cost", "costs", "costing", "priced", "price", "prices", "sells", "sell"}
+    words |= {a.lower() for a in (schema.fields[field].aliases if field else [])}
+    return any(w.lower() in words for w in re.findall(r"[\w']+", lead))
 
 
 def _bare_ok(message: str, end: int) -> bool:

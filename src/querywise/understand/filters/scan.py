@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from querywise.catalog import Catalog
 from querywise.checks.filters import Dropped, Span, check_value, format_number
-from querywise.conditions import AnyOf, Condition, Match
+from querywise.conditions import AnyOf, Condition, Match, NoneOf, describe
 from querywise.config import FilterSettings
 from querywise.text import SpanSet
 
@@ -39,8 +39,10 @@ class Constraint:
     period: tuple[date | None, date | None] | None = None  # calendar interval of a date phrase
 
     def describe(self) -> str:
-        """`price_usd < 200`, `category = headphones`, `released in (2024, 2025)`."""
+        """`price_usd < 200`, `category = headphones`, `released in (2024, 2025)`, `brand not in (Kestrel)`."""
         c = self.condition
+        if isinstance(c, NoneOf):  # an exclusion: "brand not in (Kestrel)"
+            return describe(c)
         if isinstance(c, Match):
             return f"{c.field} = {c.value}"
         if isinstance(c, AnyOf):

@@ -10,6 +10,7 @@ from dataclasses import replace
 from querywise.plan import TraceStep
 from querywise.understand.draft import Draft, Spelled
 from querywise.understand.moves.base import BaseMove
+from querywise.understand.routing.lookup import run_lookup
 
 __all__ = ["Route", "Searches"]
 
@@ -34,7 +35,9 @@ class Route(BaseMove):
 
 
 class Searches(BaseMove):
-    """Routes that do not search stop the plan here, after the LLM tier had its chance to re-route."""
+    """Routes that do not search stop the plan here, after the LLM tier had its chance to re-route;
+    a route with a lookup answers from it, and falls back to search when it finds nothing or is not
+    wired (`understand.routing.lookup`), with a `lookup` step saying so."""
 
     name = "retrieve"
 
@@ -43,5 +46,14 @@ class Searches(BaseMove):
             return replace(draft, unsearched="the LLM failed on a fail-closed route: ask, search nothing"), []
         routes = self.r.search_routes
         if routes and draft.route not in routes:
-            return replace(draft, unsearched=f"route {draft.route} does not search"), []
+            spec = next((r for r in self.settings.routing.routes if r.name == draft.route), None)
+            if spec is None:
+                return replace(draft, unsearched=f"route {draft.route} does not search"), []
+            outcome = run_lookup(spec, self.r.lookups, draft.text, draft.session)
+            if outcome.stops:
+                steps = [TraceStep(move="lookup", status="ran", reason=outcome.reason, details={"lookup": spec.lookup, "found": list(outcome.found)})] if outcome.found else []
+                return replace(draft, unsearched=outcome.reason), steps
+            # Fail soft: the route's lookup found nothing, so the message is searched like any other.
+            return draft, [TraceStep(move="lookup", status="fallback", reason=outcome.reason, changed=f"route {draft.route} searched",
+                                     details={"lookup": spec.lookup, "fell_back_to": "search", "why": outcome.fell_back})]
         return draft, []
