@@ -11,7 +11,7 @@ from querywise.triage.options import options_problem
 
 def test_defaults_are_the_command_lines() -> None:
     o = TriageOptions()
-    assert (o.k, o.context_k, o.mode, o.sample, o.seed, o.fpc) == (50, 10, "hybrid", None, 0, False)
+    assert (o.k, o.context_k, o.mode, o.sample, o.seed, o.fpc) == (None, None, "hybrid", None, 0, False)  # by the rule
 
 
 @pytest.mark.parametrize(("given", "problem"), [

@@ -134,8 +134,27 @@ def test_cli_json_has_the_documented_keys(
     result = _cli(index_dir, tmp_path, rows, "--json", "--sample", "4", "--seed", "3")  # type: ignore[assignment]
     assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
     data = json.loads(result.stdout)  # type: ignore[attr-defined]
-    assert list(data) == ["sample", "buckets", "shares", "se", "points", "part_shares", "part_points", "failing_whole",
-                          "reachable_share", "reachable_points", "unreachable_points", "ceiling_points", "expected_band", "cases"]
+    assert list(data) == [
+        "sample",
+        "buckets",
+        "shares",
+        "se",
+        "points",
+        "part_shares",
+        "part_points",
+        "failing_whole",
+        "reachable_share",
+        "reachable_points",
+        "unreachable_points",
+        "ceiling_points",
+        "expected_band",
+        "cases",
+        "exact",
+        "intervals",
+        "ranking_cues",
+        "difference",
+        "warnings",
+    ]
     assert data["sample"]["n"] == 4 == sum(data["buckets"].values()) and data["sample"]["seed"] == 3
     assert data["sample"]["population"] == {"eval_total": 8, "acceptable_rate": 0.125, "failures": 7, "source": "eval file"}
     assert all({"id", "bucket", "evidence"} <= set(c) for c in data["cases"])
@@ -240,10 +259,12 @@ def test_cli_terminal_figures_add_up_as_printed(
     result = _cli(index_dir, tmp_path, rows, "--eval-total", "300", "--acceptable", "0.832666", "--context-k", "1")  # 16.7334 fail
     assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
     out = result.stdout  # type: ignore[attr-defined]
-    table = {m.group(1): (int(m.group(2)), int(m.group(3)), int(m.group(4)))
-             for m in re.finditer(r"│ (\w[\w…]*)\s*│\s*(\d+) │\s*(\d+)% │\s*[\d.]+ │\s*(\d+) │", out)}
+    table = {
+        m.group(1): (int(m.group(2)), int(m.group(3)), int(m.group(4)))
+        for m in re.finditer(r"│ (\w[\w…]*)\s*│\s*(\d+) │\s*(\d+)% │\s*\d+–\d+% │\s*(\d+) │", out)
+    }
     total = re.search(r"│ total\s*│\s*(\d+) │\s*(\d+)% │\s*│\s*(\d+) │", out)
-    assert total is not None and len(table) == 12
+    assert total is not None and len(table) == 13
     n, share, points = (int(g) for g in total.groups())
     assert (n, share, points) == (9, 100, 17)  # 16.7334 failing points, as a whole number
     assert sum(c for c, _, _ in table.values()) == n and sum(s for _, s, _ in table.values()) == share
@@ -257,7 +278,7 @@ def test_cli_terminal_figures_add_up_as_printed(
     assert f"= {reach} points" in flat
     assert f"suspect labels: 1 of 9 failures, {table['suspect_label'][1]}%" in flat
     assert f"= {table['suspect_label'][2]} points" in flat and "re-judge those labels" in flat
-    assert flat.count("Rounding:") == 1 and "Failing points: 16.7334 → 17." in flat
+    assert flat.count("Rounding:") == 1 and "Failing points: 16.73 → 17." in flat  # the one rounding rule: two places, half up
     assert "of 16.7334 failing" not in flat
 
 
