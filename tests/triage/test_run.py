@@ -18,7 +18,7 @@ from querywise.config import Settings
 from querywise.corpus import Chunk
 from querywise.failures import FailureRow
 from querywise.index import Index, build_index
-from querywise.triage import Population, TriageOptions, TriageTarget, build_report, probe_cases
+from querywise.triage import Population, TriageCase, TriageOptions, TriageTarget, build_report, probe_cases, triage
 from querywise.triage.buckets import Evidence, classify
 from querywise.triage.detectors import NoiseCheck
 from querywise.triage.locate import Location
@@ -225,7 +225,7 @@ def test_cli_context_k_is_stated_and_validated(
         assert "Traceback" not in result.output  # type: ignore[attr-defined]
 
 
-SUSPECT = {"id": "suspect", "question": "Which form do I sign?", "gold_chunk": "faq3"}  # faq3: the store's opening hours
+SUSPECT = {"id": "suspect", "question": "Which form do I sign?", "gold_chunk": "faq5"}  # faq5: invoices by e-mail (faq3 holds "opens", which the 64-dim hash embedder puts on "form": a synonym to it)
 
 
 def test_gold_sharing_nothing_with_the_question_is_a_suspect_label(index_dir: Path, settings: Settings, broken: BrokenEmbedder) -> None:
@@ -373,3 +373,87 @@ def test_a_retriever_without_its_passages_is_a_clear_error(broken: BrokenEmbedde
     with pytest.raises(ValueError, match="--corpus"):
         probe_cases([FailureRow.model_validate(FAILURES[0])], TriageTarget(retriever=FunctionRetriever(lambda q, k, f: []), embedder=broken),
                      TriageOptions())
+
+
+def test_the_gold_is_every_relevant_document(index_dir: Path, settings: Settings, broken: BrokenEmbedder) -> None:
+    """A primary gold far down the list, another relevant document at rank 1: the case is a
+    generation failure at rank 1, and the case view lists both with their ranks."""
+    row = FailureRow(id="multi", question="Do gift cards expire?", gold_chunk="faq4", gold_ids=["faq4", "faq2", "gone"])
+    with Index.open(index_dir, settings=settings, embedder=broken) as ix:
+        [case] = probe_cases([row], TriageTarget(index=ix), TriageOptions(k=20, context_k=5))
+    ev = case.evidence
+    assert case.bucket == "generation" and ev.rank_original == 1 and ev.location.chunk_id == "faq2"
+    golds = {g.id: g for g in ev.golds}
+    assert set(golds) == {"faq4", "faq2", "gone"} and golds["faq2"].rank_original == 1 and golds["gone"].chunk_ids == []
+    assert "best-ranked relevant document (faq2" in ev.reason
+    assert not any(a.id == "faq2" for a in ev.above_original)  # nothing relevant is listed as "(other document)" above it
+
+
+def test_absent_only_when_no_relevant_document_is_in_the_index(index_dir: Path, settings: Settings, broken: BrokenEmbedder) -> None:
+    gone = FailureRow(id="gone", question="Is my heater recalled?", gold_chunk="nowhere", gold_ids=["nowhere", "nor-here"])
+    kept = FailureRow(id="kept", question="Is my heater recalled?", gold_chunk="nowhere", gold_ids=["nowhere", "faq4"])
+    with Index.open(index_dir, settings=settings, embedder=broken) as ix:
+        cases = {c.id: c for c in probe_cases([gone, kept], TriageTarget(index=ix), TriageOptions(k=20))}
+    assert cases["gone"].bucket == "absent" and "none of the 2 relevant documents" in cases["gone"].evidence.reason
+    assert cases["kept"].bucket != "absent" and cases["kept"].evidence.location.chunk_id == "faq4"
+
+
+def test_a_plan_that_searched_nothing_or_elsewhere_is_routing(index_dir: Path, settings: Settings, broken: BrokenEmbedder) -> None:
+    """Retrieval would have worked (the index ranks the gold first), but the plan never searched:
+    repaired in the router, not in generation."""
+    base = {"question": "Do gift cards expire?", "gold_chunk": "faq2"}
+    rows = [FailureRow(id="nothing", route="account", searched=[], retrieved=[], **base),
+            FailureRow(id="elsewhere", route="exact_lookup", expected_route="kb_search", searched=["gift cards"], **base),
+            FailureRow(id="fine", route="kb_search", expected_route="kb_search", searched=["Do gift cards expire?"], **base)]
+    with Index.open(index_dir, settings=settings, embedder=broken) as ix:
+        cases = {c.id: c for c in probe_cases(rows, TriageTarget(index=ix), TriageOptions(k=20))}
+    assert cases["nothing"].bucket == "routing" and "searched nothing (route account" in cases["nothing"].evidence.reason
+    assert cases["elsewhere"].bucket == "routing" and "the case expects kb_search" in cases["elsewhere"].evidence.reason
+    assert cases["fine"].bucket == "generation"
+
+
+def test_depths_follow_the_corpus_and_the_files_rule(index_dir: Path, settings: Settings, broken: BrokenEmbedder) -> None:
+    """No --k: the rule for this small corpus; no --context-k: the failures file's hit@K."""
+    made = {"acceptable_if": "hit@3", "context_k": 3}
+    rows = [FailureRow(id="r", question="Do gift cards expire?", gold_chunk="faq2", made_by=made)]  # type: ignore[arg-type]
+    with Index.open(index_dir, settings=settings, embedder=broken) as ix:
+        report = triage(rows, TriageTarget(index=ix), TriageOptions())
+        n_chunks = len(list(ix.chunks()))
+        told = triage(rows, TriageTarget(index=ix), TriageOptions(context_k=5))
+        reranked = triage(rows, TriageTarget(index=ix, rerank_top_n=12), TriageOptions())
+    assert (report.sample.k, report.sample.context_k) == (max(6, min(50, n_chunks // 20)), 3)
+    assert "failures file's rule" in report.sample.k_rule and report.warnings == []
+    assert told.sample.context_k == 5 and any("hit@3" in w and "context_k = 5" in w for w in told.warnings)
+    assert reranked.sample.k == 12 and "[rerank] top_n" in reranked.sample.k_rule
+
+
+def test_failures_made_against_another_index_are_refused_or_warned(index_dir: Path, settings: Settings, broken: BrokenEmbedder) -> None:
+    other = [FailureRow(id="x", question="q", gold_chunk="elsewhere-1", retrieved=["elsewhere-2"])]
+    changed = [FailureRow(id="y", question="Do gift cards expire?", gold_chunk="faq2", gold_text="Gift cards expire after a year.")]
+    with Index.open(index_dir, settings=settings, embedder=broken) as ix:
+        with pytest.raises(ValueError, match="not made against this index"):
+            triage(other, TriageTarget(index=ix), TriageOptions())
+        report = triage(changed, TriageTarget(index=ix), TriageOptions())
+    assert any("no longer holds" in w for w in report.warnings)
+
+
+def test_a_ranking_case_with_a_query_cue_is_reported_as_such() -> None:
+    from querywise.triage.detectors import QueryCheck
+
+    cue = QueryCheck(suggested="vocabulary", fired=["vocabulary"], cues=["vocabulary: 10% of the question's terms are in the gold passage"])
+    ev = Evidence(location=Location(method="chunk_id", chunk_id="c"), rank_original=14, literal_rank=1, generated_rank=1, query=cue)
+    bucket, reason, _ = classify(ev, k=20, context_k=10)
+    assert bucket == "ranking" and "query-side cue: vocabulary" in reason
+    cases = [TriageCase(id=str(i), question="q", bucket="ranking", evidence=ev if i < 2 else ev.model_copy(update={"query": None}))
+             for i in range(4)]
+    report = build_report(cases, Population(), TriageOptions(k=20, context_k=10))
+    assert report.ranking_cues is not None and (report.ranking_cues.with_cue, report.ranking_cues.ranking, report.ranking_cues.share) == (2, 4, 0.5)
+
+
+def test_a_gold_the_embedding_relates_to_the_question_is_no_suspect_label(index_dir: Path, settings: Settings, broken: BrokenEmbedder) -> None:
+    """faq3 shares no term with the question, and neither search finds it, but the (hash) embedder
+    puts the question's "form" where the gold's "opens" is: a synonym, not a label to re-judge."""
+    with Index.open(index_dir, settings=settings, embedder=broken) as ix:
+        [case] = probe_cases([FailureRow.model_validate({**SUSPECT, "gold_chunk": "faq3"})], TriageTarget(index=ix), TriageOptions(k=20))
+    lc = case.evidence.label_check
+    assert case.bucket != "suspect_label" and lc is not None and lc.synonym[:2] == ["form", "opens"] and "a synonym" in lc.reason

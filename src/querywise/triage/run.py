@@ -22,6 +22,7 @@ import numpy as np
 
 from querywise.conversation import texts as turn_texts
 from querywise.corpus import Chunk
+from querywise.embed import Embedder
 from querywise.failures import FailureRow
 from querywise.index.analysis import Analysis, analyse
 from querywise.index.engine import Mode
@@ -46,6 +47,8 @@ from querywise.triage.detectors import (
     check_noise,
     check_query,
     check_vector,
+    label_words,
+    nearest_pair,
     shared_terms,
     term_overlap,
 )
@@ -311,7 +314,7 @@ def probe_cases(
                 "literal_rank": literal_rank, "generated_rank": generated_rank, "above_literal": above_literal,
                 "vector": check_vector(vectors[row + 2]),
                 "label_check": _label_check(f, ev, table, q_vectors[q_row[i]], search, mode=mode, k=k,
-                                            probe_ranks=(literal_rank, generated_rank)),
+                                            probe_ranks=(literal_rank, generated_rank), embed=embed),
             })
             row += 3
         bucket, reason, source = classify(ev, k=k, context_k=context_k)
@@ -323,11 +326,12 @@ def probe_cases(
 
 def _label_check(
     f: FailureRow, ev: Evidence, table: ChunkTable, q_vector: np.ndarray, search: Callable[[np.ndarray, str, Mode], list[Hit]],
-    *, mode: Mode, k: int, probe_ranks: tuple[int | None, int | None],
+    *, mode: Mode, k: int, probe_ranks: tuple[int | None, int | None], embed: Embedder | None = None,
 ) -> LabelCheck:
     """The suspect-label evidence: shared content terms with the gold (every chunk of a
     document gold), and, when none is shared and the question's search missed the gold, the
-    question's rank in a dense and in a lexical search of its own."""
+    question's rank in a dense and in a lexical search of its own; when it would be flagged, the
+    closest pair of the question's and the gold's words by `embed` (a synonym clears it)."""
     gold_ids = _gold_ids(ev.location)
     gold_text = "\n".join(table.chunks[c].search_text for c in sorted(gold_ids, key=table.order.__getitem__))
     terms, shared = shared_terms(f.question, turn_texts(f.history), gold_text)
@@ -337,7 +341,14 @@ def _label_check(
         dense = None if mode == "dense" else _rank(search(q_vector, f.question, "dense"), gold_ids)
         lexical = None if mode == "bm25" else _rank(search(q_vector, f.question, "bm25"), gold_ids)
     found = [r for r in probe_ranks if r is not None]
-    return check_label(terms, shared, dense_rank=dense, lexical_rank=lexical, probe_rank=min(found) if found else None, searched=searched, k=k)
+    synonym = None
+    if searched and dense is None and lexical is None and found and embed is not None:  # it would be flagged: a synonym?
+        q_words = label_words(" ".join([f.question, *turn_texts(f.history)]))
+        g_words = label_words(gold_text)
+        if q_words and g_words:
+            synonym = nearest_pair(q_words, g_words, np.asarray(embed.embed(q_words + g_words), dtype=np.float32))
+    return check_label(terms, shared, dense_rank=dense, lexical_rank=lexical, probe_rank=min(found) if found else None,
+                       searched=searched, k=k, synonym=synonym)
 
 
 def _noisy(g: GoldRank, *, table: ChunkTable, vocabulary: Mapping[str, int], question: str) -> dict[str, bool]:
