@@ -96,7 +96,8 @@ def test_each_bucket_from_real_probes(index_dir: Path, settings: Settings, broke
     assert by_id["degenerate"].vector is not None and by_id["degenerate"].vector.flagged
     assert by_id["neighbour"].boundary is not None and by_id["neighbour"].boundary.carried_by == "manual#0"
     assert by_id["generation"].retrieved_rank == 1 and by_id["filler"].label_source == "suggested"
-    assert by_id["noise"].literal_rank == 1 and by_id["noise"].generated_by == "deterministic"
+    assert by_id["noise"].literal_rank == 1 and by_id["noise"].generated_by == "none"  # ligature soup: no main clause to ask
+    assert by_id["noise"].generated_rank is None and "no question built" in str(by_id["noise"].probe_error)
     report = build_report(cases, Population(), TriageOptions(k=20, mode="hybrid"))
     assert sum(report.buckets.values()) == len(FAILURES)
 

@@ -292,7 +292,8 @@ def _render_cases(report: TriageReport) -> None:
             for g in ev.golds:
                 where = "not in the index" if not g.chunk_ids else f"{_rank(g.rank_original)} / {_rank(g.retrieved_rank)}"
                 out.print(f"    {esc(g.id)}: {where}", highlight=False, soft_wrap=True)
-        out.print(f"  generated probe ({esc(ev.generated_by)}): {esc(ev.generated_probe)}", highlight=False, soft_wrap=True)
+        probe = ev.generated_probe if ev.generated_by != "none" else f"not built: {ev.probe_error}"
+        out.print(f"  generated probe ({esc(ev.generated_by)}): {esc(probe)}", highlight=False, soft_wrap=True)
         lc = ev.label_check
         if lc is not None and c.bucket == "suspect_label":
             out.print(f"  label evidence: question terms {esc(', '.join(lc.question_terms))}; shared with the gold: none; "

@@ -145,6 +145,9 @@ def findings(report: TriageReport) -> list[str]:
             + ("they differ" if d.differ else "not shown to differ")
             + f" (z = {half_up(d.z or 0.0, 2):g}, p = {half_up(d.p_value, 3):g}; {d.test})."
         )
+    if report.probes_not_built:
+        out.append(f"Generated probe: none could be built for {report.probes_not_built} of {report.sample.n} cases (no main clause "
+                   "to turn into a question, and no LLM writer): their generated rank is not measured, not made up.")
     out += [f"Warning: {w}" for w in report.warnings]
     return out
 

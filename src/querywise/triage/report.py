@@ -197,6 +197,7 @@ class TriageReport(BaseModel):
     ranking_cues: RankingCues | None = None
     difference: BucketDifference | None = None  # the two largest buckets, tested
     warnings: list[str] = []  # the failures made against another index, a context other than the file's rule
+    probes_not_built: int = 0  # cases whose generated probe could not be built (no LLM, no main clause to ask)
 
     def to_json(self) -> dict[str, object]:
         """Exactly the keys `querywise triage --json` documents."""
@@ -328,6 +329,7 @@ def build_report(cases: Sequence[TriageCase], population: Population, options: T
         ranking_cues=_ranking_cues(cases),
         difference=_largest_two(counts, n),
         warnings=list(warnings),
+        probes_not_built=sum(c.evidence.generated_by == "none" for c in cases),
     )
 
 

@@ -302,7 +302,7 @@ def probe_cases(
         if i in question_hits:
             gid = str(loc.chunk_id)
             literal_hits = search(vectors[row], ev.literal_probe, mode)
-            generated_hits = search(vectors[row + 1], ev.generated_probe, mode)
+            generated_hits = search(vectors[row + 1], ev.generated_probe, mode) if ev.generated_probe else []  # none built: not searched
             literal_rank, generated_rank = _rank(literal_hits, {gid}), _rank(generated_hits, {gid})
             gold_text = table.chunks[gid].text
             stop = literal_rank - 1 if literal_rank is not None else 3
