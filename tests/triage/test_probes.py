@@ -49,8 +49,8 @@ def test_deterministic_probe_is_the_key_sentence_asked() -> None:
     ("The scale beeps twice when calibration finishes.", "Does the scale beep twice when calibration finishes?"),
     # a plural noun after a number or an adjective is not read as a verb; a heading over a verbless rest is asked for
     ("Runtime per charge: eleven hours at moderate volume.", "What is runtime per charge?"),
-    # a past verb after a short subject, and the finding of a reporting frame
-    ("We found that aspirin reduced the risk of stroke in older adults.", "Did aspirin reduce the risk of stroke in older adults?"),
+    # a past verb after a short subject: its subject asked for; the finding of a reporting frame is asked
+    ("We found that aspirin reduced the risk of stroke in older adults.", "What reduced the risk of stroke in older adults?"),
     ("These results suggest that IL-6 mediates the inflammatory response.", "Does IL-6 mediate the inflammatory response?"),
     ("In treated mice, insulin resistance was associated with obesity.", "Was insulin resistance associated with obesity?"),
     # the key clause of a sentence cut by a semicolon, not the whole sentence

@@ -458,3 +458,24 @@ def test_a_gold_the_embedding_relates_to_the_question_is_no_suspect_label(index_
         [case] = probe_cases([FailureRow.model_validate({**SUSPECT, "gold_chunk": "faq3"})], TriageTarget(index=ix), TriageOptions(k=20))
     lc = case.evidence.label_check
     assert case.bucket != "suspect_label" and lc is not None and lc.synonym[:2] == ["form", "opens"] and "a synonym" in lc.reason
+
+
+def test_cli_plans_the_cases_a_margin_needs(tmp_path: Path) -> None:
+    """No index needed: the plan reads the failures file's size and prices the cases."""
+    f = tmp_path / "failures.jsonl"
+    f.write_text("".join(json.dumps({"id": f"q{i}", "question": "q", "gold_chunk": "c"}) + "\n" for i in range(152)), encoding="utf-8")
+    result = CliRunner().invoke(cli.app, ["triage", str(f), "--plan-margin", "6.4", "--plan-share", "0.45", "--json"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    assert plan["population"] == 152 and plan["cases_uncorrected"] == 61 and plan["cases"] < 61
+    assert plan["hours"] == [plan["cases"] * 3 / 60, plan["cases"] * 5 / 60]
+
+
+def test_cli_compares_two_buckets_with_a_test(index_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, broken: BrokenEmbedder) -> None:
+    monkeypatch.setattr("querywise.index.store.embedder_for", lambda settings: broken)
+    result = _cli(index_dir, tmp_path, FAILURES, "--compare", "chunk_boundary,absent")
+    assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
+    flat = " ".join(result.stdout.split())  # type: ignore[attr-defined]
+    assert "chunk_boundary (2) against absent (1) of 7: not shown to differ" in flat
+    bad = _cli(index_dir, tmp_path, FAILURES, "--compare", "ranking")
+    assert bad.exit_code != 0 and "two buckets" in bad.output  # type: ignore[attr-defined]

@@ -58,7 +58,7 @@ def key_sentence(text: str, idf: Callable[[str], float], *, beyond: int = 0) -> 
 
 #: The only words a deterministic probe adds to the passage's own: question words that the
 #: vocabulary rule allows (`checks.vocabulary`), so the rule holds by construction.
-PROBE_WORDS = ("How", "do", "I", "Does", "Did", "What", "is")
+PROBE_WORDS = ("How", "do", "I", "Does", "What", "is")
 
 _CLAUSE = re.compile(r"\s*;\s*|\s+[\u2013\u2014-]\s+")
 _DETERMINERS = frozenset(["the", "a", "an", "this", "that", "these", "those", "your", "our", "its", "their", "his", "her", "my", "each", "every", "all", "any", "some", "no", "both"])
@@ -76,6 +76,9 @@ _NUMBERS = frozenset(
     ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "fifteen", "twenty", "thirty", "forty", "fifty", "sixty", "ninety", "hundred", "thousand", "several", "few"])
 _ADJECTIVE_ENDINGS = ("ed", "al", "ous", "ive", "ful", "less", "able", "ible", "ic")
 _TRAILING = ".,;:!?"
+#: The longest subject a verb is looked for after (scientific subjects run long: "Dysregulation of
+#: RTK and p53 signalling in derived cells").
+MAX_SUBJECT = 8
 
 
 def key_clause(sentence: str, idf: Callable[[str], float]) -> tuple[str, str]:
@@ -92,19 +95,28 @@ def key_clause(sentence: str, idf: Callable[[str], float]) -> tuple[str, str]:
 # "We found that ...", "These results suggest that ...": the frame is the grammatical main clause,
 # the finding is what the passage says; the finding is asked.
 _REPORTING = re.compile(
-    r"^(?:(?:we|these|our|this|the|such|in|here|overall|together|taken)\b[^,;:]{0,60}?\s)?"
+    r"^(?:[\w-]+\s){0,4}?"
     r"(?:found|find|finds|show|shows|showed|shown|suggest|suggests|suggested|indicate|indicates|indicated|demonstrate|"
     r"demonstrates|demonstrated|conclude|concluded|report|reports|reported|reveal|reveals|revealed|confirm|confirms|confirmed)"
     r"\s+that\s+", re.IGNORECASE)
 
 
+_BRACKETS = re.compile(r"\s*[(\[][^()\[\]]*[)\]]")
+_SECTION = re.compile(r"^(?:[A-Z]{3,}\b[:.]?\s+)+")  # "RESULTS", "METHODS AND FINDINGS" before the sentence
+# Openers of a phrase that a comma closes before the main clause ("Thus, ...", "Compared with X, ...").
+_OPENERS = frozenset(["thus", "however", "moreover", "finally", "overall", "together", "importantly", "compared", "consistent",
+                      "here", "therefore", "furthermore", "additionally", "notably", "specifically", "similarly", "conversely"])
+
+
 def main_clause(clause: str) -> str:
-    """The clause without a reporting frame ("We found that X ..." -> "X ...") or a leading
-    subordinate or prepositional phrase closed by a comma ("Although A, B ..." -> "B ...")."""
-    body = _REPORTING.sub("", clause.strip(), count=1)
+    """The clause without bracketed asides, a leading section label, a reporting frame ("We found
+    that X ..." -> "X ...") or a leading subordinate or prepositional phrase closed by a comma
+    ("Although A, B ..." -> "B ...")."""
+    body = _BRACKETS.sub("", _SECTION.sub("", clause.strip()))
+    body = _REPORTING.sub("", body, count=1)
     first = body.split(" ", 1)[0].lower().strip(",")
     _, comma, rest = body.partition(", ")
-    if comma and (first in _SUBORDINATE or first in _NOT_VERBS - _DETERMINERS) and len(rest.split()) >= 4:
+    if comma and (first in _SUBORDINATE or first in _OPENERS or first in _NOT_VERBS - _DETERMINERS) and len(rest.split()) >= 4:
         body = _REPORTING.sub("", rest.strip(), count=1)
     return body[:1].upper() + body[1:] if body else clause
 
@@ -126,10 +138,11 @@ def _plain(word: str) -> bool:
 
 
 def _subject_ok(subject: list[str]) -> bool:
-    """A noun phrase, as far as words can tell: 1 to 6 plain words, none that opens a clause,
-    not ending on a determiner ("The tools" is not subject "The" + verb "tools")."""
-    return (1 <= len(subject) <= 6 and all(_plain(w) and w.lower() not in _SUBORDINATE | _AUX for w in subject)
-            and subject[-1].lower() not in _DETERMINERS)
+    """A noun phrase, as far as words can tell: 1 to `MAX_SUBJECT` plain words, none that opens a
+    clause, not ending on a determiner ("The tools" is not subject "The" + verb "tools") nor on a
+    preposition ("the mutations result in" is no subject of "enhanced")."""
+    return (1 <= len(subject) <= MAX_SUBJECT and all(_plain(w) and w.lower() not in _SUBORDINATE | _AUX | _PRONOUNS for w in subject)
+            and subject[-1].lower() not in _DETERMINERS and (len(subject) == 1 or subject[-1].lower() not in _NOT_VERBS))
 
 
 def _base_form(verb: str) -> str | None:
@@ -141,15 +154,8 @@ def _base_form(verb: str) -> str | None:
     return base if terms_of([base], stopwords=False) == terms_of([verb], stopwords=False) else None
 
 
-def _past_base(verb: str) -> str | None:
-    """The plain form of a regular past verb ("reduced" -> "reduce", "improved" -> "improve",
-    "increased" -> "increase"), when it has the same stem (the vocabulary rule compares stems)."""
-    if not (verb.endswith("ed") and len(verb) >= 5):
-        return None
-    for base in (verb[:-1], verb[:-2], verb[:-3] if verb[-3] == verb[-4] else None, verb[:-3] + "y" if verb.endswith("ied") else None):
-        if base and terms_of([base], stopwords=False) == terms_of([verb], stopwords=False):
-            return base
-    return None
+_PAST = re.compile(r"^[a-z]{3,}(?:ed|ied)$")
+_PRONOUNS = frozenset(["we", "i", "you", "they", "he", "she", "it", "one"])
 
 
 def _as_question(clause: str) -> str | None:
@@ -158,7 +164,8 @@ def _as_question(clause: str) -> str | None:
     - imperative ("Replace the washer", "Step on the scale") -> "How do I replace the washer?"
     - auxiliary after a short subject ("Opened earbuds can be returned ...") -> "Can opened earbuds be returned ...?"
     - third-person verb after a short subject ("The indicator blinks blue ...") -> "Does the indicator blink blue ...?"
-    - a past verb after a short subject ("Aspirin reduced the risk ...") -> "Did aspirin reduce the risk ...?"
+    - a past verb after a short subject ("Aspirin reduced the risk ...") -> "What reduced the risk ...?" (the
+      subject asked for: no verb form is made up)
     - anything else: None (no main verb found: no question is made up from a template).
     """
     tokens = clause.split()
@@ -168,7 +175,7 @@ def _as_question(clause: str) -> str | None:
     # a verb, then its object: "Replace the washer", or a lower-case verb and a name ("open Billing")
     if verb_first and len(tokens) >= 2 and (tokens[1].lower() in _DETERMINERS or (tokens[0] == first and tokens[1][:1].isupper())):
         return imperative
-    for i, tok in enumerate(tokens[1:8], start=1):
+    for i, tok in enumerate(tokens[1 : MAX_SUBJECT + 2], start=1):
         if tok.lower() in _AUX and i + 1 < len(tokens) and _subject_ok(tokens[:i]):
             return tok[:1].upper() + tok[1:].lower() + " " + " ".join([*_lower_first(tokens[:i]), *tokens[i + 1:]]) + "?"
         if tok.lower() in _AUX or not _plain(tok):
@@ -177,7 +184,7 @@ def _as_question(clause: str) -> str | None:
     # which reads "Warranty on the product is ..." as the statement it is
     if verb_first and len(tokens) >= 3 and tokens[1].lower() in _NOT_VERBS - _DETERMINERS and tokens[2].lower() in _DETERMINERS:
         return imperative
-    for i, tok in enumerate(tokens[1:7], start=1):
+    for i, tok in enumerate(tokens[1 : MAX_SUBJECT + 1], start=1):
         w, before = tok.lower(), tokens[i - 1].lower()
         if tok == w and w.isalpha() and len(w) >= 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")) \
                 and i + 1 < len(tokens) and _subject_ok(tokens[:i]) and not before.isdigit() and before.split("-")[-1] not in _NUMBERS \
@@ -185,10 +192,11 @@ def _as_question(clause: str) -> str | None:
             base = _base_form(w)
             if base is not None:
                 return "Does " + " ".join([*_lower_first(tokens[:i]), base, *tokens[i + 1:]]) + "?"
-    for i, tok in enumerate(tokens[1:7], start=1):  # a past verb after a short subject: did + its plain form
-        w = tok.lower()
-        if tok == w and w.isalpha() and i + 1 < len(tokens) and _subject_ok(tokens[:i]) and (base := _past_base(w)) is not None:
-            return "Did " + " ".join([*_lower_first(tokens[:i]), base, *tokens[i + 1:]]) + "?"
+    for i, tok in enumerate(tokens[1 : MAX_SUBJECT + 1], start=1):  # a past verb after a short subject: ask for the subject
+        rest = [t.lower() for t in tokens[i + 1:]]
+        if tok == tok.lower() and _PAST.match(tok) and rest and _subject_ok(tokens[:i]) and not _AUX & set(rest) \
+                and tokens[i - 1].lower() not in _AUX:
+            return "What " + " ".join(tokens[i:]) + "?"
     return None
 
 
