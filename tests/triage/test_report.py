@@ -65,27 +65,9 @@ def test_reference_figures() -> None:
 
 def test_json_has_exactly_the_documented_keys() -> None:
     data = build_report(_cases(REFERENCE), POP, TriageOptions(k=50, mode="hybrid")).to_json()
-    assert list(data) == [
-        "sample",
-        "buckets",
-        "shares",
-        "se",
-        "points",
-        "part_shares",
-        "part_points",
-        "failing_whole",
-        "reachable_share",
-        "reachable_points",
-        "unreachable_points",
-        "ceiling_points",
-        "expected_band",
-        "cases",
-        "exact",
-        "intervals",
-        "ranking_cues",
-        "difference",
-        "warnings",
-    ]
+    assert list(data) == ["sample", "buckets", "shares", "se", "points", "part_shares", "part_points", "failing_whole",
+                          "reachable_share", "reachable_points", "unreachable_points", "ceiling_points", "expected_band", "cases",
+                          "exact", "intervals", "ranking_cues", "difference", "warnings", "probes_not_built"]
     assert set(data["cases"][0]) == {"id", "question", "bucket", "evidence", "history", "gold_text"}  # type: ignore[index]
 
 

@@ -135,27 +135,9 @@ def test_cli_json_has_the_documented_keys(
     result = _cli(index_dir, tmp_path, rows, "--json", "--sample", "4", "--seed", "3")  # type: ignore[assignment]
     assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
     data = json.loads(result.stdout)  # type: ignore[attr-defined]
-    assert list(data) == [
-        "sample",
-        "buckets",
-        "shares",
-        "se",
-        "points",
-        "part_shares",
-        "part_points",
-        "failing_whole",
-        "reachable_share",
-        "reachable_points",
-        "unreachable_points",
-        "ceiling_points",
-        "expected_band",
-        "cases",
-        "exact",
-        "intervals",
-        "ranking_cues",
-        "difference",
-        "warnings",
-    ]
+    assert list(data) == ["sample", "buckets", "shares", "se", "points", "part_shares", "part_points", "failing_whole",
+                          "reachable_share", "reachable_points", "unreachable_points", "ceiling_points", "expected_band", "cases",
+                          "exact", "intervals", "ranking_cues", "difference", "warnings", "probes_not_built"]
     assert data["sample"]["n"] == 4 == sum(data["buckets"].values()) and data["sample"]["seed"] == 3
     assert data["sample"]["population"] == {"eval_total": 8, "acceptable_rate": 0.125, "failures": 7, "source": "eval file"}
     assert all({"id", "bucket", "evidence"} <= set(c) for c in data["cases"])

@@ -137,11 +137,17 @@ def _plain(word: str) -> bool:
     return word.replace("-", "").replace("'", "").isalnum()
 
 
+_CONJUNCTIONS = frozenset(["and", "or", "but", "nor", "yet"])
+_PAST = re.compile(r"^[a-z]{3,}(?:ed|ied)$")
+_PRONOUNS = frozenset(["we", "i", "you", "they", "he", "she", "it", "one"])
+
+
 def _subject_ok(subject: list[str]) -> bool:
     """A noun phrase, as far as words can tell: 1 to `MAX_SUBJECT` plain words, none that opens a
-    clause, not ending on a determiner ("The tools" is not subject "The" + verb "tools") nor on a
-    preposition ("the mutations result in" is no subject of "enhanced")."""
-    return (1 <= len(subject) <= MAX_SUBJECT and all(_plain(w) and w.lower() not in _SUBORDINATE | _AUX | _PRONOUNS for w in subject)
+    clause, not opening on a preposition or a conjunction ("and in recent years"), not ending on a
+    determiner ("The tools" is not subject "The" + verb "tools") nor on a preposition ("the
+    mutations result in" is no subject of "enhanced")."""
+    return (1 <= len(subject) <= MAX_SUBJECT and subject[0].lower() not in (_NOT_VERBS - _DETERMINERS) | _CONJUNCTIONS and all(_plain(w) and w.lower() not in _SUBORDINATE | _AUX | _PRONOUNS for w in subject)
             and subject[-1].lower() not in _DETERMINERS and (len(subject) == 1 or subject[-1].lower() not in _NOT_VERBS))
 
 
@@ -154,8 +160,6 @@ def _base_form(verb: str) -> str | None:
     return base if terms_of([base], stopwords=False) == terms_of([verb], stopwords=False) else None
 
 
-_PAST = re.compile(r"^[a-z]{3,}(?:ed|ied)$")
-_PRONOUNS = frozenset(["we", "i", "you", "they", "he", "she", "it", "one"])
 
 
 def _as_question(clause: str) -> str | None:
@@ -187,7 +191,8 @@ def _as_question(clause: str) -> str | None:
     for i, tok in enumerate(tokens[1 : MAX_SUBJECT + 1], start=1):
         w, before = tok.lower(), tokens[i - 1].lower()
         if tok == w and w.isalpha() and len(w) >= 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")) \
-                and i + 1 < len(tokens) and _subject_ok(tokens[:i]) and not before.isdigit() and before.split("-")[-1] not in _NUMBERS \
+                and i + 1 < len(tokens) and _subject_ok(tokens[:i]) and not before.isdigit() \
+                and not _PAST.match(tokens[i + 1].lower()) and tokens[i + 1].lower() not in _AUX and before.split("-")[-1] not in _NUMBERS \
                 and not before.endswith(_ADJECTIVE_ENDINGS):
             base = _base_form(w)
             if base is not None:

@@ -201,27 +201,9 @@ class TriageReport(BaseModel):
 
     def to_json(self) -> dict[str, object]:
         """Exactly the keys `querywise triage --json` documents."""
-        keys = (
-            "sample",
-            "buckets",
-            "shares",
-            "se",
-            "points",
-            "part_shares",
-            "part_points",
-            "failing_whole",
-            "reachable_share",
-            "reachable_points",
-            "unreachable_points",
-            "ceiling_points",
-            "expected_band",
-            "cases",
-            "exact",
-            "intervals",
-            "ranking_cues",
-            "difference",
-            "warnings",
-        )
+        keys = ("sample", "buckets", "shares", "se", "points", "part_shares", "part_points", "failing_whole", "reachable_share",
+                "reachable_points", "unreachable_points", "ceiling_points", "expected_band", "cases",
+                "exact", "intervals", "ranking_cues", "difference", "warnings", "probes_not_built")
         return self.model_dump(mode="json", include=set(keys))
 
 
