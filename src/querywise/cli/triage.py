@@ -46,31 +46,9 @@ def triage_cmd(
     labels: Annotated[Path | None, typer.Option("--labels", help="JSONL {id, label}: human query-defect labels.", exists=True, dir_okay=False)] = None,
     sample: Annotated[int | None, typer.Option("--sample", help="Triage a random sample of N failures.", min=1)] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sample.")] = 0,
-    k: Annotated[
-        int | None,
-        typer.Option(
-            "--k",
-            help=f"Depth of the probes and searches; ranking is the gold at ranks --context-k + 1 .. k. Default: the [rerank] top_n when the deployment reranks, else {MAX_CORPUS_SHARE:.0%} of the corpus, at most {DEFAULT_K} and at least 2 x --context-k.",
-            min=2,
-        ),
-    ] = None,
-    context_k: Annotated[
-        int | None,
-        typer.Option(
-            "--context-k",
-            help=f"How many results the generator (or UI) is shown: a gold within the top N of `retrieved` (else of the index for the question) is a generation failure. At least 1, below --k. Default: the failures file's rule (K of its hit@K), else {DEFAULT_CONTEXT_K}.",
-            min=1,
-        ),
-    ] = None,
-    plan_margin: Annotated[
-        float | None,
-        typer.Option(
-            "--plan-margin",
-            help="Only plan: how many cases a margin of ± M points (one SE) needs and what they cost at 3-5 minutes a case; triages nothing.",
-            min=0.1,
-            max=50,
-        ),
-    ] = None,
+    k: Annotated[int | None, typer.Option("--k", help=f"Depth of the probes and searches; ranking is the gold at ranks --context-k + 1 .. k. Default: the [rerank] top_n when the deployment reranks, else {MAX_CORPUS_SHARE:.0%} of the corpus, at most {DEFAULT_K} and at least 2 x --context-k.", min=2)] = None,
+    context_k: Annotated[int | None, typer.Option("--context-k", help=f"How many results the generator (or UI) is shown: a gold within the top N of `retrieved` (else of the index for the question) is a generation failure. At least 1, below --k. Default: the failures file's rule (K of its hit@K), else {DEFAULT_CONTEXT_K}.", min=1)] = None,
+    plan_margin: Annotated[float | None, typer.Option("--plan-margin", help="Only plan: how many cases a margin of ± M points (one SE) needs and what they cost at 3-5 minutes a case; triages nothing.", min=0.1, max=50)] = None,
     plan_share: Annotated[
         float, typer.Option("--plan-share", help="With --plan-margin: the share the margin is for (0.5: the widest).", min=0.01, max=0.99)
     ] = 0.5,

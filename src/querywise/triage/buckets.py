@@ -54,7 +54,7 @@ else the primary gold of the row.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel
 
@@ -88,35 +88,10 @@ __all__ = [
 ]
 
 Bucket = Literal[
-    "absent",
-    "extraction_noise",
-    "degenerate_embedding",
-    "chunk_boundary",
-    "routing",
-    "ranking",
-    "generation",
-    "suspect_label",
-    "vocabulary",
-    "compound",
-    "referent",
-    "filler",
-    "unlabelled_query_defect",
+    "absent", "extraction_noise", "degenerate_embedding", "chunk_boundary", "routing", "ranking", "generation", "suspect_label",
+    "vocabulary", "compound", "referent", "filler", "unlabelled_query_defect",
 ]
-BUCKETS: tuple[Bucket, ...] = (
-    "absent",
-    "extraction_noise",
-    "degenerate_embedding",
-    "chunk_boundary",
-    "routing",
-    "ranking",
-    "generation",
-    "suspect_label",
-    "vocabulary",
-    "compound",
-    "referent",
-    "filler",
-    "unlabelled_query_defect",
-)
+BUCKETS: tuple[Bucket, ...] = get_args(Bucket)  # in the order of precedence
 UNREACHABLE_BUCKETS: tuple[Bucket, ...] = ("absent", "extraction_noise", "degenerate_embedding", "chunk_boundary")
 LABEL_BUCKETS: tuple[Bucket, ...] = ("suspect_label",)
 QUERY_BUCKETS: tuple[Bucket, ...] = ("vocabulary", "compound", "referent", "filler", "unlabelled_query_defect")
