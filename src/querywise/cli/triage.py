@@ -222,9 +222,9 @@ def _render(report: TriageReport) -> None:
             + " — not reachable by the query layer and not in the ceiling: re-judge those labels", highlight=False)
     if report.reachable_points is not None and report.unreachable_points is not None and part_pts is not None:  # set together
         band = report.expected_band or []
-        gain = (f"{band[0]:g}–{band[1]:g} points" if all(float(v).is_integer() for v in band)
-                else "under 1 point")  # a ceiling under 2 points has no whole point inside its band
-        split = (f" (unreachable: {part_pts['suspect_label']} of suspect labels + {part_pts['rest']} index side, chunker, ranking and "
+        # one decimal each when the ceiling is too small for a whole point inside its band (see `report.band`)
+        gain = f"{band[0]:g} points" if band[0] == band[1] else f"{band[0]:g}–{band[1]:g} points"
+        split = (f" (unreachable: {part_pts['suspect_label']} of suspect labels + {part_pts['rest']} index side, chunker, routing, ranking and "
                  f"generation)" if n_suspect else "")
         out.print(
             f"reachable points {report.reachable_points} + unreachable points {report.unreachable_points} = "

@@ -161,8 +161,7 @@ def triage_html(report: TriageReport, *, title: str = "Failure triage") -> str:
     pts = points_text
 
     band = report.expected_band
-    gain = "–" if band is None else (f"{pts(band[0])}–{pts(band[1])} points" if all(float(v).is_integer() for v in band)
-                                     else "under 1 point")
+    gain = "–" if band is None else (f"{pts(band[0])} points" if band[0] == band[1] else f"{pts(band[0])}–{pts(band[1])} points")
     kpis = [
         ("reachable share (query defects)", f"{parts.get('reachable', 0)}% ± {100 * report.reachable_se:.1f}"),
         ("reachable points (ceiling)", pts(report.reachable_points)),
@@ -189,7 +188,7 @@ def triage_html(report: TriageReport, *, title: str = "Failure triage") -> str:
         sums = (
             f"Reachable points {report.reachable_points} + unreachable points {report.unreachable_points} = "
             f"{report.reachable_points + report.unreachable_points} failing points (unreachable: {part_pts['suspect_label']} "
-            f"of suspect labels + {part_pts['rest']} index side, chunker, ranking and generation). "
+            f"of suspect labels + {part_pts['rest']} index side, chunker, routing, ranking and generation). "
         )
     rounding = s.rounding + (f" Failing points: {pts(s.failing_points, 2)} → {report.failing_whole}." if report.failing_whole is not None else "")
     rows = "".join(
