@@ -124,7 +124,7 @@ def _redact(report: Any) -> Any:
                                                "doc_id": _pseudo(loc.doc_id), "detail": loc.detail and "see chunk ids"}),
             "golds": [g.model_copy(update={"id": _pseudo(g.id), "chunk_ids": _pseudo_all(g.chunk_ids)}) for g in ev.golds],
             "above_literal": [n.model_copy(update={"id": _pseudo(n.id)}) for n in ev.above_literal],
-            "above_original": [a.model_copy(update={"id": _pseudo(a.id), "snippet": ""}) for a in ev.above_original],
+            "above_original": [],  # data-set text, and without it a list of other chunks' ids says little
             "vocabulary_violations": [f"<{len(ev.vocabulary_violations)} words>"] if ev.vocabulary_violations else [],
         }
         if ev.noise is not None:
