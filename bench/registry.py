@@ -78,7 +78,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               quick=(), quick_minutes=0.2, results=("rewrite_cast2019", "rewrite_cast2020"), smoke=(), aliases=("rewrite", "rewrite_cast2019")),
     Benchmark("routing.clinc150", "route classifiers and calibration on CLINC150 (in-scope accuracy, OOS recall)", 12,
               results=("router_clinc150",), needs=("sklearn",), aliases=("router", "router_clinc150")),
-    Benchmark("triage.failures", "failure triage on SciFact and doc2dial, and its speed on 60 failures", 10,
+    Benchmark("triage.failures", "failure triage on SciFact, Medline and doc2dial, and its speed on 60 failures", 10,
               quick=("--quick",), quick_minutes=0.5, results=("triage_scifact", "triage_doc2dial", "triage_quick"),
               aliases=("triage",)),
     Benchmark("retrieval.evaluation", "the evaluation harness on doc2dial (ablation of the moves) and SciFact", 15,

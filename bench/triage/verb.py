@@ -6,7 +6,7 @@ HTML report): what the benchmarks need of it is re-exported here. Not a benchmar
 
 from __future__ import annotations
 
-from querywise.failures import FailureRow
+from querywise.failures import FailureRow, MadeBy
 from querywise.triage import (
     ChunkTable,
     EvalFile,
@@ -19,9 +19,9 @@ from querywise.triage import (
     triage,
 )
 from querywise.triage.buckets import BUCKETS
-from querywise.triage.html import triage_html
+from querywise.triage.html import findings, interval_text, points_text, triage_html
 
 __all__ = [
-    "BUCKETS", "ChunkTable", "EvalFile", "FailureRow", "Population", "TriageOptions", "TriageTarget", "build_report", "probe_cases",
-    "sample_failures", "triage", "triage_html",
+    "BUCKETS", "ChunkTable", "EvalFile", "FailureRow", "MadeBy", "Population", "TriageOptions", "TriageTarget", "build_report",
+    "findings", "interval_text", "points_text", "probe_cases", "sample_failures", "triage", "triage_html",
 ]

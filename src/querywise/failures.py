@@ -16,8 +16,15 @@ One JSON object per line:
 - The gold, at least one form of it on a failing row: `gold_chunk` (a chunk id), `gold_text` (the
   passage's text), `gold_doc` (a document id: "any of its chunks answers") with or without
   `gold_offset` (where the passage starts in the document's source).
-- `gold_ids` (the relevant ids, best grade first) and `scores` (the case's metrics) are what `eval`
-  knew; triage does not need them, so files written by other tools may leave them out.
+- `gold_ids`: every judged relevant id (chunk or document ids), best grade first. Triage reads the
+  whole set (a case's rank is its best-ranked relevant document); without it the one gold above
+  is the set. `scores` (the case's metrics) are what `eval` knew.
+- `route`, `searched`, `expected_route`: what the plan did (its route, the texts it searched: empty
+  when it searched nothing) and the route the case expects, when known. Triage files a failure
+  whose plan searched nothing or took another route than expected under *routing*.
+- `made_by`: the rule that made the file (`eval --failures`: the acceptable-if condition, how many
+  results the generator is shown when the rule says so, the index's size): triage, the service
+  and the workbench read the generator's context from it when the user does not give one.
 
 This is the one model of a row: the writer here and every reader validate the same fields. It lives
 below evaluation and triage, which must not import each other. Unknown fields are ignored, so files
@@ -35,7 +42,18 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from querywise.conversation import Turns
 from querywise.files import write_atomic
 
-__all__ = ["FailureRow", "write_failures"]
+__all__ = ["FailureRow", "MadeBy", "write_failures"]
+
+
+class MadeBy(BaseModel):
+    """The rule a failures file was made with, carried on every row (rows are read one at a time)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    acceptable_if: str  # the acceptable-if condition, as written ("hit@5", "ndcg@10>=0.5")
+    context_k: int | None = Field(default=None, ge=1)  # results the generator is shown (K of a hit@K rule), when known
+    mode: str | None = None  # the search mode of the run
+    index: str | None = None  # the index the run searched (its folder), for the record
+    n_chunks: int | None = Field(default=None, ge=0)  # its size when the file was made
 
 
 class FailureRow(BaseModel):
@@ -54,6 +72,10 @@ class FailureRow(BaseModel):
     gold_ids: list[str] = Field(default_factory=list)
     scores: dict[str, float | None] = Field(default_factory=dict)
     retrieved: list[str] | None = None
+    route: str | None = None  # the plan's route
+    searched: list[str] | None = None  # the texts the plan searched ([]: nothing)
+    expected_route: str | None = None  # the case's expected route, when it has one
+    made_by: MadeBy | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -71,7 +71,8 @@ def test_report_reproduces_the_reference_figures(files: dict[str, Any], ref: dic
     part, exp = ref["sample_partition"], ref["expected_report"]
     b = report["buckets"]
     assert set(report) == {"sample", "buckets", "shares", "se", "points", "part_shares", "part_points", "failing_whole", "reachable_share",
-                           "reachable_points", "unreachable_points", "ceiling_points", "expected_band", "cases"}
+                           "reachable_points", "unreachable_points", "ceiling_points", "expected_band", "cases",
+                           "exact", "intervals", "ranking_cues", "difference", "warnings", "probes_not_built"}
     assert sum(report["shares"].values()) == 100 and sum(report["points"].values()) == report["failing_whole"]
     assert report["part_points"]["reachable"] == report["reachable_points"]
     assert report["sample"]["n"] == ref["population"]["sample"] == sum(b.values()) == len(report["cases"])

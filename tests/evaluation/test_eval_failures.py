@@ -22,7 +22,7 @@ from querywise.evaluation.failures import failure_rows
 from querywise.evaluation.harness import CaseRun
 from querywise.evaluation.metrics import parse_metrics
 from querywise.evaluation.report import evaluate
-from querywise.failures import FailureRow, write_failures
+from querywise.failures import FailureRow, MadeBy, write_failures
 from querywise.index import Index, build_index
 from querywise.service import QueryWise
 from querywise.triage import load_failures
@@ -160,7 +160,10 @@ def test_evaluate_with_a_rule_gives_the_rows_triage_reads(run: tuple[QueryWise, 
     report = evaluate(CASES, qw, parse_metrics(["recall@30"]), mode="bm25", probe_access=False, rule=rule)
     expected = failure_rows(CASES, runs, index.chunks(), rule)  # the fixture's run scored hit@1 among others
     assert report.failures is not None and "hit_rate@1" in report.run.overall
-    assert [r.model_dump(exclude={"scores"}) for r in report.failures.rows] == [r.model_dump(exclude={"scores"}) for r in expected.rows]
+    assert [r.model_dump(exclude={"scores", "made_by"}) for r in report.failures.rows] == [r.model_dump(exclude={"scores", "made_by"}) for r in expected.rows]
+    # every row records the rule that made it: what triage reads as the generator's context
+    made = {r.made_by for r in report.failures.rows}
+    assert made == {MadeBy(acceptable_if="hit@1", context_k=1, mode="bm25", index=str(qw.index.root) if qw.index else None, n_chunks=len(list(index.chunks())))}
     write_failures(tmp_path / "f.jsonl", report.failures.rows)
     read = load_failures(tmp_path / "f.jsonl")
     assert read.failures == [r for r in report.failures.rows if not r.acceptable]

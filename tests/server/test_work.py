@@ -72,3 +72,14 @@ def test_the_request_is_refused_by_the_options_rule() -> None:
         TriageJobRequest(failures=ROWS, k=5, context_k=9)
     assert TriageJobRequest(failures=ROWS, k=5, context_k=2, sample=1, seed=3).options.model_dump(include={"k", "context_k", "sample", "seed"}) == \
         {"k": 5, "context_k": 2, "sample": 1, "seed": 3}
+
+
+def test_a_triage_job_takes_its_context_from_the_files_rule(deployment: QueryWise) -> None:
+    """Without a context_k the job cuts generation from ranking where the failures' own rule does,
+    as the CLI and the workbench's form (whose default it sets) do."""
+    made = {"acceptable_if": "hit@3", "context_k": 3}
+    rows = [{**r, "made_by": made} for r in ROWS]
+    got = run_triage(deployment, TriageJobRequest(failures=rows), _progress)
+    assert got["sample"]["context_k"] == 3 and "failures file's rule" in got["sample"]["k_rule"]  # type: ignore[index]
+    told = run_triage(deployment, TriageJobRequest(failures=rows, k=5, context_k=2), _progress)
+    assert told["sample"]["context_k"] == 2 and any("hit@3" in w for w in told["warnings"])  # type: ignore[union-attr]

@@ -17,6 +17,8 @@ from querywise.triage.detectors import (
     check_noise,
     check_query,
     check_vector,
+    morphological,
+    nearest_pair,
     shared_terms,
     term_overlap,
 )
@@ -145,6 +147,32 @@ def test_clean_text_and_names_are_not_run_together() -> None:
     check = check_noise(long, vocabulary=vocab)
     assert check.run_together == ["waterproof = water + proof", "wristband = wrist + band"]
     assert check.n_tokens > 40 and not check.flagged  # 2 in 60 tokens: under 5%
+
+
+def test_morphology_is_not_run_together() -> None:
+    """A stem and its ending, or a prefix and its stem, is one word even when both halves are words
+    of the corpus ("ed" as an abbreviation, "intra" in a heading): medical abstracts are full of them."""
+    text = "The drug was powdered, given intramuscularly and synthesised twice; the powder gave no rash."
+    corpus = ["The powder was weighed.", "Ed. note: intra and extra.", "A muscular patient.", "Muscularly built.",
+              "The synthesis failed.", "Intramuscular injection.", "Ly was the author.", "It was synthesis ed."]
+    check = check_noise(text, vocabulary=_vocabulary(text, *corpus))
+    assert check.run_together == [] and not check.flagged
+    assert morphological("powdered", "powder", "ed") and morphological("intramuscularly", "intra", "muscularly")
+    assert not morphological("damageif", "damage", "if")
+
+
+def test_a_synonym_the_embedding_finds_clears_the_label() -> None:
+    """Nothing shared, nothing found by the question, found by its own probe: suspect -- unless the
+    embedding relates a word of the question to one of the gold's."""
+    base = {"dense_rank": None, "lexical_rank": None, "probe_rank": 1, "searched": True, "k": 20}
+    assert check_label(["refund"], [], **base).flagged  # type: ignore[arg-type]
+    cleared = check_label(["refund"], [], synonym=("refund", "reimbursement", 0.78), **base)  # type: ignore[arg-type]
+    assert not cleared.flagged and cleared.synonym == ["refund", "reimbursement", "0.78"] and "synonym" in cleared.reason
+    assert check_label(["refund"], [], synonym=("refund", "store", 0.31), **base).flagged  # type: ignore[arg-type]
+    vectors = np.eye(4)
+    vectors[2] = vectors[0]  # "refund" and "reimbursement" in one place, the rest apart
+    assert nearest_pair(["refund", "shop"], ["reimbursement", "hours"], vectors) == ("refund", "reimbursement", 1.0)
+    assert nearest_pair(["a"], ["b", "c"], np.ones((3, 4))) is None  # every word in one place: relates nothing
 
 
 # --- the suspect-label evidence --------------------------------------------------------------

@@ -11,7 +11,7 @@ from querywise.triage.options import options_problem
 
 def test_defaults_are_the_command_lines() -> None:
     o = TriageOptions()
-    assert (o.k, o.context_k, o.mode, o.sample, o.seed, o.fpc) == (50, 10, "hybrid", None, 0, False)
+    assert (o.k, o.context_k, o.mode, o.sample, o.seed, o.fpc) == (None, None, "hybrid", None, 0, False)  # by the rule
 
 
 @pytest.mark.parametrize(("given", "problem"), [
@@ -34,3 +34,21 @@ def test_options_are_frozen() -> None:
     with pytest.raises(ValidationError):
         o.k = 3  # type: ignore[misc]
     assert o.model_copy(update={"seed": 7}).seed == 7 and hash(o) == hash(TriageOptions(k=20, context_k=5))
+
+
+def test_depth_rule_follows_the_corpus_and_the_reranker() -> None:
+    from querywise.triage.options import depth_rule
+
+    assert depth_rule(386, 10)[0] == 20  # 5% is 19; never under 2 x context_k
+    assert depth_rule(1033, 10)[0] == 50 and depth_rule(5183, 10)[0] == 50  # capped at 50
+    k, why = depth_rule(5183, 10, rerank_top_n=30)
+    assert k == 30 and "[rerank] top_n" in why
+
+
+def test_resolve_keeps_what_was_given_and_states_the_rule() -> None:
+    o = TriageOptions().resolve(n_chunks=386, file_context_k=5)
+    assert (o.k, o.context_k) == (19, 5) and "failures file's rule" in o.k_rule
+    given = TriageOptions(k=40, context_k=3).resolve(n_chunks=386, file_context_k=5)
+    assert (given.k, given.context_k) == (40, 3) and "given" in given.k_rule
+    with pytest.raises(ValueError, match="must be below k"):
+        TriageOptions(k=5).resolve(n_chunks=386, file_context_k=10)

@@ -66,13 +66,14 @@ def test_reference_figures() -> None:
 def test_json_has_exactly_the_documented_keys() -> None:
     data = build_report(_cases(REFERENCE), POP, TriageOptions(k=50, mode="hybrid")).to_json()
     assert list(data) == ["sample", "buckets", "shares", "se", "points", "part_shares", "part_points", "failing_whole",
-                          "reachable_share", "reachable_points", "unreachable_points", "ceiling_points", "expected_band", "cases"]
+                          "reachable_share", "reachable_points", "unreachable_points", "ceiling_points", "expected_band", "cases",
+                          "exact", "intervals", "ranking_cues", "difference", "warnings", "probes_not_built"]
     assert set(data["cases"][0]) == {"id", "question", "bucket", "evidence", "history", "gold_text"}  # type: ignore[index]
 
 
 def test_small_ceiling_band_and_unknown_population() -> None:
     r = build_report(_cases({"filler": 1, "ranking": 19}), POP, TriageOptions(k=50, mode="hybrid"))
-    assert r.ceiling_points == 2 and r.expected_band == [1, 1]  # 0.67 up, 1.0 down
+    assert r.ceiling_points == 2 and r.expected_band == [0.6, 0.9]  # exact ceiling 1.9: 0.63 and 0.95, too small for a whole point
     r = build_report(_cases({"filler": 1, "ranking": 37}), POP, TriageOptions(k=50, mode="hybrid"))
     assert r.ceiling_points == 1 and r.expected_band == [0.3, 0.5]  # too small to round inwards
     unknown = build_report(_cases(REFERENCE), Population(failures=60), TriageOptions(k=50, mode="hybrid"))

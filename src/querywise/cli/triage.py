@@ -29,7 +29,9 @@ from querywise.cli._app import (
 )
 from querywise.files import InputError, write_atomic
 from querywise.triage import TriageReport
-from querywise.triage.options import DEFAULT_CONTEXT_K, DEFAULT_K
+from querywise.triage.html import findings, interval_text, points_text
+from querywise.triage.options import DEFAULT_CONTEXT_K, DEFAULT_K, MAX_CORPUS_SHARE
+from querywise.triage.stats import half_up
 
 
 @app.command("triage")
@@ -44,8 +46,15 @@ def triage_cmd(
     labels: Annotated[Path | None, typer.Option("--labels", help="JSONL {id, label}: human query-defect labels.", exists=True, dir_okay=False)] = None,
     sample: Annotated[int | None, typer.Option("--sample", help="Triage a random sample of N failures.", min=1)] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sample.")] = 0,
-    k: Annotated[int, typer.Option("--k", help="Depth of the probes and searches; ranking is the gold at ranks --context-k + 1 .. k.", min=2)] = DEFAULT_K,
-    context_k: Annotated[int, typer.Option("--context-k", help="How many results the generator (or UI) is shown: a gold within the top N of `retrieved` (else of the index for the question) is a generation failure. At least 1, below --k.", min=1)] = DEFAULT_CONTEXT_K,
+    k: Annotated[int | None, typer.Option("--k", help=f"Depth of the probes and searches; ranking is the gold at ranks --context-k + 1 .. k. Default: the [rerank] top_n when the deployment reranks, else {MAX_CORPUS_SHARE:.0%} of the corpus, at most {DEFAULT_K} and at least 2 x --context-k.", min=2)] = None,
+    context_k: Annotated[int | None, typer.Option("--context-k", help=f"How many results the generator (or UI) is shown: a gold within the top N of `retrieved` (else of the index for the question) is a generation failure. At least 1, below --k. Default: the failures file's rule (K of its hit@K), else {DEFAULT_CONTEXT_K}.", min=1)] = None,
+    plan_margin: Annotated[float | None, typer.Option("--plan-margin", help="Only plan: how many cases a margin of ± M points (one SE) needs and what they cost at 3-5 minutes a case; triages nothing.", min=0.1, max=50)] = None,
+    plan_share: Annotated[
+        float, typer.Option("--plan-share", help="With --plan-margin: the share the margin is for (0.5: the widest).", min=0.01, max=0.99)
+    ] = 0.5,
+    compare: Annotated[
+        str | None, typer.Option("--compare", help="Test whether two buckets differ: BUCKET,BUCKET (the report always tests its two largest).")
+    ] = None,
     mode: Annotated[str, typer.Option("--mode", help="dense, bm25 or hybrid: how probes and the original question search.")] = "hybrid",
     fpc: Annotated[bool, typer.Option("--fpc", help="Apply the finite-population correction to the SEs.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
@@ -64,6 +73,10 @@ def triage_cmd(
     from querywise.triage.html import triage_html
     from querywise.triage.options import options_problem
 
+    if plan_margin is not None:
+        _plan(failures, plan_margin, plan_share, eval_total, acceptable, as_json)
+        return
+    pair = _pair(compare)
     try:
         options = TriageOptions(k=k, context_k=context_k, mode=mode_from(mode), sample=sample, seed=seed, fpc=fpc,
                                 eval_total=eval_total, acceptable=acceptable)
@@ -108,10 +121,61 @@ def triage_cmd(
         sys.stdout.write(json.dumps(report.to_json()) + "\n")
         return
     _render(report)
+    if pair is not None:
+        _render_difference(report, *pair)
     if show_cases:
         _render_cases(report)
     if html is not None:
         out.print(f"HTML report written to {esc(html)}", highlight=False)
+
+
+def _pair(compare: str | None) -> tuple[str, str] | None:
+    """`--compare A,B` as two bucket names (a typo fails before anything runs)."""
+    from querywise.triage.buckets import BUCKETS
+
+    if compare is None:
+        return None
+    names = [n.strip() for n in compare.split(",") if n.strip()]
+    unknown = [n for n in names if n not in BUCKETS]
+    if len(names) != 2 or unknown:
+        raise fail(f"--compare takes two buckets, BUCKET,BUCKET, of: {', '.join(BUCKETS)}")
+    return names[0], names[1]
+
+
+def _render_difference(report: TriageReport, a: str, b: str) -> None:
+    from querywise.triage.stats import compare_buckets
+
+    d = compare_buckets(a, b, report.buckets[a], report.buckets[b], report.sample.n)
+    verdict = "they differ" if d.differ else "not shown to differ"
+    stat = f"z = {half_up(d.z, 2):g}, p = {half_up(d.p_value, 3):g}" if d.z is not None and d.p_value is not None else "no variance"
+    out.print(esc(f"{a} ({d.count_a}) against {b} ({d.count_b}) of {d.n}: {verdict} ({stat}; {d.test})"), highlight=False, soft_wrap=True)
+
+
+def _plan(failures: Path, margin: float, share: float, eval_total: int | None, acceptable: float | None, as_json: bool) -> None:
+    """How many cases `margin` needs, from the failures file's own count (or --eval-total and --acceptable)."""
+    from querywise.triage import load_failures
+    from querywise.triage.stats import cases_needed
+
+    try:
+        data = load_failures(failures)
+    except InputError as exc:
+        raise fail(str(exc)) from None
+    population = round(eval_total * (1 - acceptable)) if eval_total is not None and acceptable is not None else len(data.failures) or None
+    plan = cases_needed(margin, share=share, population=population)
+    if as_json:
+        sys.stdout.write(plan.model_dump_json() + "\n")
+        return
+    low, high = plan.hours
+    out.print(
+        esc(
+            f"± {margin:g} points (one SE) on a share near {share:.0%} needs {plan.cases} cases"
+            + (f" of {population} failures" if population else "")
+            + f" ({plan.cases_uncorrected} without the finite-population correction): "
+            f"{half_up(low, 1):g}–{half_up(high, 1):g} hours at 3–5 minutes a case. {plan.rule}."
+        ),
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _render(report: TriageReport) -> None:
@@ -120,35 +184,47 @@ def _render(report: TriageReport) -> None:
     s, pop = report.sample, report.sample.population
     line = f"[bold]{s.n}[/] failures triaged" + (f" of {pop.failures}" if pop.failures is not None else "")
     if s.failing_points is not None:
-        line += f" · eval set {pop.eval_total} at {pop.acceptable_rate:.0%} acceptable → {s.failing_points:g} points of traffic fail"
-    out.print(line + f" · k = {s.k}, mode {esc(s.mode)} · generation = the gold within the top {s.context_k} (--context-k)",
-              highlight=False)
+        line += f" · eval set {pop.eval_total} at {pop.acceptable_rate:.0%} acceptable → {points_text(s.failing_points, 2)} points of traffic fail"
+    out.print(line + f" · k = {s.k}, mode {esc(s.mode)} · generation = the gold within the top {s.context_k} (--context-k)", highlight=False)
     table = Table()
-    columns: tuple[tuple[str, JustifyMethod], ...] = (("bucket", "left"), ("count", "right"), ("share", "right"), ("± SE", "right"),
-                                                      ("points of traffic", "right"), ("repaired in", "left"))
+    # The interval, not "± SE": a binomial SE is 0 for an empty or a whole bucket ("100% ± 0.0" for 3 of 3).
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("bucket", "left"),
+        ("count", "right"),
+        ("share", "right"),
+        ("interval (1 SE)", "right"),
+        ("points of traffic", "right"),
+        ("repaired in", "left"),
+    )
     for col, justify in columns:
         table.add_column(col, justify=justify)
     for b in BUCKETS:
         pts = report.points[b]
-        table.add_row(esc(b), str(report.buckets[b]), f"{report.shares[b]}%", f"{100 * report.se[b]:.1f}",
-                      "–" if pts is None else str(pts), esc(report.repair[b]))
-    table.add_row("[bold]total[/]", str(s.n), f"{sum(report.shares.values())}%", "",
-                  "–" if report.failing_whole is None else str(report.failing_whole), "", end_section=True)
+        table.add_row(esc(b), str(report.buckets[b]), f"{report.shares[b]}%", interval_text(report, b), "–" if pts is None else str(pts), esc(report.repair[b]))
+    table.add_row(
+        "[bold]total[/]",
+        str(s.n),
+        f"{sum(report.shares.values())}%",
+        "",
+        "–" if report.failing_whole is None else str(report.failing_whole),
+        "",
+        end_section=True,
+    )
     out.print(table)
     parts, part_pts = report.part_shares, report.part_points
-    reach = f"reachable by the query layer: [bold]{parts.get('reachable', 0)}%[/] of failures (± {100 * report.reachable_se:.1f})"
+    reach = f"reachable by the query layer: [bold]{parts.get('reachable', 0)}%[/] of failures (± {half_up(100 * report.reachable_se, 1):.1f})"
     out.print(reach + (f" = {part_pts['reachable']} points" if part_pts is not None else ""), highlight=False)
     n_suspect = report.buckets.get("suspect_label", 0)
     if n_suspect:
         out.print(
-            f"suspect labels: {n_suspect} of {s.n} failures, {parts.get('suspect_label', 0)}% (± {100 * report.part_se.get('suspect_label', 0):.1f})"
+            f"suspect labels: {n_suspect} of {s.n} failures, {parts.get('suspect_label', 0)}% (± {half_up(100 * report.part_se.get('suspect_label', 0), 1):.1f})"
             + (f" = {part_pts['suspect_label']} points" if part_pts is not None else "")
             + " — not reachable by the query layer and not in the ceiling: re-judge those labels", highlight=False)
     if report.reachable_points is not None and report.unreachable_points is not None and part_pts is not None:  # set together
         band = report.expected_band or []
-        gain = (f"{band[0]:g}–{band[1]:g} points" if all(float(v).is_integer() for v in band)
-                else "under 1 point")  # a ceiling under 2 points has no whole point inside its band
-        split = (f" (unreachable: {part_pts['suspect_label']} of suspect labels + {part_pts['rest']} index side, chunker, ranking and "
+        # one decimal each when the ceiling is too small for a whole point inside its band (see `report.band`)
+        gain = f"{band[0]:g} points" if band[0] == band[1] else f"{band[0]:g}–{band[1]:g} points"
+        split = (f" (unreachable: {part_pts['suspect_label']} of suspect labels + {part_pts['rest']} index side, chunker, routing, ranking and "
                  f"generation)" if n_suspect else "")
         out.print(
             f"reachable points {report.reachable_points} + unreachable points {report.unreachable_points} = "
@@ -158,9 +234,11 @@ def _render(report: TriageReport) -> None:
         )
     else:
         out.print("points of traffic: unknown (give --eval-total and --acceptable)", highlight=False)
-    rounding = s.rounding + (f" Failing points: {s.failing_points:g} → {report.failing_whole}." if report.failing_whole is not None else "")
+    rounding = s.rounding + (f" Failing points: {points_text(s.failing_points, 2)} → {report.failing_whole}." if report.failing_whole is not None else "")
     out.print(esc(rounding), highlight=False)
-    out.print(f"SE: {esc(s.se_method)}", highlight=False)
+    out.print(f"SE: {esc(s.se_method)}; intervals: {esc(s.interval_method)}", highlight=False)
+    for line in findings(report):
+        out.print(esc(line), highlight=False, soft_wrap=True)
     for note in report.notes:
         out.print(f"[dim]· {esc(note)}[/]", highlight=False)
 
@@ -181,9 +259,19 @@ def _render_cases(report: TriageReport) -> None:
         out.print(f"  question: {esc(c.question)}", highlight=False, soft_wrap=True)
         if ev.location.absent:
             continue
-        out.print(f"  gold {esc(ev.location.chunk_id)} · ranks {_rank(ev.rank_original)} / {_rank(ev.retrieved_rank)} / "
-                  f"{_rank(ev.literal_rank)} / {_rank(ev.generated_rank)}", highlight=False, soft_wrap=True)
-        out.print(f"  generated probe ({esc(ev.generated_by)}): {esc(ev.generated_probe)}", highlight=False, soft_wrap=True)
+        out.print(
+            f"  gold {esc(ev.location.chunk_id)} · ranks {_rank(ev.rank_original)} / {_rank(ev.retrieved_rank)} / "
+            f"{_rank(ev.literal_rank)} / {_rank(ev.generated_rank)}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        if len(ev.golds) > 1:
+            out.print(f"  {len(ev.golds)} relevant documents (rank for the question / in the retrieved list):", highlight=False)
+            for g in ev.golds:
+                where = "not in the index" if not g.chunk_ids else f"{_rank(g.rank_original)} / {_rank(g.retrieved_rank)}"
+                out.print(f"    {esc(g.id)}: {where}", highlight=False, soft_wrap=True)
+        probe = ev.generated_probe if ev.generated_by != "none" else f"not built: {ev.probe_error}"
+        out.print(f"  generated probe ({esc(ev.generated_by)}): {esc(probe)}", highlight=False, soft_wrap=True)
         lc = ev.label_check
         if lc is not None and c.bucket == "suspect_label":
             out.print(f"  label evidence: question terms {esc(', '.join(lc.question_terms))}; shared with the gold: none; "

@@ -11,6 +11,12 @@ not written.
   the case's own order): `gold_chunk` + `gold_text` (the chunk's text) when it is a chunk id of the
   index; `gold_doc` when it is the document id of chunks cut from one record ("any of its chunks
   answers"); `gold_chunk` alone when the index holds neither, which triage reports as absent.
+  Triage reads the whole of `gold_ids` as the gold set; the primary gold is the one whose text
+  the row carries.
+- `route`, `searched`, `expected_route`: the plan's route and searched texts, the case's expected
+  route (triage's *routing* bucket reads them).
+- `made_by`: the rule (`--acceptable-if`) and, for a `hit@K` rule, K as the generator's context;
+  the search mode and the index when the caller gives them (`made_by`).
 """
 
 from __future__ import annotations
@@ -23,9 +29,9 @@ from querywise.corpus import Chunk
 from querywise.evaluation.acceptable import AcceptableRule
 from querywise.evaluation.cases import Case
 from querywise.evaluation.harness import CaseRun
-from querywise.failures import FailureRow
+from querywise.failures import FailureRow, MadeBy
 
-__all__ = ["FailureRows", "failure_rows"]
+__all__ = ["FailureRows", "failure_rows", "made_by"]
 
 
 class FailureRows(BaseModel):
@@ -49,7 +55,12 @@ def _ranked_gold(relevant: Mapping[str, int]) -> list[str]:
     return sorted((d for d, g in relevant.items() if g > 0), key=lambda d: -relevant[d])
 
 
-def failure_rows(cases: Sequence[Case], runs: Sequence[CaseRun], chunks: Iterable[Chunk], rule: AcceptableRule) -> FailureRows:
+def made_by(rule: AcceptableRule, *, mode: str | None = None, index: str | None = None, n_chunks: int | None = None) -> MadeBy:
+    """What a failures file records of the rule that made it (every row carries it)."""
+    return MadeBy(acceptable_if=rule.label, context_k=rule.shown, mode=mode, index=index, n_chunks=n_chunks)
+
+
+def failure_rows(cases: Sequence[Case], runs: Sequence[CaseRun], chunks: Iterable[Chunk], rule: AcceptableRule, *, made: MadeBy | None = None) -> FailureRows:
     """Every case with a relevant id as a row, `acceptable` by `rule`.
 
     `runs` are the run's case records in the order of `cases` (`evaluate(..., keep_ids=None)`
@@ -86,6 +97,7 @@ def failure_rows(cases: Sequence[Case], runs: Sequence[CaseRun], chunks: Iterabl
             where = {"gold_chunk": primary}
         rows.append(FailureRow(
             id=case.id, question=case.message, history=case.history, acceptable=rule.acceptable(run.scores),
-            gold_ids=gold, scores=dict(run.scores), retrieved=list(run.top), **where,
+            gold_ids=gold, scores=dict(run.scores), retrieved=list(run.top), route=run.route or None,
+            searched=list(run.searched), expected_route=case.route, made_by=made or made_by(rule), **where,
         ))
     return FailureRows(rule=rule, rows=rows, skipped=skipped)

@@ -150,7 +150,7 @@ def _record(
         slices=case.slices,
         scores={m.label: score(m, top, case.relevant) for m in metrics},
         top=top[:keep_ids],  # None: every ranked id (`eval --failures` writes them all)
-        searched=[q.text for q in plan.queries],
+        searched=[] if plan.unsearched else [q.text for q in plan.queries],  # queries of an unsearched plan never ran
         route=plan.route,
         route_status=route_step.status if route_step else "",
         action=plan.action.type,

@@ -27,7 +27,7 @@ from querywise.evaluation.components import (
     access_probe,
     component_scores,
 )
-from querywise.evaluation.failures import FailureRows, failure_rows
+from querywise.evaluation.failures import FailureRows, failure_rows, made_by
 from querywise.evaluation.harness import KEEP_IDS, Arm, ArmResult, JudgedIds, run_arm
 from querywise.evaluation.metrics import Metric
 from querywise.index.engine import Mode
@@ -94,7 +94,9 @@ def evaluate(
     failures = None
     if rule is not None:
         chunks = deployment.index.chunks() if deployment.index is not None else passages or []
-        failures = failure_rows(cases, main.cases, chunks, rule)
+        chunks = list(chunks)
+        index_name = str(deployment.index.root) if deployment.index is not None else None
+        failures = failure_rows(cases, main.cases, chunks, rule, made=made_by(rule, mode=mode, index=index_name, n_chunks=len(chunks)))
     return EvalReport(source=source, run=main, components=components, ablation=ablation, warnings=warnings, failures=failures)
 
 

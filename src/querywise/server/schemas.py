@@ -19,7 +19,7 @@ from querywise.evaluation.metrics import DEFAULT_METRICS
 from querywise.index import Hit
 from querywise.index.engine import Mode
 from querywise.plan import QueryPlan
-from querywise.triage.options import DEFAULT_CONTEXT_K, DEFAULT_K, TriageOptions, options_problem
+from querywise.triage.options import TriageOptions, options_problem
 
 __all__ = ["AskRequest", "AskResponse", "ErrorBody", "EvalJobRequest", "PlanRequest", "PlanResponse", "SearchRequest", "SearchResponse", "TriageJobRequest", "reject_access_fields"]
 
@@ -70,8 +70,8 @@ class TriageJobRequest(_Request):
     failures: list[dict[str, Any]] = Field(min_length=1)
     sample: int | None = Field(None, ge=1)
     seed: int = 0
-    k: int = Field(DEFAULT_K, ge=2, le=500)
-    context_k: int = Field(DEFAULT_CONTEXT_K, ge=1)
+    k: int | None = Field(None, ge=2, le=500)  # None: the depth rule of `triage.options` (corpus size, [rerank] top_n)
+    context_k: int | None = Field(None, ge=1)  # None: the failures' own rule (`made_by.context_k`), else the default
     mode: Mode = "hybrid"
     eval_total: int | None = Field(None, ge=1)
     acceptable: float | None = Field(None, ge=0, le=1)

@@ -5,7 +5,9 @@ Each returns a small result with its evidence; none decides a bucket (`buckets.p
 - extraction noise: ligature characters, words broken after a ligature ("specifi c",
   "confi guration"), words run together or split by the extractor ("warrantycovers",
   "war ranty") -- seen against the gold text the locator matched only ignoring whitespace, or
-  against the index vocabulary -- text that is mostly non-words (mojibake, symbol soup), a few
+  against the index vocabulary, where both halves occur as words of other chunks and the join is
+  not a stem plus an ending or a prefix plus a stem (`morphological`: "powdered",
+  "intramuscularly", "synthesised" are words) -- text that is mostly non-words (mojibake, symbol soup), a few
   tokens repeated, or no text at all;
 - degenerate embedding: a vector that is not finite, (near) zero, or (near) constant;
 - chunk boundary: the question names a product or identifier that the gold chunk lacks and a
@@ -46,6 +48,9 @@ __all__ = [
     "check_query",
     "check_vector",
     "content_terms",
+    "label_words",
+    "morphological",
+    "nearest_pair",
     "shared_terms",
     "term_overlap",
 ]
@@ -117,6 +122,25 @@ def _whitespace_damage(text: str, clean: str) -> list[str]:
     return list(dict.fromkeys(t for t in words(text[start:end]) if t not in gold_words))
 
 
+#: Endings and beginnings that make one word of a stem, never two words: "powder + ed",
+#: "intramuscular + ly", "synthesis + ed", "intra + muscular" are morphology, not extraction.
+SUFFIXES = frozenset(
+    ["s", "es", "d", "ed", "ing", "ings", "ly", "er", "ers", "est", "ise", "ised", "ises", "ize", "ized", "izes", "isation", "ization",
+     "ation", "ations", "ment", "ments", "ness", "al", "ally", "ic", "ical", "ity", "ities", "ous", "ive", "ively", "able", "ably",
+     "ible", "ful", "less", "ship", "ism", "ist", "ists", "ia", "ae", "um", "ectomy", "itis", "osis", "ology", "ological"])
+PREFIXES = frozenset(
+    ["intra", "inter", "extra", "un", "re", "non", "pre", "post", "sub", "super", "supra", "anti", "co", "de", "dis", "over", "under",
+     "micro", "macro", "multi", "hyper", "hypo", "trans", "semi", "peri", "endo", "exo", "intro", "poly", "mono", "bio", "neuro",
+     "cardio", "immuno", "auto", "counter", "out", "self", "mis"])
+
+
+def morphological(word: str, head: str, tail: str) -> bool:
+    """Whether `head + tail` is a stem with an ending or a prefix with a stem ("powdered" =
+    "powder" + "ed"), not two words run together: the tail is an ending, the head a prefix, or
+    the word stems to its head."""
+    return tail in SUFFIXES or head in PREFIXES or terms_of([word], stopwords=False) == terms_of([head], stopwords=False)
+
+
 def _joined_and_split(text: str, vocabulary: Mapping[str, int], searched: str) -> tuple[list[str], list[str]]:
     """Run-together and split words of `text` against the index's word counts (`vocabulary`,
     which counts this chunk's own words too: `searched` is the chunk as the index read it)."""
@@ -132,7 +156,7 @@ def _joined_and_split(text: str, vocabulary: Mapping[str, int], searched: str) -
         # Names are written capitalised ("Brightwater"); a word other chunks have is no accident.
         if len(w) < 6 or raw[0].isupper() or elsewhere(w) > 0 or any(j.startswith(f"{w} ") for j in joined):
             continue
-        splits = [(min(elsewhere(w[:i]), elsewhere(w[i:])), i) for i in range(2, len(w) - 1)]
+        splits = [(min(elsewhere(w[:i]), elsewhere(w[i:])), i) for i in range(2, len(w) - 1) if not morphological(w, w[:i], w[i:])]
         best, i = max(splits, default=(0, 0))
         if best > 0:
             joined.append(f"{w} = {w[:i]} + {w[i:]}")
@@ -311,6 +335,7 @@ class LabelCheck(BaseModel):
     lexical_rank: int | None = None  # the same, BM25
     probe_rank: int | None = None  # the better of its literal and generated probe's ranks
     searched: bool = False  # whether the two searches ran (only when nothing is shared)
+    synonym: list[str] = []  # [question word, gold word, cosine] when the embedding relates a pair (not suspect)
 
 
 def shared_terms(question: str, history: Sequence[str], gold_text: str) -> tuple[list[str], list[str]]:
@@ -319,11 +344,45 @@ def shared_terms(question: str, history: Sequence[str], gold_text: str) -> tuple
     return sorted(q), sorted(q & set(analyze(gold_text)))
 
 
+#: Two words whose embeddings are at least this close are near-synonyms ("snapped" and
+#: "cracked" are 0.50 apart for all-MiniLM-L6-v2, unrelated words about 0.25): a gold that says the
+#: question's thing in other words is no suspect label. Chosen on the demo help centre (its one
+#: suspect label, demo-16, is such a pair at 0.50: the threshold sits below it and well above the
+#: median pair, 0.24); reported on doc2dial and SciFact.
+SYNONYM_COSINE = 0.45
+#: ... and stands out from the median pair by this much (an embedder that puts every word in one
+#: place relates nothing).
+SYNONYM_STANDOUT = 0.2
+
+
+def nearest_pair(question_words: Sequence[str], gold_words: Sequence[str], vectors: np.ndarray) -> tuple[str, str, float] | None:
+    """The closest (question word, gold word) pair by cosine, when it stands out from the median
+    pair by `SYNONYM_STANDOUT`; `vectors` are the words' embeddings, the question's first, in order."""
+    if not question_words or not gold_words:
+        return None
+    v = np.asarray(vectors, dtype=np.float64)
+    v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+    sims = v[: len(question_words)] @ v[len(question_words):].T
+    i, j = np.unravel_index(int(np.argmax(sims)), sims.shape)
+    if sims.size > 1 and sims[i, j] - float(np.median(sims)) < SYNONYM_STANDOUT:
+        return None  # every pair about as close: the embedder does not tell these words apart
+    return question_words[int(i)], gold_words[int(j)], float(sims[i, j])
+
+
+def label_words(text: str, limit: int = 80) -> list[str]:
+    """The distinct content words of `text` (no stop or asking words, 3+ letters), in order, at
+    most `limit`: what the synonym check embeds."""
+    out = [w for w in dict.fromkeys(words(text)) if w.isalpha() and len(w) >= 3 and w not in STOPWORDS_EN and w not in ASK_WORDS]
+    return out[:limit]
+
+
 def check_label(
     question_terms: list[str], shared: list[str], *, dense_rank: int | None, lexical_rank: int | None,
-    probe_rank: int | None, searched: bool, k: int,
+    probe_rank: int | None, searched: bool, k: int, synonym: tuple[str, str, float] | None = None,
 ) -> LabelCheck:
-    """The suspect-label rule on its evidence (ranks: None is "not in the top k")."""
+    """The suspect-label rule on its evidence (ranks: None is "not in the top k"; `synonym`: the
+    question's and the gold's closest words by the embedding, which clear the label at
+    `SYNONYM_COSINE` or above)."""
     ev = LabelCheck(flagged=False, question_terms=question_terms, shared_terms=shared, dense_rank=dense_rank,
                     lexical_rank=lexical_rank, probe_rank=probe_rank, searched=searched)
     if not question_terms:
@@ -338,6 +397,11 @@ def check_label(
     if probe_rank is None:
         return ev.model_copy(update={"reason": f"shares no content term and the question misses it, but neither probe "
                                                f"finds it in the top {k} either: an index problem, not the label"})
+    if synonym is not None and synonym[2] >= SYNONYM_COSINE:
+        q, g, cos = synonym
+        return ev.model_copy(update={"synonym": [q, g, f"{cos:.2f}"], "reason": (
+            f"shares no content term, but the embedding relates the question's {q!r} to the gold's {g!r} "
+            f"(cosine {cos:.2f} >= {SYNONYM_COSINE}): a synonym, not a suspect label")})
     return ev.model_copy(update={"flagged": True, "reason": (
         f"the gold shares none of the question's {len(question_terms)} content terms, neither a dense nor a lexical "
         f"search for the question finds it in the top {k}, yet its own probe finds it at rank {probe_rank}: "

@@ -123,7 +123,7 @@ def relabel(report: Mapping[str, object], labels: Mapping[str, Label]) -> tuple[
     detectors sent to the query layer (on any other case it is kept in the evidence only)."""
     sample = SampleInfo.model_validate(report["sample"])
     options = sample.options
-    k, context_k = options.k, options.context_k
+    k, context_k = options.depths
     cases = [TriageCase.model_validate(c) for c in report["cases"]]  # type: ignore[attr-defined]
     out: list[TriageCase] = []
     detectors: dict[str, str] = {}

@@ -13,8 +13,17 @@ Arithmetic (the figures of a 60-failure sample at 62% acceptable):
   (index side, chunker, ranking, generation) -- then each part into its buckets, all by largest
   remainder, so every printed sum adds up and a part equals the sum of its buckets;
 - reachable points + unreachable points = the failing points (unreachable = suspect labels +
-  the rest); the ceiling is the reachable points, and the expected band a third to a half of it
-  (low end rounded up, high end down: a band to quote, not to stretch).
+  the rest); the ceiling is the reachable points, and the expected band a third to a half of the
+  exact ceiling, as the seed quotes it: the pessimistic (low) end rounded honestly, half up
+  (17.1 / 3 = 5.7 -> 6), the optimistic (high) end rounded down (17.1 / 2 = 8.55 -> 8), so the
+  band is never stretched upwards; 13 / 3 = 4.33 -> 4, 13 / 2 = 6.5 -> 6.
+- the JSON keeps every figure exact as well (`exact`: failing, reachable and unreachable points,
+  the ceiling, the band's ends, the shares as fractions); printed figures are formatted from them
+  by the one rule of `stats.half_up`. Beside each share: Wilson's interval at one SE
+  (`intervals`), which stays honest for a 3-case bucket at 100%.
+- `ranking_cues`: the ranking cases on which a query-side detector also fired, and their share of
+  the ranking cases (an upper bound on what the query layer adds there); `difference`: whether the
+  two largest buckets differ (`stats.compare_buckets`).
 """
 
 from __future__ import annotations
@@ -32,16 +41,20 @@ from querywise.triage.buckets import (
     UNREACHABLE_BUCKETS,
     Bucket,
     TriageCase,
+    has_query_cue,
 )
 from querywise.triage.options import DEFAULT_CONTEXT_K, TriageOptions
+from querywise.triage.stats import BucketDifference, compare_buckets, half_up, wilson
 
 __all__ = [
+    "INTERVAL_METHOD",
     "NOTES",
     "PARTS",
     "ROUNDING",
     "Population",
     "SampleInfo",
     "TriageReport",
+    "band",
     "binomial_se",
     "build_report",
     "largest_remainder",
@@ -52,16 +65,21 @@ __all__ = [
 PARTS: tuple[tuple[str, tuple[Bucket, ...]], ...] = (
     ("reachable", QUERY_BUCKETS),
     ("suspect_label", LABEL_BUCKETS),
-    ("rest", (*UNREACHABLE_BUCKETS, "ranking", "generation")),
+    ("rest", (*UNREACHABLE_BUCKETS, "routing", "ranking", "generation")),
 )
-ROUNDING = ("Rounding: whole numbers, one rule. Shares are whole percents of the sample (adding to 100) and points "
-            "whole percentage points of traffic (adding to the failing points rounded to a whole point); each total is "
-            "split into reachable, suspect labels and the rest, then into buckets, by largest remainder, so every sum "
-            "adds up as printed.")
+ROUNDING = (
+    "Rounding: one rule. The JSON keeps exact values (`exact`, `se`, `intervals`); a printed figure is rounded half "
+    "up (62.5 -> 63). Shares are whole percents of the sample (adding to 100) and points whole percentage points "
+    "of traffic (adding to the failing points rounded half up); each total is split into reachable, suspect labels "
+    "and the rest, then into buckets, by largest remainder, so every sum adds up as printed. The expected band's "
+    "low end is a third of the exact ceiling rounded half up, its high end half of it rounded down."
+)
+INTERVAL_METHOD = "Wilson score interval at z = 1 (one SE, about 68%)"
 
 NOTES = [
     "The literal probe is a filter on failures, not a metric: over a whole corpus it is near 1.0 and means nothing.",
-    "Shares are estimates from a sample: each carries one binomial standard error (not a 95% interval).",
+    "Shares are estimates from a sample: each carries one binomial standard error (not a 95% interval) and Wilson's "
+    "interval at one SE, which stays honest for small buckets (3 of 3 reads as 75-100%, not 100% ± 0).",
     "A drop from the literal to the generated probe's rank is attributable to grammatical form only.",
 ]
 
@@ -112,13 +130,43 @@ class SampleInfo(BaseModel):
     mode: str
     se_method: str
     rounding: str = ROUNDING
+    k_rule: str = ""  # how k and context_k were chosen (`TriageOptions.resolve`)
+    interval_method: str = INTERVAL_METHOD
 
     @property
     def options(self) -> TriageOptions:
         """The options the report was made with (what `relabel` rebuilds it with)."""
-        return TriageOptions(k=self.k, context_k=self.context_k, mode=self.mode,
-                             sample=max(self.n, 1) if self.seed is not None else None, seed=self.seed or 0,
-                             fpc="finite-population factor" in self.se_method)
+        return TriageOptions(
+            k=self.k,
+            context_k=self.context_k,
+            mode=self.mode,
+            sample=max(self.n, 1) if self.seed is not None else None,
+            seed=self.seed or 0,
+            fpc="finite-population factor" in self.se_method,
+            k_rule=self.k_rule,
+        )
+
+
+class Exact(BaseModel):
+    """The report's figures before any rounding."""
+
+    shares: dict[str, float]  # count / n per bucket
+    reachable_share: float
+    failing_points: float | None = None
+    reachable_points: float | None = None
+    unreachable_points: float | None = None
+    ceiling_points: float | None = None
+    expected_band: list[float] | None = None  # [ceiling / 3, ceiling / 2]
+
+
+class RankingCues(BaseModel):
+    """Ranking cases on which a query-side detector also fired: an upper bound on what the query
+    layer adds among them (ranking is decided before any query defect)."""
+
+    ranking: int
+    with_cue: int
+    share: float | None  # with_cue / ranking (None: no ranking case)
+    by_kind: dict[str, int] = {}
 
 
 class TriageReport(BaseModel):
@@ -144,11 +192,18 @@ class TriageReport(BaseModel):
     notes: list[str]
     cases: list[TriageCase]
     seconds: float | None = None
+    exact: Exact | None = None
+    intervals: dict[str, list[float]] = {}  # Wilson's interval of each bucket's share (fractions)
+    ranking_cues: RankingCues | None = None
+    difference: BucketDifference | None = None  # the two largest buckets, tested
+    warnings: list[str] = []  # the failures made against another index, a context other than the file's rule
+    probes_not_built: int = 0  # cases whose generated probe could not be built (no LLM, no main clause to ask)
 
     def to_json(self) -> dict[str, object]:
         """Exactly the keys `querywise triage --json` documents."""
         keys = ("sample", "buckets", "shares", "se", "points", "part_shares", "part_points", "failing_whole", "reachable_share",
-                "reachable_points", "unreachable_points", "ceiling_points", "expected_band", "cases")
+                "reachable_points", "unreachable_points", "ceiling_points", "expected_band", "cases",
+                "exact", "intervals", "ranking_cues", "difference", "warnings", "probes_not_built")
         return self.model_dump(mode="json", include=set(keys))
 
 
@@ -169,17 +224,24 @@ def split_whole(total: int, counts: dict[Bucket, int]) -> tuple[dict[str, int], 
     return {name: v for (name, _), v in zip(PARTS, part_totals, strict=True)}, {b: per_bucket[b] for b in BUCKETS}
 
 
-def _band(ceiling: int) -> list[int | float]:
-    low, high = math.ceil(ceiling / 3), math.floor(ceiling / 2)
-    if low <= high:
+def band(ceiling: float) -> list[int | float]:
+    """A third to a half of the exact `ceiling`: the low end rounded half up, the high end down
+    (one decimal each when the ceiling is too small for a whole point between them).
+
+    >>> band(17.1), band(13.0), band(12.65 * 0)
+    ([6, 8], [4, 6], [0, 0])
+    """
+    low, high = int(half_up(ceiling / 3)), math.floor(ceiling / 2 + 1e-9)
+    if low <= high and (high > 0 or ceiling <= 0):
         return [low, high]
-    return [round(ceiling / 3, 1), round(ceiling / 2, 1)]  # too small a ceiling to round inwards
+    return [half_up(ceiling / 3, 1), math.floor(ceiling / 2 * 10 + 1e-9) / 10]
 
 
-def build_report(cases: Sequence[TriageCase], population: Population, options: TriageOptions) -> TriageReport:
+def build_report(cases: Sequence[TriageCase], population: Population, options: TriageOptions, *, warnings: Sequence[str] = ()) -> TriageReport:
     """Count, share and price the buckets of `cases` (one failure each), classified with `options`
-    (their depths, mode and sample are stated in the report; `fpc`: the finite-population factor)."""
-    k, context_k, mode = options.k, options.context_k, options.mode
+    (resolved: their depths, mode and sample are stated in the report; `fpc`: the finite-population
+    factor); `warnings` are stated with it."""
+    (k, context_k), mode = options.depths, options.mode
     seed = options.seed if options.sample is not None else None
     fpc = options.fpc
     n = len(cases)
@@ -192,27 +254,29 @@ def build_report(cases: Sequence[TriageCase], population: Population, options: T
     part_se = {name: round(binomial_se(sum(counts[b] for b in bs) / n if n else 0.0, n, N), 4) for name, bs in PARTS}
     q = sum(counts[b] for b in QUERY_BUCKETS)
     reachable = q / n if n else 0.0
-    failing = None if population.acceptable_rate is None else round(100 * (1 - population.acceptable_rate), 6)
+    # exact up to binary noise (100 x (1 - 0.62) is 37.99999999999999 in floating point)
+    failing = None if population.acceptable_rate is None else round(100 * (1 - population.acceptable_rate), 10)
     reach_pts: int | None
     unreach_pts: int | None
     part_points: dict[str, int] | None = None
     points: dict[str, int | None] = dict.fromkeys(BUCKETS, None)
     failing_whole: int | None = None
-    band: list[int | float] | None = None
+    expected: list[int | float] | None = None
     if failing is not None:
-        failing_whole = round(failing)
+        failing_whole = int(half_up(failing))
         part_points, bucket_points = split_whole(failing_whole, counts)
         points = {str(b): v for b, v in bucket_points.items()} if n else points
         reach_pts = part_points["reachable"]
         unreach_pts = failing_whole - reach_pts  # suspect labels and the rest: not reachable by the query layer
-        band = _band(reach_pts)
+        expected = band(reachable * failing)
     else:
         reach_pts = unreach_pts = None
     method = "binomial sqrt(p(1-p)/n)" + (
         f" x finite-population factor sqrt((N-n)/(N-1)), N = {N}" if N else " (no finite-population correction)")
     return TriageReport(
-        sample=SampleInfo(n=n, population=population, failing_points=failing, seed=seed, k=k, context_k=context_k,
-                          mode=mode, se_method=method),
+        sample=SampleInfo(
+            n=n, population=population, failing_points=failing, seed=seed, k=k, context_k=context_k, mode=mode, se_method=method, k_rule=options.k_rule
+        ),
         buckets=dict(counts),
         shares=dict(bucket_shares),
         se=se,
@@ -230,11 +294,43 @@ def build_report(cases: Sequence[TriageCase], population: Population, options: T
         reachable_points=reach_pts,
         unreachable_points=unreach_pts,
         ceiling_points=reach_pts,
-        expected_band=band,
+        expected_band=expected,
         repair=dict(REPAIR),
         notes=list(NOTES),
         cases=list(cases),
+        exact=Exact(
+            shares={b: counts[b] / n if n else 0.0 for b in BUCKETS},
+            reachable_share=reachable,
+            failing_points=failing,
+            reachable_points=None if failing is None else reachable * failing,
+            unreachable_points=None if failing is None else (1 - reachable) * failing,
+            ceiling_points=None if failing is None else reachable * failing,
+            expected_band=None if failing is None else [reachable * failing / 3, reachable * failing / 2],
+        ),
+        intervals={b: list(wilson(counts[b], n)) for b in BUCKETS},
+        ranking_cues=_ranking_cues(cases),
+        difference=_largest_two(counts, n),
+        warnings=list(warnings),
+        probes_not_built=sum(c.evidence.generated_by == "none" for c in cases),
     )
+
+
+def _ranking_cues(cases: Sequence[TriageCase]) -> RankingCues:
+    ranking = [c for c in cases if c.bucket == "ranking"]
+    cued = [c for c in ranking if has_query_cue(c)]
+    kinds: dict[str, int] = {}
+    for c in cued:
+        kind = str(c.evidence.query.suggested) if c.evidence.query is not None else ""
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return RankingCues(ranking=len(ranking), with_cue=len(cued), share=len(cued) / len(ranking) if ranking else None, by_kind=kinds)
+
+
+def _largest_two(counts: dict[Bucket, int], n: int) -> BucketDifference | None:
+    """The test of the two largest buckets (ties: bucket order), when two are non-empty."""
+    top = sorted((b for b in BUCKETS if counts[b]), key=lambda b: -counts[b])[:2]
+    if len(top) < 2:
+        return None
+    return compare_buckets(top[0], top[1], counts[top[0]], counts[top[1]], n)
 
 
 def population_of(n_rows: int, n_acceptable: int, n_failures: int, *, eval_total: int | None, acceptable: float | None) -> Population:

@@ -13,6 +13,8 @@ cost two model calls, not 240.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -20,6 +22,7 @@ import numpy as np
 
 from querywise.conversation import texts as turn_texts
 from querywise.corpus import Chunk
+from querywise.embed import Embedder
 from querywise.failures import FailureRow
 from querywise.index.analysis import Analysis, analyse
 from querywise.index.engine import Mode
@@ -30,10 +33,13 @@ from querywise.text import analyze
 from querywise.triage.buckets import (
     AboveGold,
     Evidence,
+    GoldRank,
     LiteralNeighbour,
+    RoutingCheck,
     TriageCase,
     classify,
 )
+from querywise.triage.checks import file_context_k, index_problems, rule_problems
 from querywise.triage.detectors import (
     LabelCheck,
     check_boundary,
@@ -41,17 +47,20 @@ from querywise.triage.detectors import (
     check_noise,
     check_query,
     check_vector,
+    label_words,
+    nearest_pair,
     shared_terms,
     term_overlap,
 )
 from querywise.triage.failures import EvalFile, QueryDefectKind, sample_failures
-from querywise.triage.locate import ChunkTable, Location, locate, prefer_ranked
+from querywise.triage.golds import best_rank, gold_set, representative, with_ranks
+from querywise.triage.locate import ChunkTable, Location, locate
 from querywise.triage.options import TriageOptions
 from querywise.triage.probes import generated_probe, idf_from, literal_probe
 from querywise.triage.report import TriageReport, build_report, population_of
 from querywise.triage.target import TriageTarget
 
-__all__ = ["ABOVE_KEPT", "probe_cases", "triage"]
+__all__ = ["ABOVE_KEPT", "probe_cases", "resolve_options", "triage", "with_table"]
 
 Advance = Callable[[int], None]
 #: `progress(phase, total)` returns `advance(n)` (the CLI's bar, a service job's counters).
@@ -67,17 +76,26 @@ def _rank(hits: Sequence[Hit], ids: set[str]) -> int | None:
 
 
 def _gold_ids(loc: Location) -> set[str]:
-    """The chunks that count as the gold: every chunk of a document gold, else the gold chunk."""
+    """The chunks of the representative gold: every chunk of a document gold, else the gold chunk."""
     return set(loc.chunk_ids) if loc.method == "document" else {str(loc.chunk_id)}
 
 
-def _retrieved_rank(retrieved: Sequence[str] | None, loc: Location) -> int | None:
-    """The gold's position in the system's own list; for a document gold, the first position of
-    the document id or any of its chunk ids (the list may be scored per document)."""
-    if not retrieved:
+def routing_check(f: FailureRow) -> RoutingCheck | None:
+    """What the plan did, when the row says (`searched`, `route`, `expected_route`); None when it
+    says nothing about the plan."""
+    if f.searched is None and f.route is None:
         return None
-    wanted = _gold_ids(loc) | ({str(loc.doc_id)} if loc.method == "document" else set())
-    return next((i for i, rid in enumerate(retrieved, start=1) if rid in wanted), None)
+    if f.searched is not None and not f.searched:
+        return RoutingCheck(
+            flagged=True,
+            route=f.route,
+            expected_route=f.expected_route,
+            searched_nothing=True,
+            reason=f"the plan searched nothing (route {f.route or 'unknown'}" + (f", the case expects {f.expected_route}" if f.expected_route else "") + ")",
+        )
+    if f.expected_route and f.route and f.route != f.expected_route:
+        return RoutingCheck(flagged=True, route=f.route, expected_route=f.expected_route, reason=f"routed to {f.route}, the case expects {f.expected_route}")
+    return RoutingCheck(flagged=False, route=f.route, expected_route=f.expected_route, reason="searched on the expected route")
 
 
 def _snippet(text: str) -> str:
@@ -133,10 +151,32 @@ def triage(
     if not read.failures:
         raise ValueError("no failing rows (acceptable: false) to triage")
     picked = sample_failures(read.failures, options.sample, options.seed)
-    target = deployment if isinstance(deployment, TriageTarget) else TriageTarget.of(deployment)
+    target = with_table(deployment if isinstance(deployment, TriageTarget) else TriageTarget.of(deployment))
+    assert target.table is not None
+    options, warnings = resolve_options(options, target, read.failures)
+    warnings += index_problems(picked, target.table)
     cases = probe_cases(picked, target, options, sources=sources, labels=labels, progress=progress)
-    report = build_report(cases, population, options)
+    report = build_report(cases, population, options, warnings=warnings)
     return report.model_copy(update={"seconds": round(time.perf_counter() - started, 3)})
+
+
+def with_table(target: TriageTarget) -> TriageTarget:
+    """`target` with its chunk table read (from its index, once) when it has none."""
+    if target.table is not None:
+        return target
+    if target.index is None:
+        raise ValueError("triage through a retriever needs the table of its passages (--corpus FILE)")
+    return dataclasses.replace(target, table=ChunkTable.of(target.index.chunks()))
+
+
+def resolve_options(options: TriageOptions, target: TriageTarget, failures: Sequence[FailureRow]) -> tuple[TriageOptions, list[str]]:
+    """The depths chosen by the rule of `triage.options` for this corpus, deployment and failures
+    file, and warnings where the file's rule and the options disagree."""
+    table = with_table(target).table
+    assert table is not None
+    stated, warnings = file_context_k(failures)
+    resolved = options.resolve(n_chunks=len(table.chunks), file_context_k=stated, rerank_top_n=target.rerank_top_n)
+    return resolved, warnings + rule_problems(failures, resolved.depths[1])
 
 
 def probe_cases(
@@ -151,7 +191,6 @@ def probe_cases(
     """Each failure probed against `target` and classified: one `TriageCase` per failure, in order
     (the step of `triage` before the report; the benchmarks time it alone)."""
     ix, retriever, embedder, table, write_probe = target.index, target.retriever, target.embedder, target.table, target.write_probe
-    k, context_k, mode = options.k, options.context_k, options.mode
     step = progress or (lambda phase, total: lambda n: None)
     labels = labels or {}
     if ix is None and retriever is None:
@@ -160,6 +199,9 @@ def probe_cases(
         if ix is None:
             raise ValueError("triage through a retriever needs the table of its passages (--corpus FILE)")
         table = ChunkTable.of(ix.chunks())
+    if not options.resolved:  # called alone (the benchmarks): the depths by the rule, for this target
+        options, _ = resolve_options(options, dataclasses.replace(target, table=table), failures)
+    (k, context_k), mode = options.depths, options.mode
     embed = embedder if embedder is not None else ix.embedder if ix is not None else None
     if embed is None:
         raise ValueError("triage through a retriever needs an embedder for the vector checks")
@@ -187,12 +229,15 @@ def probe_cases(
 
     advance = step("locating gold passages", len(failures))
     located: list[Location] = []
+    golds: list[list[GoldRank]] = []
     for f in failures:
-        located.append(locate(f, table, sources=sources, bm25=bm25))
+        primary = locate(f, table, sources=sources, bm25=bm25)
+        located.append(primary)
+        golds.append(gold_set(f, primary, table))
         advance(1)
 
-    # The original questions whose gold is in the index: one batch, one search each.
-    asked = [i for i, loc in enumerate(located) if not loc.absent and loc.chunk_id is not None]
+    # The original questions with a relevant document in the index: one batch, one search each.
+    asked = [i for i, gs in enumerate(golds) if any(g.chunk_ids for g in gs)]
     q_vectors = np.zeros((0, 0), dtype=np.float32)  # no gold located: nothing is embedded or probed
     question_hits: dict[int, list[Hit]] = {}
     q_row: dict[int, int] = {}
@@ -203,37 +248,44 @@ def probe_cases(
         for row, i in enumerate(asked):
             q_row[i] = row
             question_hits[i] = search(q_vectors[row], failures[i].question, mode)
-            located[i] = prefer_ranked(located[i], [h.id for h in question_hits[i]])
+            golds[i] = with_ranks(golds[i], question_hits[i], failures[i].retrieved)
+            located[i] = representative(located[i], golds[i], table, [h.id for h in question_hits[i]])
             advance(1)
 
     # Evidence that needs no probe search, and the texts to embed in one batch.
     evidence: list[Evidence] = []
     texts: list[str] = []
     for i, (f, loc) in enumerate(zip(failures, located, strict=True)):
-        ev = Evidence(location=loc, label=labels.get(f.id))
+        ev = Evidence(location=loc, golds=golds[i], routing=routing_check(f), label=labels.get(f.id))
         if i in question_hits:
             gold = table.chunks[str(loc.chunk_id)]
             gen = generated_probe(gold.text, idf, write_probe)
             hits = question_hits[i]
-            rank = _rank(hits, _gold_ids(loc))
+            rank = best_rank(golds[i])
             above = hits[: rank - 1 if rank is not None else len(hits)][:ABOVE_KEPT]
-            ev = ev.model_copy(update={
-                "literal_probe": literal_probe(gold.text), "generated_probe": gen.text, "generated_by": gen.by,
-                "vocabulary_violations": gen.violations, "probe_error": gen.error,
-                "noise": check_noise(gold.text, clean=f.gold_text if loc.whitespace_only else None,
-                                     vocabulary=lex.word_counts, searched=gold.search_text),
-                "boundary": check_boundary(
-                    f.question, gold.search_text,
-                    [(n, table.chunks[n].search_text) for n in table.neighbours(gold.id)], crosses=loc.crosses,
-                ),
-                "query": check_query(f.question, turn_texts(f.history), gold.search_text),
-                "rank_original": rank,
-                "above_original": [
-                    AboveGold(id=h.id, rank=h.rank, snippet=_snippet(h.text),
-                              same_doc=h.id in table.chunks and table.chunks[h.id].doc_id == loc.doc_id)
-                    for h in above],
-                "retrieved_rank": _retrieved_rank(f.retrieved, loc),
-            })
+            noise_of = functools.partial(_noisy, table=table, vocabulary=lex.word_counts, question=f.question)
+            noise = check_noise(gold.text, clean=f.gold_text if loc.whitespace_only else None, vocabulary=lex.word_counts, searched=gold.search_text)
+            boundary = check_boundary(f.question, gold.search_text, [(n, table.chunks[n].search_text) for n in table.neighbours(gold.id)], crosses=loc.crosses)
+            mine = {"noisy": noise.flagged, "names_missing": boundary.flagged}
+            ev = ev.model_copy(
+                update={
+                    "literal_probe": literal_probe(gold.text),
+                    "generated_probe": gen.text,
+                    "generated_by": gen.by,
+                    "vocabulary_violations": gen.violations,
+                    "probe_error": gen.error,
+                    "noise": noise,
+                    "boundary": boundary,
+                    "query": check_query(f.question, turn_texts(f.history), gold.search_text),
+                    "rank_original": rank,
+                    "above_original": [
+                        AboveGold(id=h.id, rank=h.rank, snippet=_snippet(h.text), same_doc=h.id in table.chunks and table.chunks[h.id].doc_id == loc.doc_id)
+                        for h in above
+                    ],
+                    "retrieved_rank": best_rank(golds[i], retrieved=True),
+                    "golds": [g.model_copy(update=mine if loc.chunk_id in g.chunk_ids else noise_of(g)) for g in golds[i]],
+                }
+            )
             texts += [ev.literal_probe, ev.generated_probe, gold.search_text]
         evidence.append(ev)
 
@@ -250,7 +302,7 @@ def probe_cases(
         if i in question_hits:
             gid = str(loc.chunk_id)
             literal_hits = search(vectors[row], ev.literal_probe, mode)
-            generated_hits = search(vectors[row + 1], ev.generated_probe, mode)
+            generated_hits = search(vectors[row + 1], ev.generated_probe, mode) if ev.generated_probe else []  # none built: not searched
             literal_rank, generated_rank = _rank(literal_hits, {gid}), _rank(generated_hits, {gid})
             gold_text = table.chunks[gid].text
             stop = literal_rank - 1 if literal_rank is not None else 3
@@ -262,7 +314,7 @@ def probe_cases(
                 "literal_rank": literal_rank, "generated_rank": generated_rank, "above_literal": above_literal,
                 "vector": check_vector(vectors[row + 2]),
                 "label_check": _label_check(f, ev, table, q_vectors[q_row[i]], search, mode=mode, k=k,
-                                            probe_ranks=(literal_rank, generated_rank)),
+                                            probe_ranks=(literal_rank, generated_rank), embed=embed),
             })
             row += 3
         bucket, reason, source = classify(ev, k=k, context_k=context_k)
@@ -274,11 +326,12 @@ def probe_cases(
 
 def _label_check(
     f: FailureRow, ev: Evidence, table: ChunkTable, q_vector: np.ndarray, search: Callable[[np.ndarray, str, Mode], list[Hit]],
-    *, mode: Mode, k: int, probe_ranks: tuple[int | None, int | None],
+    *, mode: Mode, k: int, probe_ranks: tuple[int | None, int | None], embed: Embedder | None = None,
 ) -> LabelCheck:
     """The suspect-label evidence: shared content terms with the gold (every chunk of a
     document gold), and, when none is shared and the question's search missed the gold, the
-    question's rank in a dense and in a lexical search of its own."""
+    question's rank in a dense and in a lexical search of its own; when it would be flagged, the
+    closest pair of the question's and the gold's words by `embed` (a synonym clears it)."""
     gold_ids = _gold_ids(ev.location)
     gold_text = "\n".join(table.chunks[c].search_text for c in sorted(gold_ids, key=table.order.__getitem__))
     terms, shared = shared_terms(f.question, turn_texts(f.history), gold_text)
@@ -288,5 +341,23 @@ def _label_check(
         dense = None if mode == "dense" else _rank(search(q_vector, f.question, "dense"), gold_ids)
         lexical = None if mode == "bm25" else _rank(search(q_vector, f.question, "bm25"), gold_ids)
     found = [r for r in probe_ranks if r is not None]
+    synonym = None
+    if searched and dense is None and lexical is None and found and embed is not None:  # it would be flagged: a synonym?
+        q_words = label_words(" ".join([f.question, *turn_texts(f.history)]))
+        g_words = label_words(gold_text)
+        if q_words and g_words:
+            synonym = nearest_pair(q_words, g_words, np.asarray(embed.embed(q_words + g_words), dtype=np.float32))
     return check_label(terms, shared, dense_rank=dense, lexical_rank=lexical, probe_rank=min(found) if found else None,
-                       searched=searched, k=k)
+                       searched=searched, k=k, synonym=synonym)
+
+
+def _noisy(g: GoldRank, *, table: ChunkTable, vocabulary: Mapping[str, int], question: str) -> dict[str, bool]:
+    """Whether a relevant document (other than the representative, whose own checks are the
+    evidence) has a mis-extracted first chunk, and whether its text lacks a name the question asks about."""
+    if not g.chunk_ids:
+        return {}
+    chunks = [table.chunks[c] for c in g.chunk_ids]
+    best = chunks[0]
+    noisy = check_noise(best.text, vocabulary=vocabulary, searched=best.search_text).flagged
+    missing = check_boundary(question, "\n".join(c.search_text for c in chunks), []).missing
+    return {"noisy": noisy, "names_missing": bool(missing)}

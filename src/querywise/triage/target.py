@@ -35,6 +35,7 @@ class TriageTarget:
     embedder: Embedder | None = None
     table: ChunkTable | None = None
     write_probe: WriteProbe | None = None  # passage text -> question (None: the deterministic probe)
+    rerank_top_n: int | None = None  # the deployment's [rerank] candidate depth, when it reranks (the depth rule reads it)
 
     @classmethod
     def of(cls, deployment: QueryWise) -> TriageTarget:
@@ -44,7 +45,7 @@ class TriageTarget:
         tier = deployment.understander.tier
         timeout = deployment.settings.llm.timeout_s
         write_probe = (lambda passage: generate_probe(tier.provider, passage, timeout_s=timeout)) if tier is not None else None
-        return cls(index=deployment.index, retriever=retriever, write_probe=write_probe)
+        return cls(index=deployment.index, retriever=retriever, write_probe=write_probe, rerank_top_n=_rerank_depth(deployment.settings))
 
     @classmethod
     def of_settings(cls, settings: Settings, index: Index | None, passages: Sequence[Chunk] | None = None) -> TriageTarget:
@@ -52,7 +53,17 @@ class TriageTarget:
         user's, with the ids their retriever returns) and the settings' embedder; the `[llm]`
         provider writes the generated probes. A `ValueError` names a retriever that cannot be opened."""
         embedder = None if index is not None else embedder_for(settings)
-        retriever = (open_retriever(settings.retriever, index, index.embedder if index is not None else embedder)
-                     if settings.retriever.kind != "index" else None)
-        return cls(index=index, retriever=retriever, embedder=embedder, table=ChunkTable.of(passages) if passages is not None else None,
-                   write_probe=probe_writer_from(settings))
+        retriever = open_retriever(settings.retriever, index, index.embedder if index is not None else embedder) if settings.retriever.kind != "index" else None
+        return cls(
+            index=index,
+            retriever=retriever,
+            embedder=embedder,
+            table=ChunkTable.of(passages) if passages is not None else None,
+            write_probe=probe_writer_from(settings),
+            rerank_top_n=_rerank_depth(settings),
+        )
+
+
+def _rerank_depth(settings: Settings) -> int | None:
+    """The candidates the deployment's reranker sees (`[rerank] top_n`), when it reranks."""
+    return settings.rerank.top_n if settings.rerank.kind != "none" else None

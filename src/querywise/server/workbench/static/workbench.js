@@ -47,11 +47,24 @@ on("signin", "submit", async (e) => {
 
 on("signout", "click", async () => { await call("POST", "/ui/signout"); location.assign("/ui/signin"); });
 
+// The failures file states the rule that made it (`made_by`): its context is the form's default, so the
+// workbench cuts generation from ranking where the CLI does. Empty fields are left to the server's rule.
+on("failures", "change", async () => {
+  const ctx = document.getElementById("context_k");
+  const note = document.getElementById("context-from");
+  ctx.placeholder = "by the file's rule"; if (note) note.textContent = "";
+  try {
+    const rows = await readJsonl(document.getElementById("failures"));
+    const made = rows.map((r) => r.made_by).find((m) => m && m.context_k);
+    if (made) { ctx.value = made.context_k; if (note) note.textContent = `from the file: ${made.acceptable_if}`; }
+  } catch (error) { fail("start-error", error); }
+});
+
 on("start-triage", "submit", async (e) => {
   e.preventDefault();
   try {
-    const body = { failures: await readJsonl(document.getElementById("failures")), seed: intOrNull("seed") ?? 0, k: intOrNull("k") ?? 50,
-                   context_k: intOrNull("context_k") ?? 10, mode: document.getElementById("mode").value };
+    const body = { failures: await readJsonl(document.getElementById("failures")), seed: intOrNull("seed") ?? 0, k: intOrNull("k"),
+                   context_k: intOrNull("context_k"), mode: document.getElementById("mode").value };
     const sample = intOrNull("sample");
     if (sample !== null) body.sample = sample;
     const job = await call("POST", "/v1/triage", body);
