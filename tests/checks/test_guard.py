@@ -245,3 +245,14 @@ def test_what_reading_people_does_not_let_through() -> None:
     assert check_rewrite("how long is the warranty?", "How long is the 30-month warranty?", history).invented == ("30-month",)
     assert check_rewrite("and the Pro?", "Does the Aero X2 Pro fold?", ["Does the Aero X2 fold?"]).ok  # every word said
     assert check_rewrite("does it fold?", "Does the Aero X2 Pro fold?", ["Does the Aero X2 fold?"]).invented == ("Aero X2 Pro",)
+
+
+def test_a_variant_named_by_its_base_product_and_the_words_the_user_added(catalog: Catalog) -> None:
+    """"the Solace 7", then "And the Pro?", then "and the Lite?": each ellipsis names a product whose
+    every word was said, its maker's name coming with the base product's catalog entry."""
+    history = ["How long is the Solace 7 warranty?", "And the Pro?"]
+    assert check_rewrite("and the Lite?", "How long is the Halden Solace 7 Lite warranty?", history, catalog=catalog).ok
+    assert check_rewrite("And the Pro?", "How long is the Halden Solace 7 Pro warranty?", history[:1], catalog=catalog).ok
+    # a variant nobody asked for is still a swapped product
+    assert check_rewrite("is it covered?", "Is the Halden Solace 7 Pro covered?", ["Solace 7 warranty"], catalog=catalog).invented == ("Halden Solace 7 Pro",)
+    assert not check_rewrite("and the Lite?", "How long is the Corra Tide 4 Lite warranty?", history, catalog=catalog).ok  # another base

@@ -142,3 +142,12 @@ def test_two_candidates_give_one_reading_each() -> None:
 
 def test_an_interjection_starts_no_referent() -> None:
     assert Tracker().mentions("Oh almonds? Can you show me some recipes?")[0].text == "almonds"
+
+
+def test_an_opener_before_a_question_of_its_own_resolves_its_owner_and_a_plain_it_keeps_the_turns() -> None:
+    history: list[str | Turn] = ["What's the warranty on the Halden Solace 7?"]
+    # "its battery": the owner is the product, not the warranty question joined in front
+    assert form("And how long does its battery last?", history, CATALOG) == "And how long does the Halden Solace 7's battery last?"
+    # "how fast is it?" after a question about a cradle: the cradle, which the joined turns still say
+    history = ["Which cradle charges the Corra Tide 4 Pro?"]
+    assert form("and how fast is it?", history, CATALOG) == "Which cradle charges the Corra Tide 4 Pro? and how fast is it?"

@@ -178,6 +178,11 @@ def _ends_sentence(token: str) -> bool:
     return token.endswith(".") and not (_ABBREVIATION.search(token) or _INITIAL.fullmatch(token) or token.lower() in _ABBREVIATIONS)
 
 
+@lru_cache(maxsize=1 << 12)
+def _name_stems(name: str) -> tuple[str, ...]:
+    return tuple(w.stem for w in _words(name))
+
+
 @lru_cache(maxsize=1 << 16)
 def _identifier_key(raw: str) -> str:
     compact = re.sub(r"[\s_-]+", "", raw.upper())
@@ -334,10 +339,11 @@ class _Said:
     user said: resolving "And the Pro?" after "the Solace 7" gives "Solace 7 Pro", every word of
     which the user typed. (Only for what a rewrite adds: a message's name is kept only whole.)"""
 
-    def __init__(self, texts: Iterable[str], found: Iterable[Term], *, compose: bool = False) -> None:
+    def __init__(self, texts: Iterable[str], found: Iterable[Term], *, compose: bool = False, catalog: Catalog | None = None) -> None:
         self.texts = list(texts)
         self.found = list(found)
         self.compose = compose
+        self.catalog = catalog
         self.identifiers = {f.key for f in self.found if f.kind == "identifier"}
         self.entity_sets = {f.entities for f in self.found if f.entities}
         self.numbers = set().union(*(_numbers_in(t) for t in self.texts))
@@ -374,6 +380,8 @@ class _Said:
             # Catalog names: as specific or more ("S7" is kept by "Solace 7 Pro", one of the two
             # products it names; "Solace 7" is not kept by "Solace 7 Pro", a different product).
             if any(found <= term.entities for found in self.entity_sets):
+                return True
+            if self.compose and self._variant_named(term):
                 return True
         elif term.key in self.runs or any(v in self.runs for v in term.variants):
             return True
@@ -416,6 +424,25 @@ class _Said:
             return True
         initials = "".join(w[0] for w in re.findall(r"[^\W\d_]+", term.text) if w.lower() not in {"of", "the", "and"})
         return len(initials) >= 2 and initials.lower() in self.acronyms
+
+    def _variant_named(self, term: Term) -> bool:
+        """A catalog product named by its base product and the words that make it a variant, both
+        said: "the Solace 7", then "and the Lite?" names the Halden Solace 7 Lite. Its base must have
+        been said as one product, and every word the variant adds to the base's catalog name said
+        by someone; "Pro" never said keeps "Solace 7 Pro" invented after "the Solace 7"."""
+        if self.catalog is None or len(term.entities) != 1:
+            return False
+        (wanted,) = term.entities
+        entity = self.catalog.get(wanted)
+        if entity is None:
+            return False
+        name = _name_stems(entity.name)
+        for found in self.entity_sets:
+            if len(found) == 1 and wanted not in found and (base := self.catalog.get(next(iter(found)))) is not None:
+                stem = _name_stems(base.name)
+                if name[: len(stem)] == stem and len(name) > len(stem) and set(name[len(stem) :]) <= self.said:
+                    return True
+        return False
 
     def _completes(self, term: Term) -> bool:
         wanted = frozenset(term.key)
@@ -466,7 +493,7 @@ def check_rewrite(
     history_terms = [t for turn in history for t in of(turn)]
 
     in_rewrite = _Said([rewrite], rewrite_terms)
-    in_sources = _Said([message, *history], [*said_terms, *history_terms], compose=True)
+    in_sources = _Said([message, *history], [*said_terms, *history_terms], compose=True, catalog=catalog)
     lost = _unique(t.text for t in said_terms if not in_rewrite.has(t))
     invented = _unique(t.text for t in rewrite_terms if not in_sources.has(t))
     return GuardResult(ok=not lost and not invented, lost=lost, invented=invented)

@@ -122,6 +122,7 @@ _OPENER_CUES = ("opener:", "particle:", "short")
 #: documents: set and pro-form kept cost the follow-up slice 0.004 recall@5, save changes of subject 0.013).
 POINTING_CUES = ("pronoun:", "demonstrative:", *_OPENER_CUES)
 _PLACED_CUES = ("pronoun:", "demonstrative:", "pro-form:one", "pro-form:ones")
+_POSSESSIVE_CUES = frozenset(f"pronoun:{p}" for p in ("its", "their", "his", "her"))
 
 Method = Literal["placed", "appended", "ellipsis", "previous_turn", "none"]
 
@@ -448,7 +449,12 @@ def resolve(
         swapped = _ellipsis(message, previous, tracker)
         if swapped is not None:
             return swapped
-        return Standalone(joined(previous, message), "previous_turn", why="an elliptical follow-up keeps the previous question's frame")
+        if not any(c in _POSSESSIVE_CUES for c in cues):
+            return Standalone(joined(previous, message), "previous_turn", why="an elliptical follow-up keeps the previous question's frame")
+        # "And how long does its battery last?": a question of its own after the opener, whose
+        # owner is resolved in place (joining the turns would search the warranty question too).
+        # A plain "it" keeps the join: "and how fast is it?" after "Which cradle charges the Tide
+        # 4 Pro?" asks about the cradle, which the turn joined still says.
     mentioned = tracker.mentions(message)
     own = {r.key for r in mentioned}
     named = any(r.kind != "phrase" for r in mentioned)
