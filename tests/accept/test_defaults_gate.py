@@ -1,6 +1,6 @@
 """The defaults gate (issue 33): the default deployment never ranks below pass-through.
 
-The demo, Medline and CAsT 2019 (its turns' human rewrites as the corpus) through
+The demo, the reference help centre (its catalog and router), Medline and CAsT 2019 (its turns' human rewrites as the corpus) through
 `bench.understanding.defaults_gate.gate` (the benchmark's own rule: on every slice of at least 20
 cases, the default's paired 95% lower bound of nDCG@10 is at least -0.005), and CLINC150 through
 the default routing operating point (answered accuracy not below the ungated classifier's, OOS
@@ -52,6 +52,13 @@ def test_medline_default_never_loses_to_pass_through(tmp_path: Path) -> None:
     result = _gated("medline", chunks, cases, Settings(), tmp_path)
     _assert_holds(result)
     assert not any(r["arm"] == "default" and r["delta"] < 0 for r in result["rows"])  # 30 claims: no loss at all
+
+
+def test_the_help_centre_default_never_loses_to_pass_through(tmp_path: Path) -> None:
+    if not datasets.HELPCENTRE.exists():
+        pytest.skip("reference help centre not found")
+    settings, chunks, cases = datasets.helpcentre_deployment()
+    _assert_holds(_gated("helpcentre", chunks, cases, settings, tmp_path))
 
 
 def test_cast2019_default_never_loses_to_pass_through(tmp_path: Path) -> None:
