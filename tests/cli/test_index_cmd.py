@@ -139,3 +139,34 @@ def test_eval_skip_invalid_drops_and_lists_the_judgements_of_a_skipped_record(tm
     data = json.loads(result.stdout)
     # Both cases run; q1 judges the record cut in 3 and is scored per document: found at rank 1.
     assert data["n"] == 2 and {c["id"]: c["scores"]["hit_rate@1"] for c in data["cases"]} == {"q1": 1.0, "q2": 1.0}
+
+
+def test_update_replaces_a_documents_chunks_adds_new_ones_and_delete_removes(tmp_path: Path, windowed: WindowedHashEmbedder) -> None:
+    ix_dir = str(tmp_path / "ix")
+    first = _jsonl(tmp_path / "first.jsonl", [
+        {"id": "manual", "title": "Base station", "text": LONG},
+        {"id": "hours", "text": "Opening hours are nine to five."},
+    ])  # fmt: skip
+    assert runner.invoke(cli.app, ["index", str(first), "--index", ix_dir, "--max-chars", "80"]).exit_code == 0
+    # The manual is shorter now (one chunk, not three) and a document is new.
+    edits = _jsonl(tmp_path / "edits.jsonl", [
+        {"id": "manual", "title": "Base station", "text": "The base station pairs in one minute."},
+        {"id": "returns", "text": "Returns are free for thirty days."},
+    ])  # fmt: skip
+    result = runner.invoke(cli.app, ["index", str(edits), "--update", "--index", ix_dir, "--max-chars", "80"])
+    assert result.exit_code == 0, result.output
+    assert "2 chunks added, 0 replaced, 3 removed (3 now)" in result.stderr
+    with Index.open(ix_dir) as ix:
+        assert [c.id for c in ix.chunks()] == ["hours", "manual", "returns"]
+        assert ix.search("pairs in one minute", mode="bm25", k=1)[0].id == "manual"
+    result = runner.invoke(cli.app, ["index", "--delete", "hours", "--index", ix_dir])
+    assert result.exit_code == 0, result.output
+    assert "0 chunks added, 0 replaced, 1 removed (2 now)" in result.stderr
+    with Index.open(ix_dir) as ix:
+        assert [h.id for h in ix.search("opening hours", mode="bm25")] == []
+    result = runner.invoke(cli.app, ["index", "--rollback", "--index", ix_dir])
+    assert result.exit_code == 0, result.output
+    with Index.open(ix_dir) as ix:
+        assert [c.id for c in ix.chunks()] == ["hours", "manual", "returns"]
+    result = runner.invoke(cli.app, ["index", "--update", "--index", ix_dir])
+    assert result.exit_code != 0 and "--update needs SOURCE" in result.output

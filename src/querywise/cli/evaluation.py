@@ -225,8 +225,14 @@ def eval_cmd(
     ix = open_index(index, settings)
     print_skipped(got.skipped, err)
     try:
+        mine = read_corpus(corpus, whole_records=True, skip_invalid=skip_invalid) if corpus is not None and ix is None else None
+    except InputError as exc:
+        raise fail(str(exc)) from None
+    if mine is not None:
+        print_skipped(mine.skipped, err)
+    try:
         with ix or contextlib.nullcontext(), QueryWise(settings, ix) as deployment, progress() as phase:
-            passages = read_corpus(corpus, whole_records=True).chunks if corpus is not None and ix is None else None
+            passages = mine.chunks if mine is not None else None
             report = evaluate(
                 got.cases, deployment, wanted, mode=search_mode, ablate=None if ablate is None else [a for a in ablate if a != "all"],
                 probe_access=not no_access_probe, source=str(cases), on_phase=phase, session=session_from(session), rule=rule,

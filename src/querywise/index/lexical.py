@@ -165,7 +165,8 @@ def fold(lexicon: Lexicon, part: Lexicon, sign: int) -> Lexicon:
     words, pairs = Counter(part.word_counts), Counter(part.bigram_counts)
     if sign > 0:
         out.word_counts.update(words)
-        out.bigram_counts = bounded_bigrams(out.bigram_counts + pairs)
+        out.bigram_counts.update(pairs)
+        out.bigram_counts = bounded_bigrams(out.bigram_counts)
     else:
         out.word_counts.subtract(words)
         out.bigram_counts.subtract(pairs)

@@ -490,13 +490,14 @@ class Index:
 
         >>> index.upsert([Chunk(id="t-9", text="Refunds take 5 days")])  # doctest: +SKIP
         """
-        return self._update(upsert=chunks)
+        return self.update(upsert=chunks)
 
     def delete(self, ids: Sequence[str]) -> Update:
         """Remove documents (every chunk of each) or single chunks, by id, without a rebuild."""
-        return self._update(delete=ids)
+        return self.update(delete=ids)
 
-    def _update(self, *, upsert: Sequence[Chunk] = (), delete: Sequence[str] = ()) -> Update:
+    def update(self, *, upsert: Sequence[Chunk] = (), delete: Sequence[str] = ()) -> Update:
+        """`upsert` and `delete` in one new build (one copy of the index, one switch)."""
         done = update_index(self.root, upsert=upsert, delete=delete, settings=self.settings, embedder=self.embedder)
         fresh = Index.open(self.root, settings=self.settings, embedder=self._embedder)
         with self._lock:
