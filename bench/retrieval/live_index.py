@@ -93,10 +93,9 @@ def _rankings(index: Any, queries: list[str]) -> dict[str, list[list[str]]]:
 
 
 def run(size: int, seed: int) -> dict[str, Any]:
+    from bench.retrieval.synthetic_corpus import query_texts, synth_corpus
     from querywise.config import IndexSettings, Settings
     from querywise.index import Index, build_index
-
-    from bench.retrieval.synthetic_corpus import query_texts, synth_corpus
 
     settings = Settings(index=IndexSettings(filtered_search="acorn"))
     embedder = HashEmbedder()

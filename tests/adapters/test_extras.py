@@ -13,7 +13,7 @@ import pytest
     ("querywise.adapters.llamaindex", "llama_index", "llamaindex"),
 ])  # fmt: skip
 def test_a_missing_framework_names_the_pip_install_to_run(monkeypatch: pytest.MonkeyPatch, module: str, needs: str, extra: str) -> None:
-    for name in [m for m in sys.modules if m == needs or m.startswith(needs + ".") or m == module]:
+    for name in [m for m in sys.modules if m in (needs, module) or m.startswith(needs + ".")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, needs, None)  # as if not installed: importing it raises ModuleNotFoundError
     with pytest.raises(ModuleNotFoundError, match=rf'pip install "querywise\[{extra}\]"'):
