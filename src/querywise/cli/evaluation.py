@@ -47,9 +47,9 @@ if TYPE_CHECKING:
 
 @app.command("router-eval")
 def router_eval_cmd(
-    train: Annotated[Path, typer.Option("--train", help="JSONL {text, label}; label oos = out of scope.", exists=True, dir_okay=False)],
-    test: Annotated[Path, typer.Option("--test", help="JSONL {text, label} to report on.", exists=True, dir_okay=False)],
-    val: Annotated[Path | None, typer.Option("--val", help="JSONL {text, label}: thresholds and the auto classifier are chosen here only.", exists=True, dir_okay=False)] = None,
+    train: Annotated[Path, typer.Option("--train", help="JSONL {text, label}, or CSV with text and label columns; label oos = out of scope.", exists=True, dir_okay=False)],
+    test: Annotated[Path, typer.Option("--test", help="JSONL {text, label} (or CSV: text, label) to report on.", exists=True, dir_okay=False)],
+    val: Annotated[Path | None, typer.Option("--val", help="JSONL {text, label} (or CSV: text, label): thresholds and the auto classifier are chosen here only.", exists=True, dir_okay=False)] = None,
     classifier: Annotated[str, typer.Option(help="centroid, trained or auto (both fitted, one kept by its --val figures; the reason is printed).")] = "auto",
     min_answered: Annotated[float | None, typer.Option("--min-answered", min=0.0, max=1.0, help="Operating point: answered accuracy at least this (default: routing.min_answered of --config, else 0.97). Chosen on --val at this plus --headroom.")] = None,
     max_deferred: Annotated[float | None, typer.Option("--max-deferred", min=0.0, max=1.0, help="Operating point: at most this share deferred to the unsure tier (default: routing.max_deferred of --config, else 0.10).")] = None,
