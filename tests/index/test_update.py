@@ -213,3 +213,14 @@ def test_an_update_that_empties_the_index_is_refused(tmp_path: Path, corpus: lis
         with pytest.raises(IndexStoreError, match="empty"):
             ix.delete([c.id for c in corpus[:2]])
         assert len(ix) == 2
+
+
+def test_a_chunk_deleted_and_brought_back_in_one_update_comes_last(tmp_path: Path, corpus: list[Chunk], hash_embedder) -> None:  # type: ignore[no-untyped-def]
+    settings = _settings(tmp_path, update_avgdl_drift=0.0)
+    with build_index(corpus, tmp_path / "ix", settings=settings, embedder=hash_embedder) as ix:
+        back = _edited(corpus[0])
+        done = ix.update(upsert=[back], delete=[back.id])
+        assert (done.added, done.replaced) == (1, 0)
+        ids = [c.id for c in ix.chunks()]
+        assert ids[-1] == back.id and ids.count(back.id) == 1 and len(ix) == len(ids)
+        assert ix.search("WX-9000 dock", mode="bm25", k=1)[0].id == back.id

@@ -129,8 +129,10 @@ def update_index(
         check_embedder(root, manifest, embedder)
         lines = (source / "chunks.jsonl").read_bytes().splitlines(keepends=True)
         known = _ids_of(root, source, lines)
-        at = {cid: i for i, cid in enumerate(known.ids)}
         gone = _removed(known, fresh, delete)
+        # The lines that stay, by chunk id: a fresh chunk among them replaces it in place; any other
+        # is new (one deleted and brought back in the same update too) and comes last.
+        at = {cid: i for i, cid in enumerate(known.ids) if i not in gone}
         old = [Chunk.model_validate_json(lines[i]) for i in sorted(gone | {at[c.id] for c in fresh if c.id in at})]
         base = Lexicon.loads((source / "lexicon.json").read_bytes())
         workers = settings.index.build_workers
@@ -155,10 +157,8 @@ def update_index(
             finally:
                 engine.close()
             EdgeEngine.open(tmp / "shard").close()  # as a build does: Qdrant completes its files on a load
-            kept = [lines[i] for i in range(len(lines)) if i not in gone]
             replaced = {c.id: c for c in fresh if c.id in at}
-            body = [replaced[cid].model_dump_json().encode() + b"\n" if cid in replaced else line
-                    for cid, line in zip((cid for i, cid in enumerate(known.ids) if i not in gone), kept, strict=True)]
+            body = [replaced[cid].model_dump_json().encode() + b"\n" if cid in replaced else lines[i] for cid, i in at.items()]
             body += [c.model_dump_json().encode() + b"\n" for c in fresh if c.id not in at]
             (tmp / "chunks.jsonl").write_bytes(b"".join(body))
             (tmp / "ids.json").write_text(ids.model_dump_json(), encoding="utf-8")
@@ -261,17 +261,16 @@ def _renumbered(vector: SparseVec, to_index: np.ndarray) -> SparseVec:
 
 
 def _reweigh(engine: EdgeEngine, lines: list[bytes], known: ChunkIds, gone: set[int], fresh: Sequence[Chunk], lexicon: Lexicon, settings: Settings) -> None:
-    """Every chunk's BM25 vector again, at the corpus' average length now (the norm drifted)."""
+    """Every chunk's BM25 vector again, at the corpus' average length now (the norm drifted); the
+    new chunks were weighed at it already."""
     replaced = {c.id: c for c in fresh}
-    chunks = [replaced.get(cid) or Chunk.model_validate_json(lines[i]) for i, cid in enumerate(known.ids) if i not in gone]
-    points = dict(zip(known.ids, known.points, strict=True))
-    chunks += [c for c in fresh if c.id not in points]
-    whole = analyse(SearchTexts(chunks), workers=settings.index.build_workers)
+    kept = [(p, replaced.get(cid) or Chunk.model_validate_json(lines[i]))
+            for i, (cid, p) in enumerate(zip(known.ids, known.points, strict=True)) if i not in gone]
+    whole = analyse(SearchTexts([c for _, c in kept]), workers=settings.index.build_workers)
     to_index = np.asarray([lexicon.terms[t] for t in whole.lexicon.terms], dtype=np.int64)
     s = settings.index
-    vectors = whole.vectors(0, len(chunks), k1=s.k1, b=s.b, avgdl=lexicon.avgdl)
-    by_point = [(points[c.id], _renumbered(v, to_index)) for c, v in zip(chunks, vectors, strict=True) if c.id in points]
-    engine.set_sparse(by_point)
+    vectors = whole.vectors(0, len(kept), k1=s.k1, b=s.b, avgdl=lexicon.avgdl)
+    engine.set_sparse([(p, _renumbered(v, to_index)) for (p, _), v in zip(kept, vectors, strict=True)])
 
 
 def _manifest(
