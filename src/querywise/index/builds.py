@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from querywise.files import is_partial_write, write_atomic
+from querywise.files import fsync_dir, is_partial_write, write_atomic
 from querywise.index.errors import BUILD_ID, IndexStoreError, Part, damaged
 from querywise.index.integrity import FileSum, digest
 from querywise.index.server import collection_of, connect, drop_collection, point_alias
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # imported at run time only when a server is used
 
 __all__ = [
     "FORMAT_VERSION", "Manifest", "build_folder", "build_lock", "check_embedder", "check_files", "claim", "clear_stale", "current_id",
-    "hold", "manifest_of", "point_current", "prune", "read_current", "rollback",
+    "hold", "manifest_of", "point_current", "prune", "read_current", "rollback", "write_manifest",
 ]
 
 FORMAT_VERSION = 2  # 2: the manifest records each file's size and digest
@@ -129,6 +129,15 @@ def clear_stale(root: Path) -> None:
     for entry in root.iterdir():
         if _partial_current(entry.name):
             entry.unlink(missing_ok=True)
+
+
+def write_manifest(build: Path, manifest: Manifest) -> None:
+    """The build's manifest.json, last of its files, synced with the folder: what makes it complete."""
+    with open(build / "manifest.json", "w", encoding="utf-8") as mf:
+        mf.write(manifest.model_dump_json(indent=2))
+        mf.flush()
+        os.fsync(mf.fileno())
+    fsync_dir(build)
 
 
 def point_current(root: Path, build_id: str) -> None:

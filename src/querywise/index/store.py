@@ -70,6 +70,7 @@ from querywise.index.builds import (
     prune,
     read_current,
     rollback,
+    write_manifest,
 )
 from querywise.index.engine import EdgeEngine, Engine, EngineHit, EnginePoint, EngineQuery, Mode
 from querywise.index.errors import IndexStoreError, damaged
@@ -241,11 +242,7 @@ def build_index(
                 embedder_window=over[1] if over else None,
                 files=files,
             )
-            with open(tmp / "manifest.json", "w", encoding="utf-8") as mf:
-                mf.write(manifest.model_dump_json(indent=2))
-                mf.flush()
-                os.fsync(mf.fileno())
-            fsync_dir(tmp)
+            write_manifest(tmp, manifest)
         except BaseException:
             # A clean failure leaves nothing behind (a killed build leaves .tmp-*, removed next time).
             if engine is not None:

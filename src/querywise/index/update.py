@@ -55,6 +55,7 @@ from querywise.index.builds import (
     point_current,
     prune,
     read_current,
+    write_manifest,
 )
 from querywise.index.engine import EdgeEngine, EnginePoint
 from querywise.index.errors import IndexStoreError, damaged
@@ -164,11 +165,7 @@ def update_index(
             (tmp / "ids.json").write_text(ids.model_dump_json(), encoding="utf-8")
             (tmp / "lexicon.json").write_bytes(lexicon.dumps())
             manifest = _manifest(manifest, build_id, live, lexicon, basis, kinds, old, fresh, embedder, started, seal(tmp))
-            with open(tmp / "manifest.json", "w", encoding="utf-8") as mf:
-                mf.write(manifest.model_dump_json(indent=2))
-                mf.flush()
-                os.fsync(mf.fileno())
-            fsync_dir(tmp)
+            write_manifest(tmp, manifest)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
