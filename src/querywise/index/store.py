@@ -4,12 +4,15 @@ Layout of DIR:
 
     CURRENT              the live build's id: a bare folder name in builds/ (replaced atomically)
     .lock                held by a build or a rollback while it runs
-    builds/<build_id>/   manifest.json, chunks.jsonl, lexicon.json, shard/ (Qdrant edge)
+    builds/<build_id>/   manifest.json, chunks.jsonl, ids.json, lexicon.json, shard/ (Qdrant edge)
     builds/.tmp-<id>/    a build in progress; never read, removed by the next build
 
 A build writes a new folder, makes it durable (fsync), then switches CURRENT: a build killed
 half-way leaves the previous index usable, and a folder left by a first build that failed (only
 builds/.tmp-* and .lock) is still a querywise folder the next build cleans up and uses.
+
+A live update (`Index.upsert`, `delete`, `update`; `update.py`) is a build too: a copy of the live
+build, changed, switched in the same way.
 
 Generations. A build keeps `[index] keep_builds` builds (default 2: the new one and the one it
 replaced), so `rollback` can switch CURRENT back. An opened index holds a shared lock on its
@@ -353,7 +356,7 @@ class _Generation:
     """One build as an opened index reads it: its engine, lexicon and the reader's lock. A live
     update swaps an index to a new generation; the old one closes when its last search ends."""
 
-    def __init__(self, root: Path, manifest: Manifest, engine: Engine, lexicon: Lexicon, build: Path, hold: int | None) -> None:
+    def __init__(self, manifest: Manifest, engine: Engine, lexicon: Lexicon, build: Path, hold: int | None) -> None:
         self.manifest, self.engine, self.lexicon, self.build = manifest, engine, lexicon, build
         self.presence: FieldPresence | None = None
         # The payload fields whose values have graph links in this build (older builds: every indexed one).
@@ -397,7 +400,7 @@ class Index:
         self.root, self.settings, self._embedder = root, settings, embedder
         self._embedder_checked = False
         self._lock = threading.Lock()
-        self._gen = _Generation(root, manifest, engine, lexicon, build or root / "builds" / manifest.build_id, hold)
+        self._gen = _Generation(manifest, engine, lexicon, build or root / "builds" / manifest.build_id, hold)
 
     @property
     def manifest(self) -> Manifest:

@@ -50,6 +50,7 @@ from querywise.index.builds import (
     build_folder,
     build_lock,
     check_embedder,
+    check_files,
     clear_stale,
     manifest_of,
     point_current,
@@ -128,6 +129,7 @@ def update_index(
                 f"(`querywise index SOURCE --index {root}`)", part="manifest",
             )
         check_embedder(root, manifest, embedder)
+        check_files(root, source, manifest, full=False)  # what is copied from is whole, as an open would check
         lines = (source / "chunks.jsonl").read_bytes().splitlines(keepends=True)
         known = _ids_of(root, source, lines)
         gone = _removed(known, fresh, delete)
