@@ -170,3 +170,36 @@ def test_update_replaces_a_documents_chunks_adds_new_ones_and_delete_removes(tmp
         assert [c.id for c in ix.chunks()] == ["hours", "manual", "returns"]
     result = runner.invoke(cli.app, ["index", "--update", "--index", ix_dir])
     assert result.exit_code != 0 and "--update needs SOURCE" in result.output
+
+
+def test_tune_skip_invalid_tunes_on_the_rest_and_lists_every_bad_row(tmp_path: Path, windowed: WindowedHashEmbedder) -> None:
+    root = _beir(tmp_path / "beir", [
+        {"_id": "manual", "text": LONG},
+        {"_id": "hours", "text": "Opening hours are nine to five."},
+        {"_id": "blank", "text": "", "title": ""},
+    ], "q1\tmanual\t1\nq2\thours\t1\nq2\tblank\t1\n")  # fmt: skip
+    assert runner.invoke(cli.app, ["index", str(root), "--index", str(tmp_path / "ix"), "--skip-invalid"]).exit_code == 0
+    args = ["tune", str(root), "--index", str(tmp_path / "ix"), "--split", "test", "--folds", "2", "--json"]
+    refused = runner.invoke(cli.app, args)
+    assert refused.exit_code == 2 and f"{root / 'corpus.jsonl'}:3: empty 'text' and no 'title'; --skip-invalid" in refused.stderr
+    result = runner.invoke(cli.app, [*args, "--skip-invalid"])
+    assert f"{root / 'corpus.jsonl'}:3: empty 'text' and no 'title'" in result.stderr
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["chosen"]
+
+
+def test_eval_corpus_skip_invalid_reads_the_good_passages_and_lists_the_bad(
+    tmp_path: Path, windowed: WindowedHashEmbedder, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    passages = _jsonl(tmp_path / "passages.jsonl", [{"id": "hours", "text": "Opening hours are nine to five."}, {"id": "blank", "text": ""}])
+    cases = _jsonl(tmp_path / "cases.jsonl", [{"id": "c1", "message": "opening hours", "relevant": ["hours"]}])
+    (tmp_path / "qw_skip_retriever.py").write_text(
+        "def search(query, k, filters):\n    return [{'id': 'hours', 'score': 1.0}]\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    args = ["eval", str(cases), "--retriever", "qw_skip_retriever:search", "--corpus", str(passages),
+            "--failures", str(tmp_path / "failures.jsonl"), "--no-access-probe", "--json"]
+    refused = runner.invoke(cli.app, args)
+    assert refused.exit_code == 2 and "--skip-invalid" in refused.stderr
+    result = runner.invoke(cli.app, [*args, "--skip-invalid"])
+    assert result.exit_code == 0, result.output
+    assert f"{passages}:2:" in result.stderr
