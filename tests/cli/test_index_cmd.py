@@ -68,6 +68,15 @@ def _beir(root: Path, corpus: list[dict[str, Any]], qrels: str) -> Path:
     return root
 
 
+def _beir_with_a_blank_record(root: Path) -> Path:
+    """Three records, the third empty (a bad row), each judged by one of two queries."""
+    return _beir(root, [
+        {"_id": "manual", "text": LONG},
+        {"_id": "hours", "text": "Opening hours are nine to five."},
+        {"_id": "blank", "text": "", "title": ""},
+    ], "q1\tmanual\t1\nq2\thours\t1\nq2\tblank\t1\n")  # fmt: skip
+
+
 def test_index_reads_a_beir_folder_and_states_chunking_and_the_window(tmp_path: Path, windowed: WindowedHashEmbedder) -> None:
     root = _beir(tmp_path / "beir", [
         {"_id": "manual", "title": "Base station", "text": LONG},
@@ -121,11 +130,7 @@ def test_skip_invalid_indexes_the_rest_and_lists_every_bad_row(tmp_path: Path, w
 
 
 def test_eval_skip_invalid_drops_and_lists_the_judgements_of_a_skipped_record(tmp_path: Path, windowed: WindowedHashEmbedder) -> None:
-    root = _beir(tmp_path / "beir", [
-        {"_id": "manual", "text": LONG},
-        {"_id": "hours", "text": "Opening hours are nine to five."},
-        {"_id": "blank", "text": "", "title": ""},
-    ], "q1\tmanual\t1\nq2\thours\t1\nq2\tblank\t1\n")  # fmt: skip
+    root = _beir_with_a_blank_record(tmp_path / "beir")
     assert runner.invoke(cli.app, ["index", str(root), "--index", str(tmp_path / "ix"), "--max-chars", "80", "--skip-invalid"]).exit_code == 0
     args = ["eval", str(root), "--index", str(tmp_path / "ix"), "--mode", "bm25", "--metrics", "hit_rate@1", "--no-access-probe", "--json"]
     refused = runner.invoke(cli.app, args)
@@ -173,11 +178,7 @@ def test_update_replaces_a_documents_chunks_adds_new_ones_and_delete_removes(tmp
 
 
 def test_tune_skip_invalid_tunes_on_the_rest_and_lists_every_bad_row(tmp_path: Path, windowed: WindowedHashEmbedder) -> None:
-    root = _beir(tmp_path / "beir", [
-        {"_id": "manual", "text": LONG},
-        {"_id": "hours", "text": "Opening hours are nine to five."},
-        {"_id": "blank", "text": "", "title": ""},
-    ], "q1\tmanual\t1\nq2\thours\t1\nq2\tblank\t1\n")  # fmt: skip
+    root = _beir_with_a_blank_record(tmp_path / "beir")
     assert runner.invoke(cli.app, ["index", str(root), "--index", str(tmp_path / "ix"), "--skip-invalid"]).exit_code == 0
     args = ["tune", str(root), "--index", str(tmp_path / "ix"), "--split", "test", "--folds", "2", "--json"]
     refused = runner.invoke(cli.app, args)
