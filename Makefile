@@ -3,6 +3,7 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
+RUNTIME := $(VENV)/.runtime
 STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -11,16 +12,25 @@ export TRANSFORMERS_OFFLINE := 1
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml requirements.lock
+# The locks (.ci/locks.py splits requirements.lock, the development environment's freeze):
+# requirements-runtime.lock is what the library and the service need, and all `make run` installs;
+# requirements-frameworks.lock adds the LangChain, LlamaIndex and Elasticsearch extras, and
+# requirements-dev.lock the tests, linters and benchmarks' shared pins (bench/requirements-peers.txt
+# has the benchmark peers).
+$(RUNTIME): pyproject.toml requirements-runtime.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# torch first and pinned: an unpinned torch pulls a multi-GB CUDA build.
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -r requirements.lock
+	$(BIN)/pip install --quiet -r requirements-runtime.lock
 	$(BIN)/pip install --quiet --no-deps -e .
+	touch $(RUNTIME)
+
+$(STAMP): $(RUNTIME) requirements-frameworks.lock requirements-dev.lock
+	$(BIN)/pip install --quiet -r requirements-runtime.lock -r requirements-frameworks.lock -r requirements-dev.lock
 	touch $(STAMP)
 
-run: $(STAMP)
+run: $(RUNTIME)
 	$(BIN)/querywise demo --index demo-index
 
 test: lint
@@ -35,6 +45,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python .ci/locks.py --check
 
 accept: $(STAMP)
 	@if [ -d ../shared ]; then \

@@ -68,6 +68,15 @@ def _beir(root: Path, corpus: list[dict[str, Any]], qrels: str) -> Path:
     return root
 
 
+def _beir_with_a_blank_record(root: Path) -> Path:
+    """Three records, the third empty (a bad row), each judged by one of two queries."""
+    return _beir(root, [
+        {"_id": "manual", "text": LONG},
+        {"_id": "hours", "text": "Opening hours are nine to five."},
+        {"_id": "blank", "text": "", "title": ""},
+    ], "q1\tmanual\t1\nq2\thours\t1\nq2\tblank\t1\n")  # fmt: skip
+
+
 def test_index_reads_a_beir_folder_and_states_chunking_and_the_window(tmp_path: Path, windowed: WindowedHashEmbedder) -> None:
     root = _beir(tmp_path / "beir", [
         {"_id": "manual", "title": "Base station", "text": LONG},
@@ -121,11 +130,7 @@ def test_skip_invalid_indexes_the_rest_and_lists_every_bad_row(tmp_path: Path, w
 
 
 def test_eval_skip_invalid_drops_and_lists_the_judgements_of_a_skipped_record(tmp_path: Path, windowed: WindowedHashEmbedder) -> None:
-    root = _beir(tmp_path / "beir", [
-        {"_id": "manual", "text": LONG},
-        {"_id": "hours", "text": "Opening hours are nine to five."},
-        {"_id": "blank", "text": "", "title": ""},
-    ], "q1\tmanual\t1\nq2\thours\t1\nq2\tblank\t1\n")  # fmt: skip
+    root = _beir_with_a_blank_record(tmp_path / "beir")
     assert runner.invoke(cli.app, ["index", str(root), "--index", str(tmp_path / "ix"), "--max-chars", "80", "--skip-invalid"]).exit_code == 0
     args = ["eval", str(root), "--index", str(tmp_path / "ix"), "--mode", "bm25", "--metrics", "hit_rate@1", "--no-access-probe", "--json"]
     refused = runner.invoke(cli.app, args)
@@ -139,3 +144,63 @@ def test_eval_skip_invalid_drops_and_lists_the_judgements_of_a_skipped_record(tm
     data = json.loads(result.stdout)
     # Both cases run; q1 judges the record cut in 3 and is scored per document: found at rank 1.
     assert data["n"] == 2 and {c["id"]: c["scores"]["hit_rate@1"] for c in data["cases"]} == {"q1": 1.0, "q2": 1.0}
+
+
+def test_update_replaces_a_documents_chunks_adds_new_ones_and_delete_removes(tmp_path: Path, windowed: WindowedHashEmbedder) -> None:
+    ix_dir = str(tmp_path / "ix")
+    first = _jsonl(tmp_path / "first.jsonl", [
+        {"id": "manual", "title": "Base station", "text": LONG},
+        {"id": "hours", "text": "Opening hours are nine to five."},
+    ])  # fmt: skip
+    assert runner.invoke(cli.app, ["index", str(first), "--index", ix_dir, "--max-chars", "80"]).exit_code == 0
+    # The manual is shorter now (one chunk, not three) and a document is new.
+    edits = _jsonl(tmp_path / "edits.jsonl", [
+        {"id": "manual", "title": "Base station", "text": "The base station pairs in one minute."},
+        {"id": "returns", "text": "Returns are free for thirty days."},
+    ])  # fmt: skip
+    result = runner.invoke(cli.app, ["index", str(edits), "--update", "--index", ix_dir, "--max-chars", "80"])
+    assert result.exit_code == 0, result.output
+    assert "2 chunks added, 0 replaced, 3 removed (3 now)" in result.stderr
+    with Index.open(ix_dir) as ix:
+        assert [c.id for c in ix.chunks()] == ["hours", "manual", "returns"]
+        assert ix.search("pairs in one minute", mode="bm25", k=1)[0].id == "manual"
+    result = runner.invoke(cli.app, ["index", "--delete", "hours", "--index", ix_dir])
+    assert result.exit_code == 0, result.output
+    assert "0 chunks added, 0 replaced, 1 removed (2 now)" in result.stderr
+    with Index.open(ix_dir) as ix:
+        assert [h.id for h in ix.search("opening hours", mode="bm25")] == []
+    result = runner.invoke(cli.app, ["index", "--rollback", "--index", ix_dir])
+    assert result.exit_code == 0, result.output
+    with Index.open(ix_dir) as ix:
+        assert [c.id for c in ix.chunks()] == ["hours", "manual", "returns"]
+    result = runner.invoke(cli.app, ["index", "--update", "--index", ix_dir])
+    assert result.exit_code != 0 and "--update needs SOURCE" in result.output
+
+
+def test_tune_skip_invalid_tunes_on_the_rest_and_lists_every_bad_row(tmp_path: Path, windowed: WindowedHashEmbedder) -> None:
+    root = _beir_with_a_blank_record(tmp_path / "beir")
+    assert runner.invoke(cli.app, ["index", str(root), "--index", str(tmp_path / "ix"), "--skip-invalid"]).exit_code == 0
+    args = ["tune", str(root), "--index", str(tmp_path / "ix"), "--split", "test", "--folds", "2", "--json"]
+    refused = runner.invoke(cli.app, args)
+    assert refused.exit_code == 2 and f"{root / 'corpus.jsonl'}:3: empty 'text' and no 'title'; --skip-invalid" in refused.stderr
+    result = runner.invoke(cli.app, [*args, "--skip-invalid"])
+    assert f"{root / 'corpus.jsonl'}:3: empty 'text' and no 'title'" in result.stderr
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["chosen"]
+
+
+def test_eval_corpus_skip_invalid_reads_the_good_passages_and_lists_the_bad(
+    tmp_path: Path, windowed: WindowedHashEmbedder, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    passages = _jsonl(tmp_path / "passages.jsonl", [{"id": "hours", "text": "Opening hours are nine to five."}, {"id": "blank", "text": ""}])
+    cases = _jsonl(tmp_path / "cases.jsonl", [{"id": "c1", "message": "opening hours", "relevant": ["hours"]}])
+    (tmp_path / "qw_skip_retriever.py").write_text(
+        "def search(query, k, filters):\n    return [{'id': 'hours', 'score': 1.0}]\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    args = ["eval", str(cases), "--retriever", "qw_skip_retriever:search", "--corpus", str(passages),
+            "--failures", str(tmp_path / "failures.jsonl"), "--no-access-probe", "--json"]
+    refused = runner.invoke(cli.app, args)
+    assert refused.exit_code == 2 and "--skip-invalid" in refused.stderr
+    result = runner.invoke(cli.app, [*args, "--skip-invalid"])
+    assert result.exit_code == 0, result.output
+    assert f"{passages}:2:" in result.stderr

@@ -3,6 +3,7 @@ reporting both candidates and why it chose (on synthetic clusters behind a table
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -13,8 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from querywise import cli
-from querywise.evaluation.router import RouterReport, evaluate_router, score_decisions
+from querywise.evaluation.router import RouterReport, evaluate_router, load_labelled, score_decisions
 from querywise.evaluation.router_html import router_report_html
+from querywise.files import InputError
 from querywise.understand.routing.calibration import OperatingPoint
 from querywise.understand.routing.decision import Decision
 
@@ -212,3 +214,16 @@ def test_router_eval_reads_the_operating_point_from_the_config_and_warns_when_ou
 def test_router_eval_refuses_an_operating_point_outside_0_1(files: dict[str, str]) -> None:
     code, _, stderr = _router_eval(files, "--min-answered", "97")
     assert code == 2 and "--min-answered" in stderr
+
+
+def test_labelled_rows_read_from_csv_as_from_jsonl(tmp_path: Path) -> None:
+    rows = [("Where is my parcel, \"order 42\"?", "orders"), ("reset my password", "account")]
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps({"text": t, "label": lab}) + "\n" for t, lab in rows), encoding="utf-8")
+    csv_text = "label,text,note\r\n" + "".join(f'{lab},"{t.replace(chr(34), chr(34) * 2)}",x\r\n' for t, lab in rows)
+    (tmp_path / "r.csv").write_text(csv_text, encoding="utf-8")
+    (tmp_path / "r.csv.gz").write_bytes(gzip.compress(csv_text.encode()))
+    assert load_labelled(str(tmp_path / "r.csv")) == load_labelled(str(tmp_path / "r.jsonl")) == rows
+    assert load_labelled(str(tmp_path / "r.csv.gz")) == rows
+    (tmp_path / "bad.csv").write_text("text,intent\nhello,greet\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"bad.csv:1: header must name a 'text' and a 'label' column"):
+        load_labelled(str(tmp_path / "bad.csv"))

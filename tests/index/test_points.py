@@ -76,5 +76,5 @@ def test_a_build_links_the_named_fields_records_them_and_finds_the_exact_neighbo
     del manifest["graph_fields"]
     path.write_text(json.dumps(manifest))
     old = Index.open(tmp_path / "ix", settings=settings, embedder=hash_embedder)
-    assert old.manifest.graph_fields is None and old._linked == frozenset(old.manifest.payload_indexes)
+    assert old.manifest.graph_fields is None and old._gen.linked == frozenset(old.manifest.payload_indexes)
     old.close()

@@ -130,3 +130,19 @@ def test_the_client_starts_and_waits_for_a_job(url: str, token: Callable[..., st
     with Client(url, token=token(market="eu", sub="ops", scope="querywise:jobs")) as client:
         job = client.wait(client.start_triage(FAILURES, k=5, context_k=2)["id"], poll_s=0.05)
     assert job["status"] == "done" and len(job["result"]["cases"]) == 2
+
+
+def test_an_eval_job_takes_a_beir_set_as_its_queries_and_qrels(url: str, token: Callable[..., str]) -> None:
+    ops = {"Authorization": f"Bearer {token(market='eu', sub='ops', scope='querywise:jobs')}"}
+    eu = {"market": "eu"}
+    queries = [{"_id": "q1", "text": "how long is the warranty on the Vela X3?", "session": eu},
+               {"_id": "q2", "text": "Pico Buds battery", "session": eu}, {"_id": "q3", "text": "not judged", "session": eu}]
+    qrels = "query-id\tcorpus-id\tscore\nq1\tx3-warranty\t1\nq2\tbuds-battery\t2\nq2\tshipping\t0\n"
+    started = httpx.post(f"{url}/v1/eval", json={"cases": queries, "qrels": qrels, "metrics": ["recall@5"]}, headers=ops)
+    job = _wait(url, started.headers["location"], ops)
+    assert job["status"] == "done", job["error"]
+    assert [c["id"] for c in job["result"]["cases"]] == ["q1", "q2"]
+    unjudged = httpx.post(f"{url}/v1/eval", json={"cases": queries[2:], "qrels": qrels}, headers=ops)
+    assert unjudged.status_code == 202, unjudged.text
+    failed = _wait(url, unjudged.headers["location"], ops)
+    assert failed["status"] == "failed" and "'q1' is judged but not among the queries" in failed["error"]

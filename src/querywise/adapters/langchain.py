@@ -16,9 +16,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
-from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
+try:
+    from langchain_core.callbacks import CallbackManagerForRetrieverRun
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+except ModuleNotFoundError as exc:  # an optional extra: say the one command that installs it
+    raise ModuleNotFoundError(f'querywise.adapters.langchain needs {exc.name}: pip install "querywise[langchain]"', name=exc.name) from exc
 from pydantic import ConfigDict
 
 from querywise.conditions import Where

@@ -23,9 +23,12 @@ import copy
 import json
 from collections.abc import Mapping, Sequence
 
-from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.callbacks import CallbackManager
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+try:
+    from llama_index.core.base.base_retriever import BaseRetriever
+    from llama_index.core.callbacks import CallbackManager
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+except ModuleNotFoundError as exc:  # an optional extra: say the one command that installs it
+    raise ModuleNotFoundError(f'querywise.adapters.llamaindex needs {exc.name}: pip install "querywise[llamaindex]"', name=exc.name) from exc
 
 from querywise.conditions import Where
 from querywise.conversation import Turn

@@ -47,9 +47,9 @@ if TYPE_CHECKING:
 
 @app.command("router-eval")
 def router_eval_cmd(
-    train: Annotated[Path, typer.Option("--train", help="JSONL {text, label}; label oos = out of scope.", exists=True, dir_okay=False)],
-    test: Annotated[Path, typer.Option("--test", help="JSONL {text, label} to report on.", exists=True, dir_okay=False)],
-    val: Annotated[Path | None, typer.Option("--val", help="JSONL {text, label}: thresholds and the auto classifier are chosen here only.", exists=True, dir_okay=False)] = None,
+    train: Annotated[Path, typer.Option("--train", help="JSONL {text, label}, or CSV with text and label columns; label oos = out of scope.", exists=True, dir_okay=False)],
+    test: Annotated[Path, typer.Option("--test", help="JSONL {text, label} (or CSV: text, label) to report on.", exists=True, dir_okay=False)],
+    val: Annotated[Path | None, typer.Option("--val", help="JSONL {text, label} (or CSV: text, label): thresholds and the auto classifier are chosen here only.", exists=True, dir_okay=False)] = None,
     classifier: Annotated[str, typer.Option(help="centroid, trained or auto (both fitted, one kept by its --val figures; the reason is printed).")] = "auto",
     min_answered: Annotated[float | None, typer.Option("--min-answered", min=0.0, max=1.0, help="Operating point: answered accuracy at least this (default: routing.min_answered of --config, else 0.97). Chosen on --val at this plus --headroom.")] = None,
     max_deferred: Annotated[float | None, typer.Option("--max-deferred", min=0.0, max=1.0, help="Operating point: at most this share deferred to the unsure tier (default: routing.max_deferred of --config, else 0.10).")] = None,
@@ -231,8 +231,14 @@ def eval_cmd(
     ix = open_index(index, settings)
     print_skipped(got.skipped, err)
     try:
+        mine = read_corpus(corpus, whole_records=True, skip_invalid=skip_invalid) if corpus is not None and ix is None else None
+    except InputError as exc:
+        raise fail(str(exc)) from None
+    if mine is not None:
+        print_skipped(mine.skipped, err)
+    try:
         with ix or contextlib.nullcontext(), QueryWise(settings, ix) as deployment, progress() as phase:
-            passages = read_corpus(corpus, whole_records=True).chunks if corpus is not None and ix is None else None
+            passages = mine.chunks if mine is not None else None
             report = evaluate(
                 got.cases, deployment, wanted, mode=search_mode, ablate=None if ablate is None else [a for a in ablate if a != "all"],
                 probe_access=not no_access_probe, source=str(cases), on_phase=phase, session=session_from(session), rule=rule,

@@ -14,7 +14,8 @@ from querywise.chunking import Chunker
 from querywise.cli._app import ConfigOpt, IndexOpt, app, err, esc, fail, mode_from, out, progress, settings_from
 from querywise.cli._report import print_skipped
 from querywise.conditions import WhereSyntaxError, parse_where
-from querywise.corpus import CorpusError, read_corpus
+from querywise.config import Settings
+from querywise.corpus import Chunk, CorpusError, read_corpus
 
 
 @app.command("index")
@@ -34,23 +35,38 @@ def index_cmd(
         bool, typer.Option("--skip-invalid", help="Index every good row; list each bad one (file:line: reason) at the end instead of stopping at the first.")
     ] = False,
     roll_back: Annotated[bool, typer.Option("--rollback", help="Switch --index back to its previous build (no SOURCE).")] = False,
+    update: Annotated[
+        bool, typer.Option("--update", help="Add SOURCE's documents to --index, replacing those it already has (every chunk of each), without a rebuild."),
+    ] = False,
+    delete: Annotated[
+        list[str] | None, typer.Option("--delete", metavar="ID", help="Remove a document (every chunk of it) or a chunk from --index without a rebuild; repeat for more."),
+    ] = None,
 ) -> None:
-    """Build (or atomically rebuild) an index of SOURCE in the folder --index; or, with --rollback,
-    switch it back to the previous build (the setting index.keep_builds says how many builds are kept)."""
+    """Build (or atomically rebuild) an index of SOURCE in the folder --index; with --update and
+    --delete, change the documents of an index in place of a rebuild (each change is a new build,
+    so --rollback undoes it); with --rollback, switch it back to the previous build (the setting
+    index.keep_builds says how many builds are kept)."""
     from querywise.index import IndexStoreError, build_index, rollback
 
     settings = settings_from(config)
     if roll_back:
-        if source is not None:
-            raise fail("--rollback takes no SOURCE")
+        if source is not None or update or delete:
+            raise fail("--rollback takes no SOURCE, --update or --delete")
         try:
             back = rollback(index)
         except IndexStoreError as exc:
             raise fail(str(exc)) from None
         err.print(f"[green]rolled back[/] {esc(index)} to build {esc(back.build_id)} ({back.n_chunks:,} chunks)", highlight=False)
         return
+    if update and source is None:
+        raise fail("--update needs SOURCE: the documents to add or replace")
+    if source is None and not delete:
+        raise fail("missing SOURCE: the corpus to index (or --rollback, or --delete ID)")
+    if source is not None and delete and not update:
+        raise fail("--delete changes an index in place: give SOURCE with --update, or no SOURCE")
     if source is None:
-        raise fail("missing SOURCE: the corpus to index (or --rollback)")
+        _update(index, settings, [], delete or [])
+        return
     c = settings.chunking
     try:
         chunker = Chunker(max_chars=max_chars or c.max_chars, overlap=c.overlap, identifier_pattern=c.identifier_pattern)
@@ -68,6 +84,9 @@ def index_cmd(
         soft_wrap=True,
     )
     print_skipped(loaded.skipped, err)
+    if update:
+        _update(index, settings, loaded.chunks, delete or [])
+        return
     try:
         with progress() as report:
             ix = build_index(loaded.chunks, index, settings=settings, progress=report)
@@ -91,6 +110,25 @@ def index_cmd(
     elif m.embedder_window is not None:
         err.print(f"every chunk fits the embedder's window of {m.embedder_window} tokens", highlight=False)
     ix.close()
+
+
+def _update(index: Path, settings: Settings, chunks: list[Chunk], delete: list[str]) -> None:
+    """`--update` and `--delete`: one new build with every change (`Index.update`)."""
+    from querywise.index import Index, IndexStoreError
+
+    try:
+        with Index.open(index, settings=settings) as ix:
+            done = ix.update(upsert=chunks, delete=delete)
+            now = len(ix)
+    except IndexStoreError as exc:
+        raise fail(str(exc)) from None
+    err.print(
+        f"[green]updated[/] {esc(index)} to build {esc(done.build_id)} in {done.seconds:.1f} s: {done.added:,} chunks added, "
+        f"{done.replaced:,} replaced, {done.removed:,} removed ({now:,} now)"
+        + ("; the average length moved past index.update_avgdl_drift, so every chunk was weighed again" if done.reweighed else ""),
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 @app.command("search")

@@ -12,8 +12,9 @@ import typer
 from rich.table import Table
 
 from querywise.cli._app import ConfigOpt, IndexOpt, SessionOpt, app, err, esc, fail, mode_from, out, progress, session_from, settings_from
+from querywise.cli._report import print_skipped
 from querywise.config import ConfigError, Settings, write_settings_file
-from querywise.evaluation.cases import Case, read_beir, read_cases
+from querywise.evaluation.cases import Case, read_case_source
 from querywise.evaluation.metrics import Metric, MetricError, parse_metrics
 from querywise.evaluation.tune import Candidate, TuneResult, tune
 from querywise.evaluation.tune_moves import MovesTuneResult, tune_moves
@@ -80,6 +81,7 @@ def tune_cmd(
     moves: Annotated[bool, typer.Option("--moves", help="Choose instead, per slice of traffic (follow-up, standalone, weak cue, identifier, prose), which of the configured moves run: [understanding.off_in].")] = False,
     mode: Annotated[str, typer.Option(help="With --moves: the search mode the cases are asked in (dense, bm25 or hybrid).")] = "hybrid",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Skip bad case lines, corpus records, queries and judgements and list each, file:line: reason, instead of stopping at the first (as eval does).")] = False,
 ) -> None:
     """Choose how hybrid search fuses its dense and BM25 lists (RRF weights or a convex combination
     of normalised scores, or one mode alone) on labelled queries; with --moves, choose instead which
@@ -91,10 +93,11 @@ def tune_cmd(
     except (MetricError, ValueError) as exc:
         raise fail(f"--metric: {exc}") from None
     try:
-        got = read_beir(cases, split=split, max_record_chars=settings.limits.max_record_chars) if cases.is_dir() else read_cases(cases)
+        got = read_case_source(cases, split=split, skip_invalid=skip_invalid, max_record_chars=settings.limits.max_record_chars)
         ix = Index.open(index, settings=settings)
     except (InputError, IndexStoreError) as exc:
         raise fail(str(exc)) from None
+    print_skipped(got.skipped, err)
     default = session_from(session)
     loaded = [c if c.session or not default else c.model_copy(update={"session": default}) for c in got.cases]
     if moves:

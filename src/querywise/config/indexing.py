@@ -105,3 +105,7 @@ class IndexSettings(_Section):
     # Builds kept in the index folder, the live one included: the previous one stays for readers
     # that opened it and for `querywise index --rollback` (a build a reader holds is never removed).
     keep_builds: int = Field(2, ge=1)
+    # A live update (`querywise index --update`, `Index.upsert`) weighs the chunks it adds by the
+    # build's average BM25 length; once the corpus' average has moved by more than this share of
+    # it, the update weighs every chunk again, as a rebuild would (0: always exact).
+    update_avgdl_drift: float = Field(0.01, ge=0.0)

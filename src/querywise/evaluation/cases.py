@@ -41,7 +41,7 @@ from querywise.corpus import MAX_RECORD_CHARS, SKIP_HINT, BadRow, Chunk, beir_co
 from querywise.files import InputError, parse_jsonl_line, read_jsonl, read_lines
 from querywise.understand.slices import FORM_SLICES, TURN_SLICES, form_slice, turn_slices
 
-__all__ = ["Case", "CaseError", "LoadedCases", "cases_from_rows", "derive_slices", "load_beir", "load_cases", "load_doc2dial", "read_beir", "read_case_source", "read_cases"]
+__all__ = ["Case", "CaseError", "LoadedCases", "cases_from_beir_rows", "cases_from_rows", "derive_slices", "load_beir", "load_cases", "load_doc2dial", "read_beir", "read_case_source", "read_cases"]
 
 ActionType = Literal["answer", "assume", "ask", "cover"]
 
@@ -185,6 +185,36 @@ def cases_from_rows(records: Iterable[dict[str, Any]], *, catalog: Catalog | Non
     return _read_cases(enumerate(records, start=1), Path(source), _Rows(False), catalog).cases
 
 
+def cases_from_beir_rows(queries: Iterable[dict[str, Any]], qrels: str, *, source: str = "rows") -> list[Case]:
+    """The judged queries of a BEIR set already in memory (a service's posted queries.jsonl rows and
+    its qrels file's text), judged against the served index: one case per query with a judgement
+    > 0, in qrels order; a query row's "session", as a case row's, is the case's. A bad query row is
+    named `source:N`, a bad qrels line `qrels:N`."""
+    texts: dict[str, str] = {}
+    sessions: dict[str, Any] = {}
+    for n, rec in enumerate(queries, start=1):
+        qid, text = rec.get("_id", rec.get("id")), rec.get("text")
+        if qid is None or not isinstance(text, str) or not text.strip():
+            raise CaseError(Path(source), n, "expected {\"_id\": ..., \"text\": \"...\"}")
+        texts[str(qid)] = text
+        if rec.get("session") is not None:
+            sessions[str(qid)] = rec["session"]
+    cases = []
+    for qid, judged in _parse_qrels(enumerate(qrels.splitlines(), start=1), Path("qrels")).items():
+        if not judged:
+            continue
+        if qid not in texts:
+            raise CaseError(Path("qrels"), min(n for _, n in judged.values()), f"query {qid!r} is judged but not among the queries")
+        rel = {doc: grade for doc, (grade, _) in judged.items()}
+        try:
+            cases.append(Case(id=qid, message=texts[qid], relevant=rel, slices=derive_slices(texts[qid], []), session=sessions.get(qid, {})))
+        except ValidationError as exc:
+            raise CaseError(Path(source), None, f"query {qid!r}: {exc.errors()[0]['msg']}") from None
+    if not cases:
+        raise CaseError(Path("qrels"), None, "no query has a relevant document")
+    return cases
+
+
 def _read_cases(numbered: Iterable[tuple[int, dict[str, Any]]], path: Path, rows: _Rows, catalog: Catalog | None) -> LoadedCases:
     cases: list[Case] = []
     seen: dict[str, int] = {}
@@ -224,8 +254,12 @@ def _first_existing(folder: Path, names: Sequence[str]) -> Path:
 
 def _read_qrels(path: Path) -> dict[str, dict[str, tuple[int, int]]]:
     """query id -> {corpus id: (grade, line)} for grades > 0; a judged query with none is kept empty."""
+    return _parse_qrels(read_lines(path, error=CaseError), path)
+
+
+def _parse_qrels(numbered: Iterable[tuple[int, str]], path: Path) -> dict[str, dict[str, tuple[int, int]]]:
     qrels: dict[str, dict[str, tuple[int, int]]] = {}
-    for n, raw in read_lines(path, error=CaseError):
+    for n, raw in numbered:
         line = raw.strip()
         if not line:
             continue

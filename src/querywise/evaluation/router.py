@@ -9,15 +9,17 @@ route's precision when it was never predicted) is None, printed "n/a": never a 0
 
 from __future__ import annotations
 
+import csv
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
 
 from querywise.embed import Embedder
-from querywise.files import InputError, read_jsonl
+from querywise.files import InputError, read_jsonl, read_lines
 from querywise.index.store import Progress
 from querywise.understand.routing.calibration import OperatingPoint, calibrate, choose_candidate
 from querywise.understand.routing.classifiers import CentroidClassifier, TrainedClassifier
@@ -127,9 +129,11 @@ class RouterReport(BaseModel):
 
 
 def load_labelled(path: str) -> list[tuple[str, str]]:
-    """JSONL `{"text", "label"}` rows, with file:line errors."""
+    """`{"text", "label"}` rows of a JSONL file, or of a CSV file whose header names a `text` and a
+    `label` column (either optionally .gz), with file:line errors."""
     rows = []
-    for line, rec in read_jsonl(path):
+    records = _csv_rows(Path(path)) if path.lower().removesuffix(".gz").endswith(".csv") else read_jsonl(path)
+    for line, rec in records:
         text, label = rec.get("text"), rec.get("label")
         if not isinstance(text, str) or not isinstance(label, str) or not text.strip():
             raise InputError(path, line, 'expected {"text": "...", "label": "..."}')
@@ -137,6 +141,21 @@ def load_labelled(path: str) -> list[tuple[str, str]]:
     if not rows:
         raise InputError(path, None, "no rows")
     return rows
+
+
+def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    reader = csv.reader(line.replace("\r\n", "\n") for _, line in read_lines(path))
+    try:
+        header = next(reader, None) or []
+        if not {"text", "label"} <= set(header):
+            raise InputError(path, 1, f"header must name a 'text' and a 'label' column, got {header}")
+        start = reader.line_num + 1
+        for row in reader:
+            line, start = start, reader.line_num + 1
+            if row:
+                yield line, dict(zip(header, row, strict=False))
+    except csv.Error as exc:
+        raise InputError(path, reader.line_num, f"invalid CSV: {exc}") from None
 
 
 def _predicted(d: Decision) -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from querywise.index.lexical import CODE_SPELLING, Lexicon, SparseVec, bounded_bigrams, doc_length, normalized_runs
+from querywise.index.lexical import CODE_SPELLING, Lexicon, SparseVec, bounded_bigrams, doc_length, normalized_runs, surface_of
 from querywise.text import STOPWORDS_EN, compounds, identifier_keys, normalize, plain_words, stem_words
 
 __all__ = ["BATCH", "Analysis", "Batch", "analyse", "analyse_batch", "workers_for"]
@@ -98,10 +98,11 @@ class Analysis:
     def __len__(self) -> int:
         return len(self.lengths)
 
-    def vectors(self, start: int, stop: int, *, k1: float, b: float) -> list[SparseVec]:
+    def vectors(self, start: int, stop: int, *, k1: float, b: float, avgdl: float | None = None) -> list[SparseVec]:
         """The BM25 document vectors of texts [start, stop): tf / (tf + k1 * (1 - b + b * dl / avgdl)),
-        each term's weight in float64, rounded once."""
-        avgdl = self.lexicon.avgdl
+        each term's weight in float64, rounded once. `avgdl`: the index's, for texts added to it
+        (default: this corpus' own)."""
+        avgdl = self.lexicon.avgdl if avgdl is None else avgdl
         lo, hi = int(self.ptr[start]), int(self.ptr[stop])
         norms = k1 * (1 - b + b * self.lengths[start:stop].astype(np.float64) / avgdl) if avgdl else np.full(stop - start, k1)
         tf = self.tf[lo:hi].astype(np.float64)
@@ -152,7 +153,8 @@ class _Merge:
         lex = self.lex
         lex.df = self.df
         lex.bigram_counts = bounded_bigrams(lex.bigram_counts)
-        lex.surface = {key: seen.most_common(1)[0][0] for key, seen in self.spellings.items()}
+        lex.surface = {key: surface_of(seen) for key, seen in self.spellings.items()}
+        lex.spellings = self.spellings
         cat = np.concatenate
         return Analysis(lex, cat(self.ptr), cat(self.terms or [np.zeros(0, np.int32)]),
                         cat(self.tf or [np.zeros(0, np.int32)]), cat(self.lengths or [np.zeros(0, np.int32)]), self.keys)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from querywise.files import is_partial_write, write_atomic
+from querywise.files import fsync_dir, is_partial_write, write_atomic
 from querywise.index.errors import BUILD_ID, IndexStoreError, Part, damaged
 from querywise.index.integrity import FileSum, digest
 from querywise.index.server import collection_of, connect, drop_collection, point_alias
@@ -21,9 +21,11 @@ from querywise.index.server import collection_of, connect, drop_collection, poin
 if TYPE_CHECKING:  # imported at run time only when a server is used
     from qdrant_client import QdrantClient
 
+    from querywise.embed import Embedder
+
 __all__ = [
-    "FORMAT_VERSION", "Manifest", "build_folder", "build_lock", "check_files", "claim", "clear_stale", "current_id",
-    "hold", "point_current", "prune", "read_current", "rollback",
+    "FORMAT_VERSION", "Manifest", "build_folder", "build_lock", "check_embedder", "check_files", "claim", "clear_stale", "current_id",
+    "hold", "manifest_of", "point_current", "prune", "read_current", "rollback", "write_manifest",
 ]
 
 FORMAT_VERSION = 2  # 2: the manifest records each file's size and digest
@@ -63,6 +65,12 @@ class Manifest(BaseModel):
     # Sentences embedded beside the chunks (`[index] sentence_vectors`): hybrid then fuses the
     # best-sentence list. None: the build keeps no sentence vectors.
     n_sentences: int | None = None
+    # The average BM25 length the sparse weights were computed with. None: the lexicon's own (a
+    # build); a live update keeps the build's while the corpus' drifts by less than `[index]
+    # update_avgdl_drift`, and weighs every chunk again past it.
+    bm25_avgdl: float | None = None
+    # The build a live update made this one from (None: a build from a corpus).
+    updated_from: str | None = None
     # Every file of the build but manifest.json, by path relative to the build folder.
     files: dict[str, FileSum]
 
@@ -123,6 +131,15 @@ def clear_stale(root: Path) -> None:
             entry.unlink(missing_ok=True)
 
 
+def write_manifest(build: Path, manifest: Manifest) -> None:
+    """The build's manifest.json, last of its files, synced with the folder: what makes it complete."""
+    with open(build / "manifest.json", "w", encoding="utf-8") as mf:
+        mf.write(manifest.model_dump_json(indent=2))
+        mf.flush()
+        os.fsync(mf.fileno())
+    fsync_dir(build)
+
+
 def point_current(root: Path, build_id: str) -> None:
     write_atomic(root / "CURRENT", build_id + "\n")
 
@@ -135,7 +152,7 @@ def current_id(root: Path) -> str | None:
         return None
 
 
-def _manifest_of(build: Path) -> Manifest | None:
+def manifest_of(build: Path) -> Manifest | None:
     """The manifest of a complete build folder, None if it has no valid one."""
     try:
         manifest = Manifest.model_validate_json((build / "manifest.json").read_bytes())
@@ -147,7 +164,7 @@ def _manifest_of(build: Path) -> Manifest | None:
 def _kept_builds(root: Path) -> list[tuple[Path, Manifest | None]]:
     builds = root / "builds"
     entries = [d for d in builds.iterdir() if BUILD_ID.fullmatch(d.name) and d.is_dir() and not d.is_symlink()]
-    return [(d, _manifest_of(d)) for d in entries]
+    return [(d, manifest_of(d)) for d in entries]
 
 
 def prune(root: Path, first: list[str | None], keep: int, client: QdrantClient | None) -> None:
@@ -173,7 +190,7 @@ def _remove_build(build: Path, client: QdrantClient | None) -> None:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return  # a reader holds it
-        manifest = _manifest_of(build)
+        manifest = manifest_of(build)
         if manifest is not None and manifest.engine == "server" and manifest.collection:
             if client is None:
                 return  # its collection can only go with a client: a later build removes both
@@ -281,8 +298,19 @@ def hold(root: Path, build: Path) -> int | None:
     return fd
 
 
+def check_embedder(root: Path, manifest: Manifest, embedder: Embedder) -> None:
+    """The embedder is the model the build was embedded with, at its dimension."""
+    if embedder.model_id.split("/")[0] != manifest.embedder.split("/")[0]:
+        raise IndexStoreError(
+            f"{root} was embedded with {manifest.embedder}, not {embedder.model_id}; "
+            f"rebuild it with `querywise index SOURCE --index {root}` or configure that model", part="embedder",
+        )
+    if embedder.dim != manifest.dim:
+        raise damaged(root, "manifest", f"dim {manifest.dim}, but {embedder.model_id} makes {embedder.dim}-dimensional vectors")
+
+
 def _part_of(rel: str) -> Part:
-    return "chunks" if rel == "chunks.jsonl" else "lexicon" if rel == "lexicon.json" else "shard"
+    return "chunks" if rel in ("chunks.jsonl", "ids.json") else "lexicon" if rel == "lexicon.json" else "shard"
 
 
 def check_files(root: Path, build: Path, manifest: Manifest, *, full: bool) -> None:

@@ -314,6 +314,26 @@ class EdgeEngine:
         self._shard = qe.EdgeShard.load(str(self.path))
         self._unsealed = 0
 
+    def delete(self, ids: Sequence[int]) -> None:
+        """Remove points (a live update: the points of chunks no longer in the corpus)."""
+        import qdrant_edge as qe
+
+        if ids:
+            self._shard.update(qe.UpdateOperation.delete_points(list(ids)))
+
+    def set_sparse(self, vectors: Sequence[tuple[int, SparseVec]]) -> None:
+        """Replace points' BM25 vectors, the rest of each point kept (a live update weighing again)."""
+        import qdrant_edge as qe
+
+        for start in range(0, len(vectors), 1024):
+            batch = [qe.PointVectors(pid, {SPARSE: qe.SparseVector(*vec)}) for pid, vec in vectors[start : start + 1024]]
+            self._shard.update(qe.UpdateOperation.update_vectors(batch))
+
+    def flush(self) -> None:
+        """Make what was written durable without building graphs: a live update's points go to a
+        segment Qdrant searches as it is, the sealed segments' graphs are kept."""
+        self._shard.flush()
+
     def create_payload_index(self, field: str, kind: PayloadKind, *, graph: bool) -> None:
         import qdrant_edge as qe
 

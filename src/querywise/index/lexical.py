@@ -27,7 +27,7 @@ from pathlib import Path
 
 from querywise.text import analyze, normalize
 
-__all__ = ["CODE_SPELLING", "MAX_BIGRAMS", "RUN_BREAK", "Lexicon", "SparseVec", "bounded_bigrams", "doc_length", "normalized_runs", "word_runs"]
+__all__ = ["CODE_SPELLING", "MAX_BIGRAMS", "RUN_BREAK", "Lexicon", "SparseVec", "bounded_bigrams", "doc_length", "fold", "normalized_runs", "surface_of", "word_runs"]
 
 SparseVec = tuple[list[int], list[float]]
 
@@ -76,7 +76,8 @@ class Lexicon:
 
     `bigram_counts` counts adjacent words ("pair aero") within a run (see `word_runs`);
     `surface` maps an identifier-like word to its most frequent corpus spelling when that is
-    not lower case ("xk-4471" -> "XK-4471").
+    not lower case ("xk-4471" -> "XK-4471"); `spellings` keeps each spelling's count, so that a
+    live update (`fold`) moves `surface` as a rebuild would.
     """
 
     terms: dict[str, int] = field(default_factory=dict)
@@ -86,6 +87,7 @@ class Lexicon:
     total_len: int = 0
     bigram_counts: Counter[str] = field(default_factory=Counter)
     surface: dict[str, str] = field(default_factory=dict)
+    spellings: dict[str, Counter[str]] = field(default_factory=dict)
 
     @property
     def avgdl(self) -> float:
@@ -110,6 +112,7 @@ class Lexicon:
             "total_len": self.total_len,
             "bigrams": dict(self.bigram_counts.most_common()),
             "surface": self.surface,
+            "spellings": {key: dict(seen) for key, seen in self.spellings.items()},
         }
         return json.dumps(data, ensure_ascii=False).encode("utf-8")
 
@@ -132,10 +135,58 @@ class Lexicon:
             # Lexicons saved before bigrams and spellings were kept load without them.
             bigram_counts=Counter(data.get("bigrams", {})),
             surface=data.get("surface", {}),
+            # Lexicons saved before live updates: no counts (an update then keeps their surface forms).
+            spellings={key: Counter(seen) for key, seen in data.get("spellings", {}).items()},
         )
         if len(lex.terms) != len(lex.df):
             raise ValueError(f"{len(lex.terms)} terms but {len(lex.df)} document frequencies")
         return lex
+
+
+def fold(lexicon: Lexicon, part: Lexicon, sign: int) -> Lexicon:
+    """`lexicon` with the chunks `part` counts added (sign 1) or taken away (sign -1): what a
+    live update does to the statistics a rebuild would count anew.
+
+    Term ids only grow: a term new to the index gets the next id, a term no chunk holds any more
+    keeps its id at df 0 (a query vector made before the update stays valid after it). Bigrams
+    are exact while the index has at most `MAX_BIGRAMS` distinct pairs; past that a rebuild drops
+    the rarest and an update cannot know which it dropped (an approximation for spelling context)."""
+    out = Lexicon(
+        terms=dict(lexicon.terms), df=list(lexicon.df), word_counts=Counter(lexicon.word_counts),
+        n_docs=lexicon.n_docs + sign * part.n_docs, total_len=lexicon.total_len + sign * part.total_len,
+        bigram_counts=Counter(lexicon.bigram_counts), surface=dict(lexicon.surface),
+        spellings={key: Counter(seen) for key, seen in lexicon.spellings.items()},
+    )
+    for term, tid in part.terms.items():
+        at = out.terms.setdefault(term, len(out.terms))
+        if at == len(out.df):
+            out.df.append(0)
+        out.df[at] = max(0, out.df[at] + sign * part.df[tid])
+    words, pairs = Counter(part.word_counts), Counter(part.bigram_counts)
+    if sign > 0:
+        out.word_counts.update(words)
+        out.bigram_counts.update(pairs)
+        out.bigram_counts = bounded_bigrams(out.bigram_counts)
+    else:
+        out.word_counts.subtract(words)
+        out.bigram_counts.subtract(pairs)
+        out.word_counts, out.bigram_counts = +out.word_counts, +out.bigram_counts  # drops counts at 0
+    for key, seen in part.spellings.items():
+        counts = out.spellings.setdefault(key, Counter())
+        counts.update(seen) if sign > 0 else counts.subtract(seen)
+        counts = +counts
+        if counts:
+            out.spellings[key] = counts
+            out.surface[key] = surface_of(counts)
+        else:
+            del out.spellings[key]
+            out.surface.pop(key, None)
+    return out
+
+
+def surface_of(seen: Counter[str]) -> str:
+    """The corpus spelling of an identifier: its most frequent, the first seen among equals."""
+    return seen.most_common(1)[0][0]
 
 
 def bounded_bigrams(counts: Counter[str]) -> Counter[str]:

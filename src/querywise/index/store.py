@@ -4,12 +4,15 @@ Layout of DIR:
 
     CURRENT              the live build's id: a bare folder name in builds/ (replaced atomically)
     .lock                held by a build or a rollback while it runs
-    builds/<build_id>/   manifest.json, chunks.jsonl, lexicon.json, shard/ (Qdrant edge)
+    builds/<build_id>/   manifest.json, chunks.jsonl, ids.json, lexicon.json, shard/ (Qdrant edge)
     builds/.tmp-<id>/    a build in progress; never read, removed by the next build
 
 A build writes a new folder, makes it durable (fsync), then switches CURRENT: a build killed
 half-way leaves the previous index usable, and a folder left by a first build that failed (only
 builds/.tmp-* and .lock) is still a querywise folder the next build cleans up and uses.
+
+A live update (`Index.upsert`, `delete`, `update`; `update.py`) is a build too: a copy of the live
+build, changed, switched in the same way.
 
 Generations. A build keeps `[index] keep_builds` builds (default 2: the new one and the one it
 replaced), so `rollback` can switch CURRENT back. An opened index holds a shared lock on its
@@ -37,6 +40,7 @@ import contextlib
 import json
 import os
 import shutil
+import threading
 import time
 import uuid
 import weakref
@@ -59,6 +63,7 @@ from querywise.index.builds import (
     Manifest,
     build_folder,
     build_lock,
+    check_embedder,
     check_files,
     claim,
     clear_stale,
@@ -68,6 +73,7 @@ from querywise.index.builds import (
     prune,
     read_current,
     rollback,
+    write_manifest,
 )
 from querywise.index.engine import EdgeEngine, Engine, EngineHit, EnginePoint, EngineQuery, Mode
 from querywise.index.errors import IndexStoreError, damaged
@@ -84,6 +90,7 @@ from querywise.index.points import (
     sentence_vectors,
 )
 from querywise.index.server import ServerEngine, collection_of, connect, drop_collection
+from querywise.index.update import ChunkIds, Update, update_index
 from querywise.text import IDENTIFIER_KEYS
 
 if TYPE_CHECKING:  # imported at run time only when a server is used
@@ -202,6 +209,7 @@ def build_index(
                             batch.append(EnginePoint(i, vectors[i - start], sparse[i - start], payload,
                                                      sentences=None if sentences is None else sentences[i - start].tolist()))
                         engine.upsert(batch)
+            (tmp / "ids.json").write_text(ChunkIds.of(chunks).model_dump_json(), encoding="utf-8")
             lexicon = analysis.lexicon
             del analysis
             progress("building HNSW graph", None)
@@ -237,11 +245,7 @@ def build_index(
                 embedder_window=over[1] if over else None,
                 files=files,
             )
-            with open(tmp / "manifest.json", "w", encoding="utf-8") as mf:
-                mf.write(manifest.model_dump_json(indent=2))
-                mf.flush()
-                os.fsync(mf.fileno())
-            fsync_dir(tmp)
+            write_manifest(tmp, manifest)
         except BaseException:
             # A clean failure leaves nothing behind (a killed build leaves .tmp-*, removed next time).
             if engine is not None:
@@ -299,16 +303,6 @@ def _parse_manifest(root: Path, build: Path, raw: bytes) -> Manifest:
     return manifest
 
 
-def _check_embedder(root: Path, manifest: Manifest, embedder: Embedder) -> None:
-    if embedder.model_id.split("/")[0] != manifest.embedder.split("/")[0]:
-        raise IndexStoreError(
-            f"{root} was embedded with {manifest.embedder}, not {embedder.model_id}; "
-            f"rebuild it with `querywise index SOURCE --index {root}` or configure that model", part="embedder",
-        )
-    if embedder.dim != manifest.dim:
-        raise damaged(root, "manifest", f"dim {manifest.dim}, but {embedder.model_id} makes {embedder.dim}-dimensional vectors")
-
-
 def _load_lexicon(root: Path, build: Path, manifest: Manifest) -> Lexicon:
     path = build / "lexicon.json"
     try:
@@ -358,11 +352,38 @@ def _open_edge(root: Path, build: Path, manifest: Manifest) -> EdgeEngine:
     return engine
 
 
+class _Generation:
+    """One build as an opened index reads it: its engine, lexicon and the reader's lock. A live
+    update swaps an index to a new generation; the old one closes when its last search ends."""
+
+    def __init__(self, manifest: Manifest, engine: Engine, lexicon: Lexicon, build: Path, hold: int | None) -> None:
+        self.manifest, self.engine, self.lexicon, self.build = manifest, engine, lexicon, build
+        self.presence: FieldPresence | None = None
+        # The payload fields whose values have graph links in this build (older builds: every indexed one).
+        self.linked = frozenset(
+            () if not manifest.payload_graphs
+            else manifest.payload_indexes if manifest.graph_fields is None else manifest.graph_fields
+        )
+        # The reader's lock on its build (see builds.hold), released by close() or with the object.
+        self._release = weakref.finalize(self, os.close, hold) if hold is not None else None
+        self.users, self.retired, self._closed = 0, False, False
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.engine.close()
+        finally:
+            if self._release is not None:
+                self._release()
+
+
 class Index:
     """An opened index: search by dense vectors, BM25 or both fused.
 
-    It reads one build, the one CURRENT named when it was opened, until it is closed: a rebuild
-    meanwhile neither moves it nor removes its files."""
+    It reads one build, the one CURRENT named when it was opened, until it is closed or updated
+    through it (`upsert`, `delete`): a rebuild meanwhile neither moves it nor removes its files."""
 
     def __init__(
         self,
@@ -376,18 +397,43 @@ class Index:
         build: Path | None = None,
         hold: int | None = None,
     ) -> None:
-        self.root, self.manifest, self.engine, self.lexicon = root, manifest, engine, lexicon
-        self.settings, self._embedder = settings, embedder
+        self.root, self.settings, self._embedder = root, settings, embedder
         self._embedder_checked = False
-        self._presence: FieldPresence | None = None
-        # The payload fields whose values have graph links in this build (older builds: every indexed one).
-        self._linked = frozenset(
-            () if not manifest.payload_graphs
-            else manifest.payload_indexes if manifest.graph_fields is None else manifest.graph_fields
-        )
-        self.build = build or root / "builds" / manifest.build_id
-        # The reader's lock on its build (see builds.hold), released by close() or with the object.
-        self._release = weakref.finalize(self, os.close, hold) if hold is not None else None
+        self._lock = threading.Lock()
+        self._gen = _Generation(manifest, engine, lexicon, build or root / "builds" / manifest.build_id, hold)
+
+    @property
+    def manifest(self) -> Manifest:
+        return self._gen.manifest
+
+    @property
+    def engine(self) -> Engine:
+        return self._gen.engine
+
+    @property
+    def lexicon(self) -> Lexicon:
+        """The build's lexicon. Term ids only grow across live updates, so a query vector made
+        from one generation's lexicon is valid against the next."""
+        return self._gen.lexicon
+
+    @property
+    def build(self) -> Path:
+        return self._gen.build
+
+    @contextlib.contextmanager
+    def _using(self) -> Iterator[_Generation]:
+        """The live generation, kept open until the caller is done with it."""
+        with self._lock:
+            gen = self._gen
+            gen.users += 1
+        try:
+            yield gen
+        finally:
+            with self._lock:
+                gen.users -= 1
+                last = gen.retired and gen.users == 0
+            if last:
+                gen.close()
 
     @classmethod
     def open(
@@ -428,7 +474,7 @@ class Index:
         check_files(root, build, manifest, full=verify)
         lexicon = _load_lexicon(root, build, manifest)
         if embedder is not None:
-            _check_embedder(root, manifest, embedder)
+            check_embedder(root, manifest, embedder)
         engine: Engine
         if manifest.engine == "edge":
             engine = _open_edge(root, build, manifest)
@@ -437,9 +483,35 @@ class Index:
             engine = ServerEngine.open(server, collection_of(manifest.collection or "", manifest.build_id))
         return cls(root, manifest, engine, lexicon, settings, embedder, build=build, hold=hold)
 
+    def upsert(self, chunks: Sequence[Chunk]) -> Update:
+        """Add or replace documents without a rebuild: each chunk's document replaces that
+        document's chunks (`update.update_index`). Searches running meanwhile finish on the build
+        they started on; the next search reads the update.
+
+        >>> index.upsert([Chunk(id="t-9", text="Refunds take 5 days")])  # doctest: +SKIP
+        """
+        return self.update(upsert=chunks)
+
+    def delete(self, ids: Sequence[str]) -> Update:
+        """Remove documents (every chunk of each) or single chunks, by id, without a rebuild."""
+        return self.update(delete=ids)
+
+    def update(self, *, upsert: Sequence[Chunk] = (), delete: Sequence[str] = ()) -> Update:
+        """`upsert` and `delete` in one new build (one copy of the index, one switch)."""
+        done = update_index(self.root, upsert=upsert, delete=delete, settings=self.settings, embedder=self.embedder)
+        fresh = Index.open(self.root, settings=self.settings, embedder=self._embedder)
+        with self._lock:
+            old, self._gen = self._gen, fresh._gen
+            old.retired = True
+            last = old.users == 0
+        if last:
+            old.close()
+        return done
+
     def verify(self) -> None:
         """Check every file of this build against the checksum recorded at build time."""
-        check_files(self.root, self.build, self.manifest, full=True)
+        with self._using() as gen:
+            check_files(self.root, gen.build, gen.manifest, full=True)
 
     def __len__(self) -> int:
         return self.manifest.n_chunks
@@ -455,7 +527,7 @@ class Index:
     def embed_query(self, text: str) -> np.ndarray:
         """The query's dense vector; an `IndexStoreError` if the embedder is not the index's."""
         if not self._embedder_checked:
-            _check_embedder(self.root, self.manifest, self.embedder)
+            check_embedder(self.root, self.manifest, self.embedder)
             self._embedder_checked = True
         return np.asarray(self.embedder.embed([text])[0], dtype=np.float32)
 
@@ -470,20 +542,21 @@ class Index:
         exact: bool = False,
     ) -> list[Hit]:
         """Search with precomputed query vectors (the plan executor reuses them)."""
-        return self._run(mode, k, dense, sparse, where, exact)
+        with self._using() as gen:
+            return self._run(gen, mode, k, dense, sparse, where, exact)
 
-    def _run(self, mode: Mode | Literal["sentences"], k: int, dense: Sequence[float] | None, sparse: tuple[list[int], list[float]] | None,
-             where: Where | None, exact: bool) -> list[Hit]:
-        if dense is not None and mode != "bm25" and len(dense) != self.manifest.dim:
-            raise ValueError(f"a {len(dense)}-dimensional query vector for an index of dimension {self.manifest.dim}")
+    def _run(self, gen: _Generation, mode: Mode | Literal["sentences"], k: int, dense: Sequence[float] | None,
+             sparse: tuple[list[int], list[float]] | None, where: Where | None, exact: bool) -> list[Hit]:
+        if dense is not None and mode != "bm25" and len(dense) != gen.manifest.dim:
+            raise ValueError(f"a {len(dense)}-dimensional query vector for an index of dimension {gen.manifest.dim}")
         s = self.settings.index
-        hits = self.engine.query(
+        hits = gen.engine.query(
             EngineQuery(
                 mode=mode, limit=k, dense=dense, sparse=sparse, where=where,
                 depth=max(s.depth, k), rrf_k=s.rrf_k, fusion=s.fusion, dense_weight=s.dense_weight,
-                sentences=self.manifest.n_sentences is not None, sentence_share=s.sentence_share,
+                sentences=gen.manifest.n_sentences is not None, sentence_share=s.sentence_share,
                 hnsw_ef=max(s.hnsw_ef_filtered if where else s.hnsw_ef, k),
-                **_filtered_plan(s.filtered_search, self._linked, where, exact),
+                **_filtered_plan(s.filtered_search, gen.linked, where, exact),
             )
         )
         return [_hit(h, rank) for rank, h in enumerate(hits, start=1)]
@@ -491,9 +564,10 @@ class Index:
     def sentence_query(self, dense: Sequence[float], *, k: int = 10, where: Where | None = None) -> list[Hit]:
         """The best-sentence list alone (each chunk scored by its sentence closest to `dense`), which
         hybrid fuses when the build keeps sentence vectors; `querywise tune` weighs it from this."""
-        if self.manifest.n_sentences is None:
-            raise IndexStoreError(f"{self.root} keeps no sentence vectors: build it with [index] sentence_vectors = true", part="manifest")
-        return self._run("sentences", k, dense, None, where, False)
+        with self._using() as gen:
+            if gen.manifest.n_sentences is None:
+                raise IndexStoreError(f"{self.root} keeps no sentence vectors: build it with [index] sentence_vectors = true", part="manifest")
+            return self._run(gen, "sentences", k, dense, None, where, False)
 
     def search(self, text: str, *, mode: Mode = "hybrid", k: int = 10, where: Where | None = None, exact: bool = False) -> list[Hit]:
         """Search for `text`. Filters run inside the engine.
@@ -503,45 +577,49 @@ class Index:
         if mode not in ("dense", "bm25", "hybrid"):
             raise ValueError(f"mode must be dense, bm25 or hybrid, not {mode!r}")
         dense = self.embed_query(text).tolist() if mode != "bm25" else None
-        sparse = self.lexicon.query_vector(text) if mode != "dense" else None
-        return self.query(mode=mode, k=k, dense=dense, sparse=sparse, where=where, exact=exact)
+        with self._using() as gen:
+            sparse = gen.lexicon.query_vector(text) if mode != "dense" else None
+            return self._run(gen, mode, k, dense, sparse, where, exact)
 
     def field_presence(self) -> FieldPresence:
         """How many chunks carry each payload field: from the manifest, or (a build made before
         the manifest recorded it) counted over the chunks once, on first use."""
-        if self._presence is None:
-            counts = self.manifest.field_counts
+        gen = self._gen
+        if gen.presence is None:
+            counts = gen.manifest.field_counts
             if counts is None:
                 counts = payload_field_counts(c.payload for c in self.chunks())
-            self._presence = FieldPresence(n_chunks=self.manifest.n_chunks, counts=counts)
-        return self._presence
+            gen.presence = FieldPresence(n_chunks=gen.manifest.n_chunks, counts=counts)
+        return gen.presence
 
     def chunks(self) -> Iterator[Chunk]:
         """Every indexed chunk, in index order (checked against its checksum as it is read: an
         `IndexStoreError` after the last chunk if the file changed since the build)."""
-        path = self.build / "chunks.jsonl"
-        digest = BlockDigest()
-        try:
-            lines = _lines(path)
-            for n, line in enumerate(lines, start=1):
-                digest.update(line)
-                try:
-                    chunk = Chunk.model_validate_json(line)
-                except ValidationError:
-                    raise damaged(self.root, "chunks", f"{path}:{n} is not a chunk") from None
-                yield chunk
-        except OSError as exc:
-            raise damaged(self.root, "chunks", f"{path} cannot be read ({exc.strerror})") from None
-        if digest.hexdigest() != self.manifest.files["chunks.jsonl"].digest:
-            raise damaged(self.root, "chunks", f"{path} does not match the checksum recorded at build time (changed since)")
+        with self._using() as gen:
+            path = gen.build / "chunks.jsonl"
+            digest = BlockDigest()
+            try:
+                lines = _lines(path)
+                for n, line in enumerate(lines, start=1):
+                    digest.update(line)
+                    try:
+                        chunk = Chunk.model_validate_json(line)
+                    except ValidationError:
+                        raise damaged(self.root, "chunks", f"{path}:{n} is not a chunk") from None
+                    yield chunk
+            except OSError as exc:
+                raise damaged(self.root, "chunks", f"{path} cannot be read ({exc.strerror})") from None
+            if digest.hexdigest() != gen.manifest.files["chunks.jsonl"].digest:
+                raise damaged(self.root, "chunks", f"{path} does not match the checksum recorded at build time (changed since)")
 
     def close(self) -> None:
-        """Close the engine, then let builds remove this build again."""
-        try:
-            self.engine.close()
-        finally:
-            if self._release is not None:
-                self._release()
+        """Close the engine (once no search is running on it), then let builds remove this build again."""
+        with self._lock:
+            gen = self._gen
+            gen.retired = True
+            last = gen.users == 0
+        if last:
+            gen.close()
 
     def __enter__(self) -> Index:
         return self

@@ -7,7 +7,7 @@ own RRF retriever needs a licence some clusters lack). The plan's filters and th
 are translated into the query DSL (`es_filter`) and run inside the engine, in the `bool` filter of
 BM25 and the `filter` of kNN, so a kNN search returns k hits that meet them.
 
-The client is an optional extra: `pip install 'querywise[elasticsearch]'`.
+The client is an optional extra: `pip install "querywise[elasticsearch]"`.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class ElasticRetriever:
             try:
                 from elasticsearch import Elasticsearch
             except ImportError as exc:
-                raise ValueError("the Elasticsearch retriever needs the official client: pip install 'querywise[elasticsearch]'") from exc
+                raise ValueError('the Elasticsearch retriever needs the official client: pip install "querywise[elasticsearch]"') from exc
             key = os.environ.get(e.api_key_env) if e.api_key_env else None
             client = Elasticsearch(e.url, api_key=key, request_timeout=settings.timeout_s)
         self.client = client

@@ -94,6 +94,8 @@ class EvalJobRequest(_Request):
     """An evaluation of labelled cases, as `querywise eval` reads them (each case's session is its own)."""
 
     cases: list[dict[str, Any]] = Field(min_length=1)
+    # A BEIR set: its qrels file's text; `cases` are then its queries.jsonl rows ({"_id", "text"}).
+    qrels: str | None = None
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
     mode: Mode = "hybrid"
     ablate: list[str] | None = None  # moves or modes to ablate against pass-through ([] = every one)

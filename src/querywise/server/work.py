@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from querywise.evaluation.cases import cases_from_rows
+from querywise.evaluation.cases import cases_from_beir_rows, cases_from_rows
 from querywise.evaluation.metrics import parse_metrics
 from querywise.evaluation.report import evaluate
 from querywise.evaluation.result import EvalResult
@@ -41,7 +41,8 @@ def run_triage(deployment: QueryWise, body: TriageJobRequest, progress: Progress
 
 def run_eval(deployment: QueryWise, body: EvalJobRequest, progress: Progress) -> dict[str, Any]:
     try:
-        cases = cases_from_rows(body.cases, catalog=deployment.understander.catalog)
+        cases = (cases_from_rows(body.cases, catalog=deployment.understander.catalog) if body.qrels is None
+                 else cases_from_beir_rows(body.cases, body.qrels))
     except ValueError as exc:
         raise _rows_named(exc) from None
     report = evaluate(cases, deployment, parse_metrics(body.metrics), mode=body.mode, ablate=body.ablate, source="posted cases", on_phase=progress)

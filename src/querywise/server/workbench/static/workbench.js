@@ -87,6 +87,8 @@ on("start-eval", "submit", async (e) => {
   e.preventDefault();
   try {
     const body = { cases: await readJsonl(document.getElementById("cases")), mode: document.getElementById("eval-mode").value };
+    const qrels = document.getElementById("qrels");
+    if (qrels && qrels.files[0]) body.qrels = await qrels.files[0].text();  // a BEIR set: the cases file is its queries
     if (document.getElementById("ablate").checked) body.ablate = [];
     const job = await call("POST", "/v1/eval", body);
     location.assign(`/eval/${job.id}`);
