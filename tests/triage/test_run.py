@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -461,3 +462,44 @@ def test_cli_compares_two_buckets_with_a_test(index_dir: Path, tmp_path: Path, m
     assert "chunk_boundary (2) against absent (1) of 7: not shown to differ" in flat
     bad = _cli(index_dir, tmp_path, FAILURES, "--compare", "ranking")
     assert bad.exit_code != 0 and "two buckets" in bad.output  # type: ignore[attr-defined]
+
+
+class _TimedReranker:
+    """A stand-in cross-encoder that takes a known time per call."""
+
+    name = "timed"
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def reorder(self, message: str, candidates: Sequence[Any], *, route: str | None = None) -> Any:
+        from querywise.retrieve.rerank import Reordering
+
+        self.calls.append(len(candidates))
+        time.sleep(0.02)
+        return Reordering(scores=[0.0] * len(candidates))
+
+
+def test_each_repair_is_priced_where_the_deployment_knows_it(index_dir: Path, settings: Settings, broken: BrokenEmbedder, tmp_path: Path) -> None:
+    from querywise.config import LLMSettings, Price, RerankSettings
+    from querywise.llm.scripted import ScriptedProvider
+    from querywise.service import QueryWise
+    from querywise.triage.buckets import QUERY_BUCKETS
+
+    priced = settings.model_copy(update={
+        "rerank": RerankSettings(kind="cross_encoder", model=tmp_path, top_n=5),
+        "llm": LLMSettings(provider="scripted", scripted_file=tmp_path / "none.jsonl", model="m", prices={"m": Price(usd_per_m_in=1.0, usd_per_m_out=5.0)}),
+    })
+    reranker = _TimedReranker()
+    rows = [FailureRow.model_validate(f) for f in FAILURES]
+    with Index.open(index_dir, settings=priced, embedder=broken) as ix, \
+            QueryWise(priced, ix, reranker=reranker, provider=ScriptedProvider.from_records([])) as qw:
+        report = triage(rows, qw, TriageOptions(k=20, mode="hybrid"))
+    assert reranker.calls and set(reranker.calls) == {5}  # timed over the deployment's own candidate depth
+    ms = int(re.search(r"(\d+) ms", report.prices["ranking"]).group(1))  # type: ignore[union-attr]
+    assert ms >= 20 and "over 5 candidates" in report.prices["ranking"]
+    # one plan call of the cost model: 600 tokens in, 80 out at $1 / $5 per million -> $1.00 per 1,000
+    assert all("$1.00 per 1,000" in report.prices[b] for b in QUERY_BUCKETS)
+    assert not {"absent", "generation", "suspect_label"} & report.prices.keys()  # no price the deployment cannot state
+    with Index.open(index_dir, settings=settings, embedder=broken) as ix, QueryWise(settings, ix) as qw:
+        assert triage(rows, qw, TriageOptions(k=20, mode="hybrid")).prices == {}  # no reranker, no LLM: nothing priced

@@ -200,7 +200,8 @@ def _render(report: TriageReport) -> None:
         table.add_column(col, justify=justify)
     for b in BUCKETS:
         pts = report.points[b]
-        table.add_row(esc(b), str(report.buckets[b]), f"{report.shares[b]}%", interval_text(report, b), "–" if pts is None else str(pts), esc(report.repair[b]))
+        repair = report.repair[b] + (f" — {report.prices[b]}" if b in report.prices else "")
+        table.add_row(esc(b), str(report.buckets[b]), f"{report.shares[b]}%", interval_text(report, b), "–" if pts is None else str(pts), esc(repair))
     table.add_row(
         "[bold]total[/]",
         str(s.n),

@@ -194,7 +194,8 @@ def triage_html(report: TriageReport, *, title: str = "Failure triage") -> str:
     rows = "".join(
         f'<tr><th class="l">{escape(b)}</th><td>{report.buckets[b]}</td><td>{report.shares[b]}%</td>'
         f"<td>{_se_text(report, b)}</td><td>{interval_text(report, b) if report.intervals else '–'}</td>"
-        f'<td>{pts(report.points[b])}</td><td class="l">{escape(report.repair[b])}</td></tr>'
+        f'<td>{pts(report.points[b])}</td><td class="l">{escape(report.repair[b])}'
+        + (f"<br><small>{escape(report.prices[b])}</small>" if b in report.prices else "") + "</td></tr>"
         for b in BUCKETS
     )
     rows += (

@@ -190,6 +190,7 @@ class TriageReport(BaseModel):
     expected_band: list[int | float] | None
     repair: dict[str, str]
     notes: list[str]
+    prices: dict[str, str] = {}  # bucket -> what its repair costs in this deployment, where it knows (triage.prices)
     cases: list[TriageCase]
     seconds: float | None = None
     exact: Exact | None = None

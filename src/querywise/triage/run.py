@@ -56,6 +56,7 @@ from querywise.triage.failures import EvalFile, QueryDefectKind, sample_failures
 from querywise.triage.golds import best_rank, gold_set, representative, with_ranks
 from querywise.triage.locate import ChunkTable, Location, locate
 from querywise.triage.options import TriageOptions
+from querywise.triage.prices import repair_prices
 from querywise.triage.probes import generated_probe, idf_from, literal_probe
 from querywise.triage.report import TriageReport, build_report, population_of
 from querywise.triage.target import TriageTarget
@@ -157,7 +158,8 @@ def triage(
     warnings += index_problems(picked, target.table)
     cases = probe_cases(picked, target, options, sources=sources, labels=labels, progress=progress)
     report = build_report(cases, population, options, warnings=warnings)
-    return report.model_copy(update={"seconds": round(time.perf_counter() - started, 3)})
+    prices = repair_prices(deployment, [c.question for c in cases if c.bucket == "ranking"] or [picked[0].question]) if isinstance(deployment, QueryWise) else {}
+    return report.model_copy(update={"seconds": round(time.perf_counter() - started, 3), "prices": prices})
 
 
 def with_table(target: TriageTarget) -> TriageTarget:
