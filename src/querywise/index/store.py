@@ -51,7 +51,7 @@ from querywise.conditions import Where
 from querywise.config import Settings
 from querywise.corpus import Chunk, document_of
 from querywise.deployment_check import FieldPresence, field_root, payload_field_counts
-from querywise.embed import Embedder, count_over_window, embedder_for
+from querywise.embed import Embedder, count_over_window, embedder_for, for_queries, same_vectors
 from querywise.files import fsync_dir
 from querywise.index.analysis import analyse
 from querywise.index.builds import (
@@ -300,10 +300,11 @@ def _parse_manifest(root: Path, build: Path, raw: bytes) -> Manifest:
 
 
 def _check_embedder(root: Path, manifest: Manifest, embedder: Embedder) -> None:
-    if embedder.model_id.split("/")[0] != manifest.embedder.split("/")[0]:
+    if not same_vectors(embedder.model_id, manifest.embedder):
         raise IndexStoreError(
             f"{root} was embedded with {manifest.embedder}, not {embedder.model_id}; "
-            f"rebuild it with `querywise index SOURCE --index {root}` or configure that model", part="embedder",
+            f"rebuild it with `querywise index SOURCE --index {root}` or configure that model"
+            f" ([embedding] kind: \"onnx-int8\" for an int8 index, \"auto\" for fp32)", part="embedder",
         )
     if embedder.dim != manifest.dim:
         raise damaged(root, "manifest", f"dim {manifest.dim}, but {embedder.model_id} makes {embedder.dim}-dimensional vectors")
@@ -377,7 +378,9 @@ class Index:
         hold: int | None = None,
     ) -> None:
         self.root, self.manifest, self.engine, self.lexicon = root, manifest, engine, lexicon
-        self.settings, self._embedder = settings, embedder
+        # Searches embed queries through an in-memory LRU: the on-disk cache is for builds (a read
+        # path that wrote would grow that file without bound and share its write lock).
+        self.settings, self._embedder = settings, for_queries(embedder) if embedder is not None else None
         self._embedder_checked = False
         self._presence: FieldPresence | None = None
         # The payload fields whose values have graph links in this build (older builds: every indexed one).
@@ -449,7 +452,7 @@ class Index:
         """The query embedder, loaded on first use (BM25-only searches never load a model). It
         may serve other moves too; it is checked against the index when it embeds a query."""
         if self._embedder is None:
-            self._embedder = embedder_for(self.settings)
+            self._embedder = for_queries(embedder_for(self.settings))
         return self._embedder
 
     def embed_query(self, text: str) -> np.ndarray:
