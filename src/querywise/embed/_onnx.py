@@ -37,7 +37,8 @@ FP32_MODEL_ID = f"{MODEL_NAME}/onnx-fp32"
 # Small batches stay in the CPU's caches: capping a batch at 1,024 padded tokens (4 texts of
 # 256) embeds 17% more SciFact abstracts and 19% more 100-word passages a second than 64 texts a
 # batch on 2 AVX2 cores; short texts, already under the cap, run as before; 512 to 4,096 are
-# within 2% of it (bench/results/embed_throughput.json, onnx_batch_tokens).
+# within 2% of it (measured 2026-12-03; the re-run of bench/results/embed_throughput.json on
+# another host, under load, gives 16.9 against 8.1 abstracts a second, onnx_batch_tokens).
 BATCH_TOKENS = 1024
 INT8_MODEL_ID = f"{MODEL_NAME}/onnx-int8"
 
