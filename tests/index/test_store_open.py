@@ -213,3 +213,23 @@ def test_a_lazily_loaded_embedder_of_another_model_is_refused_when_it_embeds_a_q
         assert ix.search("warranty", mode="bm25")  # BM25 needs no model: the index serves it
         with pytest.raises(IndexStoreError, match="embedded with hash-bow/test, not other-model/x"):
             ix.search("warranty", mode="hybrid")
+
+
+def test_an_index_is_searched_only_with_the_precision_that_built_it(tmp_path: Path, shop: list[Chunk], settings: Settings) -> None:
+    """fp32 and int8 vectors of one model are not interchangeable: a mismatch is refused by name;
+    torch and ONNX fp32 (which agree within 5e-7) may be mixed."""
+    from tests.conftest import HashEmbedder
+
+    def variant(model_id: str) -> HashEmbedder:
+        embedder = HashEmbedder()
+        embedder.model_id = model_id  # type: ignore[misc]
+        return embedder
+
+    build_index(shop, tmp_path / "int8", settings=settings, embedder=variant("all-MiniLM-L6-v2/onnx-int8")).close()
+    with pytest.raises(IndexStoreError, match=r"embedded with all-MiniLM-L6-v2/onnx-int8, not all-MiniLM-L6-v2/onnx-fp32.*onnx-int8"):
+        Index.open(tmp_path / "int8", settings=settings, embedder=variant("all-MiniLM-L6-v2/onnx-fp32"))
+    build_index(shop, tmp_path / "fp32", settings=settings, embedder=variant("all-MiniLM-L6-v2/torch-fp32")).close()
+    with Index.open(tmp_path / "fp32", settings=settings, embedder=variant("all-MiniLM-L6-v2/onnx-fp32")) as ix:
+        assert ix.search("warranty", mode="dense")
+    with pytest.raises(IndexStoreError, match="embedded with all-MiniLM-L6-v2/torch-fp32, not all-MiniLM-L6-v2/onnx-int8"):
+        Index.open(tmp_path / "fp32", settings=settings, embedder=variant("all-MiniLM-L6-v2/onnx-int8"))

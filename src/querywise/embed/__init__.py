@@ -9,32 +9,41 @@ embedder is built. Nothing here downloads anything: the weights come from the
 >>> vectors = embedder.embed(["Does the warranty cover water damage?"], on_progress=bar.advance)
 """
 
-from ._base import Embedder, ProgressCallback, TokenWindow, Vectors, count_over_window, model_dir
+from ._base import Embedder, ProgressCallback, TokenWindow, Vectors, count_over_window, model_dir, same_vectors
 from ._batching import BatchingEmbedder
 from ._cache import CachedEmbedder
 from ._factory import DEFAULT_KIND, EMBEDDER_KINDS, EmbedderKind, embedder_for, load_embedder
-from ._onnx import OnnxEmbedder, export_fp32_onnx
+from ._memory import MemoryCachedEmbedder, VectorLru, for_queries
+from ._onnx import INT8_MODEL_ID, INT8_VARIANTS, Int8Variant, OnnxEmbedder, export_fp32_onnx, export_int8_onnx
 from ._torch import SentenceTransformerEmbedder
 from .finetune import EncoderManifest, fine_tune_encoder, read_manifest
 
 __all__ = [
     "DEFAULT_KIND",
     "EMBEDDER_KINDS",
+    "INT8_MODEL_ID",
+    "INT8_VARIANTS",
     "BatchingEmbedder",
     "CachedEmbedder",
     "Embedder",
     "EmbedderKind",
     "EncoderManifest",
+    "Int8Variant",
+    "MemoryCachedEmbedder",
     "OnnxEmbedder",
     "ProgressCallback",
     "SentenceTransformerEmbedder",
     "TokenWindow",
+    "VectorLru",
     "Vectors",
     "count_over_window",
     "embedder_for",
     "export_fp32_onnx",
+    "export_int8_onnx",
     "fine_tune_encoder",
+    "for_queries",
     "load_embedder",
     "model_dir",
     "read_manifest",
+    "same_vectors",
 ]

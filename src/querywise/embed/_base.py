@@ -10,7 +10,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Embedder", "ProgressCallback", "TokenWindow", "Vectors", "Wrapper", "count_over_window", "model_dir", "token_counter"]
+__all__ = ["Embedder", "ProgressCallback", "TokenWindow", "Vectors", "Wrapper", "count_over_window", "model_dir", "same_vectors", "token_counter"]
 
 #: A float32 matrix, one L2-normalised row per input text.
 Vectors = npt.NDArray[np.float32]
@@ -101,6 +101,26 @@ def count_over_window(embedder: object, texts: Sequence[str]) -> tuple[int, int]
         return None
     window = embedder.window
     return sum(n > window for n in embedder.token_counts(texts)), window
+
+
+def same_vectors(a: str, b: str) -> bool:
+    """Whether embedders with model ids `a` and `b` make interchangeable vectors: the same model
+    (the id's first part) with the same numerics (the last part without its backend, "torch-" or
+    "onnx-"). torch and ONNX fp32 agree within 5e-7 and may be mixed; fp32 and int8 may not, so
+    an index is only searched with the variant that built it.
+
+    >>> same_vectors("all-MiniLM-L6-v2/torch-fp32", "all-MiniLM-L6-v2/onnx-fp32")
+    True
+    >>> same_vectors("all-MiniLM-L6-v2/onnx-fp32", "all-MiniLM-L6-v2/onnx-int8")
+    False
+    """
+
+    def space(model_id: str) -> tuple[str, str]:
+        parts = model_id.split("/")
+        numerics = parts[-1].partition("-")[2] if len(parts) > 1 else ""  # "onnx-int8" -> "int8"
+        return parts[0], numerics
+
+    return space(a) == space(b)
 
 
 def token_counter(folder: Path) -> Callable[[Sequence[str]], list[int]]:

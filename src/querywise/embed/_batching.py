@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future
 
 import numpy as np
 
 from ._base import Embedder, ProgressCallback, Vectors, Wrapper
+from ._memory import VectorLru
 
 __all__ = ["BatchingEmbedder"]
 
@@ -34,9 +34,8 @@ class BatchingEmbedder(Wrapper):
     """
 
     def __init__(self, inner: Embedder, *, max_batch: int = 32, cache_size: int = 10_000) -> None:
-        self.inner, self.max_batch, self.cache_size = inner, max_batch, cache_size
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
+        self.inner, self.max_batch = inner, max_batch
+        self.lru = VectorLru(cache_size)
         self._queue: queue.SimpleQueue[tuple[str, Future[np.ndarray]] | None] = queue.SimpleQueue()
         self.calls = 0  # model calls made by the batching thread
         self.batched = 0  # texts those calls embedded
@@ -48,24 +47,17 @@ class BatchingEmbedder(Wrapper):
             return self.inner.embed(texts, on_progress=on_progress)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         waiting: list[tuple[int, Future[np.ndarray]]] = []
-        with self._lock:
-            for i, text in enumerate(texts):
-                if (vector := self._cache.get(text)) is not None:
-                    self._cache.move_to_end(text)
-                    out[i] = vector
-                else:
-                    waiting.append((i, Future()))
+        for i, vector in enumerate(self.lru.get(texts)):
+            if vector is not None:
+                out[i] = vector
+            else:
+                waiting.append((i, Future()))
         for i, future in waiting:
             self._queue.put((texts[i], future))
         for i, future in waiting:
             out[i] = future.result()
         if waiting:
-            with self._lock:
-                for i, _ in waiting:
-                    self._cache[texts[i]] = out[i].copy()
-                    self._cache.move_to_end(texts[i])
-                while len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
+            self.lru.put([texts[i] for i, _ in waiting], out[[i for i, _ in waiting]])
         if on_progress is not None and texts:
             on_progress(len(texts))
         return out

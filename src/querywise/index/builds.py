@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from querywise.embed import same_vectors
 from querywise.files import fsync_dir, is_partial_write, write_atomic
 from querywise.index.errors import BUILD_ID, IndexStoreError, Part, damaged
 from querywise.index.integrity import FileSum, digest
@@ -300,10 +301,11 @@ def hold(root: Path, build: Path) -> int | None:
 
 def check_embedder(root: Path, manifest: Manifest, embedder: Embedder) -> None:
     """The embedder is the model the build was embedded with, at its dimension."""
-    if embedder.model_id.split("/")[0] != manifest.embedder.split("/")[0]:
+    if not same_vectors(embedder.model_id, manifest.embedder):
         raise IndexStoreError(
             f"{root} was embedded with {manifest.embedder}, not {embedder.model_id}; "
-            f"rebuild it with `querywise index SOURCE --index {root}` or configure that model", part="embedder",
+            f"rebuild it with `querywise index SOURCE --index {root}` or configure that model"
+            f" ([embedding] kind: \"onnx-int8\" for an int8 index, \"auto\" for fp32)", part="embedder",
         )
     if embedder.dim != manifest.dim:
         raise damaged(root, "manifest", f"dim {manifest.dim}, but {embedder.model_id} makes {embedder.dim}-dimensional vectors")

@@ -55,7 +55,7 @@ from querywise.conditions import Where
 from querywise.config import Settings
 from querywise.corpus import Chunk, document_of
 from querywise.deployment_check import FieldPresence, field_root, payload_field_counts
-from querywise.embed import Embedder, count_over_window, embedder_for
+from querywise.embed import Embedder, count_over_window, embedder_for, for_queries
 from querywise.files import fsync_dir
 from querywise.index.analysis import analyse
 from querywise.index.builds import (
@@ -397,7 +397,9 @@ class Index:
         build: Path | None = None,
         hold: int | None = None,
     ) -> None:
-        self.root, self.settings, self._embedder = root, settings, embedder
+        # Searches embed queries through an in-memory LRU: the on-disk cache is for builds (a read
+        # path that wrote would grow that file without bound and share its write lock).
+        self.root, self.settings, self._embedder = root, settings, for_queries(embedder) if embedder is not None else None
         self._embedder_checked = False
         self._lock = threading.Lock()
         self._gen = _Generation(manifest, engine, lexicon, build or root / "builds" / manifest.build_id, hold)
@@ -521,7 +523,7 @@ class Index:
         """The query embedder, loaded on first use (BM25-only searches never load a model). It
         may serve other moves too; it is checked against the index when it embeds a query."""
         if self._embedder is None:
-            self._embedder = embedder_for(self.settings)
+            self._embedder = for_queries(embedder_for(self.settings))
         return self._embedder
 
     def embed_query(self, text: str) -> np.ndarray:

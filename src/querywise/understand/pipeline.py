@@ -47,7 +47,7 @@ from querywise.catalog import Catalog
 from querywise.clock import ms_since
 from querywise.config import LLM_MOVES, Settings
 from querywise.conversation import Turn
-from querywise.embed import Embedder, embedder_for
+from querywise.embed import Embedder, embedder_for, for_queries
 from querywise.files import InputError, read_jsonl
 from querywise.index.lexical import Lexicon
 from querywise.llm.factory import provider_from
@@ -119,10 +119,10 @@ class Understander:
         """`provider` overrides the `[llm]` provider of the settings (tests, demos, benchmarks);
         `lookups`: what routes answer from, by the name `[routing.routes] lookup` gives."""
         self.settings = settings
-        self.embedder = embedder if embedder is not None else embedder_for(settings)
+        self.embedder = embedder if embedder is not None else for_queries(embedder_for(settings))
         router_embedder = self.embedder
         if settings.routing.encoder is not None:  # a fine-tuned encoder routes; the index's embedder searches
-            router_embedder = embedder_for(settings, model_folder=settings.routing.encoder)
+            router_embedder = for_queries(embedder_for(settings, model_folder=settings.routing.encoder))
         llm_route = "llm_route" in settings.understanding.moves and (provider is not None or settings.llm.provider != "none")
         self.router = Router(settings.routing, load_examples(settings.routing), router_embedder, llm_tier=llm_route)
         catalog_path = settings.deployment.catalog

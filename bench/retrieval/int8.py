@@ -1,0 +1,202 @@
+"""The int8 embedder against fp32: the quantizer's options, then every visible collection.
+
+    python -m bench.retrieval.int8            # the options on SciFact, then each collection and CLINC150
+    python -m bench.retrieval.int8 --quick    # the demo and Medline, per channel only
+
+Options (`querywise.embed.INT8_VARIANTS`): ONNX Runtime's dynamic quantization of the fp32 export
+with weights scaled per output channel, per tensor (the quantizer's default), and per channel with
+`reduce_range` (7-bit weights). Each is measured on SciFact (5,183 abstracts, 300 test claims): the
+smallest and the 1st-percentile cosine between its vector and fp32's over the corpus' and the
+queries' texts, and hybrid nDCG@10 as typed (no move; plain RRF).
+
+Collections: the demo, Medline, SciFact and doc2dial, each built and asked exactly as a user
+does with `[embedding] kind = "onnx-int8"` against the default ("auto": fp32), every other
+setting the collection's own (the defaults gate's loaders): nDCG@10 of the default deployment
+(hybrid, default moves) and as typed. CLINC150: the defaults gate's routing row with each
+precision (answered accuracy at the default operating point, thresholds on val, reported on
+test). The bar: int8 within 0.003 nDCG@10 and 0.3 points of routing accuracy of fp32 everywhere.
+Embeddings come from (and go to) the shared on-disk cache, keyed by the variant's model id.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import time
+from collections.abc import Sequence
+from typing import Any, get_args
+
+import numpy as np
+
+from bench import WORK, log
+from bench.report import publish
+
+COMMAND = "python -m bench.retrieval.int8"
+METRIC = "ndcg@10"
+MAX_NDCG_LOSS = 0.003
+MAX_ROUTING_LOSS = 0.003  # 0.3 points of accuracy
+
+
+def _ndcg(settings: Any, chunks: Sequence[Any], cases: Sequence[Any], name: str, embedder: Any = None) -> dict[str, Any]:
+    """Build `chunks` with `settings` (and `embedder`, else the settings' own), ask `cases` as typed
+    and through the default moves; mean nDCG@10 and per-case scores of each."""
+    from querywise.evaluation.harness import Arm, run_arm
+    from querywise.evaluation.metrics import parse_metrics
+    from querywise.index import build_index
+    from querywise.service import QueryWise
+
+    metrics = parse_metrics([METRIC])
+    path = WORK / f"int8-{name}"
+    shutil.rmtree(path, ignore_errors=True)
+    started = time.perf_counter()
+    with build_index(chunks, path, settings=settings, embedder=embedder) as ix, QueryWise(settings, ix) as qw:
+        built = time.perf_counter() - started
+        out: dict[str, Any] = {"model_id": ix.manifest.embedder, "build_s": round(built, 1)}
+        arms = {"as_typed": Arm(name="as typed"), "default": Arm(name="default", moves=tuple(settings.understanding.moves))}
+        for key, arm in arms.items():
+            result = run_arm(cases, qw, arm, metrics)
+            out[key] = round(result.overall[METRIC], 4)
+            out[f"{key}_cases"] = {r.id: r.scores[METRIC] for r in result.cases}
+    shutil.rmtree(path, ignore_errors=True)
+    return out
+
+
+def _cosines(fp32: Any, other: Any, texts: Sequence[str]) -> dict[str, float]:
+    cos = np.sum(fp32.embed(texts) * other.embed(texts), axis=1)
+    return {"min": round(float(cos.min()), 4), "p1": round(float(np.percentile(cos, 1)), 4), "mean": round(float(cos.mean()), 5)}
+
+
+def variants() -> list[dict[str, Any]]:
+    """Each quantization option on SciFact: agreement with fp32 and hybrid nDCG@10 as typed."""
+    from bench import datasets
+    from querywise.config import Settings
+    from querywise.embed import INT8_MODEL_ID, CachedEmbedder, Int8Variant, OnnxEmbedder, embedder_for
+    from querywise.index.points import SearchTexts
+
+    settings = Settings()
+    chunks, cases = datasets.scifact("test")
+    texts = list(SearchTexts(chunks))
+    queries = [c.message for c in cases]
+    cache = settings.cache_dir / "embeddings"
+    fp32 = embedder_for(settings)
+    rows = [{"variant": "fp32", **_ndcg(settings, chunks, cases, "scifact-fp32", fp32)}]
+    for variant in get_args(Int8Variant):
+        model_id = INT8_MODEL_ID if variant == "per-channel" else f"{INT8_MODEL_ID}-{variant}"
+        inner = OnnxEmbedder.int8(export_dir=cache / "models", variant=variant, model_id=model_id)
+        with CachedEmbedder(inner, cache) as embedder:
+            row = {"variant": variant, **_ndcg(settings, chunks, cases, f"scifact-{variant}", embedder)}
+            row["cosine_corpus"] = _cosines(fp32, embedder, texts)  # both cached by now: look-ups only
+            row["cosine_queries"] = _cosines(fp32, inner, queries)
+        log(f"scifact {variant}: as typed {row['as_typed']} (fp32 {rows[0]['as_typed']}), min cosine {row['cosine_corpus']['min']}")
+        rows.append(row)
+    return rows
+
+
+def collections(quick: bool, scifact: dict[str, Any] | None) -> dict[str, Any]:
+    """Each collection built and asked with fp32 and with int8 through `[embedding] kind`."""
+    from bench import datasets
+    from bench.understanding.defaults_gate import collections as loaders
+    from bench.understanding.defaults_gate import routing_gate
+
+    out: dict[str, Any] = {}
+    for name, load in loaders(quick).items():
+        if name not in ("demo", "medline", "scifact", "doc2dial"):
+            continue
+        settings, chunks, cases = load()
+        cases = [c for c in cases if c.relevant]
+        int8_settings = settings.model_copy(update={"embedding": settings.embedding.model_copy(update={"kind": "onnx-int8"})})
+        if scifact is not None and name == "scifact":  # measured just above, same builds and cases
+            fp32, int8 = scifact["fp32"], scifact["per-channel"]
+        else:
+            fp32 = _ndcg(settings, chunks, cases, f"{name}-fp32")
+            int8 = _ndcg(int8_settings, chunks, cases, f"{name}-int8")
+        out[name] = _compare(fp32, int8, len(chunks), len(cases))
+        log(f"{name}: default {out[name]['fp32']['default']} -> {out[name]['int8']['default']}, "
+            f"as typed {out[name]['fp32']['as_typed']} -> {out[name]['int8']['as_typed']}")
+    if not quick and datasets.CLINC150.exists():
+        from querywise.config import EmbeddingSettings, Settings
+
+        fp32_route = routing_gate(Settings())
+        int8_route = routing_gate(Settings(embedding=EmbeddingSettings(kind="onnx-int8")))
+        delta = int8_route["answered_accuracy"] - fp32_route["answered_accuracy"]
+        out["clinc150"] = {"fp32": _route_row(fp32_route), "int8": _route_row(int8_route), "answered_delta": round(delta, 4),
+                           "holds": delta >= -MAX_ROUTING_LOSS}
+    return out
+
+
+def _route_row(r: dict[str, Any]) -> dict[str, Any]:
+    return {k: round(r[k], 4) if isinstance(r[k], float) else r[k] for k in ("classifier", "answered_accuracy", "deferred_share", "oos_recall")}
+
+
+def _compare(fp32: dict[str, Any], int8: dict[str, Any], n_chunks: int, n_cases: int) -> dict[str, Any]:
+    row: dict[str, Any] = {"chunks": n_chunks, "cases": n_cases}
+    for key in ("as_typed", "default"):
+        a, b = fp32[f"{key}_cases"], int8[f"{key}_cases"]
+        diffs = np.array([b[i] - a[i] for i in a])
+        row[f"{key}_delta"] = round(float(diffs.mean()), 4)
+        row[f"{key}_changed_cases"] = int(np.sum(np.abs(diffs) > 1e-9))
+    row["fp32"] = {k: v for k, v in fp32.items() if not k.endswith("_cases")}
+    row["int8"] = {k: v for k, v in int8.items() if not k.endswith("_cases")}
+    row["holds"] = row["as_typed_delta"] >= -MAX_NDCG_LOSS and row["default_delta"] >= -MAX_NDCG_LOSS
+    return row
+
+
+def run(quick: bool) -> dict[str, Any]:
+    rows = [] if quick else variants()
+    by_variant = {r["variant"]: r for r in rows}
+    per = collections(quick, by_variant if rows else None)
+    return {"metric": METRIC, "max_ndcg_loss": MAX_NDCG_LOSS, "max_routing_loss": MAX_ROUTING_LOSS,
+            "variants": [{k: v for k, v in r.items() if not k.endswith("_cases")} for r in rows],
+            "collections": per, "holds": all(c["holds"] for c in per.values())}
+
+
+def markdown(result: dict[str, Any]) -> str:
+    m = result["machine"]
+    lines = ["## The int8 embedder against fp32 (`bench/retrieval/int8.py`)", "",
+             f"Command: `{m['command']}`; {m['date']}, {m['cores']} cores ({m['cpu']}), load average at the end {m['load_avg_at_write']}.", ""]
+    if result["variants"]:
+        lines += ["### Quantization options on SciFact (5,183 abstracts, 300 test claims)", "",
+                  "| variant | model id | hybrid nDCG@10 as typed | default deployment | min cosine to fp32 (corpus) | 1st pct | min cosine (queries) | build s* |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in result["variants"]:
+            c, q = r.get("cosine_corpus", {}), r.get("cosine_queries", {})
+            lines.append(f"| {r['variant']} | {r['model_id']} | {r['as_typed']:.4f} | {r['default']:.4f} | {c.get('min', 1.0)} | {c.get('p1', 1.0)} | "
+                         f"{q.get('min', 1.0)} | {r['build_s']} |")
+        lines.append("")
+    lines += ["### Each collection, fp32 (`[embedding] kind = \"auto\"`) against int8 (`\"onnx-int8\"`, per channel)", "",
+              f"nDCG@10, paired over the same cases; the bar is a loss of at most {result['max_ndcg_loss']} (routing: "
+              f"{result['max_routing_loss'] * 100:.1f} points).", "",
+              "| collection | chunks | cases | as typed fp32 | int8 | delta | default fp32 | int8 | delta | cases changed | build s* fp32 / int8 | holds |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, c in result["collections"].items():
+        if name == "clinc150":
+            continue
+        f, i = c["fp32"], c["int8"]
+        lines.append(f"| {name} | {c['chunks']} | {c['cases']} | {f['as_typed']:.4f} | {i['as_typed']:.4f} | {c['as_typed_delta']:+.4f} | "
+                     f"{f['default']:.4f} | {i['default']:.4f} | {c['default_delta']:+.4f} | {c['default_changed_cases']} | "
+                     f"{f['build_s']} / {i['build_s']} | {'yes' if c['holds'] else '**no**'} |")
+    if "clinc150" in result["collections"]:
+        c = result["collections"]["clinc150"]
+        lines += ["", "CLINC150 routing (default operating point, thresholds on val, test + oos_test): answered accuracy "
+                  f"fp32 {c['fp32']['answered_accuracy']:.4f} ({c['fp32']['classifier']}, deferred {c['fp32']['deferred_share']:.3f}, "
+                  f"OOS recall {c['fp32']['oos_recall']:.3f}), int8 {c['int8']['answered_accuracy']:.4f} ({c['int8']['classifier']}, "
+                  f"deferred {c['int8']['deferred_share']:.3f}, OOS recall {c['int8']['oos_recall']:.3f}): "
+                  f"{c['answered_delta'] * 100:+.2f} points; {'holds' if c['holds'] else '**broken**'}."]
+    lines += ["", "*Build seconds include embedding only for vectors the shared cache did not hold yet (fp32's mostly did): "
+              "they are not a speed comparison; bench/results/embed_throughput.json is.",
+              "", f"**{'int8 holds on every collection' if result['holds'] else 'int8 does not hold everywhere'}.**"]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="the demo and Medline, per channel only")
+    args = ap.parse_args(argv)
+    result = run(args.quick)
+    name = "int8-quick" if args.quick else "int8"
+    publish(name, result, command=COMMAND + (" --quick" if args.quick else ""), render=markdown)
+    log(f"wrote bench/results/{name}.json and .md: {'holds' if result['holds'] else 'does not hold'}")
+
+
+if __name__ == "__main__":
+    main()

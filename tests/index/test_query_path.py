@@ -1,0 +1,48 @@
+"""The read path writes nothing: a search embeds its query in memory, never into the on-disk cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from querywise.config import Settings
+from querywise.corpus import Chunk
+from querywise.embed import CachedEmbedder
+from querywise.index import Index, build_index
+from querywise.service import QueryWise
+from tests.conftest import HashEmbedder
+
+
+def _files(cache: Path) -> dict[str, tuple[int, int]]:
+    """Each file of the cache folder (the database, its WAL and shared memory): size and mtime."""
+    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(cache.iterdir())}
+
+
+def test_searches_after_a_build_write_nothing_to_the_embedding_cache(tmp_path: Path, shop: list[Chunk]) -> None:
+    model = HashEmbedder()
+    with (CachedEmbedder(model, tmp_path / "cache") as cached,
+          build_index(shop, tmp_path / "ix", settings=Settings(cache_dir=tmp_path), embedder=cached) as ix):
+        before = _files(tmp_path / "cache")
+        queries = [f"warranty of the vela x{i} headphones" for i in range(40)]
+        for q in queries:
+            assert ix.search(q, k=3)
+        calls = model.calls
+        for q in queries:  # asked again: from memory, the model is not called
+            ix.search(q, k=3)
+        assert model.calls == calls
+        assert _files(tmp_path / "cache") == before
+        rows = cached._db.execute("SELECT count(*) FROM vectors").fetchone()[0]
+    assert rows == len(shop)  # the build's chunks, and no query
+
+
+def test_a_deployment_embeds_its_router_examples_once_on_disk_and_its_messages_in_memory(
+    tmp_path: Path, shop: list[Chunk]
+) -> None:
+    model = HashEmbedder()
+    settings = Settings(cache_dir=tmp_path)
+    with CachedEmbedder(model, tmp_path / "cache") as cached:
+        build_index(shop, tmp_path / "ix", settings=settings, embedder=cached).close()
+        with Index.open(tmp_path / "ix", settings=settings, embedder=cached) as ix, QueryWise(settings, ix) as qw:
+            before = _files(tmp_path / "cache")
+            for i in range(10):
+                qw.search(f"how long does shipping take to zone {i}")
+            assert _files(tmp_path / "cache") == before
