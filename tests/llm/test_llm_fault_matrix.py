@@ -123,6 +123,11 @@ def test_fault_matrix(kind: str, fake: FakeLLMServer, make_provider: Callable[..
     assert u.tier is not None
     expected: Counter[str] = Counter()
     slowest = (0.0, "")
+    # One untimed call first: the SDK's client and the connection are set up here, not inside the
+    # 0.5 s deadline of the first checked plan (on a loaded machine that set-up alone can take it).
+    fake.respond_with(Reply(output=GOOD["kb_search"]))
+    warm = u.plan(KB[1], history=KB[0], session=SESSION)
+    warm_fallbacks = Counter(u.tier.budget.report().fallbacks)  # none, unless the set-up itself ran out of time
     for route, (history, message) in (("kb_search", KB), ("account", ACCOUNT)):
         # The good answer first: the LLM is used, nothing falls back.
         fake.respond_with(Reply(output=GOOD[route]))
@@ -160,9 +165,10 @@ def test_fault_matrix(kind: str, fake: FakeLLMServer, make_provider: Callable[..
                 assert [q.text for q in plan.queries][:1] == [deterministic], fault
                 assert step.llm is not None and step.llm.policy == "open"
     report = u.tier.budget.report()
-    assert report.fallbacks == dict(expected)  # every fallback counted, once, under its reason
+    assert Counter(report.fallbacks) - warm_fallbacks == expected  # every fallback counted, once, under its reason
     assert report.dropped == {"access": 2}
-    assert report.calls == 2 * (len(MATRIX) + 1) and report.skipped == 0
+    assert report.calls == 2 * (len(MATRIX) + 1) + 1 and report.skipped == 0  # + the warm-up
+    assert warm.step("llm_plan") is not None
     assert report.fallback_rate == pytest.approx(sum(expected.values()) / report.calls, abs=1e-6)
     assert report.warning is not None and "fallback rate" in report.warning
     print(f"{kind}: {2 * len(MATRIX)} faulty plans; slowest {slowest[1]}: {slowest[0]:.3f} s against a {DEADLINE} s deadline")
