@@ -92,7 +92,8 @@ class QueryWise:
             DeploymentCheck(problems=tuple(check_index_fields(settings, index.field_presence()))).raise_errors()
         if embedder is None and index is not None:
             embedder = index.embedder
-        self.understander = Understander(settings, embedder=embedder, lexicon=index.lexicon if index is not None else None, provider=provider)
+        self.understander = Understander(settings, embedder=embedder, lexicon=index.lexicon if index is not None else None, provider=provider,
+                                         visible=index.holds if index is not None else None)
         self._provider = provider
         self._owned = ExitStack()  # what this deployment opened, closed in reverse order by `close`
         if provider is None:

@@ -84,7 +84,7 @@ from querywise.index.points import (
     sentence_vectors,
 )
 from querywise.index.server import ServerEngine, collection_of, connect, drop_collection
-from querywise.text import IDENTIFIER_KEYS
+from querywise.text import IDENTIFIER_KEYS, analyze
 
 if TYPE_CHECKING:  # imported at run time only when a server is used
     from qdrant_client import QdrantClient
@@ -505,6 +505,18 @@ class Index:
         dense = self.embed_query(text).tolist() if mode != "bm25" else None
         sparse = self.lexicon.query_vector(text) if mode != "dense" else None
         return self.query(mode=mode, k=k, dense=dense, sparse=sparse, where=where, exact=exact)
+
+    def holds(self, word: str, where: Where) -> bool:
+        """Whether some chunk that `where` lets through holds `word` (its BM25 terms; of an identifier
+        such as "zx-9001", the whole compound): what a session may be told this index knows.
+
+        >>> Index.open("demo-index").holds("budget", parse_where(["markets=eu"]))  # doctest: +SKIP
+        """
+        terms = analyze(word)
+        compounds = [t for t in terms if "-" in t or "." in t]
+        ids = [self.lexicon.terms.get(t) for t in dict.fromkeys(compounds or terms)]
+        # one sparse term, k = 1: a hit is a chunk of the access that holds it (a sparse list never holds the others)
+        return all(i is not None and self._run("bm25", 1, None, ([i], [1.0]), where, False) for i in ids)
 
     def field_presence(self) -> FieldPresence:
         """How many chunks carry each payload field: from the manifest, or (a build made before
