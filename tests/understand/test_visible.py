@@ -112,3 +112,11 @@ def test_a_catalog_view_keeps_the_entries_the_access_matches() -> None:
     eu = catalog_view(catalog, Where(conditions=(Match(field="markets", value="eu"),)))
     assert [e.id for e in eu.entities] == ["a"]  # an entry without the access field is not shown
     assert catalog_view(catalog, Where()) is catalog
+
+
+def test_a_word_counts_as_held_only_as_written_not_by_its_stem(tmp_path: Path, hash_embedder: Any) -> None:
+    chunks = [Chunk(id="eu", text="Each part ships separate from the order.", payload={"markets": ["eu"]}),
+              Chunk(id="us", text="Each part ships separately and insured.", payload={"markets": ["us"]})]
+    with build_index(chunks, tmp_path / "ix", settings=_settings(tmp_path), embedder=hash_embedder) as ix:
+        eu = Where(conditions=(Match(field="markets", value="eu"),))
+        assert ix.holds("separate", eu) and not ix.holds("separately", eu) and not ix.holds("insured", eu)

@@ -84,7 +84,7 @@ from querywise.index.points import (
     sentence_vectors,
 )
 from querywise.index.server import ServerEngine, collection_of, connect, drop_collection
-from querywise.text import IDENTIFIER_KEYS, analyze
+from querywise.text import IDENTIFIER_KEYS, analyze, words
 
 if TYPE_CHECKING:  # imported at run time only when a server is used
     from qdrant_client import QdrantClient
@@ -94,6 +94,7 @@ __all__ = ["FORMAT_VERSION", "FileSum", "Hit", "Index", "IndexStoreError", "Mani
 _BATCH = 512
 _EMBED_SLICE = 4096  # texts embedded, then written, at a time
 _OPEN_ATTEMPTS = 5
+_HOLDS_SCAN = 64  # chunks read for a word by `Index.holds`
 
 
 class Progress(Protocol):
@@ -507,16 +508,25 @@ class Index:
         return self.query(mode=mode, k=k, dense=dense, sparse=sparse, where=where, exact=exact)
 
     def holds(self, word: str, where: Where) -> bool:
-        """Whether some chunk that `where` lets through holds `word` (its BM25 terms; of an identifier
-        such as "zx-9001", the whole compound): what a session may be told this index knows.
+        """Whether some chunk that `where` lets through holds `word` as written (its words, an
+        identifier's whole compound; not merely its stem: "separately" is not "separate"): what a
+        session may be told this index knows.
+
+        The engine finds the chunks of `where` holding the word's rarest BM25 term (k = 64); their
+        text is then read for the word itself. A word whose stem is that common may be missed:
+        then it is not shown (fail closed).
 
         >>> Index.open("demo-index").holds("budget", parse_where(["markets=eu"]))  # doctest: +SKIP
         """
-        terms = analyze(word)
-        compounds = [t for t in terms if "-" in t or "." in t]
-        ids = [self.lexicon.terms.get(t) for t in dict.fromkeys(compounds or terms)]
-        # one sparse term, k = 1: a hit is a chunk of the access that holds it (a sparse list never holds the others)
-        return all(i is not None and self._run("bm25", 1, None, ([i], [1.0]), where, False) for i in ids)
+        wanted = set(words(word))
+        ids = [i for t in analyze(word) if (i := self.lexicon.terms.get(t)) is not None]
+        if not wanted:
+            return True
+        if not ids:
+            return False
+        rarest = min(ids, key=lambda i: self.lexicon.df[i])
+        hits = self._run("bm25", _HOLDS_SCAN, None, ([rarest], [1.0]), where, False)
+        return any(wanted <= set(words(f"{h.title}\n{h.text}")) for h in hits)
 
     def field_presence(self) -> FieldPresence:
         """How many chunks carry each payload field: from the manifest, or (a build made before
