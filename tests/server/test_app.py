@@ -195,3 +195,12 @@ def test_failed_authentications_are_rate_limited_per_address(tmp_path: Path, ind
         assert codes == [401] * 5 + [429] * 2
         r = httpx.post(f"{url}/v1/plan", json={"message": "warranty"}, headers=_bearer(token(market="eu")))
         assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1  # the address is out of tries, valid token or not
+
+
+def test_filter_values_no_engine_can_hold_are_422(service: str, token: Callable[..., str]) -> None:
+    eu = _bearer(token(market="eu"))
+    for condition in ('{"kind": "match", "field": "price", "value": 1000000000000000000000000000000}',
+                      '{"kind": "range", "field": "price", "gt": NaN}', '{"kind": "range", "field": "price", "lt": Infinity}'):
+        body = '{"text": "warranty", "filters": {"conditions": [' + condition + ']}}'
+        r = httpx.post(f"{service}/v1/search", content=body, headers={**eu, "content-type": "application/json"})
+        assert r.status_code == 422, r.text
