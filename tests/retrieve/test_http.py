@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import time
-
 import json
+import time
 
 import pytest
 from http_endpoint import Endpoint

@@ -200,8 +200,8 @@ class LimitsSettings(_Section):
     ordinary traffic, not a mistake. A rewrite (the LLM's or the deterministic one) longer than
     `max_rewrite_chars` is not read by the guard but rejected."""
 
-    max_message_chars: int = Field(4_000, ge=1)
-    max_turn_chars: int = Field(4_000, ge=1)
-    max_history_turns: int = Field(20, ge=0)  # the most recent ones are kept
-    max_rewrite_chars: int = Field(10_000, ge=1)
-    max_record_chars: int = Field(1_000_000, ge=1)  # a corpus file record (JSONL, CSV); folders are chunked
+    max_message_chars: int = Field(4_000, ge=1, le=1_000_000)
+    max_turn_chars: int = Field(4_000, ge=1, le=1_000_000)
+    max_history_turns: int = Field(20, ge=0, le=10_000)  # the most recent ones are kept
+    max_rewrite_chars: int = Field(10_000, ge=1, le=1_000_000)
+    max_record_chars: int = Field(1_000_000, ge=1, le=1_000_000_000)  # a corpus file record (JSONL, CSV); folders are chunked
