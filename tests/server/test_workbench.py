@@ -188,3 +188,12 @@ def test_a_server_killed_while_labellers_save_leaves_a_valid_labels_file(tmp_pat
     labels = read_labels(tmp_path / "querywise-labels.jsonl")  # parses: the old file or the new one
     assert labels["q1"].label == "referent" and labels["q1"].note == "before the kill"
     assert {"q2", "q3"} & set(labels)
+
+
+@pytest.mark.parametrize("next_", ["/\\evil.example/x", "/%09/evil.example", "/%5Cevil.example", "/\t/evil.example", "//evil.example",
+                                   "https://evil.example", "/\n/evil.example"])
+def test_sign_in_sends_back_only_to_a_path_of_this_origin(served: tuple[str, Path], next_: str) -> None:
+    url, _ = served
+    page = httpx.get(f"{url}/ui/signin", params={"next": next_}).text
+    assert 'data-next="/"' in page, next_
+    assert 'data-next="/triage/job?bucket=ranking"' in httpx.get(f"{url}/ui/signin", params={"next": "/triage/job?bucket=ranking"}).text

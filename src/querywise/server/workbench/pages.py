@@ -115,7 +115,19 @@ class _SignIn(BaseModel):
 
 @router.get("/ui/signin", response_class=HTMLResponse)
 async def signin_page(request: Request, next: str = "/") -> HTMLResponse:
-    return _page(request, "signin.html", None, next=next if next.startswith("/") and not next.startswith("//") else "/")
+    return _page(request, "signin.html", None, next=local_path(next))
+
+
+# A path on this origin: printable ASCII without a backslash (browsers read "\\" as "/"), not
+# "//" (another host). Whitespace and control characters are refused, not stripped: browsers drop
+# a TAB or a newline inside a URL, so "/\t/evil.example" would become "//evil.example".
+_LOCAL_PATH = re.compile(r"/(?!/)[\x21-\x5b\x5d-\x7e]*")
+_ENCODED_TRICK = re.compile(r"%(?:5c|2f|[01][0-9a-f]|7f|20)", re.IGNORECASE)  # still encoded: a later decode must not make one
+
+
+def local_path(next: str) -> str:
+    """`next` when it is a path of this origin, else "/" (the redirect after sign-in)."""
+    return next if _LOCAL_PATH.fullmatch(next) and not _ENCODED_TRICK.search(next) else "/"
 
 
 @router.post("/ui/signin")
