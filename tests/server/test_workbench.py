@@ -197,3 +197,16 @@ def test_sign_in_sends_back_only_to_a_path_of_this_origin(served: tuple[str, Pat
     page = httpx.get(f"{url}/ui/signin", params={"next": next_}).text
     assert 'data-next="/"' in page, next_
     assert 'data-next="/triage/job?bucket=ranking"' in httpx.get(f"{url}/ui/signin", params={"next": "/triage/job?bucket=ranking"}).text
+
+
+def test_a_labeller_cannot_remove_or_replace_another_s_label(served: tuple[str, Path], token: Callable[..., str]) -> None:
+    url, labels = served
+    with _signed_in(url, token(market="eu", sub="ann", scope="querywise:jobs")) as ann, \
+            _signed_in(url, token(market="eu", sub="bob", scope="querywise:jobs")) as bob:
+        ann_job, bob_job = _triaged(ann), _triaged(bob)
+        assert ann.post(f"/ui/labels/{ann_job}", json={"case_id": "f2", "bucket": "generation"}, headers=UI).status_code == 200
+        assert bob.delete(f"/ui/labels/{bob_job}/f2", headers=UI).status_code == 403
+        assert bob.post(f"/ui/labels/{bob_job}", json={"case_id": "f2", "bucket": "ranking"}, headers=UI).status_code == 403
+        assert bob.delete(f"/ui/labels/{bob_job}/no-such-case", headers=UI).status_code == 404  # not a 500
+        assert '"by": "ann"' in labels.read_text(encoding="utf-8").replace('":"', '": "')
+        assert ann.delete(f"/ui/labels/{ann_job}/f2", headers=UI).status_code == 200

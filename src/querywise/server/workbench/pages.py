@@ -30,7 +30,7 @@ from querywise.triage import BUCKETS, REPAIR, Bucket, ChunkTable, TriageReport
 from querywise.triage.buckets import QUERY_BUCKETS
 from querywise.triage.failures import QUERY_DEFECT_KINDS, QueryDefectKind
 from querywise.triage.html import bucket_chart, triage_html
-from querywise.triage.labels import Agreement, Label, LabelStore, relabel
+from querywise.triage.labels import Agreement, Label, LabelError, LabelStore, relabel
 
 __all__ = ["Workbench", "install"]
 
@@ -281,7 +281,10 @@ def save_label(request: Request, job_id: str, body: _LabelBody, who: Viewer, ben
         label = Label(id=body.case_id, label=body.label, bucket=body.bucket, note=body.note.strip(), by=who.subject)
     except ValidationError as exc:
         raise RefusedError(422, "invalid_request", exc.errors()[0]["msg"]) from None
-    bench.labels.save(label)
+    try:
+        bench.labels.save(label)
+    except LabelError as exc:
+        raise _refused(exc) from None
     return _summary(bench, job, body.case_id)
 
 
@@ -289,8 +292,18 @@ def save_label(request: Request, job_id: str, body: _LabelBody, who: Viewer, ben
 def remove_label(request: Request, job_id: str, case_id: str, who: Viewer, bench: Bench) -> JSONResponse:
     _require_ui(who, bench)
     job = _job(bench, who, job_id, "triage")
-    bench.labels.remove(case_id)
+    if job.result is None or all(c.get("id") != case_id for c in job.result.get("cases", [])):
+        raise RefusedError(404, "not_found", f"no case {case_id!r} in {job.id}")
+    try:
+        bench.labels.remove(case_id, who.subject)
+    except LabelError as exc:
+        raise _refused(exc) from None
     return _summary(bench, job, case_id)
+
+
+def _refused(exc: LabelError) -> RefusedError:
+    status, error = {"owner": (403, "forbidden"), "bad_rows": (409, "conflict"), "unwritable": (503, "unavailable")}[exc.why]
+    return RefusedError(status, error, str(exc))
 
 
 def _summary(bench: Workbench, job: Job, case_id: str) -> JSONResponse:
