@@ -50,21 +50,22 @@ class Guard:
         self.failure_limits = parse_many(failure_limit) if failure_limit else []
 
     def principal(self, request: Request) -> Principal:
-        address = request.client.host if request.client is not None else "unknown"
-        self._within(self.failure_limits, "failed", address, "auth_failure_limit", hit=False)
         try:
             who = self.identify(request)
         except RefusedError as exc:
+            # Failed authentications are counted per address and answered 429 past the limit. Valid
+            # credentials from the same address still pass: behind a proxy every client shares one.
             if exc.status == 401:
-                self._within(self.failure_limits, "failed", address, "auth_failure_limit", hit=True)
+                address = request.client.host if request.client is not None else "unknown"
+                self._within(self.failure_limits, "failed", address, "auth_failure_limit")
             raise
-        self._within(self.limits, "subject", who.subject, "rate_limit", hit=True)
+        self._within(self.limits, "subject", who.subject, "rate_limit")
         return who
 
-    def _within(self, limits: list[RateLimitItem], kind: str, key: str, setting: str, *, hit: bool) -> None:
-        """429 when `key` is over one of `limits` (counting this request when `hit`)."""
+    def _within(self, limits: list[RateLimitItem], kind: str, key: str, setting: str) -> None:
+        """429 when this request puts `key` over one of `limits`."""
         for item in limits:
-            if not (self.limiter.hit(item, kind, key) if hit else self.limiter.test(item, kind, key)):
+            if not self.limiter.hit(item, kind, key):
                 reset = self.limiter.get_window_stats(item, kind, key).reset_time
                 raise RefusedError(429, "rate_limited", f"over {item} for this client ([server] {setting})",
                                    {"Retry-After": str(max(1, int(reset - time.time() + 0.999)))})
