@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -17,6 +18,7 @@ class Endpoint:
 
     def __init__(self, index: Index) -> None:
         self.index, self.bodies, self.honour_filters, self.reply = index, [], True, None
+        self.trickle: float | None = None  # seconds between the answer's bytes: a server that never stalls long enough to time out a read
         self.names = {"query": "query", "k": "k", "filters": "filters", "hits": "hits", "id": "id"}
         endpoint = self
 
@@ -28,7 +30,16 @@ class Endpoint:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.end_headers()
-                self.wfile.write(raw)
+                if endpoint.trickle is None:
+                    self.wfile.write(raw)
+                    return
+                for byte in raw:
+                    try:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                    except OSError:  # the client gave up: what the test wants
+                        return
+                    time.sleep(endpoint.trickle)
 
             def log_message(self, *args: Any) -> None:
                 pass

@@ -2,6 +2,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from querywise.conditions import (
     AnyOf,
@@ -240,3 +241,15 @@ def test_both_engines_run_the_missing_policy_inside_the_engine(tmp_path: Path) -
             assert edge == expected == server, cond
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize("condition", [
+    {"kind": "match", "field": "price", "value": 10**30},  # past int64: the engine would fail mid-search
+    {"kind": "any", "field": "price", "values": [1, -(2**63) - 1]},
+    {"kind": "range", "field": "price", "gt": float("nan")},
+    {"kind": "range", "field": "price", "lt": float("inf")},
+])
+def test_a_value_no_engine_can_hold_is_a_validation_error(condition: dict[str, object]) -> None:
+    with pytest.raises(ValidationError):
+        Where.model_validate({"conditions": [condition]})
+    assert Where.model_validate({"conditions": [{"kind": "match", "field": "price", "value": 2**63 - 1}]})

@@ -1,9 +1,10 @@
+import time
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
-from querywise.config import ConfigError, load_settings
+from querywise.config import ConfigError, Settings, load_settings
 
 GOOD = """
 [deployment]
@@ -116,3 +117,31 @@ def test_the_settings_reference_is_current_and_names_every_key() -> None:
     for section in ("## `index`", "## `understanding`", "## `[routing.routes]`", "## `filters.fields.NAME`", "## The catalog file"):
         assert section in page
     assert "| `off_in` |" in page and "| `min_oos_recall` |" in page
+
+
+@pytest.mark.parametrize(("section", "values", "says"), [
+    ("llm", {"timeout_s": float("inf")}, "finite"),
+    ("llm", {"timeout_s": float("nan")}, "finite"),
+    ("llm", {"timeouts": {"kb_search": float("inf")}}, "finite"),
+    ("limits", {"max_message_chars": 10**20}, "less than or equal"),
+    ("limits", {"max_record_chars": 10**12}, "less than or equal"),
+    ("retriever", {"timeout_s": float("inf")}, "finite"),
+])
+def test_settings_are_finite_and_sane(section: str, values: dict[str, object], says: str) -> None:
+    with pytest.raises(ValidationError, match=says):
+        Settings.model_validate({section: values})
+
+
+def test_a_filter_on_an_access_field_is_refused() -> None:
+    with pytest.raises(ValidationError, match="cannot also be a filter"):
+        Settings.model_validate({"access": {"fields": {"market": "markets"}}, "filters": {"fields": {"markets": {"type": "keyword"}}}})
+
+
+@pytest.mark.parametrize("pattern", [r"^(\w+\s?)+$", r"(a|aa)+$", r"(x+x+)+y"])
+def test_a_rule_that_backtracks_catastrophically_is_refused_at_load(pattern: str) -> None:
+    started = time.perf_counter()
+    with pytest.raises(ValidationError, match="backtracks catastrophically"):
+        Settings.model_validate({"routing": {"routes": [{"name": "kb_search", "search": True}], "rules": [{"pattern": pattern, "route": "kb_search"}]}})
+    assert time.perf_counter() - started < 5  # refused in about one probe budget, not in the 25 s one search would take
+    Settings.model_validate({"routing": {"routes": [{"name": "kb_search", "search": True}],
+                                         "rules": [{"pattern": r"\b[A-Z]+(?:-[A-Z0-9]+)*\b", "route": "kb_search"}]}})

@@ -215,3 +215,28 @@ def test_the_document_of_a_chunk_is_its_payload_doc_id_else_itself(tmp_path: Pat
     p = _jsonl(tmp_path / "c.jsonl", [{"id": "short#1", "text": "Fits in one chunk."}, {"id": 7, "title": "Big", "text": LONG}])
     short, *pieces = read_corpus(p, chunker=Chunker(max_chars=200)).chunks
     assert short.doc_id == "short#1" and {c.doc_id for c in pieces} == {"7"} and len(pieces) == 3
+
+
+def test_a_stray_quote_is_an_error_at_its_row_not_rows_merged_into_one(tmp_path: Path) -> None:
+    rows = ["id,text", *(f"r{i},row {i}" for i in range(1, 41))]
+    rows[4] = 'r4,"row 4 with a stray quote'
+    (tmp_path / "c.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"c\.csv:5: invalid CSV.*from line 5 to 41"):
+        read_corpus(tmp_path / "c.csv")
+
+
+def test_a_csv_field_as_long_as_max_record_chars_allows_is_read(tmp_path: Path) -> None:
+    (tmp_path / "c.csv").write_text("id,text\nbig," + "word " * 40_000 + "\n", encoding="utf-8")  # 200 KB, over csv's 128 KB default
+    assert {c.doc_id for c in read_corpus(tmp_path / "c.csv").chunks} == {"big"}
+    with pytest.raises(CorpusError, match=r"c\.csv"):
+        read_corpus(tmp_path / "c.csv", max_record_chars=100_000)
+
+
+def test_a_gzipped_line_past_the_bound_is_refused_while_it_is_read(tmp_path: Path) -> None:
+    with gzip.open(tmp_path / "bomb.jsonl.gz", "wb") as fh:  # 20 MB of one line in a few KB
+        fh.write(b'{"id": "a", "text": "')
+        for _ in range(20):
+            fh.write(b"y" * 1_000_000)
+        fh.write(b'"}\n')
+    with pytest.raises(CorpusError, match=r"bomb\.jsonl\.gz:1: a line over"):
+        read_corpus(tmp_path / "bomb.jsonl.gz", max_record_chars=1_000)

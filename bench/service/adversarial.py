@@ -14,7 +14,7 @@ enum), a clarifying question or an assumption offering another market; a few ans
 failures. `[understanding] moves` adds `llm_rewrite`, `llm_route` and `llm_filters`, and
 `[routing] min_margin` is 2.0, so the classifier is never sure and every message that no
 identifier rule routes calls the plan move (histories make it ask for the rewrite too).
-`[server] rate_limit` is off (the run is one client; 429s would only hide answers).
+`[server] rate_limit` and `auth_failure_limit` are off (the run is one client; 429s would only hide answers).
 
 Categories: (a) injections in the message (instructions, JSON / SQL / markup payloads, unicode
 confusables, long messages within and over `[limits]`); (b) injections in the history (user and
@@ -27,7 +27,10 @@ removed, flipped or spliced) and tampered gateway headers; (e) access fields in 
 (`session`, `access`, `market`, `markets`, `tenant`, ... on /v1/plan, /v1/ask, /v1/search, in a
 history turn, in the filters), in the query string, and a gateway header sent to the JWT app;
 (f) /v1/search filters that try to widen (AnyOf of both markets, `missing: keep`, `linked`,
-ranges, paths); (g) valid eu and us requests as controls (plus jobs without the jobs scope).
+ranges, paths); (g) valid eu and us requests as controls (plus jobs without the jobs scope);
+(h) what #37 closed: a JWT claim or gateway key that reads like `market` (case, trailing space,
+Cyrillic look-alike, zero-width space: 401, never skipped), an unknown gateway key, a gateway `exp`
+of NaN / Infinity (401), a foreign Host header (400), a filter value past int64 or a NaN bound (422).
 
 Every response is checked: the expected status (401 for bad credentials, 422 for a body naming
 access, ...); for a 200, the plan's access is exactly `markets = <the credentials' market>`, no plan
@@ -88,7 +91,7 @@ def main() -> None:
 
     base = load_settings(demo_file("querywise.toml"))
     moves = list(dict.fromkeys([*base.understanding.moves, "llm_rewrite", "llm_route", "llm_filters"]))
-    server = ServerSettings(rate_limit=None)
+    server = ServerSettings(rate_limit=None, auth_failure_limit=None)
     settings = base.model_copy(update={
         "understanding": base.understanding.model_copy(update={"moves": moves}),
         "routing": base.routing.model_copy(update={"min_margin": 2.0}),  # never sure: every non-rule message calls the LLM tier
@@ -102,8 +105,8 @@ def main() -> None:
     pem = HERE / "public.pem"
     pem_bytes = rs_private.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     pem.write_bytes(pem_bytes)
-    rs_server = ServerSettings(rate_limit=None, jwt_algorithms=["RS256"], jwt_public_key=pem)
-    gw_server = ServerSettings(rate_limit=None, auth="gateway")
+    rs_server = ServerSettings(rate_limit=None, auth_failure_limit=None, jwt_algorithms=["RS256"], jwt_public_key=pem)
+    gw_server = ServerSettings(rate_limit=None, auth_failure_limit=None, auth="gateway")
 
     seeds = [t["message"] for t in demo_conversation()] + [rec["text"] for _, rec in read_jsonl(demo_file("routes_test.jsonl"))]
     products = [e.name for e in Catalog.load(demo_file("catalog.jsonl")).entities]
@@ -115,6 +118,7 @@ def main() -> None:
     gen.tampered(int(29 * 16 * scale))
     gen.body_fields(int(400 * scale))
     gen.search_filters(int(400 * scale), products)
+    gen.reliability(int(7 * 20 * scale))
     gen.controls(int(350 * scale))
     reqs = gen.reqs
 

@@ -220,6 +220,8 @@ class Gen:
                     "extra claim Market": {"Market": o, "MARKET": o}}
                 extra = extras[kind]
                 tok, market, expect = jwt.encode({**c, **extra}, SECRET, algorithm="HS256"), m, {200}
+                if kind == "extra claim Market":  # reads like the access key: refused, never skipped (#37)
+                    market, expect = None, {401}
             elif kind == "token in the query string":
                 tok, query = "", f"?access_token={self.token(m)}&market={o}"
             else:  # no credentials, on either app
@@ -323,8 +325,8 @@ class Gen:
                     headers = self.gateway({}, raw={"session": {"market": m}})
                 elif kind == "gateway: not an object":
                     headers = self.gateway({}, raw={"session": [["market", o]], "exp": int(time.time()) + 3600})
-                elif kind == "gateway: extra keys":  # signed: served with the configured key only
-                    headers, market, expect = self.gateway({"market": m, "markets": ["eu", "us"], "tenant": "admin"}), m, {200}
+                elif kind == "gateway: extra keys":  # signed, but keys the deployment does not know: refused, not skipped (#37)
+                    headers, market, expect = self.gateway({"market": m, "markets": ["eu", "us"], "tenant": "admin"}), None, {401}
                 elif kind == "gateway: value padded":
                     headers = [(ok[0][0], ok[0][1] + "=="), ok[1]]
                 else:  # a bearer token on the gateway app
@@ -389,6 +391,41 @@ class Gen:
             self.add("f_search_filters", kind, "/v1/search", body, self.bearer(self.token(m)), m, expect)
 
     # (g) controls
+    # (h) what the third reliability round (#37) closed: near-miss keys, gateway exp, Host, engine-breaking values
+    def reliability(self, n: int) -> None:
+        import jwt
+
+        r = self.rng
+        kinds = ("near-miss claim", "gateway near-miss key", "gateway unknown key", "gateway exp not finite", "foreign Host",
+                 "filter value past int64", "filter bound NaN")
+        for i in range(n):
+            m, o = self.market()
+            kind = kinds[i % len(kinds)]
+            path = ("/v1/plan", "/v1/ask", "/v1/search")[i % 3]
+            body: Any = {"text": self.question(), "k": 5} if path == "/v1/search" else self.understand_body(path, self.question())
+            app, expect = "jwt", {401}
+            if kind == "near-miss claim":
+                key = r.choice(["Market", "MARKET", "market ", " market", "m\u0430rket", "mark\u0435t", "mar_ket", "market\u200b"])
+                headers = self.bearer(jwt.encode({**self.claims(m), key: o}, SECRET, algorithm="HS256"))
+            elif kind.startswith("gateway"):
+                app = "gateway"
+                if kind == "gateway near-miss key":
+                    headers = self.gateway({"market": m, r.choice(["Market", "MARKET", "market ", "m\u0430rket"]): o})
+                elif kind == "gateway unknown key":
+                    headers = self.gateway({"market": m, r.choice(["tenant", "markets", "admin"]): o})
+                else:
+                    raw = '{"session": {"market": "' + m + '"}, "exp": ' + r.choice(["NaN", "Infinity", "-Infinity", "true"]) + ', "sub": "gw"}'
+                    value = _b64(raw.encode())
+                    headers = [("x-querywise-session", value), ("x-querywise-signature", hmac.new(GATEWAY_SECRET.encode(), value.encode(), hashlib.sha256).hexdigest())]
+            elif kind == "foreign Host":
+                headers, expect = [*self.bearer(self.token(m)), ("host", r.choice(["evil.example", "evil.example:8000", "127.0.0.1.evil.example"]))], {400}
+            else:
+                path, expect = "/v1/search", {422}
+                condition = ({"kind": "match", "field": "price_usd", "value": 10**30} if kind == "filter value past int64" else
+                             {"kind": "range", "field": "price_usd", "gt": float("nan")})
+                body, headers = {"text": self.question(), "k": 5, "filters": {"conditions": [condition]}}, self.bearer(self.token(m))
+            self.add("h_reliability", kind, path, body, headers, None, expect, app=app)
+
     def controls(self, n: int) -> None:
         r = self.rng
         for i in range(n):

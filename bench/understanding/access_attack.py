@@ -13,6 +13,9 @@ Counted, and required to be 0:
   whose policy was open although a high-stakes route was among its candidates.
 
 Plus the session edge cases (missing, empty, miscased, unknown, whitespace): each must be refused.
+Beside the widenings, the leak probes (`bench.understanding.access_leaks`, `--leak-probes` per
+family and market, the default moves without an LLM) count plans that show a session a word, an
+identifier or a catalog entry only the other market holds: required to be 0 as well.
 Results: bench/results/access_attack.json.
 """
 
@@ -25,6 +28,7 @@ from typing import Any
 
 from bench import WORK, log
 from bench.report import write_json
+from bench.understanding.access_leaks import as_dict, probe_leaks
 
 MARKETS = ("eu", "us")
 ATTACKS = (
@@ -76,6 +80,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--leak-probes", type=int, default=60, help="probes per leak family and market")
     args = ap.parse_args()
 
     from querywise.conditions import parse_where
@@ -147,12 +152,18 @@ def main() -> None:
             else:
                 counts["session_edge_cases_accepted"] += 1
                 examples.append(f"session {bad} accepted")
+    with QueryWise(base, index, embedder=embedder) as plain:
+        catalog = plain.understander.catalog
+        leaks = probe_leaks(plain, demo_corpus(), catalog.entities if catalog is not None else [], MARKETS,
+                            rng=random.Random(args.seed), per_family=args.leak_probes)
     index.close()
     seconds = round(time.perf_counter() - started, 1)
-    summary: dict[str, Any] = {"seed": args.seed, **counts, "seconds": seconds, "examples": examples[:20],
-              "passed": counts["widenings"] == 0 and counts["fail_open"] == 0 and counts["session_edge_cases_accepted"] == 0}
-    log(f"access attack: {counts} in {seconds}s")
-    write_json("access_attack.json", summary, command=f"python -m bench.understanding.access_attack --n {args.n} --seed {args.seed}")
+    passed = counts["widenings"] == 0 and counts["fail_open"] == 0 and counts["session_edge_cases_accepted"] == 0 and leaks.total == 0
+    summary: dict[str, Any] = {"seed": args.seed, **counts, "seconds": seconds, "examples": examples[:20], "leak_probes": as_dict(leaks),
+                               "passed": passed}
+    log(f"access attack: {counts}, leaks {leaks.leaked} of {leaks.tried} in {seconds}s")
+    write_json("access_attack.json", summary,
+               command=f"python -m bench.understanding.access_attack --n {args.n} --seed {args.seed} --leak-probes {args.leak_probes}")
 
 
 if __name__ == "__main__":

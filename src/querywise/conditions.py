@@ -31,7 +31,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["AnyOf", "Condition", "Linked", "Match", "Missing", "NoneOf", "Range", "Where", "WhereSyntaxError", "describe", "empty_at", "parse_where", "values_at"]
 
-Scalar = str | int | bool
+# Bounded where the engines store numbers (int64, finite doubles): a value past them is a
+# validation error where it enters (a request body, a plan), never an engine fault mid-search.
+Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+Scalar = str | Int64 | bool
 
 _SEGMENT = re.compile(r"([^\[\]]+)((?:\[\d*\])*)")
 _BRACKET = re.compile(r"\[(\d*)\]")
@@ -148,10 +152,10 @@ class Range(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     kind: Literal["range"] = "range"
     field: str
-    gt: float | None = None
-    gte: float | None = None
-    lt: float | None = None
-    lte: float | None = None
+    gt: Finite | None = None
+    gte: Finite | None = None
+    lt: Finite | None = None
+    lte: Finite | None = None
     # Left out of dumps at their defaults: a plain condition reads as it always has.
     missing: Missing = Field("drop", exclude_if=lambda v: v == "drop")
     linked: Linked | None = Field(None, exclude_if=lambda v: v is None)

@@ -164,8 +164,14 @@ def _csv_value(raw: str, path: Path, line: int, column: str) -> Any:
 Row = tuple[int, dict[str, Any] | CorpusError]  # (line, the record or what is wrong with it)
 
 
-def _read_jsonl(path: Path) -> Iterator[Row]:
-    for n, line in read_lines(path, error=CorpusError):
+def _line_bytes(max_record_chars: int) -> int:
+    """The longest line a record within `max_record_chars` can take: 6 bytes a character (a JSON
+    escape such as \\u00e9), plus room for the record's other keys."""
+    return 6 * max_record_chars + 65_536
+
+
+def _read_jsonl(path: Path, max_record_chars: int) -> Iterator[Row]:
+    for n, line in read_lines(path, error=CorpusError, max_bytes=_line_bytes(max_record_chars)):
         try:
             rec = parse_jsonl_line(path, n, line, error=CorpusError)
         except CorpusError as exc:
@@ -175,9 +181,15 @@ def _read_jsonl(path: Path) -> Iterator[Row]:
             yield n, rec
 
 
-def _read_csv(path: Path) -> Iterator[Row]:
+def _read_csv(path: Path, max_record_chars: int) -> Iterator[Row]:
+    # The csv module's field limit (128 KB) is process-wide; raised, never lowered, to what a
+    # record may hold, so a field the setting allows is read and a longer one still stops.
+    csv.field_size_limit(max(csv.field_size_limit(), max_record_chars + 1))
     # Windows line ends read as "\n", inside quoted fields too (as a text-mode file would give them).
-    reader = csv.reader(line.replace("\r\n", "\n") for _, line in read_lines(path, error=CorpusError))
+    # strict: a stray quote is an error at the row it opens, not a field that swallows the rows after it.
+    lines = read_lines(path, error=CorpusError, max_bytes=_line_bytes(max_record_chars))
+    reader = csv.reader((line.replace("\r\n", "\n") for _, line in lines), strict=True)
+    start = 1
     try:
         header = next(reader, None) or []
         if not ({"id", "_id"} & set(header)) or "text" not in header:
@@ -204,7 +216,8 @@ def _read_csv(path: Path) -> Iterator[Row]:
                 continue
             yield line, rec
     except csv.Error as exc:
-        raise CorpusError(path, reader.line_num, f"invalid CSV: {exc}") from None
+        spans = f" (the row runs from line {start} to {reader.line_num}: a stray quote?)" if reader.line_num > start else ""
+        raise CorpusError(path, start, f"invalid CSV: {exc}{spans}") from None
 
 
 _TEXT_SUFFIXES = (".txt", ".md")
@@ -295,9 +308,9 @@ def _read_records(path: Path, chunker: Chunker | None, max_record_chars: int) ->
     name = path.name.lower().removesuffix(".gz")
     rows: Iterator[Row]
     if name.endswith((".jsonl", ".json", ".ndjson")):
-        rows = _read_jsonl(path)
+        rows = _read_jsonl(path, max_record_chars)
     elif name.endswith(".csv"):
-        rows = _read_csv(path)
+        rows = _read_csv(path, max_record_chars)
     else:
         raise CorpusError(path, None, "unknown format: expected .jsonl, .csv (optionally .gz), a BEIR folder or a folder of .txt/.md")
     for n, rec in rows:

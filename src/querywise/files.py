@@ -81,15 +81,20 @@ def _open_binary(path: Path, error: type[InputError]) -> io.BufferedIOBase:
         raise error(path, None, f"cannot open: {exc.strerror or exc}") from None
 
 
-def read_lines(path: Path | str, *, error: type[InputError] = InputError) -> Iterator[tuple[int, str]]:
+def read_lines(path: Path | str, *, error: type[InputError] = InputError, max_bytes: int | None = None) -> Iterator[tuple[int, str]]:
     """Yield (line number, text) for every line of a UTF-8 file (`.gz`: gunzipped), line
     endings kept; a byte-order mark is dropped. Raise `error` naming the file (and the line)
-    for anything unreadable."""
+    for anything unreadable, and for a line over `max_bytes` -- found while reading it, so that a
+    small .gz holding one enormous line is refused before the line is held whole."""
     path = Path(path)
     n = 0
+    limit = -1 if max_bytes is None else max_bytes + 1
     with _open_binary(path, error) as fh:
         try:
-            for n, data in enumerate(fh, start=1):
+            while data := fh.readline(limit):
+                n += 1
+                if max_bytes is not None and len(data) > max_bytes:
+                    raise error(path, n, f"a line over {max_bytes:,} bytes ([limits] max_record_chars); split the record")
                 try:
                     text = data.decode("utf-8")
                 except UnicodeDecodeError as exc:

@@ -43,7 +43,7 @@ from querywise.llm.provider import Provider
 from querywise.plan import QueryPlan, TraceStep
 from querywise.planlog import PlanLog
 from querywise.retrieve import Reranker, Retriever, checked, open_reranker, open_retriever
-from querywise.understand.access import access_from_session
+from querywise.understand.access import access_from_session, check_session
 from querywise.understand.limits import within_limits
 from querywise.understand.llm_rerank import LLMReranker
 from querywise.understand.pipeline import Understander
@@ -58,6 +58,8 @@ def _clean(
     """Text as it enters the library: lone surrogates (from JSON escapes or non-UTF-8 bytes)
     cannot be encoded anywhere downstream, so they become U+FFFD here, once. The history
     becomes turns (a string is a user turn; `TurnError` for anything else)."""
+    if session is not None:
+        check_session(session)  # TypeError for session="market=eu", before anything reads it
     clean_session = None if session is None else {replace_surrogates(k): replace_surrogates(v) for k, v in session.items()}
     turns = [Turn(role=t.role, text=replace_surrogates(t.text)) for t in as_turns(history)]
     return replace_surrogates(message), turns, clean_session
@@ -95,7 +97,7 @@ class QueryWise:
         if embedder is None and index is not None:
             embedder = index.embedder
         self.understander = Understander(settings, embedder=embedder, lexicon=index.lexicon if index is not None else None, provider=provider,
-                                         lookups=self.lookups)
+                                         lookups=self.lookups, visible=index.holds if index is not None else None)
         self._provider = provider
         self._owned = ExitStack()  # what this deployment opened, closed in reverse order by `close`
         if provider is None:

@@ -158,7 +158,7 @@ class SmugglingProvider:
 def test_an_llm_plan_that_sets_the_session_field_widens_nothing(index: Index, settings: Settings) -> None:
     hostile = settings.model_copy(update={
         "access": AccessSettings(fields={"market": "markets"}),
-        "filters": FilterSettings(fields={"category": FilterField(type="keyword"), "markets": FilterField(type="keyword")}),
+        "filters": FilterSettings(fields={"category": FilterField(type="keyword")}),  # an access field cannot be a filter field (#37)
         "understanding": UnderstandingSettings(moves=["llm_filters"]),
     })
     provider = SmugglingProvider()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from http_endpoint import Endpoint
@@ -60,6 +61,7 @@ def test_every_name_of_the_protocol_is_remappable(endpoint: Endpoint, index: Ind
         ((200, b'{"results": []}'), "no list at 'hits'"),
         ((200, b'{"hits": [{"score": 1}]}'), "hit 1 has no 'id'"),
         ((200, b'{"hits": [{"id": "a", "score": "high"}]}'), "is not a number"),
+        ((200, b"[" * 100_000), "nested deeper"),  # not a RecursionError
     ],
 )
 def test_a_bad_answer_is_a_clear_error(endpoint: Endpoint, reply: tuple[int, bytes], says: str) -> None:
@@ -76,3 +78,11 @@ def test_an_unreachable_endpoint_and_a_missing_secret_say_what_is_wrong(endpoint
         HTTPRetriever(RetrieverSettings(kind="http", url=f"http://127.0.0.1:{port}/search", timeout_s=2)).retrieve("x", k=1)
     with pytest.raises(ValueError, match="QW_NOT_SET"):
         HTTPRetriever(RetrieverSettings(kind="http", url="http://127.0.0.1:9/x", headers_env={"Authorization": "QW_NOT_SET"}))
+
+
+def test_a_trickling_answer_cannot_hold_the_call_past_its_timeout(endpoint: Endpoint) -> None:
+    endpoint.reply, endpoint.trickle = (200, b'{"hits": []}' + b" " * 200), 0.02  # ~4 s in all, never 1 s without a byte
+    started = time.monotonic()
+    with pytest.raises(RetrieverError, match="within"):
+        HTTPRetriever(RetrieverSettings(kind="http", url=endpoint.url, timeout_s=1)).retrieve("x", k=1)
+    assert time.monotonic() - started < 1.5

@@ -169,3 +169,40 @@ def test_the_secret_must_be_in_the_environment(monkeypatch: pytest.MonkeyPatch) 
         ServerSettings(jwt_algorithms=["RS256"])
     with pytest.raises(ValueError, match="rate_limit"):
         ServerSettings(rate_limit="fast please")
+
+
+@pytest.mark.parametrize("authenticated", [True, False])
+def test_a_request_for_another_host_is_refused_in_every_mode(tmp_path: Path, index: Index, token: Callable[..., str], authenticated: bool) -> None:
+    """DNS rebinding: a page on attacker.example whose name now points at 127.0.0.1 sends its own Host."""
+    settings = _settings(tmp_path)
+    authenticator = Authenticator(settings.server, settings.access) if authenticated else None
+    with QueryWise(settings, index) as qw, running(create_app(qw, authenticator=authenticator)) as url:
+        headers = _bearer(token(market="eu")) if authenticated else {}
+        assert httpx.get(f"{url}/healthz").status_code == 200
+        for host in ("attacker.example", "attacker.example:8000", "127.0.0.1.attacker.example", ""):
+            r = httpx.post(f"{url}/v1/plan", json={"message": "warranty"}, headers={**headers, "Host": host})
+            assert r.status_code == 400, host
+        assert httpx.get(f"{url}/healthz", headers={"Host": "attacker.example"}).status_code == 400
+    with QueryWise(settings, index) as qw, pytest.raises(ValueError, match="DNS rebinding"):
+        create_app(qw, authenticator=None, server=ServerSettings(allowed_hosts=["*"]))
+
+
+def test_failed_authentications_are_rate_limited_per_address(tmp_path: Path, index: Index, token: Callable[..., str]) -> None:
+    settings = _settings(tmp_path, auth_failure_limit="5/minute")
+    with QueryWise(settings, index) as qw, running(create_app(qw, authenticator=Authenticator(settings.server, settings.access))) as url:
+        forged = _bearer(token(market="eu", secret="not-the-secret-but-long-enough-32-bytes!"))
+        codes = [httpx.post(f"{url}/v1/plan", json={"message": "warranty"}, headers=forged).status_code for _ in range(7)]
+        assert codes == [401] * 5 + [429] * 2
+        r = httpx.post(f"{url}/v1/plan", json={"message": "warranty"}, headers=forged)
+        assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
+        # valid credentials from the same address still pass (behind a proxy, every client has its address)
+        assert httpx.post(f"{url}/v1/plan", json={"message": "warranty"}, headers=_bearer(token(market="eu"))).status_code == 200
+
+
+def test_filter_values_no_engine_can_hold_are_422(service: str, token: Callable[..., str]) -> None:
+    eu = _bearer(token(market="eu"))
+    for condition in ('{"kind": "match", "field": "price", "value": 1000000000000000000000000000000}',
+                      '{"kind": "range", "field": "price", "gt": NaN}', '{"kind": "range", "field": "price", "lt": Infinity}'):
+        body = '{"text": "warranty", "filters": {"conditions": [' + condition + ']}}'
+        r = httpx.post(f"{service}/v1/search", content=body, headers={**eu, "content-type": "application/json"})
+        assert r.status_code == 422, r.text

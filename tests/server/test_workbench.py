@@ -188,3 +188,25 @@ def test_a_server_killed_while_labellers_save_leaves_a_valid_labels_file(tmp_pat
     labels = read_labels(tmp_path / "querywise-labels.jsonl")  # parses: the old file or the new one
     assert labels["q1"].label == "referent" and labels["q1"].note == "before the kill"
     assert {"q2", "q3"} & set(labels)
+
+
+@pytest.mark.parametrize("next_", ["/\\evil.example/x", "/%09/evil.example", "/%5Cevil.example", "/\t/evil.example", "//evil.example",
+                                   "https://evil.example", "/\n/evil.example"])
+def test_sign_in_sends_back_only_to_a_path_of_this_origin(served: tuple[str, Path], next_: str) -> None:
+    url, _ = served
+    page = httpx.get(f"{url}/ui/signin", params={"next": next_}).text
+    assert 'data-next="/"' in page, next_
+    assert 'data-next="/triage/job?bucket=ranking"' in httpx.get(f"{url}/ui/signin", params={"next": "/triage/job?bucket=ranking"}).text
+
+
+def test_a_labeller_cannot_remove_or_replace_another_s_label(served: tuple[str, Path], token: Callable[..., str]) -> None:
+    url, labels = served
+    with _signed_in(url, token(market="eu", sub="ann", scope="querywise:jobs")) as ann, \
+            _signed_in(url, token(market="eu", sub="bob", scope="querywise:jobs")) as bob:
+        ann_job, bob_job = _triaged(ann), _triaged(bob)
+        assert ann.post(f"/ui/labels/{ann_job}", json={"case_id": "f2", "bucket": "generation"}, headers=UI).status_code == 200
+        assert bob.delete(f"/ui/labels/{bob_job}/f2", headers=UI).status_code == 403
+        assert bob.post(f"/ui/labels/{bob_job}", json={"case_id": "f2", "bucket": "ranking"}, headers=UI).status_code == 403
+        assert bob.delete(f"/ui/labels/{bob_job}/no-such-case", headers=UI).status_code == 404  # not a 500
+        assert '"by": "ann"' in labels.read_text(encoding="utf-8").replace('":"', '": "')
+        assert ann.delete(f"/ui/labels/{ann_job}/f2", headers=UI).status_code == 200

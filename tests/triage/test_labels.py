@@ -18,7 +18,7 @@ from triage_sample import small_report
 
 from querywise.files import InputError
 from querywise.triage import load_labels
-from querywise.triage.labels import Label, LabelStore, read_labels, relabel
+from querywise.triage.labels import Label, LabelError, LabelStore, read_labels, relabel
 
 
 def test_a_label_names_the_kind_and_an_override_moves_any_bucket() -> None:
@@ -58,12 +58,12 @@ def test_a_query_defect_label_does_not_move_a_case_the_index_side_explains() -> 
 def test_the_store_saves_replaces_and_removes_and_triage_reads_its_file(tmp_path: Path) -> None:
     store = LabelStore(tmp_path / "labels.jsonl")
     assert store.all() == {}
-    store.save(Label(id="q1", label="vocabulary"))
+    store.save(Label(id="q1", label="vocabulary", by="ann"))
     store.save(Label(id="q2", bucket="generation", note="n"))
     store.save(Label(id="q1", label="compound", by="ann"))  # the newest word on q1 replaces the old one
     assert {k: (v.label, v.bucket, v.by) for k, v in store.all().items()} == {"q1": ("compound", None, "ann"), "q2": (None, "generation", "")}
     assert load_labels(store.path) == {"q1": "compound"}  # `querywise triage --labels FILE` reads the workbench's file
-    assert store.remove("q1").keys() == {"q2"} and read_labels(store.path).keys() == {"q2"}
+    assert store.remove("q1", "ann").keys() == {"q2"} and read_labels(store.path).keys() == {"q2"}
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
 
@@ -132,3 +132,41 @@ def test_a_process_killed_while_saving_leaves_a_valid_file(tmp_path: Path) -> No
     store = LabelStore(path)
     store.save(Label(id="after", label="filler"))  # the lock a killed process held is free again
     assert "after" in store.all()
+
+
+def test_a_label_is_its_author_s_to_replace_or_remove(tmp_path: Path) -> None:
+    store = LabelStore(tmp_path / "labels.jsonl")
+    store.save(Label(id="q1", label="vocabulary", by="ann"))
+    for change in (lambda: store.remove("q1", "bob"), lambda: store.save(Label(id="q1", label="compound", by="bob"))):
+        with pytest.raises(LabelError, match="ann's") as info:
+            change()
+        assert info.value.why == "owner"
+    assert store.all()["q1"].label == "vocabulary"
+
+
+def test_a_bad_row_is_reported_not_fatal_and_is_never_dropped_by_a_save(tmp_path: Path) -> None:
+    path = tmp_path / "labels.jsonl"
+    good = json.dumps({"id": "a", "label": "filler", "by": "ann"})
+    path.write_text(good + "\n{not json\n", encoding="utf-8")
+    store = LabelStore(path)
+    assert store.all().keys() == {"a"} and len(store.problems) == 1 and "labels.jsonl:2" in store.problems[0]
+    with pytest.raises(LabelError, match="mend") as info:
+        store.save(Label(id="b", label="filler", by="ann"))
+    assert info.value.why == "bad_rows" and path.read_text(encoding="utf-8") == good + "\n{not json\n"
+
+
+def test_a_symlinked_labels_file_is_written_through_its_link(tmp_path: Path) -> None:
+    real = tmp_path / "shared" / "labels.jsonl"
+    real.parent.mkdir()
+    real.write_text("", encoding="utf-8")
+    link = tmp_path / "labels.jsonl"
+    link.symlink_to(real)
+    LabelStore(link).save(Label(id="q1", label="filler", by="ann"))
+    assert link.is_symlink() and read_labels(real).keys() == {"q1"}
+
+
+def test_an_unwritable_labels_file_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("", encoding="utf-8")  # a folder that is a file: unwritable even for root
+    with pytest.raises(LabelError, match="cannot be written") as info:
+        LabelStore(tmp_path / "a-file" / "labels.jsonl").save(Label(id="q1", label="filler", by="ann"))
+    assert info.value.why == "unwritable"

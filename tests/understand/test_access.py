@@ -6,7 +6,7 @@ import pytest
 
 from querywise.conditions import Match, Where
 from querywise.config import AccessSettings
-from querywise.understand.access import AccessError, access_from_session
+from querywise.understand.access import AccessError, access_from_session, near_misses
 
 ACCESS = AccessSettings(fields={"market": "markets", "tenant": "tenant_id"}, optional=["tenant"])
 
@@ -43,3 +43,16 @@ def test_a_deployment_without_access_fields_accepts_only_an_empty_session() -> N
     assert access_from_session({}, AccessSettings()) == Where()
     with pytest.raises(AccessError, match="unknown session key"):
         access_from_session({"market": "eu"}, AccessSettings())
+
+
+@pytest.mark.parametrize("session", ["market=eu", [("market", "eu")], {"market": ["eu"]}, {"market": None}])
+def test_a_session_that_is_not_a_mapping_of_strings_is_a_type_error(session: object) -> None:
+    with pytest.raises(TypeError, match="session"):
+        access_from_session(session, ACCESS)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("key", ["Market", "MARKET", "market ", "mаrket", "mar-ket"])  # "mаrket": Cyrillic а
+def test_near_misses_name_the_keys_that_read_like_an_access_key(key: str) -> None:
+    assert near_misses(["sub", "exp", key, "market"], ACCESS) == [key]
+    with pytest.raises(AccessError, match="unknown session key"):
+        access_from_session({"market": "eu", key: "us"}, ACCESS)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -29,8 +29,8 @@ class LLMSettings(_Section):
     model: str | None = None  # the provider's model name (needed for anthropic and openai)
     base_url: str | None = None  # OpenAI-compatible servers: Ollama, vLLM, llama.cpp server, LM Studio
     api_key_env: str | None = None  # default ANTHROPIC_API_KEY / OPENAI_API_KEY
-    timeout_s: float = Field(2.0, gt=0)  # one deadline per message for all its LLM moves, retries included
-    timeouts: dict[str, float] = Field(default_factory=dict)  # route -> seconds
+    timeout_s: float = Field(2.0, gt=0, le=600)  # one deadline per message for all its LLM moves, retries included
+    timeouts: dict[str, Annotated[float, Field(gt=0, le=600)]] = Field(default_factory=dict)  # route -> seconds
     fail_policy: dict[str, Literal["open", "closed"]] = Field(default_factory=dict)  # route -> policy
     # what a fail-closed route asks when its LLM call fails
     fail_closed_question: str = "Sorry, I could not work that out. Could you ask again with the product name?"

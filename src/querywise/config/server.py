@@ -40,6 +40,13 @@ class ServerSettings(_Section):
     gateway_signature_header: str = "x-querywise-signature"  # hex HMAC-SHA256 of the session header's value
     max_body_bytes: int = Field(262_144, ge=1024)  # a larger request is 413
     rate_limit: str | None = "100/second"  # per client (the token's subject), `limits` notation; None: no limit
+    # Failed authentications per client address (`limits` notation; None: no limit): a 401 costs a
+    # signature check, and forged tokens must not be tried at line rate.
+    auth_failure_limit: str | None = "30/minute"
+    # The Host headers served (a port is ignored; "*.example.com" matches its subdomains, "*" any),
+    # in every mode: a page that rebinds its own DNS name to 127.0.0.1 must not reach the service
+    # (least of all with --insecure-no-auth). Behind a proxy, list the names it forwards.
+    allowed_hosts: list[str] = Field(default_factory=lambda: ["localhost", "127.0.0.1", "[::1]"], min_length=1)
     # Where the rate-limit windows live: "memory://" is per worker process; replicas behind a load
     # balancer share one store ("redis://host:6379", "memcached://host:11211"; the client library
     # is then the user's to install), so a client's limit holds across all of them.
@@ -62,11 +69,15 @@ class ServerSettings(_Section):
         if self.rate_limit_storage.split("://", 1)[0] not in SCHEMES:
             raise ValueError(f"[server] rate_limit_storage {self.rate_limit_storage!r}: expected one of "
                              f"{', '.join(sorted(k + '://' for k in SCHEMES))}")
-        if self.rate_limit is not None:
-            from limits import parse_many
+        for pattern in self.allowed_hosts:
+            if "*" in pattern[1:] or (pattern.startswith("*") and pattern != "*" and not pattern.startswith("*.")):
+                raise ValueError(f"[server] allowed_hosts {pattern!r}: a wildcard is '*' or leads a domain, as in '*.example.com'")
+        from limits import parse_many
 
+        for name, limit in (("rate_limit", self.rate_limit), ("auth_failure_limit", self.auth_failure_limit)):
             try:
-                parse_many(self.rate_limit)
+                if limit is not None:
+                    parse_many(limit)
             except ValueError:
-                raise ValueError(f"[server] rate_limit {self.rate_limit!r}: expected e.g. '100/second' or '20/second;1000/minute'") from None
+                raise ValueError(f"[server] {name} {limit!r}: expected e.g. '100/second' or '20/second;1000/minute'") from None
         return self

@@ -67,6 +67,16 @@ class Settings(_Section):
         return self.routing.route_references() + llm
 
     @model_validator(mode="after")
+    def _filters_are_not_access(self) -> Settings:
+        # Access comes from the session only: a filter on the same payload field would be dropped
+        # from every plan (`Dropped.access`), so the setting can only be a mistake.
+        both = sorted(set(self.filters.fields) & set(self.access.fields.values()))
+        if both:
+            raise ValueError(f"[filters.fields] {', '.join(both)}: an [access] payload field cannot also be a filter "
+                             "(access comes from the session only)")
+        return self
+
+    @model_validator(mode="after")
     def _routes_exist(self) -> Settings:
         # `RoutingSettings` checks its own references; the LLM section's are checked here. With
         # routes declared only by an examples file, `load_settings` checks all of them against

@@ -219,11 +219,11 @@ class LimitsSettings(_Section):
     ordinary traffic, not a mistake. A rewrite (the LLM's or the deterministic one) longer than
     `max_rewrite_chars` is not read by the guard but rejected."""
 
-    max_message_chars: int = Field(4_000, ge=1)  # a longer message is an error
-    max_turn_chars: int = Field(4_000, ge=1)  # a longer history turn is an error
-    max_history_turns: int = Field(20, ge=0)  # the most recent ones are kept
-    max_rewrite_chars: int = Field(10_000, ge=1)  # a longer standalone rewrite is rejected unread
-    max_record_chars: int = Field(1_000_000, ge=1)  # a corpus file record (JSONL, CSV); folders are chunked
+    max_message_chars: int = Field(4_000, ge=1, le=1_000_000)  # a longer message is an error
+    max_turn_chars: int = Field(4_000, ge=1, le=1_000_000)  # a longer history turn is an error
+    max_history_turns: int = Field(20, ge=0, le=10_000)  # the most recent ones are kept
+    max_rewrite_chars: int = Field(10_000, ge=1, le=1_000_000)  # a longer standalone rewrite is rejected unread
+    max_record_chars: int = Field(1_000_000, ge=1, le=1_000_000_000)  # a corpus file record (JSONL, CSV); folders are chunked
 
 
 class AmbiguitySettings(_Section):

@@ -91,7 +91,7 @@ from querywise.index.points import (
 )
 from querywise.index.server import ServerEngine, collection_of, connect, drop_collection
 from querywise.index.update import ChunkIds, Update, update_index
-from querywise.text import IDENTIFIER_KEYS
+from querywise.text import IDENTIFIER_KEYS, analyze, words
 
 if TYPE_CHECKING:  # imported at run time only when a server is used
     from qdrant_client import QdrantClient
@@ -101,6 +101,7 @@ __all__ = ["FORMAT_VERSION", "FileSum", "Hit", "Index", "IndexStoreError", "Mani
 _BATCH = 512
 _EMBED_SLICE = 4096  # texts embedded, then written, at a time
 _OPEN_ATTEMPTS = 5
+_HOLDS_SCAN = 64  # chunks read for a word by `Index.holds`
 
 
 class Progress(Protocol):
@@ -582,6 +583,29 @@ class Index:
         with self._using() as gen:
             sparse = gen.lexicon.query_vector(text) if mode != "dense" else None
             return self._run(gen, mode, k, dense, sparse, where, exact)
+
+    def holds(self, word: str, where: Where) -> bool:
+        """Whether some chunk that `where` lets through holds `word` as written (its words, an
+        identifier's whole compound; not merely its stem: "separately" is not "separate"): what a
+        session may be told this index knows.
+
+        The engine finds the chunks of `where` holding the word's rarest BM25 term (k = 64); their
+        text is then read for the word itself. A word whose stem is that common may be missed:
+        then it is not shown (fail closed).
+
+        >>> Index.open("demo-index").holds("budget", parse_where(["markets=eu"]))  # doctest: +SKIP
+        """
+        wanted = set(words(word))
+        if not wanted:
+            return True
+        with self._using() as gen:  # one generation for the term ids and the search (a live update may switch builds)
+            lexicon = gen.lexicon
+            ids = [i for t in analyze(word) if (i := lexicon.terms.get(t)) is not None]
+            if not ids:
+                return False
+            rarest = min(ids, key=lambda i: lexicon.df[i])
+            hits = self._run(gen, "bm25", _HOLDS_SCAN, None, ([rarest], [1.0]), where, False)
+        return any(wanted <= set(words(f"{h.title}\n{h.text}")) for h in hits)
 
     def field_presence(self) -> FieldPresence:
         """How many chunks carry each payload field: from the manifest, or (a build made before

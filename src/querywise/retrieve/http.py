@@ -11,6 +11,7 @@ answer is checked against them (`filters_inside` is False): see `retrieve.protoc
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,9 +21,12 @@ from querywise.conditions import Where
 from querywise.config import RetrieverSettings
 from querywise.index import Hit
 from querywise.index.engine import Mode
+from querywise.llm.provider import load_json
 from querywise.retrieve.protocol import RetrieverError
 
-__all__ = ["HTTPRetriever"]
+__all__ = ["MAX_RESPONSE_BYTES", "HTTPRetriever"]
+
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024  # an answer past this is an error, not a memory spike
 
 
 def _at(body: Any, path: str) -> Any:
@@ -54,17 +58,7 @@ class HTTPRetriever:
         body: dict[str, Any] = {f.query: text, f.k: k, f.filters: where.model_dump(mode="json") if where else None}
         if f.mode is not None:
             body[f.mode] = mode
-        url = str(self.settings.url)
-        try:
-            response = self._client.post(url, json=body)
-        except httpx.HTTPError as exc:
-            raise RetrieverError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
-        if response.status_code >= 400:
-            raise RetrieverError(f"{self.name} answered {response.status_code}: {response.text[:200]}")
-        try:
-            answer = response.json()
-        except ValueError as exc:
-            raise RetrieverError(f"{self.name} answered with something that is not JSON: {response.text[:200]!r}") from exc
+        answer = self._post(str(self.settings.url), body)
         rows = _at(answer, f.hits)
         if not isinstance(rows, list):
             raise RetrieverError(f"{self.name}: the answer has no list at {f.hits!r} (keys: {sorted(answer) if isinstance(answer, dict) else type(answer).__name__})")
@@ -82,6 +76,33 @@ class HTTPRetriever:
             hits.append(Hit(id=str(row[f.id]), score=score, rank=rank, text=str(row.get(f.text) or ""),
                             title=str(row.get(f.title) or ""), payload=dict(payload)))
         return hits
+
+    def _post(self, url: str, body: dict[str, Any]) -> Any:
+        """The endpoint's JSON answer, within ONE deadline of `timeout_s` for the whole exchange
+        (httpx's timeouts are per socket read: a body trickled a byte at a time never trips them),
+        at most `MAX_RESPONSE_BYTES`, its nesting checked before it is parsed."""
+        timeout_s = self.settings.timeout_s
+        started = time.monotonic()
+        deadline = started + timeout_s
+        try:
+            with self._client.stream("POST", url, json=body) as response:
+                size, parts = 0, []
+                for part in response.iter_bytes():
+                    size += len(part)
+                    if size > MAX_RESPONSE_BYTES:
+                        raise RetrieverError(f"{self.name}: the answer is over {MAX_RESPONSE_BYTES:,} bytes")
+                    if time.monotonic() > deadline:
+                        raise RetrieverError(f"{self.name}: no whole answer within [retriever] timeout_s = {timeout_s:g} s")
+                    parts.append(part)
+        except httpx.HTTPError as exc:
+            raise RetrieverError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
+        raw = b"".join(parts)
+        if response.status_code >= 400:
+            raise RetrieverError(f"{self.name} answered {response.status_code}: {raw[:200].decode('utf-8', 'replace')}")
+        try:
+            return load_json(raw)
+        except ValueError as exc:
+            raise RetrieverError(f"{self.name} answered with something that is not usable JSON ({exc}): {raw[:200]!r}") from None
 
     def close(self) -> None:
         self._client.close()

@@ -31,6 +31,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from querywise.config import ServerSettings
 from querywise.execute import PlanResult
@@ -305,9 +306,14 @@ def create_app(deployment: QueryWise, *, authenticator: Authenticator | None, se
     app.state.served = _Served(deployment, metrics, frozenset(deployment.settings.access.fields), jobs, server.jobs_scope, threads)
     app.router.add_event_handler("shutdown", jobs.close)
     app.router.add_event_handler("shutdown", threads.shutdown)
-    app.state.guard = Guard(authenticator, server.rate_limit, storage=server.rate_limit_storage, insecure_scopes=frozenset({server.jobs_scope}))
+    if authenticator is None and "*" in server.allowed_hosts:
+        raise ValueError("--insecure-no-auth with [server] allowed_hosts = ['*']: any web page could reach the service through DNS rebinding")
+    app.state.guard = Guard(authenticator, server.rate_limit, storage=server.rate_limit_storage, insecure_scopes=frozenset({server.jobs_scope}),
+                            failure_limit=server.auth_failure_limit)
     workbench.install(app, deployment, jobs, server.labels_file, server.jobs_scope)
 
     app.add_middleware(Timed, metrics=metrics)
     app.add_middleware(BodyLimit, limit=server.max_body_bytes)
+    # Outermost: a request for another Host (DNS rebinding) is 400 before anything reads it.
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=server.allowed_hosts, www_redirect=False)
     return app

@@ -12,8 +12,11 @@ Two ways in (`[server] auth`):
   that header's value with the shared secret). An unsigned, tampered or expired header is refused.
 
 Anything else is `AuthError` (the service answers 401): a request without valid credentials never
-gets a plan with empty access. A session value that is not a non-empty string, or a required
-access key missing from the claims, is refused too.
+gets a plan with empty access. A session value that is not a non-empty string, a required access
+key missing from the claims, a gateway session key the deployment does not know, and a JWT claim
+that reads like an access key without being one ("Market", "market ", a Cyrillic look-alike:
+`understand.access.near_misses`) are refused too. A caller without `sub` is its own subject (the
+credential, hashed), never one shared "anonymous".
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import binascii
 import hashlib
 import hmac
 import json
+import math
 import os
 import time
 from collections.abc import Mapping
@@ -31,6 +35,7 @@ from dataclasses import dataclass, field
 import jwt
 
 from querywise.config import AccessSettings, ServerSettings
+from querywise.understand.access import near_misses
 
 __all__ = ["AuthError", "Authenticator", "Principal", "sign_gateway_session"]
 
@@ -96,9 +101,9 @@ class Authenticator:
             )
         except jwt.ExpiredSignatureError:
             raise AuthError("token expired") from None
-        except jwt.InvalidTokenError as exc:
+        except jwt.PyJWTError as exc:  # InvalidKeyError too: an ES256 token checked with an RSA key is a bad token, not a fault
             raise AuthError(f"invalid token: {exc}") from None
-        return str(claims.get("sub") or "anonymous"), claims
+        return _subject(claims.get("sub"), token.strip()), claims
 
     def _gateway(self, headers: Mapping[str, str]) -> tuple[str, Mapping[str, object], object]:
         s = self.server
@@ -113,13 +118,24 @@ class Authenticator:
             body = json.loads(base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)))
         except (ValueError, binascii.Error):
             raise AuthError("gateway session header: not base64url JSON") from None
-        if not isinstance(body, dict) or not isinstance(body.get("session"), dict) or not isinstance(body.get("exp"), int | float):
+        exp = body.get("exp") if isinstance(body, dict) else None
+        # json reads NaN and Infinity: an exp that never compares as past would never expire
+        if not isinstance(body, dict) or not isinstance(body.get("session"), dict) or not _finite(exp):
             raise AuthError('gateway session header: expected {"session": {...}, "exp": unix seconds}')
         if body["exp"] + s.jwt_leeway_s < time.time():
             raise AuthError("gateway session header expired")
-        return str(body.get("sub") or "gateway"), body["session"], body.get("scope")
+        session = body["session"]
+        # The header carries a session and nothing else: a key the deployment does not know is refused, not skipped
+        if unknown := sorted(k for k in session if k not in self.access.fields):
+            raise AuthError(f"gateway session: unknown key(s) {', '.join(map(repr, unknown))} (keys are matched exactly)")
+        return _subject(body.get("sub"), value), session, body.get("scope")
 
     def _session(self, claims: Mapping[str, object]) -> dict[str, str]:
+        # A claim that only nearly names an access key ("Family", a Cyrillic look-alike, a trailing
+        # space) is refused: skipped as unknown, it would drop an optional field's constraint.
+        if near := near_misses(claims, self.access):
+            raise AuthError(f"credentials carry {', '.join(map(repr, near))}, which is not an access key but reads like one "
+                            f"(keys are matched exactly: {', '.join(self.access.fields)})")
         session: dict[str, str] = {}
         for key in self.access.fields:
             value = claims.get(key)
@@ -131,6 +147,18 @@ class Authenticator:
                 raise AuthError(f"credentials' {key!r} must be a non-empty string")
             session[key] = value
         return session
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _subject(sub: object, credential: str) -> str:
+    """Who the caller is, for rate limits and job ownership: the `sub` claim, else the credential
+    itself (hashed), so that callers without `sub` never share one bucket or one owner."""
+    if isinstance(sub, str) and sub.strip():
+        return sub
+    return "credential:" + hashlib.sha256(credential.encode("utf-8")).hexdigest()[:24]
 
 
 def _scopes(value: object) -> frozenset[str]:

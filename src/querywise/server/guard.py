@@ -14,7 +14,7 @@ import time
 from typing import Annotated
 
 from fastapi import Depends, Request
-from limits import parse_many
+from limits import RateLimitItem, parse_many
 from limits.storage import storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
@@ -38,7 +38,7 @@ class Guard:
     """The authenticator and the per-subject rate limits."""
 
     def __init__(self, authenticator: Authenticator | None, rate_limit: str | None, *, storage: str = "memory://",
-                 insecure_scopes: frozenset[str] = frozenset()) -> None:
+                 insecure_scopes: frozenset[str] = frozenset(), failure_limit: str | None = None) -> None:
         self.authenticator = authenticator
         # With authentication off (`--insecure-no-auth`, a laptop) the one caller holds these grants
         # (the jobs scope: whoever reaches the port can do everything anyway); its session stays empty.
@@ -46,15 +46,29 @@ class Guard:
         # memory:// is per worker process (docs/service.md); a shared store holds across replicas
         self.limiter = MovingWindowRateLimiter(storage_from_string(storage))
         self.limits = parse_many(rate_limit) if rate_limit else []
+        # Failed authentications, per client address (there is no subject to count them by).
+        self.failure_limits = parse_many(failure_limit) if failure_limit else []
 
     def principal(self, request: Request) -> Principal:
-        who = self.identify(request)
-        for item in self.limits:
-            if not self.limiter.hit(item, "subject", who.subject):
-                reset = self.limiter.get_window_stats(item, "subject", who.subject).reset_time
-                raise RefusedError(429, "rate_limited", f"over {item} for this client ([server] rate_limit)",
-                                   {"Retry-After": str(max(1, int(reset - time.time() + 0.999)))})
+        try:
+            who = self.identify(request)
+        except RefusedError as exc:
+            # Failed authentications are counted per address and answered 429 past the limit. Valid
+            # credentials from the same address still pass: behind a proxy every client shares one.
+            if exc.status == 401:
+                address = request.client.host if request.client is not None else "unknown"
+                self._within(self.failure_limits, "failed", address, "auth_failure_limit")
+            raise
+        self._within(self.limits, "subject", who.subject, "rate_limit")
         return who
+
+    def _within(self, limits: list[RateLimitItem], kind: str, key: str, setting: str) -> None:
+        """429 when this request puts `key` over one of `limits`."""
+        for item in limits:
+            if not self.limiter.hit(item, kind, key):
+                reset = self.limiter.get_window_stats(item, kind, key).reset_time
+                raise RefusedError(429, "rate_limited", f"over {item} for this client ([server] {setting})",
+                                   {"Retry-After": str(max(1, int(reset - time.time() + 0.999)))})
 
     def identify(self, request: Request) -> Principal:
         """The caller, not counted against its rate limit; 401 without valid credentials."""

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any, Literal
 
 from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -30,7 +31,7 @@ from querywise.triage.buckets import QUERY_BUCKETS, Bucket, TriageCase, classify
 from querywise.triage.failures import QueryDefectKind, TriageInputError
 from querywise.triage.report import SampleInfo, TriageReport, build_report
 
-__all__ = ["Agreement", "Label", "LabelStore", "detectors_bucket", "load_labels", "read_labels", "relabel"]
+__all__ = ["Agreement", "Label", "LabelError", "LabelStore", "detectors_bucket", "load_labels", "read_labels", "relabel"]
 
 
 class Label(BaseModel):
@@ -51,18 +52,36 @@ class Label(BaseModel):
         return self
 
 
-def read_labels(path: Path | str) -> dict[str, Label]:
-    """The labels of a file by case id (a later row of an id wins); a bad row names its line."""
+def read_labels(path: Path | str, *, problems: list[str] | None = None) -> dict[str, Label]:
+    """The labels of a file by case id (a later row of an id wins); a bad row names its line
+    (`TriageInputError`; given `problems`, the row is skipped and its error appended there)."""
     out: dict[str, Label] = {}
-    for line, rec in read_jsonl(path, error=TriageInputError):
+    rows = read_jsonl(path, error=TriageInputError) if problems is None else _rows_or_problems(Path(path), problems)
+    for line, rec in rows:
         try:
             label = Label.model_validate(rec)
         except ValidationError as exc:
             first = exc.errors()[0]
             given = f", got {first['input']!r}" if first["loc"] else ""
-            raise TriageInputError(path, line, f"{'.'.join(str(p) for p in first['loc']) or 'row'}: {first['msg']}{given}") from None
+            error = TriageInputError(path, line, f"{'.'.join(str(p) for p in first['loc']) or 'row'}: {first['msg']}{given}")
+            if problems is None:
+                raise error from None
+            problems.append(str(error))
+            continue
         out[label.id] = label
     return out
+
+
+def _rows_or_problems(path: Path, problems: list[str]) -> Iterator[tuple[int, Any]]:
+    """The JSON rows of `path` by line; a line that is not JSON goes to `problems`, not up."""
+    with path.open("rb") as fh:
+        for line, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                yield line, json.loads(raw)
+            except ValueError as exc:  # not JSON, not UTF-8
+                problems.append(str(TriageInputError(path, line, f"not JSON: {exc}")))
 
 
 def load_labels(path: Path | str) -> dict[str, QueryDefectKind]:
@@ -71,35 +90,63 @@ def load_labels(path: Path | str) -> dict[str, QueryDefectKind]:
     return {i: lab.label for i, lab in read_labels(path).items() if lab.label is not None}
 
 
+class LabelError(Exception):
+    """A change to the labels file that cannot be made: another's label (`why` "owner"), rows to
+    mend first ("bad_rows"), a file that cannot be written ("unwritable"); the message says which."""
+
+    def __init__(self, why: Literal["owner", "bad_rows", "unwritable"], detail: str) -> None:
+        super().__init__(detail)
+        self.why = why
+
+
 class LabelStore:
-    """The labels file of a workbench: read at any time, saved one change at a time."""
+    """The labels file of a workbench: read at any time, saved one change at a time.
+
+    A label belongs to whoever said it (`Label.by`): another labeller can neither replace nor
+    remove it. A bad row does not stop the pages (`problems` names it); a change is refused
+    until it is mended, since writing the file would drop it. A symlinked file is written
+    through its link (the link stays)."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self._lock = FileLock(str(self.path) + ".lock")
+        self.problems: list[str] = []  # the bad rows of the last read
 
     def all(self) -> dict[str, Label]:
         if not self.path.exists():
+            self.problems = []
             return {}
-        return read_labels(self.path)
+        problems: list[str] = []
+        labels = read_labels(self.path, problems=problems)
+        self.problems = problems
+        return labels
 
     def save(self, label: Label) -> dict[str, Label]:
-        """Add or replace the label of `label.id`; every label after the save."""
-        return self._change(label.id, label)
+        """Add or replace the label of `label.id` (`LabelError` if another labeller's); every label after the save."""
+        return self._change(label.id, label, label.by)
 
-    def remove(self, case_id: str) -> dict[str, Label]:
-        """Forget what was said about `case_id`; every label after."""
-        return self._change(case_id, None)
+    def remove(self, case_id: str, by: str) -> dict[str, Label]:
+        """Forget what `by` said about `case_id` (`LabelError` if another labeller said it); every label after."""
+        return self._change(case_id, None, by)
 
-    def _change(self, case_id: str, label: Label | None) -> dict[str, Label]:
-        with self._lock:  # read, change, write as one step for every thread and process
-            labels = self.all()
-            labels.pop(case_id, None)
-            if label is not None:
-                labels[case_id] = label
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(self.path, [json.dumps(v.model_dump(mode="json", exclude_none=True)) + "\n" for v in labels.values()])
-            return labels
+    def _change(self, case_id: str, label: Label | None, by: str) -> dict[str, Label]:
+        try:
+            with self._lock:  # read, change, write as one step for every thread and process
+                labels = self.all()
+                if self.problems:
+                    raise LabelError("bad_rows", f"the labels file has rows to mend first (saving would drop them): {self.problems[0]}")
+                said = labels.get(case_id)
+                if said is not None and said.by != by:
+                    raise LabelError("owner", f"the label of {case_id!r} is {said.by or 'someone else'}'s: only they can change it")
+                labels.pop(case_id, None)
+                if label is not None:
+                    labels[case_id] = label
+                target = self.path.resolve()  # through a symlink: replacing the link would cut it from its file
+                target.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(target, [json.dumps(v.model_dump(mode="json", exclude_none=True)) + "\n" for v in labels.values()])
+                return labels
+        except OSError as exc:  # the file, its folder or its lock
+            raise LabelError("unwritable", f"the labels file {self.path} cannot be written: {exc.strerror or exc}") from None
 
 
 def detectors_bucket(case: TriageCase, *, k: int, context_k: int) -> tuple[Bucket, str]:

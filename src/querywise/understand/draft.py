@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import ClassVar, Protocol
 
@@ -26,8 +26,9 @@ from querywise.text import PartNumbers
 from querywise.understand.llm_plan import PlanOutcome
 from querywise.understand.routing.lookup import RouteLookup
 from querywise.understand.routing.route import RouteDecision, Router
-from querywise.understand.spelling import SpellChecker, Spelling
+from querywise.understand.spelling import Spelling
 from querywise.understand.tier import LLMTier
+from querywise.understand.visible import SessionSpeller, Speller, Visible, catalog_view
 
 __all__ = ["Draft", "Have", "LLMState", "Move", "Resources", "Spelled"]
 
@@ -59,10 +60,21 @@ class Resources:
     embedder: Embedder
     router: Router
     catalog: Catalog | None = None
-    speller: SpellChecker | None = None  # from the index's vocabulary: spelling and exact lookup
+    speller: Speller | None = None  # from the index's vocabulary: spelling and exact lookup
     tier: LLMTier | None = None
     part_numbers: PartNumbers = field(default_factory=lambda: PartNumbers(()))  # what the deployment calls one
     lookups: Mapping[str, RouteLookup] = field(default_factory=dict)  # what routes answer from, by name ([routing.routes] lookup)
+    # Whether a chunk an access filter lets through holds a word (the index's `holds`); None: a
+    # session with access constraints is offered no correction, candidate or identifier
+    visible: Visible | None = None
+
+    def seen_by(self, access: Where) -> Resources:
+        """These resources as a session with `access` may see them: its catalog entries, and the
+        index's words and identifiers only where its chunks hold them (`understand.visible`)."""
+        if not access:
+            return self
+        return replace(self, catalog=catalog_view(self.catalog, access) if self.catalog is not None else None,
+                       speller=SessionSpeller(self.speller, access, self.visible) if self.speller is not None else None)
 
     @property
     def have(self) -> Have:

@@ -39,12 +39,15 @@ works: see `querywise.QueryWise.ask`.
 from __future__ import annotations
 
 import datetime as dt
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from querywise.catalog import Catalog
 from querywise.clock import ms_since
+from querywise.conditions import Where
 from querywise.config import LLM_MOVES, Settings
 from querywise.conversation import Turn
 from querywise.embed import Embedder, embedder_for, for_queries
@@ -75,6 +78,7 @@ from querywise.understand.routing.route import Router, load_examples
 from querywise.understand.slices import message_slices
 from querywise.understand.spelling import SpellChecker, query_log_counts
 from querywise.understand.tier import LLMTier
+from querywise.understand.visible import Visible
 
 __all__ = ["MOVES", "Understander", "unable"]
 
@@ -85,6 +89,7 @@ MOVES: tuple[type[Move], ...] = (
 )
 _OFF = "turned off in [understanding] moves"
 _LLM_SWITCHES = frozenset(LLM_MOVES)  # an LLM move that is off leaves no step
+_SEEN = 256  # accesses whose view of the deployment is kept (a catalog view builds its matcher once)
 
 
 def _logged_messages(path: Path) -> Iterator[str]:
@@ -115,9 +120,12 @@ class Understander:
     def __init__(
         self, settings: Settings, *, embedder: Embedder | None = None, lexicon: Lexicon | None = None, provider: Provider | None = None,
         lookups: Mapping[str, RouteLookup] | None = None,
+        visible: Visible | None = None,
     ) -> None:
         """`provider` overrides the `[llm]` provider of the settings (tests, demos, benchmarks);
-        `lookups`: what routes answer from, by the name `[routing.routes] lookup` gives."""
+        `lookups`: what routes answer from, by the name `[routing.routes] lookup` gives.
+        `visible` (the index's `holds`) says whether a session's chunks hold a word: without it, a
+        session with access constraints is offered no spelling correction and no identifier."""
         self.settings = settings
         self.embedder = embedder if embedder is not None else for_queries(embedder_for(settings))
         router_embedder = self.embedder
@@ -140,8 +148,11 @@ class Understander:
             provider = provider_from(settings.llm)
         self.tier = LLMTier(settings, provider) if provider is not None else None
         self.resources = Resources(settings, self.embedder, self.router, catalog=self.catalog, speller=self.speller, tier=self.tier,
-                                   part_numbers=self.part_numbers, lookups=dict(lookups or {}))
-        self.moves: tuple[Move, ...] = tuple(m(self.resources) for m in MOVES)  # type: ignore[call-arg]  # every move takes its resources
+                                   part_numbers=self.part_numbers, lookups=dict(lookups or {}), visible=visible)
+        self.moves = self._moves(self.resources)
+        # The moves as each recent access sees the deployment (`Resources.seen_by`): made once per access, not per message
+        self._seen: OrderedDict[str, tuple[Resources, tuple[Move, ...]]] = OrderedDict()
+        self._seen_lock = threading.Lock()
         have = self.resources.have
         self._unable = {m.name: m.requires(have) for m in self.moves}
 
@@ -161,18 +172,19 @@ class Understander:
         turns, `Turn`s may be the assistant's). Pass-through by default: a clear standalone
         message is searched as typed, and every change says why in the trace."""
         message, turns = within_limits(message, history, self.settings.limits)  # [limits]: LimitError over one; oldest turns dropped
+        access = access_from_session(session or {}, self.settings.access)
+        resources, moves = self._seen_by(access)
         if self.tier is not None:
             self.tier.start_request()  # every LLM move of this message shares one deadline
         on = frozenset(self.settings.understanding.moves)
-        off_for = self._off_for_slice(message, turns, on)
+        off_for = self._off_for_slice(message, turns, on, resources.catalog)
         on -= off_for.keys()
         draft = Draft(
-            message=message, history=tuple(turns), session=session or {}, today=today or dt.date.today(), on=on,
-            access=access_from_session(session or {}, self.settings.access),
+            message=message, history=tuple(turns), session=session or {}, today=today or dt.date.today(), on=on, access=access,
             text=message, whole=message, main=PlanQuery(text=message, kind="original"),
         )
         trace: list[TraceStep] = []
-        for move in self.moves:
+        for move in moves:
             if move.switches and not on & move.switches:
                 if sliced := [off_for[s] for s in sorted(move.switches & off_for.keys())]:
                     trace.append(TraceStep(move=move.name, status="skipped", reason=f"turned off for the {sliced[0]} slice ([understanding.off_in])"))
@@ -191,23 +203,44 @@ class Understander:
                 break
         if self.tier is not None:
             self.tier.budget.record_request(used_llm=draft.llm.used or any(s.llm_calls or (s.llm and s.llm.cache == "hit") for s in trace))
-        return self._plan(draft, trace)
+        return self._plan(draft, trace, resources.catalog)
 
-    def _off_for_slice(self, message: str, turns: Sequence[str | Turn], on: frozenset[str]) -> dict[str, str]:
+    @staticmethod
+    def _moves(resources: Resources) -> tuple[Move, ...]:
+        return tuple(m(resources) for m in MOVES)  # type: ignore[call-arg]  # every move takes its resources
+
+    def _seen_by(self, access: Where) -> tuple[Resources, tuple[Move, ...]]:
+        """The resources and moves of a session with `access` (the deployment's own without access)."""
+        if not access:
+            return self.resources, self.moves
+        key = access.model_dump_json()
+        with self._seen_lock:
+            if (seen := self._seen.get(key)) is not None:
+                self._seen.move_to_end(key)
+                return seen
+        resources = self.resources.seen_by(access)
+        seen = resources, self._moves(resources)
+        with self._seen_lock:
+            self._seen[key] = seen
+            while len(self._seen) > _SEEN:
+                self._seen.popitem(last=False)
+        return seen
+
+    def _off_for_slice(self, message: str, turns: Sequence[str | Turn], on: frozenset[str], catalog: Catalog | None) -> dict[str, str]:
         """Each switch that is on but `[understanding.off_in]` turns off for a slice this message is in, with that slice."""
         off_in = self.settings.understanding.off_in
         if not off_in.keys() & on:
             return {}
-        slices = message_slices(message, turns, catalog=self.catalog)
+        slices = message_slices(message, turns, catalog=catalog)
         return {switch: hit[0] for switch, where in off_in.items() if switch in on and (hit := [s for s in where if s in slices])}
 
-    def _plan(self, draft: Draft, trace: list[TraceStep]) -> QueryPlan:
+    def _plan(self, draft: Draft, trace: list[TraceStep], catalog: Catalog | None) -> QueryPlan:
         left = list(draft.left)
         if draft.unsearched is not None:
             return QueryPlan(message=draft.message, route=draft.route, access=draft.access, action=draft.action, trace=trace, left=left,
                              unsearched=draft.unsearched)
         # Documents without a filter's field: the [filters] policy, executed by the engine.
-        filters, inferred = (with_missing_policy(w, self.settings.filters, self.catalog) for w in (draft.filters, draft.inferred))
+        filters, inferred = (with_missing_policy(w, self.settings.filters, catalog) for w in (draft.filters, draft.inferred))
         return QueryPlan(
             message=draft.message, route=draft.route, queries=draft.queries, filters=filters, inferred_filters=inferred,
             access=draft.access, action=draft.action, trace=trace, left=left, readings=draft.readings,

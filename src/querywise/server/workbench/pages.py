@@ -30,7 +30,7 @@ from querywise.triage import BUCKETS, REPAIR, Bucket, ChunkTable, TriageReport
 from querywise.triage.buckets import QUERY_BUCKETS
 from querywise.triage.failures import QUERY_DEFECT_KINDS, QueryDefectKind
 from querywise.triage.html import bucket_chart, triage_html
-from querywise.triage.labels import Agreement, Label, LabelStore, relabel
+from querywise.triage.labels import Agreement, Label, LabelError, LabelStore, relabel
 
 __all__ = ["Workbench", "install"]
 
@@ -115,7 +115,19 @@ class _SignIn(BaseModel):
 
 @router.get("/ui/signin", response_class=HTMLResponse)
 async def signin_page(request: Request, next: str = "/") -> HTMLResponse:
-    return _page(request, "signin.html", None, next=next if next.startswith("/") and not next.startswith("//") else "/")
+    return _page(request, "signin.html", None, next=local_path(next))
+
+
+# A path on this origin: printable ASCII without a backslash (browsers read "\\" as "/"), not
+# "//" (another host). Whitespace and control characters are refused, not stripped: browsers drop
+# a TAB or a newline inside a URL, so "/\t/evil.example" would become "//evil.example".
+_LOCAL_PATH = re.compile(r"/(?!/)[\x21-\x5b\x5d-\x7e]*")
+_ENCODED_TRICK = re.compile(r"%(?:5c|2f|[01][0-9a-f]|7f|20)", re.IGNORECASE)  # still encoded: a later decode must not make one
+
+
+def local_path(next: str) -> str:
+    """`next` when it is a path of this origin, else "/" (the redirect after sign-in)."""
+    return next if _LOCAL_PATH.fullmatch(next) and not _ENCODED_TRICK.search(next) else "/"
 
 
 @router.post("/ui/signin")
@@ -269,7 +281,10 @@ def save_label(request: Request, job_id: str, body: _LabelBody, who: Viewer, ben
         label = Label(id=body.case_id, label=body.label, bucket=body.bucket, note=body.note.strip(), by=who.subject)
     except ValidationError as exc:
         raise RefusedError(422, "invalid_request", exc.errors()[0]["msg"]) from None
-    bench.labels.save(label)
+    try:
+        bench.labels.save(label)
+    except LabelError as exc:
+        raise _refused(exc) from None
     return _summary(bench, job, body.case_id)
 
 
@@ -277,8 +292,18 @@ def save_label(request: Request, job_id: str, body: _LabelBody, who: Viewer, ben
 def remove_label(request: Request, job_id: str, case_id: str, who: Viewer, bench: Bench) -> JSONResponse:
     _require_ui(who, bench)
     job = _job(bench, who, job_id, "triage")
-    bench.labels.remove(case_id)
+    if job.result is None or all(c.get("id") != case_id for c in job.result.get("cases", [])):
+        raise RefusedError(404, "not_found", f"no case {case_id!r} in {job.id}")
+    try:
+        bench.labels.remove(case_id, who.subject)
+    except LabelError as exc:
+        raise _refused(exc) from None
     return _summary(bench, job, case_id)
+
+
+def _refused(exc: LabelError) -> RefusedError:
+    status, error = {"owner": (403, "forbidden"), "bad_rows": (409, "conflict"), "unwritable": (503, "unavailable")}[exc.why]
+    return RefusedError(status, error, str(exc))
 
 
 def _summary(bench: Workbench, job: Job, case_id: str) -> JSONResponse:
