@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -110,20 +111,28 @@ def tune_cmd(
             result = tune(loaded, deployment, wanted, folds=folds, on_case=phase(f"searching {lists}", sum(1 for c in loaded if c.relevant)))
     except ValueError as exc:
         raise fail(str(exc)) from None
+    _show(result, _render, as_json)
+    if write_config is not None:
+        chosen = as_index_settings(result.chosen, sentences=sentences)
+        keys = ", ".join(f"{k} = {json.dumps(v)}" for k, v in chosen.items())
+        _write_copy(config, write_config, {"index": chosen}, f"[index] {keys} ({result.chosen.label})", index)
+
+
+def _show(result: TuneResult | MovesTuneResult, render: Callable[[Any], None], as_json: bool) -> None:
     if as_json:
         sys.stdout.write(result.model_dump_json() + "\n")
     else:
-        _render(result)
-    if write_config is not None:
-        chosen = as_index_settings(result.chosen, sentences=sentences)
-        try:
-            write_settings_file(config, write_config, {"index": chosen})
-        except ConfigError as exc:
-            raise fail(str(exc)) from None
-        keys = ", ".join(f"{k} = {json.dumps(v)}" for k, v in chosen.items())
-        err.print(f"wrote {esc(write_config)}: \\[index] {keys} "
-                  f"({esc(result.chosen.label)}); evaluate it with `querywise eval CASES -i {esc(index)} --config {esc(write_config)}`",
-                  highlight=False, soft_wrap=True)
+        render(result)
+
+
+def _write_copy(config: Path | None, target: Path, changes: dict[str, dict[str, object]], what: str, index: Path) -> None:
+    """`config` (or an empty one) written to `target` with `changes`, and a line saying so."""
+    try:
+        write_settings_file(config, target, changes)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+    err.print(f"wrote {esc(target)}: {esc(what)}; evaluate it with `querywise eval CASES -i {esc(index)} --config {esc(target)}`",
+              highlight=False, soft_wrap=True)
 
 
 def _tune_moves(cases: list[Case], ix: Index, settings: Settings, config: Path | None, metric: Metric, *, folds: int, mode: Mode,
@@ -136,14 +145,7 @@ def _tune_moves(cases: list[Case], ix: Index, settings: Settings, config: Path |
                                 on_case=phase(f"asking each case with every move, then without each of {arms - 1}", judged * (arms + 1)))
     except ValueError as exc:
         raise fail(str(exc)) from None
-    if as_json:
-        sys.stdout.write(result.model_dump_json() + "\n")
-    else:
-        _render_moves(result)
+    _show(result, _render_moves, as_json)
     if write_config is not None:
-        try:
-            write_settings_file(config, write_config, {"understanding": {"off_in": {m: list(s) for m, s in result.chosen.items()}}})
-        except ConfigError as exc:
-            raise fail(str(exc)) from None
-        err.print(f"wrote {esc(write_config)}: \\[understanding.off_in] {esc(json.dumps(result.chosen))}; "
-                  f"evaluate it with `querywise eval CASES -i INDEX --config {esc(write_config)}`", highlight=False, soft_wrap=True)
+        _write_copy(config, write_config, {"understanding": {"off_in": {m: list(s) for m, s in result.chosen.items()}}},
+                    f"[understanding.off_in] {json.dumps(result.chosen)}", ix.root)
