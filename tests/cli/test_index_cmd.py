@@ -33,6 +33,7 @@ class WindowedHashEmbedder(HashEmbedder):
 def windowed(monkeypatch: pytest.MonkeyPatch) -> WindowedHashEmbedder:
     import querywise.embed
     import querywise.index.store
+    import querywise.index.writing
     import querywise.understand.pipeline
 
     embedder = WindowedHashEmbedder()
@@ -40,7 +41,7 @@ def windowed(monkeypatch: pytest.MonkeyPatch) -> WindowedHashEmbedder:
     def fake(settings: Settings, **_: Any) -> WindowedHashEmbedder:
         return embedder
 
-    for module in (querywise.embed, querywise.index.store, querywise.understand.pipeline):
+    for module in (querywise.embed, querywise.index.store, querywise.index.writing, querywise.understand.pipeline):
         monkeypatch.setattr(module, "embedder_for", fake)
     return embedder
 

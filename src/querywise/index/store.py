@@ -1,4 +1,4 @@
-"""The persistent index folder: build it atomically, open it, search it.
+"""The persistent index folder: open it, search it, update it (`writing.build_index` builds it).
 
 Layout of DIR:
 
@@ -39,10 +39,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import threading
-import time
-import uuid
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -55,51 +52,30 @@ from querywise.conditions import Where
 from querywise.config import Settings
 from querywise.corpus import Chunk, document_of
 from querywise.deployment_check import FieldPresence, field_root, payload_field_counts
-from querywise.embed import Embedder, count_over_window, embedder_for, for_queries
-from querywise.files import fsync_dir
-from querywise.index.analysis import analyse
+from querywise.embed import Embedder, embedder_for, for_queries
 from querywise.index.builds import (
     FORMAT_VERSION,
     Manifest,
     build_folder,
-    build_lock,
     check_embedder,
     check_files,
-    claim,
-    clear_stale,
-    current_id,
     hold,
-    point_current,
-    prune,
     read_current,
     rollback,
-    write_manifest,
 )
-from querywise.index.engine import EdgeEngine, Engine, EngineHit, EnginePoint, EngineQuery, Mode
+from querywise.index.engine import EdgeEngine, Engine, EngineHit, EngineQuery, Mode
 from querywise.index.errors import IndexStoreError, damaged
-from querywise.index.integrity import BlockDigest, FileSum, digest_bytes, seal
+from querywise.index.integrity import BlockDigest, FileSum, digest_bytes
 from querywise.index.lexical import Lexicon
-from querywise.index.points import (
-    IdentifierTexts,
-    SearchTexts,
-    check_storable,
-    check_vectors,
-    chunk_sentences,
-    graph_fields,
-    payload_index_kinds,
-    sentence_vectors,
-)
-from querywise.index.server import ServerEngine, collection_of, connect, drop_collection
-from querywise.index.update import ChunkIds, Update, update_index
+from querywise.index.server import ServerEngine, collection_of, connect
+from querywise.index.update import Update, update_index
 from querywise.text import IDENTIFIER_KEYS, analyze, words
 
 if TYPE_CHECKING:  # imported at run time only when a server is used
     from qdrant_client import QdrantClient
 
-__all__ = ["FORMAT_VERSION", "FileSum", "Hit", "Index", "IndexStoreError", "Manifest", "Progress", "build_index", "rollback"]
+__all__ = ["FORMAT_VERSION", "FileSum", "Hit", "Index", "IndexStoreError", "Manifest", "Progress", "rollback"]
 
-_BATCH = 512
-_EMBED_SLICE = 4096  # texts embedded, then written, at a time
 _OPEN_ATTEMPTS = 5
 _HOLDS_SCAN = 64  # chunks read for a word by `Index.holds`
 
@@ -108,10 +84,6 @@ class Progress(Protocol):
     """Starts a phase of `total` steps (None if unknown) and returns its advance callback."""
 
     def __call__(self, phase: str, total: int | None, /) -> Callable[[int], None]: ...
-
-
-def _quiet(phase: str, total: int | None) -> Callable[[int], None]:
-    return lambda n: None
 
 
 class Hit(BaseModel):
@@ -130,140 +102,6 @@ class Hit(BaseModel):
     def doc_id(self) -> str:
         """The document the hit's chunk is from (`corpus.document_of`)."""
         return document_of(self.id, self.payload)
-
-
-def build_index(
-    chunks: Sequence[Chunk],
-    path: Path | str,
-    *,
-    settings: Settings | None = None,
-    embedder: Embedder | None = None,
-    client: QdrantClient | None = None,  # for engine = "server"
-    progress: Progress = _quiet,
-) -> Index:
-    """Build an index of `chunks` in folder `path`, atomically replacing any previous build.
-
-    Payload values that cannot be stored (NaN, infinity, non-JSON) are refused before anything
-    is written. The same chunks give the same index: the same term ids, points and rankings.
-
-    >>> index = build_index(load_corpus("docs/"), "my-index")  # doctest: +SKIP
-    """
-    settings = settings or Settings()
-    root = Path(path)
-    if not chunks:
-        raise IndexStoreError("nothing to index")
-    check_storable(chunks)
-    claim(root)
-    (root / "builds").mkdir(parents=True, exist_ok=True)
-    started = time.time()
-    s = settings.index
-    with build_lock(root):
-        clear_stale(root)
-        previous = current_id(root)
-        build_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-        embedder = embedder or embedder_for(settings)
-        kinds = payload_index_kinds(chunks, s.payload_indexes)
-        linked = graph_fields(kinds, settings)
-        texts = SearchTexts(chunks)
-        analysis = analyse(texts, identify=IdentifierTexts(chunks), workers=s.build_workers,
-                           on_progress=progress("analysing", len(chunks)))
-        tmp = root / "builds" / f".tmp-{build_id}"
-        tmp.mkdir()
-        engine: Engine | None = None
-        try:
-            if s.engine == "edge":
-                engine = EdgeEngine.create(tmp / "shard", dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct,
-                                           payload_graphs=s.filtered_search == "graph", n_points=len(chunks),
-                                           segment_points=s.segment_chunks, sentences=s.sentence_vectors)
-            else:
-                client = client or connect(s.server_url or ":memory:")
-                engine = ServerEngine.create(
-                    client, s.collection, build_id, dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct,
-                    shards=s.shards, replicas=s.replicas, payload_graphs=s.filtered_search == "graph", sentences=s.sentence_vectors,
-                )
-            for field, kind in kinds.items():
-                engine.create_payload_index(field, kind, graph=field in linked)
-            # Vectors are embedded (or read from the embedding cache) a slice at a time and written
-            # with it: none outlives its slice.
-            # With sentence vectors, the bar counts the sentences embedded as well as the chunks.
-            n_sentences = sum(len(chunk_sentences(c)) for c in chunks) if s.sentence_vectors else 0
-            advance = progress("embedding and indexing", len(chunks) + n_sentences)
-            over: list[int] = []
-            with open(tmp / "chunks.jsonl", "w", encoding="utf-8") as fh:
-                for start in range(0, len(chunks), _EMBED_SLICE):
-                    stop = min(start + _EMBED_SLICE, len(chunks))
-                    sliced = texts[start:stop]
-                    if (counted := count_over_window(embedder, sliced)) is not None:
-                        over = [over[0] + counted[0] if over else counted[0], counted[1]]
-                    vectors = np.asarray(embedder.embed(sliced, on_progress=advance), dtype=np.float32)
-                    check_vectors(vectors, chunks[start:stop], embedder)
-                    sparse = analysis.vectors(start, stop, k1=s.k1, b=s.b)
-                    sentences = sentence_vectors(chunks[start:stop], embedder, on_progress=advance) if s.sentence_vectors else None
-                    for at in range(start, stop, _BATCH):
-                        batch = []
-                        for i in range(at, min(at + _BATCH, stop)):
-                            c = chunks[i]
-                            fh.write(c.model_dump_json() + "\n")
-                            # The engine also keeps the chunk's identifiers, one form each, for exact lookups:
-                            # those of its text and of its metadata (a product page's part numbers).
-                            payload = {**c.payload, "id": c.id, "text": c.text, "title": c.title, IDENTIFIER_KEYS: analysis.keys[i]}
-                            batch.append(EnginePoint(i, vectors[i - start], sparse[i - start], payload,
-                                                     sentences=None if sentences is None else sentences[i - start].tolist()))
-                        engine.upsert(batch)
-            (tmp / "ids.json").write_text(ChunkIds.of(chunks).model_dump_json(), encoding="utf-8")
-            lexicon = analysis.lexicon
-            del analysis
-            progress("building HNSW graph", None)
-            if s.engine == "edge":
-                engine.finish()
-            (tmp / "lexicon.json").write_bytes(lexicon.dumps())
-            engine.close()
-            if s.engine == "edge":
-                # Qdrant completes its files on the first load (edge_config.json gains defaults,
-                # tracker journals are applied); load once so that what is sealed is what readers find.
-                EdgeEngine.open(tmp / "shard").close()
-            files = seal(tmp)
-            manifest = Manifest(
-                build_id=build_id,
-                created=time.time(),
-                n_chunks=len(chunks),
-                embedder=embedder.model_id,
-                dim=embedder.dim,
-                engine=s.engine,
-                collection=s.collection if s.engine == "server" else None,
-                server_url=s.server_url if s.engine == "server" else None,
-                k1=s.k1,
-                b=s.b,
-                hnsw_m=s.hnsw_m,
-                hnsw_ef_construct=s.hnsw_ef_construct,
-                payload_indexes=kinds,
-                payload_graphs=s.filtered_search == "graph",
-                graph_fields=linked if s.filtered_search == "graph" else None,
-                field_counts=payload_field_counts(c.payload for c in chunks),
-                build_seconds=round(time.time() - started, 3),
-                n_over_window=over[0] if over else None,
-                n_sentences=n_sentences if s.sentence_vectors else None,
-                embedder_window=over[1] if over else None,
-                files=files,
-            )
-            write_manifest(tmp, manifest)
-        except BaseException:
-            # A clean failure leaves nothing behind (a killed build leaves .tmp-*, removed next time).
-            if engine is not None:
-                with contextlib.suppress(Exception):
-                    engine.close()
-                if isinstance(engine, ServerEngine):
-                    with contextlib.suppress(Exception):
-                        drop_collection(engine.client, engine.collection)
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        os.replace(tmp, root / "builds" / build_id)
-        fsync_dir(root / "builds")
-        if s.engine == "server":
-            engine.finish()  # the alias moves only once the local half is complete
-        point_current(root, build_id)
-        prune(root, [build_id, previous], s.keep_builds, client)
-        return Index.open(root, settings=settings, embedder=embedder, client=client)  # under the lock: this build
 
 
 def _read_fd(fd: int) -> bytes:
