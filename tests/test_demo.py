@@ -113,6 +113,8 @@ def test_a_pointer_with_two_candidates_searches_each_reading(demo_deployment: Qu
     assert texts == ["does the Halden Solace 7 cover water damage?", "does the Corra Tide 4 cover water damage?"]
     step = t.plan.step("follow_up")
     assert step is not None and step.details["candidates"] == ["Halden Solace 7", "Corra Tide 4"]
+    # the default ambiguity costs cover both readings: the generator answers each
+    assert t.plan.action.model_dump() == {"type": "cover", "readings": ["Halden Solace 7", "Corra Tide 4"]}
     assert {"solace-7-warranty-liquid", "tide-4-water-warranty"} <= set(ids(t, 5)), ids(t, 5)
 
 
@@ -122,6 +124,14 @@ def test_which_one_names_both_products(demo_deployment: QueryWise) -> None:
     searched = next(q.text for q in t.plan.queries if q.kind == "standalone")
     assert "Halden Solace 7" in searched and "Corra Tide 4" in searched
     assert {"solace-7-fast-charge", "tide-4-chargers"} <= set(ids(t, 5)), ids(t, 5)
+
+
+def test_an_ellipsis_asks_the_previous_question_of_unopened_earbuds(demo_deployment: QueryWise) -> None:
+    t = demo_deployment.ask("What about unopened ones?", history=["What is the return window for opened earbuds?"], session={"market": "eu"}, k=10, today=TODAY)
+    asked = "What is the return window for unopened earbuds?"
+    assert [q.text for q in t.plan.queries] == [asked]
+    # what the user would have found asking the whole question
+    assert ids(t) == ids(demo_deployment.ask(asked, session={"market": "eu"}, k=10, today=TODAY))
 
 
 def test_an_ellipsis_asks_the_previous_question_of_the_new_product(demo_deployment: QueryWise) -> None:

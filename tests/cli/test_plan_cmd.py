@@ -58,3 +58,38 @@ def test_every_demo_case_plans_as_it_is_asked(demo: tuple[Path, Settings]) -> No
             plan = qw.plan(case["message"], history=case["history"], session=EU)
             asked = qw.ask(case["message"], history=case["history"], session=EU).plan
             assert _planned(plan.model_dump()) == _planned(asked.model_dump()), case["message"]
+
+
+COMPARE = "Compare the Halden Solace 7 and the Corra Tide 4."
+WATER = ["does the Halden Solace 7 cover water damage?", "does the Corra Tide 4 cover water damage?"]
+
+
+def _asking_config(tmp: Path) -> Path:
+    """The demo deployment with asking cheaper than covering ([ambiguity] cost_ask under cost_cover)."""
+    text = demo_file("querywise.toml").read_text(encoding="utf-8")
+    for name in ("catalog.jsonl", "routes.jsonl"):
+        text = text.replace(f'"{name}"', json.dumps(str(demo_file(name))))
+    path = tmp / "asking.toml"
+    path.write_text(text + "\n[ambiguity]\ncost_ask = 3.0\n", encoding="utf-8")
+    return path
+
+
+def test_two_candidates_are_covered_by_default_and_asked_about_when_the_policy_says_so(demo: tuple[Path, Settings], tmp_path: Path) -> None:
+    ix, _ = demo
+    args = ["does it cover water damage?", "--history", COMPARE, "--session", "market=eu", "--json"]
+    covered = json.loads(runner.invoke(cli.app, ["plan", *args, "-c", CONFIG]).stdout)
+    assert covered["action"] == {"type": "cover", "readings": ["Halden Solace 7", "Corra Tide 4"]}
+    asked = runner.invoke(cli.app, ["ask", *args, "-c", str(_asking_config(tmp_path)), "-i", str(ix)])
+    assert asked.exit_code == 0, asked.output
+    plan = json.loads(asked.stdout)["plan"]
+    assert plan["action"]["type"] == "ask" and plan["action"]["options"] == WATER
+    step = next(s for s in plan["trace"] if s["move"] == "ambiguity")
+    assert step["details"]["candidates"] == ["Halden Solace 7", "Corra Tide 4"]
+
+
+def test_the_plan_shows_the_question_and_each_option_to_send_back(tmp_path: Path) -> None:
+    shown = runner.invoke(cli.app, ["plan", "does it cover water damage?", "--history", COMPARE, "--session", "market=eu", "-c", str(_asking_config(tmp_path))],
+                          env={"COLUMNS": "250"})
+    assert shown.exit_code == 0, shown.output
+    assert "ask Which one do you mean: Halden Solace 7 or Corra Tide 4?" in shown.stdout
+    assert all(f"option {o}" in shown.stdout for o in WATER)

@@ -12,8 +12,9 @@ import httpx
 import pytest
 from shop_deployment import shop_settings
 
-from querywise.config import LimitsSettings, ServerSettings, Settings
+from querywise.config import IdentifierRule, LimitsSettings, ServerSettings, Settings, load_settings
 from querywise.corpus import Chunk
+from querywise.demo import demo_corpus, demo_file
 from querywise.index import Index, build_index
 from querywise.server import Authenticator, create_app, running, sign_gateway_session
 from querywise.service import QueryWise
@@ -206,3 +207,23 @@ def test_filter_values_no_engine_can_hold_are_422(service: str, token: Callable[
         body = '{"text": "warranty", "filters": {"conditions": [' + condition + ']}}'
         r = httpx.post(f"{service}/v1/search", content=body, headers={**eu, "content-type": "application/json"})
         assert r.status_code == 422, r.text
+
+
+def test_plan_offers_a_pointer_s_readings_as_options_when_the_deployment_asks(tmp_path: Path, hash_embedder: Any, token: Callable[..., str]) -> None:
+    """Two candidates for "it", and a deployment that would rather ask ([ambiguity] cost_ask under
+    cost_cover): /v1/plan carries the question, each option a standalone query, and the candidates."""
+    s = load_settings(demo_file("querywise.toml"))
+    routing = s.routing.model_copy(update={"rules": [IdentifierRule(pattern=r"\S", route="kb_search")]})  # a hashing embedder routes at random
+    s = s.model_copy(update={"cache_dir": tmp_path / "c", "routing": routing, "server": ServerSettings(rate_limit=None),
+                             "understanding": s.understanding.model_copy(update={"topic_shift": False}),
+                             "ambiguity": s.ambiguity.model_copy(update={"cost_ask": 3.0})})
+    with build_index(demo_corpus(), tmp_path / "ix", settings=s, embedder=hash_embedder) as ix, QueryWise(s, ix) as qw, \
+            running(create_app(qw, authenticator=Authenticator(s.server, s.access))) as url:
+        r = httpx.post(f"{url}/v1/plan", json={"message": "does it cover water damage?", "history": ["Compare the Halden Solace 7 and the Corra Tide 4."]},
+                       headers=_bearer(token(market="eu")))
+    assert r.status_code == 200, r.text
+    plan = r.json()["plan"]
+    assert plan["action"] == {"type": "ask", "question": "Which one do you mean: Halden Solace 7 or Corra Tide 4?",
+                              "options": ["does the Halden Solace 7 cover water damage?", "does the Corra Tide 4 cover water damage?"]}
+    step = next(s for s in plan["trace"] if s["move"] == "ambiguity")
+    assert step["details"]["candidates"] == ["Halden Solace 7", "Corra Tide 4"]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from querywise.catalog import Catalog
+from querywise.checks.guard import check_rewrite
 from querywise.conversation import Turn
 from querywise.demo import demo_file
 from querywise.understand.followup import check_follow_up, standalone_form
@@ -151,3 +154,39 @@ def test_an_opener_before_a_question_of_its_own_resolves_its_owner_and_a_plain_i
     # "how fast is it?" after a question about a cradle: the cradle, which the joined turns still say
     history = ["Which cradle charges the Corra Tide 4 Pro?"]
     assert form("and how fast is it?", history, CATALOG) == "Which cradle charges the Corra Tide 4 Pro? and how fast is it?"
+
+
+def test_a_participle_before_a_noun_modifies_it_and_a_clause_has_one_verb() -> None:
+    def phrases(text: str) -> list[str]:
+        return [p.words for p in noun_phrases(Message(text, []))]
+
+    assert phrases("Can I return opened earbuds?") == ["opened earbuds"]  # not "opened": "return" was the verb
+    assert phrases("does it cover water damage?") == ["water damage"]
+    assert phrases("Do they sell replacement ear tips?") == ["replacement ear tips"]
+    assert phrases("are refurbished units covered?") == ["refurbished units"]
+    assert phrases("You must deliver the vehicle registration.") == ["vehicle registration"]  # a modal's verb names nothing
+    assert phrases("How much does shipping to Norway cost?") == ["shipping", "Norway"]  # "to" before a name is no infinitive
+    assert phrases("When did social security start in the US?") == ["social security"]  # the verb still left out
+
+
+@pytest.mark.parametrize("message", ["What about unopened ones?", "and unopened ones?", "how about for unopened ones?", "same for unopened ones?",
+                                     "What about unopened earbuds?", "And unopened ones, then?"])
+def test_an_ellipsis_asks_the_previous_question_about_the_new_subject(message: str) -> None:
+    assert form(message, ["What is the return window for opened earbuds?"], CATALOG) == "What is the return window for unopened earbuds?"
+
+
+@pytest.mark.parametrize("message", ["And the Pro?", "what about the Pro?", "how about for the Pro?", "same for the Pro"])
+def test_an_ellipsis_names_the_new_product_in_the_previous_question(message: str) -> None:
+    assert form(message, ["How long is the warranty on the Halden Solace 7?"], CATALOG) == "How long is the warranty on the Halden Solace 7 Pro?"
+
+
+@pytest.mark.parametrize(("previous", "message", "expected"), [
+    ("How much does shipping to Norway cost?", "and to Sweden?", "How much does shipping to Sweden cost?"),
+    ("How much does shipping to Norway cost?", "what about Sweden?", "How much does shipping to Sweden cost?"),
+    ("Do you sell wireless charging cases?", "what about wired ones?", "Do you sell wired charging cases?"),
+    ("Can I return opened earbuds?", "and used ones?", "Can I return used earbuds?"),
+])
+def test_an_ellipsis_swaps_what_the_new_subject_replaces(previous: str, message: str, expected: str) -> None:
+    made = form(message, [previous], CATALOG)
+    assert made == expected
+    assert check_rewrite(message, made, [previous], catalog=CATALOG).ok  # the guard accepts it: nothing invented, nothing lost

@@ -39,7 +39,7 @@ from querywise.files import InputError
 from querywise.index import build_index
 from querywise.index.engine import Mode
 from querywise.llm.provider import LLMError
-from querywise.plan import QueryPlan, plan_json_schema
+from querywise.plan import Ask, QueryPlan, plan_json_schema
 from querywise.retrieve import RetrieverError
 from querywise.service import QueryWise
 from querywise.understand.access import AccessError
@@ -62,7 +62,11 @@ def render_plan(plan: QueryPlan) -> None:
         out.print(f"  [yellow]dropped[/] {esc(d['field'])} {esc(repr(d['value']))}: {esc(d['reason'])}", highlight=False)
     for ask in plan.left:
         out.print(f"  [yellow]left for a follow-up[/] ({esc(ask.route)}): {esc(ask.text)}", highlight=False)
-    if plan.action.type != "answer":
+    if isinstance(plan.action, Ask):  # the question, then each option as the UI would send it back
+        out.print(f"  [bold]ask[/] {esc(plan.action.question)}", highlight=False)
+        for option in plan.action.options:
+            out.print(f"    [cyan]option[/] {esc(option)}", highlight=False)
+    elif plan.action.type != "answer":
         out.print(f"  [bold]{esc(plan.action.type)}[/] {esc(plan.action.model_dump(exclude={'type'}))}", highlight=False)
     if plan.readings is not None:  # for the generator: which readings may differ, and the one searched for
         chosen = f"; searched for: {plan.readings.chosen}" if plan.readings.chosen else ""

@@ -487,10 +487,10 @@ def _only(mention: LinkedMention, readings: Sequence[Reading]) -> LinkedMention:
 # --------------------------------------------------------------------------------------------
 
 
-def cover_possible(mention: LinkedMention, message: str, *, max_readings: int = MAX_COVER_READINGS) -> tuple[bool, str]:
-    """Whether answering every reading side by side is reasonable, and why not when it is not."""
-    if len(mention.readings) > max_readings:
-        return False, f"{len(mention.readings)} readings: more than {max_readings} to cover"
+def cover_possible(mention: LinkedMention | Sequence[str], message: str, *, max_readings: int = MAX_COVER_READINGS) -> tuple[bool, str]:
+    """Whether answering every reading (of a mention, or named) side by side is reasonable, and why not when it is not."""
+    if (n := len(mention.readings) if isinstance(mention, LinkedMention) else len(mention)) > max_readings:
+        return False, f"{n} readings: more than {max_readings} to cover"
     if _LONG_ANSWER.search(message):
         return False, "the answer is a procedure: covering several would be long"
     return True, ""

@@ -23,6 +23,7 @@ from querywise.conversation import Turn
 from querywise.embed import Embedder
 from querywise.plan import Action, Answer, LeftAsk, PlanQuery, QueryKind, Readings, TraceStep
 from querywise.text import PartNumbers
+from querywise.understand.followup.move import PointerReading
 from querywise.understand.llm_plan import PlanOutcome
 from querywise.understand.routing.lookup import RouteLookup
 from querywise.understand.routing.route import RouteDecision, Router
@@ -136,6 +137,7 @@ class Draft:
     llm: LLMState = field(default_factory=LLMState)
     unsearched: str | None = None  # why nothing is searched: the moves after stop
     readings: Readings | None = None  # readings that may differ (the ambiguity move), for the generator
+    pointed: tuple[PointerReading, ...] = ()  # a pointer's candidates (the follow-up move): the ambiguity move covers or asks
 
     @property
     def kind(self) -> QueryKind:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -40,7 +40,7 @@ from querywise.understand.followup.gate import (
 from querywise.understand.followup.referent import ANSWER_CHARS
 from querywise.understand.followup.shift import shift_features, shift_model
 
-__all__ = ["ANSWER_MAX_CHANCE", "ANSWER_WEIGHT", "Followed", "follow_up", "shift_chance"]
+__all__ = ["ANSWER_MAX_CHANCE", "ANSWER_WEIGHT", "Followed", "PointerReading", "follow_up", "shift_chance"]
 
 #: The RRF weight of the form with the answer's words after it, relative to the form's own, when
 #: the message more likely continues the answer than opens a new subject (the topic-shift check's
@@ -52,16 +52,26 @@ ANSWER_WEIGHT = 10.0
 ANSWER_MAX_CHANCE = 0.5
 
 
+class PointerReading(NamedTuple):
+    """One candidate a pointer may mean ("it" after "Compare the A and the B"), and the message
+    asked of it: what the ambiguity move covers, or offers as an option to send back."""
+
+    candidate: str
+    query: str
+
+
 @dataclass(frozen=True)
 class Followed:
     """What the move leaves the plan: the text later moves read, its kind, whether the message
-    needs the conversation, queries to search next to it, and its trace step."""
+    needs the conversation, queries to search next to it, its trace step, and the readings of a
+    pointer with two or more candidates (none when it has one)."""
 
     text: str
     kind: QueryKind
     needs_context: bool
     step: TraceStep
     beside: tuple[PlanQuery, ...] = ()
+    readings: tuple[PointerReading, ...] = ()
 
 
 def follow_up(
@@ -126,8 +136,12 @@ def follow_up(
         details["chance"] = round(shift[0], 3)
         hedge = f" (chance {shift[0]:.2f} of a new subject)"
     also = f"; with the answer's words beside it ({answered!r})" if answered else ""
-    # Two candidates: every reading is searched, fused, and the trace names them.
-    readings = tuple(PlanQuery(text=r, kind="standalone", weight=1.0) for r in form.readings if check_rewrite(message, r, said, catalog=catalog).ok)
+    # Two candidates: every reading the guard passes is searched, fused, and the trace names them;
+    # the ambiguity move covers them or asks (`Followed.readings`).
+    kept = [PointerReading(r.text, q) for r, q in zip(form.referents, (standalone, *form.readings), strict=False)
+            if q == standalone or check_rewrite(message, q, said, catalog=catalog).ok]
+    pointed = tuple(kept) if form.readings and len(kept) >= 2 else ()
+    readings = tuple(PlanQuery(text=r.query, kind="standalone", weight=1.0) for r in kept[1:])
     if form.readings:
         details["candidates"] = [r.text for r in form.referents]
         also += f"; each reading searched: {', '.join(repr(q.text) for q in readings)}"
@@ -135,17 +149,18 @@ def follow_up(
         return Followed(message, "original", True,
                         step("ran", f"{gate.reason} (a weak cue); {how}",
                              f"also searching {standalone!r} next to the message at weight {searched.weight:.2f}{hedge}{also}", details),
-                        (PlanQuery(text=standalone, kind="standalone", weight=searched.weight), *(q.model_copy(update={"weight": searched.weight}) for q in readings), *_answered(answered, searched.weight * scale)))
+                        (PlanQuery(text=standalone, kind="standalone", weight=searched.weight), *(q.model_copy(update={"weight": searched.weight}) for q in readings), *_answered(answered, searched.weight * scale)),
+                        pointed)
     if searched.how == "leads":
         # A pointer, but some chance of a new subject: the form leads, the message as typed is
         # searched beside it, so a wrong referent cannot take the whole result.
         return Followed(standalone, "standalone", True,
                         step("ran", f"{gate.reason}; {how}",
                              f"searched {standalone!r}, and {message!r} beside it at weight {searched.weight:.2f}{hedge}{also}", details),
-                        (*readings, PlanQuery(text=message, kind="original", weight=searched.weight), *_answered(answered, scale)))
+                        (*readings, PlanQuery(text=message, kind="original", weight=searched.weight), *_answered(answered, scale)), pointed)
     return Followed(standalone, "standalone", True,
                     step("ran", f"{gate.reason}; {how}", f"searched {standalone!r} instead of {message!r}{hedge}{also}", details),
-                    (*readings, *_answered(answered, scale)))
+                    (*readings, *_answered(answered, scale)), pointed)
 
 
 def _answered(text: str, weight: float) -> tuple[PlanQuery, ...]:

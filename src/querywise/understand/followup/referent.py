@@ -87,6 +87,7 @@ ANSWER_CHARS = 600
 _IDENTIFIER = re.compile(r"\b[A-Za-z]{2,}-?\d{3,}\b|\b\d{6,}\b")
 _WH = frozenset(["what", "why", "how", "where", "when", "who", "which", "whose"])
 _SUBJECT = frozenset(["i", "you", "we", "they", "he", "she", "it"])
+_MODALS = frozenset(["can", "could", "will", "would", "shall", "should", "may", "might", "must"])
 _PLURAL_PRONOUNS = frozenset(["they", "them", "their", "theirs", "themselves", "these", "those"])
 _SINGULAR_PRONOUNS = frozenset(["it", "its", "itself", "this", "that"])
 _PERSON_PRONOUNS = frozenset(["he", "him", "his", "himself", "she", "her", "herself"])
@@ -367,14 +368,19 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
         return []  # a gerund: "best for cooking"
     if len(run) == 1 and prev in BE and m.at(j) in PREP and toks[i].low.endswith(_ADJECTIVE_ENDINGS):
         return []  # a predicate adjective: "members are *eligible* for benefits"
+    # A clause has one verb: once the run's edge gave it away, its last word is the phrase's head
+    # ("does it cover *water damage*?", "can I return *opened earbuds*?"), not a predicate.
+    verb_found = True
     if len(run) > 1 and toks[run[-1]].low.endswith("ed"):
         run = run[:-1]  # "what empires survived", "are sharks endangered"
-    elif prev in _WH or prev in _SUBJECT or prev == "to":
-        run = run[1:]  # "what causes X", "I need X", "how to renew X": the first word is a verb
+    elif prev in _WH or prev in _SUBJECT or (prev == "to" and not toks[i].named) or (prev in _MODALS and m.at(i - 2) in _SUBJECT):
+        run = run[1:]  # "what causes X", "I need X", "how to renew X" (not "to Norway"), "you must deliver X": the first word is a verb
+    else:
+        verb_found = False
     do_question = any(m.at(k) in {"do", "does", "did"} for k in range(max(0, i - 3), i))
     yes_no = m.at(0) in AUX and i <= 2  # "is [the] X treatable?": the last word is the predicate
     adverbial = m.at(0) in _WH_ADVERBS and m.at(1) in AUX  # "why was the system chosen?"
-    if len(run) > 1 and (m.at(j) in _ENDS or (do_question and m.at(j) in PREP)) and (do_question or yes_no or adverbial):
+    if not verb_found and len(run) > 1 and (m.at(j) in _ENDS or (do_question and m.at(j) in PREP)) and (do_question or yes_no or adverbial):
         run = run[:-1]  # "how does X *work*?", "when did social security *start* in the US?"
     run = [k for k in run if not toks[k].low.endswith("ly")]
     if all(toks[k].low in _NOT_REFERENTS or toks[k].low.endswith("est") for k in run):
@@ -494,7 +500,7 @@ def resolve(
 # "And the Pro?", "what about unopened ones in particular?": an opener, a noun phrase, a tail that
 # adds nothing to ask. Anything else ("and what is the process?") is a question of its own.
 _ELLIPSIS = re.compile(
-    r"^\s*(?:(?:and|but|or|also|so)\s+)?(?:(?:what|how)\s+about\s+)?(?:(?:for|with|in|on|to)\s+)?(?P<np>.+?)"
+    r"^\s*(?:(?:and|but|or|also|so)\s+)?(?:(?:what|how)\s+about\s+|(?:the\s+)?same\s+)?(?:(?:for|with|in|on|to)\s+)?(?P<np>.+?)"
     r"(?:,?\s+(?:in particular|instead|then|too|as well|though|now))?\s*[?.!]*\s*$",
     re.IGNORECASE,
 )
@@ -520,7 +526,7 @@ def _ellipsis(message: str, previous: str, tracker: Tracker) -> Standalone | Non
         plural = pro_form.group("one").lower() == "ones"
         for old in olds:
             if old.kind == "phrase" and old.plural == plural and (at := _span(previous, old, None)) is not None:
-                text = f"{pro_form.group('mods')}{_LEADING_ARTICLE.sub('', old.text)}"
+                text = f"{pro_form.group('mods')}{_noun_of(_LEADING_ARTICLE.sub('', old.text))}"
                 return Standalone(previous[: at[0]] + text + previous[at[1] :], "ellipsis", (), f"the previous question about {text!r} (in place of {old.text!r})")
         return None
     new = tracker.mentions(message)
@@ -530,7 +536,9 @@ def _ellipsis(message: str, previous: str, tracker: Tracker) -> Standalone | Non
     if _LEADING_ARTICLE.sub("", subject.text).lower() != said.lower() and subject.kind != "entity":
         return None  # the words after the opener are not one noun phrase
     olds = [r for r in olds if r.key != subject.key]
-    sharing = [r for r in olds if set(subject.key) < set(r.key) and r.kind != "entity"]
+    # A referent the new one names part of ("the cons" of "the pros and cons"), or whose noun it
+    # keeps with other modifiers ("unopened earbuds" for "opened earbuds").
+    sharing = [r for r in olds if r.kind != "entity" and (set(subject.key) < set(r.key) or subject.key[-1:] == r.key[-1:])]
     same_kind = [r for r in olds if (r.kind == "entity") == (subject.kind == "entity")]
     # A name for a name, the innermost first: "Aero X2", not "warranty on the Aero X2".
     same_kind.sort(key=lambda r: (r.kind != subject.kind, r.kind == subject.kind and len(r.text)))
@@ -548,6 +556,22 @@ def _ellipsis(message: str, previous: str, tracker: Tracker) -> Standalone | Non
             before = re.sub(r"\b(?:the|a|an)\s+$", "", before, flags=re.IGNORECASE)  # "the First Lady" -> "Ivanka"
         return Standalone(before + text + previous[at[1] :], "ellipsis", (subject,), f"the previous question about {subject.text!r} (in place of {instead!r})")
     return None
+
+
+def _noun_of(words: str) -> str:
+    """What a pro-form "one(s)" stands for in `words`: the phrase less its leading adjectives
+    ("opened earbuds" -> "earbuds", "wireless charging cases" -> "charging cases"), whose place
+    the pro-form's own modifiers take ("unopened ones")."""
+    kept = words.split()
+    while len(kept) > 1 and _adjective(kept[0].lower()):
+        kept = kept[1:]
+    return " ".join(kept)
+
+
+def _adjective(word: str) -> bool:
+    """A word that reads as an adjective before a noun, without a tagger: a participle ("opened",
+    "worn"), an adjective's ending ("wireless", "portable"), a relative adjective ("main")."""
+    return word.endswith(("ed", *_ADJECTIVE_ENDINGS, "less")) or word in _PARTICIPLES or word in DOMAIN_ADJ
 
 
 def _span(text: str, referent: Referent, catalog: Catalog | None) -> tuple[int, int] | None:

@@ -9,6 +9,11 @@
   grouped by reading (beside the message's own fused hits, which they do not enter);
 - ask: the question offers the readings as options; the message is searched as typed.
 
+A pointer the follow-up move found two or more candidates for (`Draft.pointed`: "does it cover
+water damage?" after "Compare the A and the B") is decided here too, by the same costs
+(`understand.candidates`): cover (the default: every reading is already searched) or ask, the
+options being each reading's standalone query.
+
 The costs come from `[ambiguity]`; p_top from the plan log's confirmed readings once there are
 enough of them (`[ambiguity] history`, else `[deployment] plan_log`, read at start-up), else the
 name prior; the session's holdings (`[access] holdings`) settle a reading the account holds.
@@ -26,6 +31,7 @@ from querywise.conversation import texts
 from querywise.plan import Answer, Cover, PlanQuery, TraceStep
 from querywise.planlog import read_conversations
 from querywise.understand.ambiguity import ConfirmedReadings, Costs, Disambiguation, confirmed_readings, disambiguate
+from querywise.understand.candidates import cover_or_ask
 from querywise.understand.draft import Draft, Have, Resources
 from querywise.understand.moves.base import BaseMove
 
@@ -69,6 +75,10 @@ class Ambiguity(BaseMove):
     def run(self, draft: Draft) -> tuple[Draft, Sequence[TraceStep]]:
         assert self.r.catalog is not None  # requires()
         a = self.settings.ambiguity
+        if len(draft.pointed) >= 2:  # the follow-up's candidates: the message names no product of its own to link
+            choice = cover_or_ask([r.candidate for r in draft.pointed], [r.query for r in draft.pointed], draft.text,
+                                  costs=self.costs, max_cover_readings=a.max_cover_readings)
+            return replace(draft, action=choice.action), [choice.trace_step()]
         holdings_key = self.settings.access.holdings
         holdings = draft.session.get(holdings_key, "").split(",") if holdings_key else []
         result = disambiguate(draft.text, texts(draft.history), self.r.catalog, route=draft.route, high_stakes=self.settings.routing.high_stakes,

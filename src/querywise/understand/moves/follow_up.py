@@ -22,4 +22,4 @@ class FollowUp(BaseMove):
         moved = follow_up(draft.message, draft.history, catalog=self.r.catalog, embedder=self.r.embedder,
                           topic_shift=u.topic_shift, topic_window=u.topic_window)
         return replace(draft, text=moved.text, whole=moved.text, main=PlanQuery(text=moved.text, kind=moved.kind),
-                       needs_context=moved.needs_context, beside=moved.beside), [moved.step]
+                       needs_context=moved.needs_context, beside=moved.beside, pointed=moved.readings), [moved.step]

@@ -123,7 +123,7 @@ class LLMPlan(BaseMove):
         rewritten = text != draft.text
         draft = replace(draft, route=route, action=action, llm=LLMState(used=True, filters=out if needs.filters else None))
         if rewritten:  # the LLM's standalone form supersedes what the follow-up move searched beside its text
-            draft = replace(draft, text=text, main=PlanQuery(text=text, kind=kind), beside=())
+            draft = replace(draft, text=text, main=PlanQuery(text=text, kind=kind), beside=(), pointed=())
         return draft, steps
 
 
