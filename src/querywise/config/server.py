@@ -31,7 +31,7 @@ class ServerSettings(_Section):
     auth: Literal["jwt", "gateway"] = "jwt"  # "jwt": a bearer token; "gateway": a session header signed by your gateway
     jwt_algorithms: list[JWTAlgorithm] = Field(default_factory=_hs256, min_length=1)  # the algorithms a token may be signed with
     jwt_secret_env: str = "QUERYWISE_JWT_SECRET"  # the environment variable holding the HS256 secret
-    jwt_public_key: Path | None = None  # PEM, for RS256 / ES256
+    jwt_public_key: Path | None = None  # a public key (PEM or OpenSSH): RSA for RS256, P-256 for ES256; checked at start
     jwt_audience: str | None = None  # required in the token when set
     jwt_issuer: str | None = None  # when set, a token's iss must equal it
     jwt_leeway_s: float = Field(30.0, ge=0, le=600)  # clock skew allowed on exp / nbf
