@@ -52,6 +52,9 @@ class ServerSettings(_Section):
     # is then the user's to install), so a client's limit holds across all of them.
     rate_limit_storage: str = "memory://"
     graceful_shutdown_s: float = Field(10.0, ge=0)  # in-flight requests get this long to finish on SIGTERM
+    # A connection whose request line and headers are not all in this long after it opened (or
+    # after its previous response) is closed: half-sent heads must not hold sockets for good.
+    request_head_timeout_s: float = Field(10.0, gt=0, le=600)
     # The grant (a token's `scope` claim) that may start triage and eval jobs: they read passages
     # whatever the caller's session is, so they are an operator's, not every user's.
     jobs_scope: str = "querywise:jobs"

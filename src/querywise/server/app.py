@@ -303,6 +303,7 @@ def create_app(deployment: QueryWise, *, authenticator: Authenticator | None, se
     app = _api()
     jobs = Jobs(max_queued=server.max_queued_jobs)
     threads = ThreadPoolExecutor(max_workers=REQUEST_THREADS, thread_name_prefix="querywise-request")
+    app.state.request_head_timeout_s = server.request_head_timeout_s  # for `running`, which serves the app without its settings
     app.state.served = _Served(deployment, metrics, frozenset(deployment.settings.access.fields), jobs, server.jobs_scope, threads)
     app.router.add_event_handler("shutdown", jobs.close)
     app.router.add_event_handler("shutdown", threads.shutdown)

@@ -7,6 +7,7 @@ embedding cache in memory), rate-limit windows and metrics are per worker by des
 Query embeddings go through one `BatchingEmbedder` per worker (`serving_embedder`).
 Logs are JSON lines (`JSONFormatter`, the standard library's logging; no extra dependency).
 SIGTERM drains: uvicorn stops accepting, and in-flight requests get `[server] graceful_shutdown_s`.
+A connection has `[server] request_head_timeout_s` to send each request's head (`protocol.HeadDeadline`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from querywise.config import Settings, load_settings
+from querywise.config import ServerSettings, Settings, load_settings
 from querywise.embed import BatchingEmbedder, CachedEmbedder, embedder_for
 from querywise.server.app import create_app
 from querywise.server.auth import Authenticator
@@ -109,7 +110,10 @@ def running(app: FastAPI, *, host: str = "127.0.0.1", start_timeout_s: float = 3
     notebook); yields its base URL, and stops it (draining) on exit."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=0, log_level="warning", lifespan="on"))
+    from querywise.server.protocol import head_deadline
+
+    head_s = getattr(app.state, "request_head_timeout_s", ServerSettings().request_head_timeout_s)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=0, log_level="warning", lifespan="on", http=head_deadline(head_s)))
     thread = threading.Thread(target=server.run, name="querywise-uvicorn", daemon=True)
     thread.start()
     deadline = time.monotonic() + start_timeout_s
@@ -136,10 +140,13 @@ def serve(config: Path | None, index: Path | None, *, host: str | None = None, p
     """Run the service until SIGINT / SIGTERM (which drain in-flight requests)."""
     import uvicorn
 
+    from querywise.server.protocol import head_deadline
+
     settings = load_settings(config)
     s = settings.server
     options: dict[str, Any] = {"host": host or s.host, "port": s.port if port is None else port, "log_config": log_config(),
-                               "timeout_graceful_shutdown": s.graceful_shutdown_s, "proxy_headers": False}
+                               "timeout_graceful_shutdown": s.graceful_shutdown_s, "proxy_headers": False,
+                               "http": head_deadline(s.request_head_timeout_s)}
     n = workers or s.workers
     if n == 1:
         uvicorn.run(build_app(settings, index, insecure_no_auth=insecure_no_auth), **options)
