@@ -62,6 +62,10 @@ class ServerSettings(_Section):
     # The workbench's labels (JSONL, the format `querywise triage --labels` reads), relative to the
     # directory the service starts in; every worker saves to the same file under a lock.
     labels_file: Path = Path("querywise-labels.jsonl")
+    # The triage and eval jobs (SQLite, WAL), shared by every worker process so that a job's poll
+    # may land on any of them. None: with one worker, in its memory; with --workers N,
+    # querywise-jobs.sqlite beside labels_file.
+    jobs_file: Path | None = None
 
     @model_validator(mode="after")
     def _keys_for_algorithms(self) -> ServerSettings:

@@ -301,7 +301,7 @@ def create_app(deployment: QueryWise, *, authenticator: Authenticator | None, se
     server = server or deployment.settings.server
     metrics = ServiceMetrics(deployment)
     app = _api()
-    jobs = Jobs(max_queued=server.max_queued_jobs)
+    jobs = Jobs(max_queued=server.max_queued_jobs, path=server.jobs_file)
     threads = ThreadPoolExecutor(max_workers=REQUEST_THREADS, thread_name_prefix="querywise-request")
     app.state.request_head_timeout_s = server.request_head_timeout_s  # for `running`, which serves the app without its settings
     app.state.served = _Served(deployment, metrics, frozenset(deployment.settings.access.fields), jobs, server.jobs_scope, threads)

@@ -3,7 +3,9 @@
 One worker serves the app built here. Several (`--workers N`) are separate processes that uvicorn
 starts from the factory `app_from_env`, each loading its own deployment (model, index, router,
 catalog) from the settings named in the environment: their caches (the LLM single-turn cache, the
-embedding cache in memory), rate-limit windows and metrics are per worker by design.
+embedding cache in memory), rate-limit windows and metrics are per worker by design; the jobs are
+not: every worker opens the same `[server] jobs_file` (by default `querywise-jobs.sqlite` beside
+the labels file), so a job's poll may land on any worker.
 Query embeddings go through one `BatchingEmbedder` per worker (`serving_embedder`).
 Logs are JSON lines (`JSONFormatter`, the standard library's logging; no extra dependency).
 SIGTERM drains: uvicorn stops accepting, and in-flight requests get `[server] graceful_shutdown_s`.
@@ -35,6 +37,8 @@ __all__ = ["JSONFormatter", "app_from_env", "build_app", "log_config", "running"
 
 log = logging.getLogger("querywise.server")
 ENV_CONFIG, ENV_INDEX, ENV_INSECURE = "QUERYWISE_SERVE_CONFIG", "QUERYWISE_SERVE_INDEX", "QUERYWISE_SERVE_INSECURE_NO_AUTH"
+ENV_JOBS = "QUERYWISE_SERVE_JOBS_FILE"
+JOBS_FILE = "querywise-jobs.sqlite"  # beside [server] labels_file when several workers need one and none is set
 INSECURE_WARNING = "AUTHENTICATION IS OFF (--insecure-no-auth): every request is served with an empty session. Never expose this port."
 
 
@@ -132,7 +136,10 @@ def running(app: FastAPI, *, host: str = "127.0.0.1", start_timeout_s: float = 3
 def app_from_env() -> FastAPI:
     """The factory each worker process calls (`uvicorn querywise.server.run:app_from_env --factory`)."""
     config, index = os.environ.get(ENV_CONFIG) or None, os.environ.get(ENV_INDEX) or None
-    return build_app(load_settings(config), Path(index) if index else None, insecure_no_auth=os.environ.get(ENV_INSECURE) == "1")
+    settings = load_settings(config)
+    if jobs := os.environ.get(ENV_JOBS):  # the one file every worker shares, as `serve` chose it
+        settings = settings.model_copy(update={"server": settings.server.model_copy(update={"jobs_file": Path(jobs)})})
+    return build_app(settings, Path(index) if index else None, insecure_no_auth=os.environ.get(ENV_INSECURE) == "1")
 
 
 def serve(config: Path | None, index: Path | None, *, host: str | None = None, port: int | None = None, workers: int | None = None,
@@ -154,6 +161,7 @@ def serve(config: Path | None, index: Path | None, *, host: str | None = None, p
     os.environ[ENV_CONFIG] = str(config.resolve()) if config is not None else ""
     os.environ[ENV_INDEX] = str(index.resolve()) if index is not None else ""
     os.environ[ENV_INSECURE] = "1" if insecure_no_auth else "0"
+    os.environ[ENV_JOBS] = str((s.jobs_file or s.labels_file.parent / JOBS_FILE).resolve())
     if insecure_no_auth:
         log.warning(INSECURE_WARNING)
     uvicorn.run("querywise.server.run:app_from_env", factory=True, workers=n, **options)
