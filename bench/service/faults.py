@@ -19,6 +19,9 @@ against the fallbacks the responses' traces show; the client-side latency. Then 
 requests for a while during which the index folder is rebuilt a few times (each rebuild adds a
 notice chunk): the statuses, and which build the service served (the one it opened: the notice
 never appears, though a fresh `Index.open` of the folder finds it; a restarted service does).
+Then issue #37's families (`faults_hostile.py`: a trickling or deep-JSON HTTP retriever, regexes
+at load, JWT key confusion, half-sent request heads, a failed-auth storm, job polls across two
+workers), each with what it tried and how often the service failed.
 Writes bench/results/service_faults.json and .md (`--quick`: bench/work/service-faults/).
 """
 
@@ -40,6 +43,8 @@ from typing import Any
 
 from bench import RESULTS, WORK, log, percentiles
 from bench.report import publish
+from bench.service.faults_hostile import markdown as hostile_markdown
+from bench.service.faults_hostile import run_families
 
 COMMAND = ".venv/bin/python -m bench.service.faults"
 HERE = WORK / "service-faults"
@@ -150,7 +155,10 @@ def _serve_main(fake_url: str, index: str, out: Any) -> None:
     started = time.perf_counter()
     app = build_app(_settings(fake_url), Path(index))
     ix = app.state.served.deployment.index
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", timeout_graceful_shutdown=10))
+    from querywise.server.protocol import head_deadline
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", timeout_graceful_shutdown=10,
+                                           http=head_deadline(app.state.request_head_timeout_s)))
 
     def report() -> None:
         while not server.started:
@@ -413,6 +421,8 @@ def main() -> None:
                 "served_build_id": svc["build_id"], "served_build_still_on_disk": Path(svc["build"]).is_dir(), "current_after": current,
                 "builds_on_disk_after": builds_left, "fresh_open_top3_for_notice": fresh_top,
             })  # fmt: skip
+            hostile = run_families(settings=settings, embedder=embedder, service_url=svc["url"], token=_token(), secret=SECRET, folder=HERE,
+                                   quick=args.quick)
             final_metrics = _scrape(client, svc["url"])
         log("service_faults: restart: a new service process on the same folder")
         with _service(fake_url) as svc2, httpx.Client(headers={"Authorization": f"Bearer {_token()}"}, timeout=30) as client:
@@ -433,7 +443,7 @@ def main() -> None:
             "requests_per_mode": n, "threads": THREADS, "messages": "the demo's follow-ups (rewrites.jsonl) with their history; /v1/plan and /v1/ask alternately",
             "session": {"market": SESSION_MARKET}, "service_load_s": svc["load_s"],
         },
-        "modes": results, "rebuild": rebuild, "five_xx_in_metrics": five_xx_metrics, "findings": findings,
+        "modes": results, "rebuild": rebuild, "hostile": hostile, "five_xx_in_metrics": five_xx_metrics, "findings": findings,
         "all_counts_agree": all(r["agree"] for r in results.values()), "total_s": round(time.perf_counter() - t_all, 1),
     }  # fmt: skip
     # --quick is a smoke run: kept out of bench/results
@@ -479,6 +489,7 @@ def _markdown(r: dict[str, Any], command: str) -> str:
         + " (the held one is never pruned).", "",
         f"5xx counted in /metrics over the whole run: {r['five_xx_in_metrics'] or 'none'}. All fallback counts agree: **{r['all_counts_agree']}**. "
         f"Findings: {len(r['findings'])}" + (" (see the JSON)." if r["findings"] else "."), "",
+        *hostile_markdown(r.get("hostile", [])),
     ]  # fmt: skip
     return "\n".join(lines)
 
