@@ -44,6 +44,7 @@ class Job(BaseModel):
 def now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -62,7 +63,6 @@ class JobStore:
     """The jobs table: `path` a file shared by the worker processes, or None for this process only."""
 
     def __init__(self, path: Path | None) -> None:
-        self.path = path
         self._lock = threading.Lock()  # one connection, shared by the request threads and the job thread
         if path is not None:
             _create_private(path)
