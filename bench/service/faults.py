@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import RESULTS, WORK, log, percentiles
-from bench.report import publish
+from bench.report import load_line, publish
 from bench.service.faults_hostile import markdown as hostile_markdown
 from bench.service.faults_hostile import run_families
 
@@ -457,7 +457,7 @@ def _markdown(r: dict[str, Any], command: str) -> str:
     lines = [
         "# The service under faults (`bench/service/faults.py`)", "",
         f"Command: `{command}` ({r['total_s']} s)  ",
-        f"Machine: {r['machine']['cores']} cores ({r['machine']['cpu']}), load average {', '.join(f'{x:.1f}' for x in r['machine']['load_avg_at_write'] or [])} (1, 5, 15 min) when written  ",
+        load_line(r["machine"]) + "  ",
         f"Deployment: {s['deployment']}; `[llm]` {s['llm']['provider']}, deadline {s['llm']['timeout_s']} s, max_retries {s['llm']['max_retries']}, "
         f"moves {', '.join(s['llm']['moves'])}. {s['requests_per_mode']} requests per mode from {s['threads']} threads: {s['messages']}. "
         "Latency is the client's, per request.", "",
