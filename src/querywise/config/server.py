@@ -55,6 +55,8 @@ class ServerSettings(_Section):
     # A connection whose request line and headers are not all in this long after it opened (or
     # after its previous response) is closed: half-sent heads must not hold sockets for good.
     request_head_timeout_s: float = Field(10.0, gt=0, le=600)
+    # A request whose body is not all in this long after its head is answered 408 and closed.
+    request_body_timeout_s: float = Field(60.0, gt=0, le=3600)
     # The grant (a token's `scope` claim) that may start triage and eval jobs: they read passages
     # whatever the caller's session is, so they are an operator's, not every user's.
     jobs_scope: str = "querywise:jobs"
