@@ -20,8 +20,8 @@ requests for a while during which the index folder is rebuilt a few times (each 
 notice chunk): the statuses, and which build the service served (the one it opened: the notice
 never appears, though a fresh `Index.open` of the folder finds it; a restarted service does).
 Then issue #37's families (`faults_hostile.py`: a trickling or deep-JSON HTTP retriever, regexes
-at load, JWT key confusion, half-sent request heads, a failed-auth storm, job polls across two
-workers), each with what it tried and how often the service failed.
+at load, JWT key confusion, half-sent request heads, slow bodies, a failed-auth storm, job polls
+across two workers), each with what it tried and how often the service failed.
 Writes bench/results/service_faults.json and .md (`--quick`: bench/work/service-faults/).
 """
 
@@ -55,6 +55,7 @@ DEADLINE_S = 0.5  # [llm] timeout_s: the message's LLM deadline
 HANG_S = 2.0  # the fake's hang (fault "timeout")
 SLOW_TTFT_S = 1.0  # "slow": a good answer whose first token comes after the deadline
 THREADS = 8
+BODY_TIMEOUT_S = 5.0  # [server] request_body_timeout_s: shorter than the default 60 s, so the slow-body family runs in seconds
 SESSION_MARKET = "eu"
 NOTICE = "Store notice: Tessel gift vouchers bought in the spring sale never expire and work in every market."
 NOTICE_QUERY = "gift vouchers spring sale never expire"
@@ -101,7 +102,7 @@ def _settings(fake_url: str) -> Any:
         "cache_dir": HERE / "cache",
         "understanding": UnderstandingSettings(moves=[*s.understanding.moves, "llm_rewrite"]),
         "llm": LLMSettings(provider="openai", base_url=fake_url + "/v1", api_key_env=KEY_ENV, model="gpt-fake", timeout_s=DEADLINE_S),
-        "server": ServerSettings(rate_limit=None),
+        "server": ServerSettings(rate_limit=None, request_body_timeout_s=BODY_TIMEOUT_S),
     })  # fmt: skip
 
 
@@ -422,7 +423,7 @@ def main() -> None:
                 "builds_on_disk_after": builds_left, "fresh_open_top3_for_notice": fresh_top,
             })  # fmt: skip
             hostile = run_families(settings=settings, embedder=embedder, service_url=svc["url"], token=_token(), secret=SECRET, folder=HERE,
-                                   quick=args.quick)
+                                   quick=args.quick, body_timeout_s=BODY_TIMEOUT_S)
             final_metrics = _scrape(client, svc["url"])
         log("service_faults: restart: a new service process on the same folder")
         with _service(fake_url) as svc2, httpx.Client(headers={"Authorization": f"Bearer {_token()}"}, timeout=30) as client:

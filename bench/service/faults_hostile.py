@@ -10,6 +10,8 @@ kept, a wrong decision):
 - regex at load: catastrophic rules refused at load within 5 s, safe ones accepted;
 - half-sent heads: connections that send half a request line must be closed within
   `[server] request_head_timeout_s` (+3 s), while /healthz answers;
+- slow bodies: requests that send their head and a part of their body must get 408 and be closed
+  within `[server] request_body_timeout_s` (+3 s);
 - failed-auth storm: forged tokens from one address get 401 up to `[server] auth_failure_limit`,
   then 429, never 200 or 5xx; valid credentials from the same address still pass;
 - JWT key confusion: tokens an RS256 + ES256 deployment holding an RSA key (PEM or OpenSSH) must
@@ -171,6 +173,33 @@ def _half_sent_heads(url: str, head_s: float, n: int) -> dict[str, Any]:
                    still_open=still_open, healthz=dict(Counter(str(s) for s, _ in healthz)), healthz_latency=percentiles([t for _, t in healthz]))
 
 
+def _slow_bodies(url: str, token: str, body_s: float, n: int) -> dict[str, Any]:
+    host, port = url.removeprefix("http://").split(":")
+    head = (f"POST /v1/plan HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+            "Content-Length: 2000\r\n\r\n").encode()
+    held = []
+    opened = time.monotonic()
+    for _ in range(n):  # the head, then 13 of the 2,000 bytes it announces, then nothing
+        sock = socket.create_connection((host, int(port)), timeout=5)
+        sock.sendall(head + b'{"message": "')
+        held.append(sock)
+    answered: Counter[str] = Counter()
+    for sock in held:
+        data = b""
+        sock.settimeout(max(0.05, opened + body_s + 3 - time.monotonic()))
+        try:
+            while chunk := sock.recv(4096):
+                data += chunk
+            answered[data[:12].decode(errors="replace") + " then closed"] += 1
+        except TimeoutError:
+            answered["still open"] += 1
+        except ConnectionResetError:
+            answered["reset"] += 1
+        sock.close()
+    return _family("slow bodies", f"{n} requests sending their head and 13 of 2,000 announced body bytes, request_body_timeout_s {body_s:g}: "
+                   f"408 and closed within {body_s + 3:g} s", n, n - answered["HTTP/1.1 408 then closed"], answers=dict(answered))
+
+
 def _auth_storm(url: str, valid: str, limit: str, n: int) -> dict[str, Any]:
     import httpx
     import jwt
@@ -286,8 +315,10 @@ def _two_workers(folder: Path, secret: str, polls: int) -> dict[str, Any]:
                    "200 each, never 404", polls, polls - statuses["200"], statuses=dict(statuses))
 
 
-def run_families(*, settings: Any, embedder: Any, service_url: str, token: str, secret: str, folder: Path, quick: bool) -> list[dict[str, Any]]:
-    """Every family, in order; the failed-auth storm last against `service_url` (its window holds a minute)."""
+def run_families(*, settings: Any, embedder: Any, service_url: str, token: str, secret: str, folder: Path, quick: bool,
+                 body_timeout_s: float) -> list[dict[str, Any]]:
+    """Every family, in order, the failed-auth storm last against `service_url` (its window holds a
+    minute), whose `[server] request_body_timeout_s` is `body_timeout_s`."""
     from querywise.config import ServerSettings
 
     defaults = ServerSettings()
@@ -301,6 +332,8 @@ def run_families(*, settings: Any, embedder: Any, service_url: str, token: str, 
     families.append(_jwt_confusion(settings, embedder, folder))
     log(f"service_faults: half-sent heads ({defaults.request_head_timeout_s:g} s bound)")
     families.append(_half_sent_heads(service_url, defaults.request_head_timeout_s, 100 if quick else 600))
+    log(f"service_faults: slow bodies ({body_timeout_s:g} s bound)")
+    families.append(_slow_bodies(service_url, token, body_timeout_s, 50 if quick else 200))
     log("service_faults: failed-auth storm")
     assert defaults.auth_failure_limit is not None
     families.append(_auth_storm(service_url, token, defaults.auth_failure_limit, 100 if quick else 400))
