@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+import querywise
 from querywise.demo import demo_file
 
 pytestmark = pytest.mark.model  # each worker loads the packaged embedding model
@@ -29,8 +30,11 @@ def _free_port() -> int:
 
 def _start(args: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[subprocess.Popen[str], str]:
     port = _free_port()
+    # the querywise under test, wherever the process starts (a relative PYTHONPATH would not follow cwd)
+    path = os.pathsep.join([str(Path(querywise.__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])
     proc = subprocess.Popen([sys.executable, "-m", "querywise", "serve", "-c", str(demo_file("querywise.toml")), "--port", str(port), *args],
-                            env={**os.environ, "HF_HUB_OFFLINE": "1", **env}, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=cwd)
+                            env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": path, **env}, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            text=True, cwd=cwd)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
