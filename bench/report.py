@@ -125,6 +125,13 @@ def _machine_line(m: dict[str, Any]) -> str:
             f"Python {m.get('python')} · {vers}")
 
 
+def load_line(m: dict[str, Any]) -> str:
+    """The machine and how busy it was when the result was written: on a shared host a figure
+    means little without it."""
+    load = ", ".join(f"{x:.1f}" for x in m.get("load_avg_at_write") or [])
+    return f"Machine: {m.get('cores')} cores ({m.get('cpu')}), load average {load or 'unknown'} (1, 5, 15 min) when written."
+
+
 def _links(r: dict[str, Any]) -> str:
     """A build's filtered-search links: "graph" (Qdrant's per-value links; "graph=a+b": on fields a
     and b only) or none ("acorn"); older runs recorded the experiment's payload_m instead."""

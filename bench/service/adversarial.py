@@ -51,7 +51,7 @@ from collections import Counter
 from typing import Any
 
 from bench import RESULTS, WORK, log
-from bench.report import write_json
+from bench.report import machine_info, write_json
 from bench.service.adversarial_checks import ACCESS_WORDS, Outcome, Stats, _metrics, _printable, _reproducer, check
 from bench.service.adversarial_inputs import GATEWAY_SECRET, SECRET, conversation_of, hostile_plan
 from bench.service.adversarial_report import _markdown
@@ -238,8 +238,10 @@ def main() -> None:
         "unexpected_examples": stats.unexpected[:20],
     }
     result = _printable(result)
+    command = f"{COMMAND} --seed {args.seed}" + (f" --scale {scale}" if scale != 1.0 else "")
+    result["machine"] = {**machine_info(), "command": command}  # before the markdown, which states the machine's load
     result["markdown"] = _markdown(result, COMMAND)
-    write_json("service_adversarial.json", result, command=f"{COMMAND} --seed {args.seed}" + (f" --scale {scale}" if scale != 1.0 else ""))
+    write_json("service_adversarial.json", result, command=command)
     (RESULTS / "service_adversarial.md").write_text(result["markdown"] + "\n", encoding="utf-8")
     log(f"{len(reqs)} requests, {len(stats.violations)} violations, {len(stats.unexpected)} unexpected statuses, statuses {result['statuses']} "
         f"in {seconds}s; wrote {RESULTS / 'service_adversarial.json'}")

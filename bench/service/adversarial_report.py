@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from bench.report import load_line
+
 NAMES = {
     "a_message_injection": "(a) injections in the message", "b_history_injection": "(b) injections in the history",
     "c_forged_token": "(c) forged tokens", "c_extra_claims": "(c) validly signed tokens with extra or odd claims",
     "d_tampered_token": "(d) tampered tokens", "d_tampered_gateway": "(d) tampered gateway headers",
     "e_body_access_fields": "(e) access fields in the body", "f_search_filters": "(f) search filters that try to widen",
-    "g_control": "(g) controls",
+    "g_control": "(g) controls", "h_reliability": "(h) near-miss keys, foreign Host, gateway exp NaN, filter values past int64",
 }
 
 
@@ -23,6 +25,7 @@ def _markdown(r: dict[str, Any], command: str) -> str:
         "gateway), with a scripted LLM whose every `plan` answer tries to widen access. "
         f"`[understanding] moves` = {', '.join(r['settings']['moves'])}; `[routing] min_margin` = 2.0 (every message no identifier rule "
         f"routes goes to the LLM tier); no rate limit. {r['seconds']} s in all ({r['http_seconds']} s of requests).", "",
+        load_line(r["machine"]) if "machine" in r else "", "",
         f"**Violations: {r['violations']}** (a 200 for bad credentials or a body naming access, a plan whose access is not exactly "
         "`markets = <the credentials' market>`, a plan filter on an access field, a hit whose `markets` lacks the credentials' market). "
         f"Unexpected statuses (not access violations): {r['unexpected_statuses']}. Plans checked: {r['plans_checked']:,}; hits checked: "

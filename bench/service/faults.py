@@ -19,6 +19,9 @@ against the fallbacks the responses' traces show; the client-side latency. Then 
 requests for a while during which the index folder is rebuilt a few times (each rebuild adds a
 notice chunk): the statuses, and which build the service served (the one it opened: the notice
 never appears, though a fresh `Index.open` of the folder finds it; a restarted service does).
+Then issue #37's families (`faults_hostile.py`: a trickling or deep-JSON HTTP retriever, regexes
+at load, JWT key confusion, half-sent request heads, slow bodies, a failed-auth storm, job polls
+across two workers), each with what it tried and how often the service failed.
 Writes bench/results/service_faults.json and .md (`--quick`: bench/work/service-faults/).
 """
 
@@ -39,7 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from bench import RESULTS, WORK, log, percentiles
-from bench.report import publish
+from bench.report import load_line, publish
+from bench.service.faults_hostile import markdown as hostile_markdown
+from bench.service.faults_hostile import run_families
 
 COMMAND = ".venv/bin/python -m bench.service.faults"
 HERE = WORK / "service-faults"
@@ -50,6 +55,7 @@ DEADLINE_S = 0.5  # [llm] timeout_s: the message's LLM deadline
 HANG_S = 2.0  # the fake's hang (fault "timeout")
 SLOW_TTFT_S = 1.0  # "slow": a good answer whose first token comes after the deadline
 THREADS = 8
+BODY_TIMEOUT_S = 5.0  # [server] request_body_timeout_s: shorter than the default 60 s, so the slow-body family runs in seconds
 SESSION_MARKET = "eu"
 NOTICE = "Store notice: Tessel gift vouchers bought in the spring sale never expire and work in every market."
 NOTICE_QUERY = "gift vouchers spring sale never expire"
@@ -96,7 +102,7 @@ def _settings(fake_url: str) -> Any:
         "cache_dir": HERE / "cache",
         "understanding": UnderstandingSettings(moves=[*s.understanding.moves, "llm_rewrite"]),
         "llm": LLMSettings(provider="openai", base_url=fake_url + "/v1", api_key_env=KEY_ENV, model="gpt-fake", timeout_s=DEADLINE_S),
-        "server": ServerSettings(rate_limit=None),
+        "server": ServerSettings(rate_limit=None, request_body_timeout_s=BODY_TIMEOUT_S),
     })  # fmt: skip
 
 
@@ -150,7 +156,10 @@ def _serve_main(fake_url: str, index: str, out: Any) -> None:
     started = time.perf_counter()
     app = build_app(_settings(fake_url), Path(index))
     ix = app.state.served.deployment.index
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", timeout_graceful_shutdown=10))
+    from querywise.server.protocol import head_deadline
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", timeout_graceful_shutdown=10,
+                                           http=head_deadline(app.state.request_head_timeout_s)))
 
     def report() -> None:
         while not server.started:
@@ -413,6 +422,8 @@ def main() -> None:
                 "served_build_id": svc["build_id"], "served_build_still_on_disk": Path(svc["build"]).is_dir(), "current_after": current,
                 "builds_on_disk_after": builds_left, "fresh_open_top3_for_notice": fresh_top,
             })  # fmt: skip
+            hostile = run_families(settings=settings, embedder=embedder, service_url=svc["url"], token=_token(), secret=SECRET, folder=HERE,
+                                   quick=args.quick, body_timeout_s=BODY_TIMEOUT_S)
             final_metrics = _scrape(client, svc["url"])
         log("service_faults: restart: a new service process on the same folder")
         with _service(fake_url) as svc2, httpx.Client(headers={"Authorization": f"Bearer {_token()}"}, timeout=30) as client:
@@ -433,7 +444,7 @@ def main() -> None:
             "requests_per_mode": n, "threads": THREADS, "messages": "the demo's follow-ups (rewrites.jsonl) with their history; /v1/plan and /v1/ask alternately",
             "session": {"market": SESSION_MARKET}, "service_load_s": svc["load_s"],
         },
-        "modes": results, "rebuild": rebuild, "five_xx_in_metrics": five_xx_metrics, "findings": findings,
+        "modes": results, "rebuild": rebuild, "hostile": hostile, "five_xx_in_metrics": five_xx_metrics, "findings": findings,
         "all_counts_agree": all(r["agree"] for r in results.values()), "total_s": round(time.perf_counter() - t_all, 1),
     }  # fmt: skip
     # --quick is a smoke run: kept out of bench/results
@@ -447,6 +458,7 @@ def _markdown(r: dict[str, Any], command: str) -> str:
     lines = [
         "# The service under faults (`bench/service/faults.py`)", "",
         f"Command: `{command}` ({r['total_s']} s)  ",
+        load_line(r["machine"]) + "  ",
         f"Deployment: {s['deployment']}; `[llm]` {s['llm']['provider']}, deadline {s['llm']['timeout_s']} s, max_retries {s['llm']['max_retries']}, "
         f"moves {', '.join(s['llm']['moves'])}. {s['requests_per_mode']} requests per mode from {s['threads']} threads: {s['messages']}. "
         "Latency is the client's, per request.", "",
@@ -479,6 +491,7 @@ def _markdown(r: dict[str, Any], command: str) -> str:
         + " (the held one is never pruned).", "",
         f"5xx counted in /metrics over the whole run: {r['five_xx_in_metrics'] or 'none'}. All fallback counts agree: **{r['all_counts_agree']}**. "
         f"Findings: {len(r['findings'])}" + (" (see the JSON)." if r["findings"] else "."), "",
+        *hostile_markdown(r.get("hostile", [])),
     ]  # fmt: skip
     return "\n".join(lines)
 

@@ -110,9 +110,9 @@ def _serve(config: Path, workers: int, name: str) -> Iterator[dict[str, Any]]:
     logpath = HERE / f"serve-{name}.log"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", SECRET_ENV: SECRET, KEY_ENV: "bench-key"}
     started = time.perf_counter()
-    with open(logpath, "w", encoding="utf-8") as logfile:
+    with open(logpath, "w", encoding="utf-8") as logfile:  # started in HERE: with --workers N its jobs file lands there
         proc = subprocess.Popen([sys.executable, "-m", "querywise", "serve", "-c", str(config), "-i", str(INDEX), "--port", str(port),
-                                 "--workers", str(workers)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=logfile)  # fmt: skip
+                                 "--workers", str(workers)], cwd=HERE, env=env, stdout=subprocess.DEVNULL, stderr=logfile)  # fmt: skip
         url = f"http://127.0.0.1:{port}"
         try:
             deadline = time.monotonic() + 180

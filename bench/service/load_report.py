@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.report import load_line
+
 
 def _markdown(r: dict[str, Any], command: str, machine: dict[str, Any]) -> str:
     s, runs = r["setup"], r["runs"]
@@ -22,6 +24,7 @@ def _markdown(r: dict[str, Any], command: str, machine: dict[str, Any]) -> str:
         "# The service under load (`bench/service/load.py`)", "",
         f"Command: `{command}` ({r['total_s']} s, {machine['date']})  ",
         f"Machine: {machine['cores']} cores ({machine['cpu']}), {machine['ram_gib']} GiB, Python {machine['python']}, a VM.  ",
+        load_line(machine) + "  ",
         f"Load generator: {s['load_generator']}.  ",
         f"Service: `{s['service']}`, **{s['workers']} worker(s)** ({s['workers_chosen_by']}); {s['deployment']}; `[server]` rate limit "
         "as shipped (100/s per subject).  ",

@@ -22,7 +22,7 @@ from bench.registry import BENCHMARKS, Benchmark, find
 HELPERS = {
     "retrieval.synthetic_corpus", "retrieval.machine_peak", "routing.router", "training.topic_shift", "triage.verb", "understanding.access_leaks",
     "service.adversarial_checks", "service.adversarial_inputs", "service.adversarial_report", "service.adversarial_requests",
-    "service.load_measure", "service.load_profile", "service.load_report", "service.load_setup",
+    "service.load_measure", "service.load_profile", "service.load_report", "service.load_setup", "service.faults_hostile",
 }
 
 

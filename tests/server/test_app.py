@@ -119,6 +119,49 @@ def test_a_signed_gateway_session_is_accepted_and_a_tampered_one_is_not(tmp_path
             assert httpx.post(f"{url}/v1/plan", json={"message": "warranty"}, headers=bad).status_code == 401
 
 
+def test_a_body_that_does_not_arrive_in_time_is_408_and_the_service_keeps_answering(tmp_path: Path, index: Index, token: Callable[..., str]) -> None:
+    import socket
+
+    settings = _settings(tmp_path, request_body_timeout_s=0.5)
+    with QueryWise(settings, index) as qw, running(create_app(qw, authenticator=Authenticator(settings.server, settings.access))) as url:
+        host, port = url.removeprefix("http://").split(":")
+        head = (f"POST /v1/plan HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token(market='eu')}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 200\r\n\r\n").encode()
+        held = []
+        for _ in range(20):  # each sends its head and 13 of the 200 bytes it announced, then nothing
+            sock = socket.create_connection((host, int(port)), timeout=5)
+            sock.sendall(head + b'{"message": "')
+            held.append(sock)
+        started = time.monotonic()
+        assert httpx.get(f"{url}/healthz", timeout=5).status_code == 200
+        answers = [_until_closed(sock, started + 3) for sock in held]
+        assert all(answer.startswith(b"HTTP/1.1 408") and answer.endswith(b'([server] request_body_timeout_s)"}') for answer in answers), answers[:1]
+        # a body sent in pieces within the deadline is read
+        sock = socket.create_connection((host, int(port)), timeout=5)
+        body = b'{"message": "warranty"}'
+        sock.sendall(head.replace(b"Content-Length: 200", f"Content-Length: {len(body)}".encode()) + body[:5])
+        time.sleep(0.1)
+        sock.sendall(body[5:])
+        assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+        sock.close()
+
+
+def _until_closed(sock: Any, deadline: float) -> bytes:
+    """What the server sent before it closed the connection (b"...still open" when it did not by `deadline`)."""
+    data = b""
+    while True:
+        sock.settimeout(max(0.05, deadline - time.monotonic()))
+        try:
+            chunk = sock.recv(4096)
+        except TimeoutError:
+            sock.close()
+            return data + b"...still open"
+        if not chunk:
+            sock.close()
+            return data
+        data += chunk
+
+
 def test_rs256_tokens_with_the_configured_public_key(tmp_path: Path, index: Index, token: Callable[..., str]) -> None:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa

@@ -67,15 +67,91 @@ def test_callers_without_sub_are_each_their_own_subject(token: Callable[..., str
     assert a != b
 
 
-def test_an_es256_token_against_an_rsa_key_is_a_bad_token(tmp_path: Path) -> None:
-    import jwt
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
 
-    rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = tmp_path / "public.pem"
-    pem.write_bytes(rsa_key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
-    auth = Authenticator(ServerSettings(jwt_algorithms=["RS256", "ES256"], jwt_public_key=pem), ACCESS)
-    es = jwt.encode({"sub": "mallory", "market": "eu", "exp": int(time.time()) + 60}, ec.generate_private_key(ec.SECP256R1()), algorithm="ES256")
-    with pytest.raises(AuthError, match="invalid token"):
-        auth.authenticate(_bearer(es))
+
+def _raw_token(header: dict[str, object], payload: bytes, sign: Callable[[bytes], bytes]) -> str:
+    head = _b64(json.dumps(header).encode()) + "." + _b64(payload)
+    return head + "." + _b64(sign(head.encode()))
+
+
+class _Keys:
+    """An RSA key pair (the server's) and an EC one (an attacker's, or the other half of RS256+ES256)."""
+
+    def __init__(self) -> None:
+        from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+        self.rsa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.ec = ec.generate_private_key(ec.SECP256R1())
+
+    def public(self, form: str) -> bytes:
+        from cryptography.hazmat.primitives import serialization as s
+
+        if form == "openssh":
+            return self.rsa.public_key().public_bytes(s.Encoding.OpenSSH, s.PublicFormat.OpenSSH)
+        return self.rsa.public_key().public_bytes(s.Encoding.PEM, s.PublicFormat.SubjectPublicKeyInfo)
+
+
+@pytest.fixture(scope="module")
+def keys() -> _Keys:
+    return _Keys()
+
+
+def _bad_tokens(keys: _Keys, public: bytes) -> dict[str, str]:
+    """Tokens no RS256 + ES256 deployment holding the RSA public key may accept, each once a 500 or a
+    path PyJWT does not map to its own errors."""
+    import jwt
+
+    claims = {"sub": "mallory", "market": "eu", "exp": int(time.time()) + 60}
+    rs256, es256 = jwt.get_algorithm_by_name("RS256"), jwt.get_algorithm_by_name("ES256")
+    good = json.dumps(claims).encode()
+    return {
+        "ES256 by another key": jwt.encode(claims, keys.ec, algorithm="ES256"),
+        "ES256 with a kid naming the RSA key": jwt.encode(claims, keys.ec, algorithm="ES256", headers={"kid": "server-rsa"}),
+        "HS256 keyed with the public key": _raw_token({"alg": "HS256"}, good, lambda m: hmac.new(public, m, hashlib.sha256).digest()),
+        "ES256 header, RSA signature": _raw_token({"alg": "ES256"}, good, lambda m: rs256.sign(m, keys.rsa)),
+        "RS256 header, a 1-byte signature": _raw_token({"alg": "RS256"}, good, lambda m: b"x"),
+        "ES256 header, a 132-byte signature": _raw_token({"alg": "ES256"}, good, lambda m: b"\xff" * 132),
+        "exp Infinity, signed by the server's key": _raw_token({"alg": "RS256"}, b'{"market": "eu", "exp": Infinity}', lambda m: rs256.sign(m, keys.rsa)),
+        "exp NaN, signed by the server's key": _raw_token({"alg": "RS256"}, b'{"market": "eu", "exp": NaN}', lambda m: rs256.sign(m, keys.rsa)),
+        "exp a list, ES256": _raw_token({"alg": "ES256"}, b'{"market": "eu", "exp": [1]}', lambda m: es256.sign(m, keys.ec)),
+        "alg a list": _raw_token({"alg": ["RS256"]}, good, lambda m: rs256.sign(m, keys.rsa)),
+        "header a list": _b64(b"[1]") + "." + _b64(good) + "." + _b64(b"x"),
+    }
+
+
+@pytest.mark.parametrize("form", ["pem", "openssh"])
+def test_no_token_against_an_rs256_es256_deployment_with_an_rsa_key_is_more_than_a_bad_token(form: str, keys: _Keys, tmp_path: Path) -> None:
+    import jwt
+
+    public = keys.public(form)
+    (tmp_path / "public.key").write_bytes(public)
+    auth = Authenticator(ServerSettings(jwt_algorithms=["RS256", "ES256"], jwt_public_key=tmp_path / "public.key"), ACCESS)
+    answers: dict[str, str] = {}
+    for case, bad in _bad_tokens(keys, public).items():
+        try:  # any other exception fails the test: the service would answer it 500
+            auth.authenticate(_bearer(bad))
+            answers[case] = "accepted"
+        except AuthError as exc:
+            answers[case] = "invalid token" if str(exc).startswith("invalid token") else str(exc)
+    assert set(answers.values()) == {"invalid token"}, answers
+    good = jwt.encode({"sub": "alice", "market": "eu", "exp": int(time.time()) + 60}, keys.rsa, algorithm="RS256")
+    assert auth.authenticate(_bearer(good)).session == {"market": "eu"}
+
+
+def test_a_key_file_that_cannot_verify_the_configured_algorithms_stops_the_start(keys: _Keys, tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives import serialization as s
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    files = {
+        "private.pem": (keys.rsa.private_bytes(s.Encoding.PEM, s.PrivateFormat.PKCS8, s.NoEncryption()), ["RS256"], "private key"),
+        "rsa.pem": (keys.public("pem"), ["ES256"], "verifies none"),
+        "p384.pem": (ec.generate_private_key(ec.SECP384R1()).public_key().public_bytes(s.Encoding.PEM, s.PublicFormat.SubjectPublicKeyInfo),
+                     ["ES256"], "secp384r1"),
+        "notes.txt": (b"not a key", ["RS256"], "not a PEM or OpenSSH public key"),
+    }
+    for name, (data, algorithms, says) in files.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(RuntimeError, match=says):
+            Authenticator(ServerSettings(jwt_algorithms=algorithms, jwt_public_key=tmp_path / name), ACCESS)

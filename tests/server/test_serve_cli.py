@@ -10,10 +10,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 import pytest
 
+import querywise
 from querywise.demo import demo_file
 
 pytestmark = pytest.mark.model  # each worker loads the packaged embedding model
@@ -26,10 +28,13 @@ def _free_port() -> int:
         return port
 
 
-def _start(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+def _start(args: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[subprocess.Popen[str], str]:
     port = _free_port()
+    # the querywise under test, wherever the process starts (a relative PYTHONPATH would not follow cwd)
+    path = os.pathsep.join([str(Path(querywise.__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])
     proc = subprocess.Popen([sys.executable, "-m", "querywise", "serve", "-c", str(demo_file("querywise.toml")), "--port", str(port), *args],
-                            env={**os.environ, "HF_HUB_OFFLINE": "1", **env}, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+                            env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": path, **env}, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            text=True, cwd=cwd)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
@@ -42,8 +47,8 @@ def _start(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str],
     raise AssertionError(f"querywise serve did not become ready: {proc.communicate()[1][-2000:]}")
 
 
-def test_two_workers_serve_plans_with_the_tokens_session_and_drain_on_sigterm(token: Callable[..., str], jwt_secret: str) -> None:
-    proc, url = _start(["--workers", "2"], {"QUERYWISE_JWT_SECRET": jwt_secret})
+def test_two_workers_serve_plans_with_the_tokens_session_and_drain_on_sigterm(tmp_path: Path, token: Callable[..., str], jwt_secret: str) -> None:
+    proc, url = _start(["--workers", "2"], {"QUERYWISE_JWT_SECRET": jwt_secret}, cwd=tmp_path)  # its jobs file lands there
     try:
         for _ in range(6):  # spread over the workers
             r = httpx.post(f"{url}/v1/plan", json={"message": "How long is the warranty on the Halden Solace 7?"},
@@ -71,3 +76,42 @@ def test_without_a_secret_it_refuses_to_start_and_insecure_says_so_loudly() -> N
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=60)
     assert "AUTHENTICATION IS OFF" in stderr
+
+
+def test_with_two_workers_a_job_is_seen_by_every_poll_and_half_sent_heads_are_closed(tmp_path: Path, token: Callable[..., str],
+                                                                                     jwt_secret: str) -> None:
+    proc, url = _start(["--workers", "2"], {"QUERYWISE_JWT_SECRET": jwt_secret}, cwd=tmp_path)
+    held: list[socket.socket] = []
+    try:
+        opened = time.monotonic()
+        for _ in range(20):  # half a request line each: [server] request_head_timeout_s (10 s) closes them, in whichever worker took them
+            sock = socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])), timeout=5)
+            sock.sendall(b"GET /healthz HT")
+            held.append(sock)
+        ops = {"Authorization": f"Bearer {token(market='eu', sub='ops', scope='querywise:jobs')}"}
+        cases = [{"id": "c1", "message": "How long is the warranty on the Halden Solace 7?", "relevant": ["solace-7-warranty"], "session": {"market": "eu"}}]
+        started = httpx.post(f"{url}/v1/eval", json={"cases": cases, "metrics": ["recall@5"]}, headers=ops, timeout=30)
+        assert started.status_code == 202, started.text
+        polls = []
+        for _ in range(40):  # a new connection each: the two workers share them
+            polls.append(httpx.get(f"{url}{started.headers['location']}", headers=ops, timeout=30))
+            time.sleep(0.05)
+        assert [r.status_code for r in polls].count(404) == 0, [r.text for r in polls if r.status_code != 200][:3]
+        assert {r.json()["id"] for r in polls} == {started.json()["id"]}
+        other = {"Authorization": f"Bearer {token(market='eu', sub='mallory', scope='querywise:jobs')}"}
+        assert all(httpx.get(f"{url}{started.headers['location']}", headers=other, timeout=30).status_code == 404 for _ in range(6))
+        closed = []
+        for sock in held:
+            sock.settimeout(max(0.1, opened + 10 + 5 - time.monotonic()))
+            try:
+                closed.append(sock.recv(1024) == b"")
+            except TimeoutError:
+                closed.append(False)
+        assert all(closed), f"{closed.count(False)} of {len(held)} half-sent heads still open 15 s after they were sent"
+        assert httpx.get(f"{url}/healthz", timeout=5).status_code == 200
+    finally:
+        for sock in held:
+            sock.close()
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    assert (tmp_path / "querywise-jobs.sqlite").is_file()  # beside the labels file, in the folder the service started in

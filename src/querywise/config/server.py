@@ -31,7 +31,7 @@ class ServerSettings(_Section):
     auth: Literal["jwt", "gateway"] = "jwt"  # "jwt": a bearer token; "gateway": a session header signed by your gateway
     jwt_algorithms: list[JWTAlgorithm] = Field(default_factory=_hs256, min_length=1)  # the algorithms a token may be signed with
     jwt_secret_env: str = "QUERYWISE_JWT_SECRET"  # the environment variable holding the HS256 secret
-    jwt_public_key: Path | None = None  # PEM, for RS256 / ES256
+    jwt_public_key: Path | None = None  # a public key (PEM or OpenSSH): RSA for RS256, P-256 for ES256; checked at start
     jwt_audience: str | None = None  # required in the token when set
     jwt_issuer: str | None = None  # when set, a token's iss must equal it
     jwt_leeway_s: float = Field(30.0, ge=0, le=600)  # clock skew allowed on exp / nbf
@@ -52,6 +52,11 @@ class ServerSettings(_Section):
     # is then the user's to install), so a client's limit holds across all of them.
     rate_limit_storage: str = "memory://"
     graceful_shutdown_s: float = Field(10.0, ge=0)  # in-flight requests get this long to finish on SIGTERM
+    # A connection whose request line and headers are not all in this long after it opened (or
+    # after its previous response) is closed: half-sent heads must not hold sockets for good.
+    request_head_timeout_s: float = Field(10.0, gt=0, le=600)
+    # A request whose body is not all in this long after its head is answered 408 and closed.
+    request_body_timeout_s: float = Field(60.0, gt=0, le=3600)
     # The grant (a token's `scope` claim) that may start triage and eval jobs: they read passages
     # whatever the caller's session is, so they are an operator's, not every user's.
     jobs_scope: str = "querywise:jobs"
@@ -59,6 +64,10 @@ class ServerSettings(_Section):
     # The workbench's labels (JSONL, the format `querywise triage --labels` reads), relative to the
     # directory the service starts in; every worker saves to the same file under a lock.
     labels_file: Path = Path("querywise-labels.jsonl")
+    # The triage and eval jobs (SQLite, WAL), shared by every worker process so that a job's poll
+    # may land on any of them. None: with one worker, in its memory; with --workers N,
+    # querywise-jobs.sqlite beside labels_file.
+    jobs_file: Path | None = None
 
     @model_validator(mode="after")
     def _keys_for_algorithms(self) -> ServerSettings:

@@ -8,8 +8,9 @@
 
 Every `/v1` request is authenticated first (`server.auth`: the session comes from the verified
 credentials, never from the body; 401 without them), then rate-limited per subject (429 with
-Retry-After), and bounded: a body over `[server] max_body_bytes` is 413 before it is read, a
-message or turn over `[limits]` is 413 too. The deployment's own errors map to statuses: an
+Retry-After), and bounded: a body over `[server] max_body_bytes` is 413 before it is read, one
+not all in within `request_body_timeout_s` of its head is 408, a message or turn over `[limits]`
+is 413 too. The deployment's own errors map to statuses: an
 unusable session 403, a bad filter or history 422, the user's retriever failing 502. The
 handlers are async and hand the deployment's sync work to a pool of `REQUEST_THREADS` threads:
 the embedding model and the LLM tier are shared by the requests in flight (the tier keeps one
@@ -78,10 +79,13 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 class BodyLimit:
     """413 for a body over `limit` bytes: by its Content-Length before anything is read, or by
-    counting a chunked body as it arrives (pure ASGI, so no body is buffered twice)."""
+    counting a chunked body as it arrives; 408 for a body not all in within `timeout_s` of the
+    request's head (a client trickling its body would hold the request for good: the head's
+    deadline, `protocol.HeadDeadline`, ends where the body starts). Pure ASGI, so no body is
+    buffered twice."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app, self.limit = app, limit
+    def __init__(self, app: ASGIApp, limit: int, timeout_s: float = 60.0) -> None:
+        self.app, self.limit, self.timeout_s = app, limit, timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -89,21 +93,32 @@ class BodyLimit:
             return
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.limit:
-            await _too_large(send, self.limit)
+            await _refuse(send, 413, "too_large", f"the request body is over {self.limit} bytes ([server] max_body_bytes)")
             return
-        seen, refused = 0, False
+        seen, refused, body_done = 0, False, False
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
 
-        # Over the limit mid-body: answer 413 at once, tell the app the client left (so it stops
-        # reading), and drop whatever it sends after (FastAPI would have made a 400 of an error).
+        # Over the limit or past the deadline mid-body: answer at once, tell the app the client left
+        # (so it stops reading), and drop whatever it sends after (FastAPI would have made a 400 of
+        # an error). Once the body is in, a receive() waits for the client to leave: no deadline.
         async def counted() -> Message:
-            nonlocal seen, refused
+            nonlocal seen, refused, body_done
             if refused:
                 return {"type": "http.disconnect"}
-            message = await receive()
+            if body_done:
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - asyncio.get_running_loop().time()))
+            except TimeoutError:
+                refused = True
+                await _refuse(send, 408, "request_timeout", f"the request body did not arrive within {self.timeout_s:g} s "
+                              "([server] request_body_timeout_s)")
+                return {"type": "http.disconnect"}
             seen += len(message.get("body", b""))
+            body_done = message["type"] != "http.request" or not message.get("more_body", False)
             if seen > self.limit:
                 refused = True
-                await _too_large(send, self.limit)
+                await _refuse(send, 413, "too_large", f"the request body is over {self.limit} bytes ([server] max_body_bytes)")
                 return {"type": "http.disconnect"}
             return message
 
@@ -144,9 +159,12 @@ class Timed:
             self.metrics.observe(getattr(scope.get("route"), "path", "(unmatched)"), status, time.perf_counter() - started)
 
 
-async def _too_large(send: Send, limit: int) -> None:
-    body = json.dumps({"error": "too_large", "detail": f"the request body is over {limit} bytes ([server] max_body_bytes)"}).encode()
-    await send({"type": "http.response.start", "status": 413, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+async def _refuse(send: Send, status: int, error: str, detail: str) -> None:
+    body = json.dumps({"error": error, "detail": detail}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if status == 408:  # the rest of the body may still come: this connection is done
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -301,8 +319,9 @@ def create_app(deployment: QueryWise, *, authenticator: Authenticator | None, se
     server = server or deployment.settings.server
     metrics = ServiceMetrics(deployment)
     app = _api()
-    jobs = Jobs(max_queued=server.max_queued_jobs)
+    jobs = Jobs(max_queued=server.max_queued_jobs, path=server.jobs_file)
     threads = ThreadPoolExecutor(max_workers=REQUEST_THREADS, thread_name_prefix="querywise-request")
+    app.state.request_head_timeout_s = server.request_head_timeout_s  # for `running`, which serves the app without its settings
     app.state.served = _Served(deployment, metrics, frozenset(deployment.settings.access.fields), jobs, server.jobs_scope, threads)
     app.router.add_event_handler("shutdown", jobs.close)
     app.router.add_event_handler("shutdown", threads.shutdown)
@@ -313,7 +332,7 @@ def create_app(deployment: QueryWise, *, authenticator: Authenticator | None, se
     workbench.install(app, deployment, jobs, server.labels_file, server.jobs_scope)
 
     app.add_middleware(Timed, metrics=metrics)
-    app.add_middleware(BodyLimit, limit=server.max_body_bytes)
+    app.add_middleware(BodyLimit, limit=server.max_body_bytes, timeout_s=server.request_body_timeout_s)
     # Outermost: a request for another Host (DNS rebinding) is 400 before anything reads it.
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=server.allowed_hosts, www_redirect=False)
     return app

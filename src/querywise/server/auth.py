@@ -4,7 +4,8 @@ the request body.
 Two ways in (`[server] auth`):
 
 - `"jwt"`: `Authorization: Bearer <token>`, verified with PyJWT — the signature (HS256 with the
-  secret in `$QUERYWISE_JWT_SECRET`, or RS256 / ES256 with the configured public key), `exp`
+  secret in `$QUERYWISE_JWT_SECRET`, or RS256 / ES256 with the configured public key, loaded once at
+  start and refused there when it can verify none of `jwt_algorithms`), `exp`
   (required), `nbf`, and `aud` / `iss` when configured. The claims named like the `[access]`
   session keys become the session; other claims are ignored.
 - `"gateway"`: a trusted gateway that authenticated the user sets `x-querywise-session` (base64url
@@ -31,13 +32,18 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import jwt
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.serialization import load_pem_public_key, load_ssh_public_key
 
-from querywise.config import AccessSettings, ServerSettings
+from querywise.config import AccessSettings, JWTAlgorithm, ServerSettings
 from querywise.understand.access import near_misses
 
 __all__ = ["AuthError", "Authenticator", "Principal", "sign_gateway_session"]
+
+PublicKey = rsa.RSAPublicKey | ec.EllipticCurvePublicKey
 
 
 class AuthError(Exception):
@@ -68,18 +74,16 @@ class Authenticator:
 
     def __init__(self, server: ServerSettings, access: AccessSettings) -> None:
         self.server, self.access = server, access
+        self._algorithms: list[str] = list(server.jwt_algorithms)  # narrowed to what a public key can verify
         if server.auth == "gateway":
-            self._key: bytes | str = _secret(server.gateway_secret_env, "[server] auth = 'gateway'")
+            self._key: bytes | PublicKey = _secret(server.gateway_secret_env, "[server] auth = 'gateway'")
         elif server.jwt_algorithms == ["HS256"]:
             self._key = _secret(server.jwt_secret_env, "[server] auth = 'jwt' with HS256")
         else:
-            assert server.jwt_public_key is not None  # ServerSettings checks it
-            try:
-                self._key = server.jwt_public_key.read_text(encoding="utf-8")
-            except OSError as exc:
-                raise RuntimeError(f"[server] jwt_public_key {server.jwt_public_key}: {exc.strerror}") from None
             if "HS256" in server.jwt_algorithms:  # a public key as an HMAC secret is the classic confusion attack
                 raise RuntimeError("[server] jwt_algorithms: HS256 cannot be mixed with RS256 / ES256")
+            assert server.jwt_public_key is not None  # ServerSettings checks it
+            self._key, self._algorithms = _public_key(server.jwt_public_key, server.jwt_algorithms)
 
     def authenticate(self, headers: Mapping[str, str]) -> Principal:
         if self.server.auth == "gateway":
@@ -96,12 +100,16 @@ class Authenticator:
         s = self.server
         try:
             claims = jwt.decode(
-                token.strip(), self._key, algorithms=list(s.jwt_algorithms), audience=s.jwt_audience, issuer=s.jwt_issuer,
+                token.strip(), self._key, algorithms=self._algorithms, audience=s.jwt_audience, issuer=s.jwt_issuer,
                 leeway=s.jwt_leeway_s, options={"require": ["exp"], "verify_aud": s.jwt_audience is not None},
             )
         except jwt.ExpiredSignatureError:
             raise AuthError("token expired") from None
-        except jwt.PyJWTError as exc:  # InvalidKeyError too: an ES256 token checked with an RSA key is a bad token, not a fault
+        # The one place a token is decoded: whatever it holds (an algorithm the key cannot verify, a
+        # signature of the wrong length, a claim of the wrong type) is a bad token, never a 500.
+        # PyJWT raises its own errors for most; cryptography's ValueError / TypeError for a key or a
+        # signature it cannot use are caught too, as PyJWT lets some through.
+        except (jwt.PyJWTError, ValueError, TypeError) as exc:
             raise AuthError(f"invalid token: {exc}") from None
         return _subject(claims.get("sub"), token.strip()), claims
 
@@ -147,6 +155,35 @@ class Authenticator:
                 raise AuthError(f"credentials' {key!r} must be a non-empty string")
             session[key] = value
         return session
+
+
+def _public_key(path: Path, algorithms: list[JWTAlgorithm]) -> tuple[PublicKey, list[str]]:
+    """The key `jwt_public_key` holds, loaded once (PEM or OpenSSH), and the configured algorithms
+    it can verify: an RSA key RS256, a P-256 key ES256. PyJWT would parse the file again for every
+    token as whatever the token's header names, and some mismatches (an OpenSSH RSA key read as
+    ES256, a private key where a public one belongs) escape it as errors of another kind."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RuntimeError(f"[server] jwt_public_key {path}: {exc.strerror}") from None
+    if b"PRIVATE KEY" in data:
+        raise RuntimeError(f"[server] jwt_public_key {path} holds a private key: give the service only the public key")
+    try:
+        key = load_ssh_public_key(data) if data.lstrip().startswith((b"ssh-", b"ecdsa-")) else load_pem_public_key(data)
+    except (ValueError, TypeError) as exc:  # cryptography's "could not parse" and "unsupported key type"
+        raise RuntimeError(f"[server] jwt_public_key {path}: not a PEM or OpenSSH public key ({exc})") from None
+    serves: list[str] = []
+    if isinstance(key, rsa.RSAPublicKey):
+        serves = ["RS256"]
+    elif isinstance(key, ec.EllipticCurvePublicKey) and isinstance(key.curve, ec.SECP256R1):
+        serves = ["ES256"]
+    usable: list[str] = [a for a in algorithms if a in serves]
+    if not usable:
+        kind = "an RSA" if isinstance(key, rsa.RSAPublicKey) else f"an EC ({key.curve.name})" if isinstance(key, ec.EllipticCurvePublicKey) else type(key).__name__
+        raise RuntimeError(f"[server] jwt_public_key {path} holds {kind} key, which verifies none of "
+                           f"jwt_algorithms {algorithms} (RS256 needs an RSA key, ES256 a P-256 one)")
+    assert isinstance(key, PublicKey)
+    return key, usable
 
 
 def _finite(value: object) -> bool:

@@ -3,10 +3,13 @@
 One worker serves the app built here. Several (`--workers N`) are separate processes that uvicorn
 starts from the factory `app_from_env`, each loading its own deployment (model, index, router,
 catalog) from the settings named in the environment: their caches (the LLM single-turn cache, the
-embedding cache in memory), rate-limit windows and metrics are per worker by design.
+embedding cache in memory), rate-limit windows and metrics are per worker by design; the jobs are
+not: every worker opens the same `[server] jobs_file` (by default `querywise-jobs.sqlite` beside
+the labels file), so a job's poll may land on any worker.
 Query embeddings go through one `BatchingEmbedder` per worker (`serving_embedder`).
 Logs are JSON lines (`JSONFormatter`, the standard library's logging; no extra dependency).
 SIGTERM drains: uvicorn stops accepting, and in-flight requests get `[server] graceful_shutdown_s`.
+A connection has `[server] request_head_timeout_s` to send each request's head (`protocol.HeadDeadline`).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from querywise.config import Settings, load_settings
+from querywise.config import ServerSettings, Settings, load_settings
 from querywise.embed import BatchingEmbedder, CachedEmbedder, embedder_for
 from querywise.server.app import create_app
 from querywise.server.auth import Authenticator
@@ -34,6 +37,8 @@ __all__ = ["JSONFormatter", "app_from_env", "build_app", "log_config", "running"
 
 log = logging.getLogger("querywise.server")
 ENV_CONFIG, ENV_INDEX, ENV_INSECURE = "QUERYWISE_SERVE_CONFIG", "QUERYWISE_SERVE_INDEX", "QUERYWISE_SERVE_INSECURE_NO_AUTH"
+ENV_JOBS = "QUERYWISE_SERVE_JOBS_FILE"
+JOBS_FILE = "querywise-jobs.sqlite"  # beside [server] labels_file when several workers need one and none is set
 INSECURE_WARNING = "AUTHENTICATION IS OFF (--insecure-no-auth): every request is served with an empty session. Never expose this port."
 
 
@@ -109,7 +114,10 @@ def running(app: FastAPI, *, host: str = "127.0.0.1", start_timeout_s: float = 3
     notebook); yields its base URL, and stops it (draining) on exit."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=0, log_level="warning", lifespan="on"))
+    from querywise.server.protocol import head_deadline
+
+    head_s = getattr(app.state, "request_head_timeout_s", ServerSettings().request_head_timeout_s)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=0, log_level="warning", lifespan="on", http=head_deadline(head_s)))
     thread = threading.Thread(target=server.run, name="querywise-uvicorn", daemon=True)
     thread.start()
     deadline = time.monotonic() + start_timeout_s
@@ -128,7 +136,10 @@ def running(app: FastAPI, *, host: str = "127.0.0.1", start_timeout_s: float = 3
 def app_from_env() -> FastAPI:
     """The factory each worker process calls (`uvicorn querywise.server.run:app_from_env --factory`)."""
     config, index = os.environ.get(ENV_CONFIG) or None, os.environ.get(ENV_INDEX) or None
-    return build_app(load_settings(config), Path(index) if index else None, insecure_no_auth=os.environ.get(ENV_INSECURE) == "1")
+    settings = load_settings(config)
+    if jobs := os.environ.get(ENV_JOBS):  # the one file every worker shares, as `serve` chose it
+        settings = settings.model_copy(update={"server": settings.server.model_copy(update={"jobs_file": Path(jobs)})})
+    return build_app(settings, Path(index) if index else None, insecure_no_auth=os.environ.get(ENV_INSECURE) == "1")
 
 
 def serve(config: Path | None, index: Path | None, *, host: str | None = None, port: int | None = None, workers: int | None = None,
@@ -136,10 +147,13 @@ def serve(config: Path | None, index: Path | None, *, host: str | None = None, p
     """Run the service until SIGINT / SIGTERM (which drain in-flight requests)."""
     import uvicorn
 
+    from querywise.server.protocol import head_deadline
+
     settings = load_settings(config)
     s = settings.server
     options: dict[str, Any] = {"host": host or s.host, "port": s.port if port is None else port, "log_config": log_config(),
-                               "timeout_graceful_shutdown": s.graceful_shutdown_s, "proxy_headers": False}
+                               "timeout_graceful_shutdown": s.graceful_shutdown_s, "proxy_headers": False,
+                               "http": head_deadline(s.request_head_timeout_s)}
     n = workers or s.workers
     if n == 1:
         uvicorn.run(build_app(settings, index, insecure_no_auth=insecure_no_auth), **options)
@@ -147,6 +161,7 @@ def serve(config: Path | None, index: Path | None, *, host: str | None = None, p
     os.environ[ENV_CONFIG] = str(config.resolve()) if config is not None else ""
     os.environ[ENV_INDEX] = str(index.resolve()) if index is not None else ""
     os.environ[ENV_INSECURE] = "1" if insecure_no_auth else "0"
+    os.environ[ENV_JOBS] = str((s.jobs_file or s.labels_file.parent / JOBS_FILE).resolve())
     if insecure_no_auth:
         log.warning(INSECURE_WARNING)
     uvicorn.run("querywise.server.run:app_from_env", factory=True, workers=n, **options)
