@@ -18,7 +18,7 @@ from querywise.conversation import Turn
 from querywise.demo import demo_file
 from querywise.understand.access import AccessError, access_from_session
 from querywise.understand.followup import WEAK_FORM_WEIGHT
-from querywise.understand.followup.move import GUESSED_MESSAGE_WEIGHT
+from querywise.understand.followup.move import GUESSED_MESSAGE_WEIGHT, JOINED_MESSAGE_WEIGHT
 from querywise.understand.followup.shift import shift_model
 from querywise.understand.pipeline import Understander
 
@@ -189,6 +189,9 @@ def test_a_referent_guessed_from_the_words_never_replaces_the_message(understand
     queries = {q.kind: q for q in plan.queries}
     assert "ear cushions" in queries["standalone"].text and queries["standalone"].weight == 1.0
     assert queries["original"].text == "how often should I replace them?" and queries["original"].weight == GUESSED_MESSAGE_WEIGHT
+    # the previous turn put in front of the message holds the message word for word: both weigh the same
+    joined = understander.plan("any exceptions?", history=["Do you price match other shops?"], session=EU)
+    assert [(q.kind, q.weight) for q in joined.queries][:2] == [("standalone", 1.0), ("original", JOINED_MESSAGE_WEIGHT)]
     # a catalog product is known to the deployment: its form replaces the message
     known = understander.plan("how often should I replace it?", history=["Do the Halden Solace 7 Pro wear out?"], session=EU)
     assert [q.kind for q in known.queries][:1] == ["standalone"] and "guessed" not in (known.step("follow_up").changed or "")  # type: ignore[union-attr]

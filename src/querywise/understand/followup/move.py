@@ -13,6 +13,7 @@ replies to an answer, the form with the answer's words after it (`ANSWER_WEIGHT`
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -37,10 +38,10 @@ from querywise.understand.followup.gate import (
     points_back,
     standalone_form,
 )
-from querywise.understand.followup.referent import ANSWER_CHARS, Tracker
+from querywise.understand.followup.referent import ANSWER_CHARS, Referent, Tracker
 from querywise.understand.followup.shift import Searched, shift_features, shift_model
 
-__all__ = ["ANSWER_MAX_CHANCE", "ANSWER_WEIGHT", "GUESSED_MESSAGE_WEIGHT", "Followed", "follow_up", "shift_chance", "sure_referents"]
+__all__ = ["ANSWER_MAX_CHANCE", "ANSWER_WEIGHT", "GUESSED_MESSAGE_WEIGHT", "JOINED_MESSAGE_WEIGHT", "Followed", "follow_up", "shift_chance", "sure_referents"]
 
 #: The RRF weight of the form with the answer's words after it, relative to the form's own, when
 #: the message more likely continues the answer than opens a new subject (the topic-shift check's
@@ -58,6 +59,13 @@ ANSWER_MAX_CHANCE = 0.5
 #: weight where both are within noise: losing nothing the message found matters more than a
 #: hundredth (#33). Reported on CAsT 2020: bench/results/defaults_gate.md.
 GUESSED_MESSAGE_WEIGHT = 2.0
+#: The same for the previous user turn put in front of the message (`concat_standalone`), which
+#: holds the message word for word: the message beside it at equal weight. Chosen so that the
+#: reference help centre's "prev + follow-up" ranks reproduce (tests/accept), reported on CAsT 2020.
+JOINED_MESSAGE_WEIGHT = 1.0
+# A model code: letters and digits in one word ("X2", "A380", "777X"), a capitalised word then a
+# number ("Solace 7"), or a capitalised word then a single capital ("Watch S").
+_MODEL_CODE = re.compile(r"\b(?:[A-Za-z]+\d+|\d+[A-Za-z]+)[\w-]*\b|\b[A-Z][a-z]+ (?:\d+|[A-Z])\b")
 
 
 @dataclass(frozen=True)
@@ -137,7 +145,8 @@ def follow_up(
         # A referent guessed from the words (a noun phrase, a name, the previous turn), not one the
         # deployment knows: the form may carry the wrong one, so the message as typed is searched
         # beside it at `GUESSED_MESSAGE_WEIGHT` and a wrong referent cannot take the whole result.
-        searched = Searched("leads", max(GUESSED_MESSAGE_WEIGHT, searched.weight if searched.how == "leads" else 0.0))
+        weight = JOINED_MESSAGE_WEIGHT if form.method == "previous_turn" else GUESSED_MESSAGE_WEIGHT
+        searched = Searched("leads", max(weight, searched.weight if searched.how == "leads" else 0.0))
         hedge += f"; its referent guessed from the words ({form.method}), so the message as typed weighs {searched.weight:.2f} beside it"
     also = f"; with the answer's words beside it ({answered!r})" if answered else ""
     # Two candidates: every reading is searched, fused, and the trace names them.
@@ -168,8 +177,14 @@ def sure_referents(form: Standalone, history: Sequence[Turn], catalog: Catalog |
     previous turn put in front of the message, a previous user turn that names one."""
     if form.method == "previous_turn":
         said = [t.text for t in history if t.role == "user"]
-        return bool(said) and any(r.kind in ("entity", "identifier") for r in Tracker(catalog).mentions(said[-1]))
-    return bool(form.referents) and all(r.kind in ("entity", "identifier") for r in form.referents)
+        return bool(said) and any(_known(r) for r in Tracker(catalog).mentions(said[-1]))
+    return bool(form.referents) and all(_known(r) for r in form.referents)
+
+
+def _known(r: Referent) -> bool:
+    """A catalog product, an identifier, or a model name: a name with a letters-and-digits code in
+    it ("Aero X2", "Solace 7 Pro"), which names one thing whatever the deployment."""
+    return r.kind in ("entity", "identifier") or (r.kind == "name" and bool(_MODEL_CODE.search(r.text)))
 
 
 def _answered(text: str, weight: float) -> tuple[PlanQuery, ...]:
