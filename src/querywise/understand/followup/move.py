@@ -8,7 +8,10 @@ new subjects open: the message is kept, its form searched beside it at weight 1;
 continuity alone weaker still (`WEAK_FORM_WEIGHT`). The topic-shift check's chance of a new
 subject hedges each (`ShiftModel.searched`); at its threshold the message is searched as typed.
 Beside the form: each other reading when two candidates fit the pointer, and, when the message
-replies to an answer, the form with the answer's words after it (`ANSWER_WEIGHT`).
+replies to an answer, the form with the answer's words after it (`ANSWER_WEIGHT`). A form replaces
+the message only on a referent the deployment knows (`sure_referents`: a catalog product, an
+identifier, a model name); a referent guessed from the words keeps the message as typed beside
+its form (`GUESSED_MESSAGE_WEIGHT`, `JOINED_MESSAGE_WEIGHT`).
 """
 
 from __future__ import annotations
@@ -53,9 +56,10 @@ ANSWER_WEIGHT = 10.0
 ANSWER_MAX_CHANCE = 0.5
 #: The RRF weight of the message as typed beside a pointer's form (weight 1) whose referent was
 #: guessed from the conversation's words rather than known to the deployment (a catalog product,
-#: an identifier): see `sure_referents`. Chosen on CAsT 2019 (rewrites as the corpus, nDCG@10 of
-#: the follow-up slice over pass-through: +0.021 replacing, +0.034 at 1, +0.031 at 2) and doc2dial's
-#: train documents (follow-up recall@5 0.617 replacing, 0.620 at 1, 0.618 at 2), taking the larger
+#: an identifier, a model name): see `sure_referents`. Chosen on CAsT 2019 (rewrites as the corpus,
+#: nDCG@10 of the follow-up slice over pass-through: +0.021 replacing, +0.034 at 1, +0.031 at 2) and
+#: doc2dial's train documents (follow-up recall@5 0.617 replacing, 0.620 at 1, 0.618 at 2), both
+#: measured with every pointer's form hedged (doc2dial has no catalog), taking the larger
 #: weight where both are within noise: losing nothing the message found matters more than a
 #: hundredth (#33). Reported on CAsT 2020: bench/results/defaults_gate.md.
 GUESSED_MESSAGE_WEIGHT = 2.0
@@ -173,8 +177,8 @@ def follow_up(
 
 def sure_referents(form: Standalone, history: Sequence[Turn], catalog: Catalog | None) -> bool:
     """Whether what the form carried in is known to the deployment, the evidence on which a form
-    may replace the message: every referent a catalog product or an identifier, or, for the
-    previous turn put in front of the message, a previous user turn that names one."""
+    may replace the message: every referent a catalog product, an identifier or a model name, or,
+    for the previous turn put in front of the message, a previous user turn that names one."""
     if form.method == "previous_turn":
         said = [t.text for t in history if t.role == "user"]
         return bool(said) and any(_known(r) for r in Tracker(catalog).mentions(said[-1]))
