@@ -63,6 +63,10 @@ def test_pronoun_without_antecedent_says_which_word() -> None:
         ("even ones bought in the EU?", "pro-form:ones"),
         ("Can I collect my order there?", "pro-form:there"),
         ("Is it effective for treating insomnia?", "pronoun:it"),  # not an extraposing adjective
+        ("Oh, the strap is washable?", "reaction:oh"),  # an interjection reacts to the last turn
+        ("What was the impact of the recall?", "relation:impact"),  # the impact on what?
+        ("What are the important parts of a good setup?", "domain:important"),  # a complement that names no domain
+        ("Besides the colours, what made it popular?", "pronoun:it"),  # "it" cannot take the plural "colours"
     ],
 )
 def test_cues(message: str, cue: str) -> None:
@@ -94,6 +98,9 @@ def test_cues(message: str, cue: str) -> None:
         "Is it possible for getting two discounts on one order?",
         "My address changed and I wanted to know which impact this has on my order.",  # "this": the first clause
         "Hi there, I need to change my delivery address",  # a greeting, not a place
+        "Besides the Solace 7, what made it popular?",  # a singular name before the clause: its referent
+        "What is the impact of shipping on the EU warranty?",  # both terms of the relation
+        "What are the important settings of the Solace 7?",  # the complement names the domain
     ],
 )
 def test_standalone_messages_have_no_cue_in_their_words(message: str) -> None:

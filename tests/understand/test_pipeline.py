@@ -18,6 +18,7 @@ from querywise.conversation import Turn
 from querywise.demo import demo_file
 from querywise.understand.access import AccessError, access_from_session
 from querywise.understand.followup import WEAK_FORM_WEIGHT
+from querywise.understand.followup.move import GUESSED_MESSAGE_WEIGHT, JOINED_MESSAGE_WEIGHT
 from querywise.understand.followup.shift import shift_model
 from querywise.understand.pipeline import Understander
 
@@ -176,3 +177,21 @@ def test_a_name_the_assistant_said_is_carried_and_not_invented(understander: Und
     plan = understander.plan("does it fold flat?", history=history, session=EU)
     assert plan.queries[0].kind == "standalone" and plan.queries[0].text.startswith("does the Halden Solace 7 Pro fold flat?")
     assert plan.step("follow_up").details["guard"] == "every name, identifier and number kept; nothing added"  # type: ignore[union-attr]
+
+
+def test_a_referent_guessed_from_the_words_never_replaces_the_message(understander: Understander) -> None:
+    # "the ear cushions" is a noun phrase the tracker read, not a product the catalog knows: the
+    # form may carry the wrong thing, so the message as typed is searched beside it, weighing more.
+    history = ["Do the ear cushions wear out?"]
+    plan = understander.plan("how often should I replace them?", history=history, session=EU)
+    step = plan.step("follow_up")
+    assert step is not None and "guessed from the words" in (step.changed or "")
+    queries = {q.kind: q for q in plan.queries}
+    assert "ear cushions" in queries["standalone"].text and queries["standalone"].weight == 1.0
+    assert queries["original"].text == "how often should I replace them?" and queries["original"].weight == GUESSED_MESSAGE_WEIGHT
+    # the previous turn put in front of the message holds the message word for word: both weigh the same
+    joined = understander.plan("any exceptions?", history=["Do you price match other shops?"], session=EU)
+    assert [(q.kind, q.weight) for q in joined.queries][:2] == [("standalone", 1.0), ("original", JOINED_MESSAGE_WEIGHT)]
+    # a catalog product is known to the deployment: its form replaces the message
+    known = understander.plan("how often should I replace it?", history=["Do the Halden Solace 7 Pro wear out?"], session=EU)
+    assert [q.kind for q in known.queries][:1] == ["standalone"] and "guessed" not in (known.step("follow_up").changed or "")  # type: ignore[union-attr]

@@ -51,6 +51,7 @@ from querywise.understand.followup.message import (
     FUNCTION,
     GREETINGS,
     IMPERSONAL,
+    INTERJECTIONS,
     MODAL_ADJ,
     OPENER_PAIRS,
     OPENERS,
@@ -204,6 +205,8 @@ def _openers(m: Message) -> Iterator[Cue]:
     second = words[1].low if len(words) > 1 else ""
     if first in OPENERS:
         yield f"opener:{first}", f"starts with '{words[0].text}', continuing an earlier turn"
+    if first in INTERJECTIONS:
+        yield f"reaction:{first}", f"starts with '{words[0].text}', reacting to what was just said"
     if (first, second) in OPENER_PAIRS:
         yield f"opener:{first} {second}", f"'{words[0].text} {words[1].text}' refers back to an earlier turn"
     if words[-1].low in FINAL_PARTICLES or [w.low for w in words[-2:]] == ["as", "well"]:
@@ -308,9 +311,10 @@ def _anchorless(m: Message) -> Iterator[Cue]:
                 yield f"definite:{last}", f"'the {_words(m, i + 1, j)}' refers to something the message does not introduce"
         elif w in CLASSIFIER and m.at(i + 1) != "of" and not (i + 1 < len(m.toks) and m.toks[i + 1].content):
             yield f"classifier:{w}", f"'{t.text}' of what? the message does not say"
-        elif w in DOMAIN_ADJ and prev != "the" and i + 1 < len(m.toks) and m.toks[i + 1].content:
-            j = m.noun_phrase_end(i - 1)
-            if not m.names_in(i, j) and not m.completed(j):
+        elif w in DOMAIN_ADJ and i + 1 < len(m.toks) and m.toks[i + 1].content:
+            # A complement does not give the domain unless it names one: "important components
+            # of a test collection" are important in what?
+            if not m.names_in(i, m.clause_end(i)):
                 yield f"domain:{w}", f"'{t.text}' is relative to a domain the message does not name"
         elif w == "there" and (prev in BE or m.at(i + 1) in BE):
             k = i + 1
@@ -367,6 +371,9 @@ def _asks_definition(text: str) -> bool:
 _PLEASANTRIES = frozenset(analyze("hi hello hey thanks thank cheers ok okay great good morning afternoon evening bye goodbye please welcome", stopwords=False))
 
 
+_FRAME = CLASSIFIER | DOMAIN_ADJ | RELATION_PRED
+
+
 def _continues_topic(m: Message, history: Sequence[str]) -> Iterator[Cue]:
     """Topic continuity: a conversation keeps its topic until a message introduces a new one, and
     new topics come with something to name them. A message that names nothing (no product, no
@@ -385,7 +392,9 @@ def _continues_topic(m: Message, history: Sequence[str]) -> Iterator[Cue]:
         return
     if any(t.low in PERSONAL and m.antecedent_before(i) for i, t in enumerate(m.toks)):
         return  # its pronouns resolve inside it: it carries its own topic
-    own = stems(" ".join(t.text for t in m.toks))
+    # Classifier and domain words ("types", "main", "different") are in any question about
+    # anything: repeating them repeats no topic ("What are the different types of navels?").
+    own = stems(" ".join(t.text for t in m.toks if t.low not in _FRAME))
     topic = set().union(*(stems(turn) for turn in history)) - _PLEASANTRIES
     if own and topic and not own & topic:
         yield "continuity", "names nothing and repeats no word of the conversation: taken to continue its topic"

@@ -31,6 +31,7 @@ ARTICLE = _set("the a an")
 _SPEAKERS_POSSESSIVE = _set("my our your")
 _SPEAKERS_SUBJECT = _set("i we you")
 _PERSONAL_SUBJECT = _set("he she they")
+_SINGULAR = _set("it its itself")
 DET = ARTICLE | _set("this that these those my your our his her its their some any no every each another")
 QUANTIFIER = _set("some any both either neither none each several many few all")
 FUNCTION = (
@@ -73,8 +74,9 @@ TOUGH = _set(
 RELATION_NOUN = _set(
     "difference differences similarity similarities relationship relation relations connection link comparison"
 )
-# A role or a contribution is one thing's part *in* another: "the role of X" leaves the other out.
-PART_IN = _set("role roles contribution contributions")
+# A role or a contribution is one thing's part *in* another, an impact one thing's effect *on*
+# another: "the role of X", "the impact of X" leave the other out.
+PART_IN = _set("role roles contribution contributions impact impacts")
 RELATION_PRED = _set("different differ differs compare compared compares similar alike related relate comparable")
 STANDARD = _set("from than to with as versus vs between")
 # Classifier nouns are relational: a type is a type *of* something. As a head without "of"
@@ -94,6 +96,8 @@ DEICTIC_ORDER = _set("next last previous current latest default")
 # Degree words before a comparative ("much cheaper", "any better").
 DEGREE = _set("much any even far way slightly bit lot no")
 OPENERS = _set("and but or also plus even")
+# An interjection that opens a message reacts to what was just said ("Oh, IP addresses count?").
+INTERJECTIONS = _set("oh ah ooh wow")
 OPENER_PAIRS = {("what", "about"), ("how", "about"), ("if", "so"), ("if", "not"), ("why", "not"), ("same", "for")}
 # Additive and substitutive particles presuppose an earlier statement ("the Lite too?").
 FINAL_PARTICLES = _set("too instead either")
@@ -196,8 +200,21 @@ class Message:
         clause); so can the first conjunct of "X and its Y"."""
         clause = self.clause_starts[bisect.bisect_right(self.clause_starts, i) - 1]
         if clause > 0 and self.first_topic < clause:
-            return True
+            # A pronoun agrees in number: "it" cannot take "flavors" ("Besides inventive flavors,
+            # what made it successful?"), the head of the clause before it.
+            return not (self.low[i] in _SINGULAR and self._plural_head_before(clause))
         return self.at(i - 1) == "and" and self.low[i] in POSSESSIVE and i >= 2 and self.toks[i - 2].content
+
+    def clause_end(self, i: int) -> int:
+        """Where the clause holding position `i` ends (the next clause's start, or the end)."""
+        k = bisect.bisect_right(self.clause_starts, i)
+        return self.clause_starts[k] if k < len(self.clause_starts) else len(self.toks)
+
+    def _plural_head_before(self, clause: int) -> bool:
+        """Whether the last content word before `clause` (the head of its noun phrase) is a plural
+        common noun by its ending."""
+        head = next((t for t in reversed(self.toks[:clause]) if t.content or t.named), None)
+        return head is not None and not head.named and head.low.endswith("s") and not head.low.endswith(("ss", "us", "is"))
 
     def after(self, i: int, words: Sequence[str]) -> bool:
         """Whether any of `words` occurs after position `i`."""
