@@ -104,6 +104,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               quick=("--quick",), quick_minutes=1, results=("tune_moves", "tune_moves-quick"), records_command=True),
     Benchmark("understanding.followup_recall", "doc2dial follow-ups and changes of subject, the demo conversation", 8,
               results=("conversations",), aliases=("conversations",)),
+    Benchmark("understanding.answer_signal", "an execution-time signal for a change of subject after an answer (reads followup_recall's index)", 6,
+              results=("answer_signal",)),
     Benchmark("triage.first_contact", "index, eval --failures and triage as a user runs them, on two collections", 15,
               results=("first_contact_faq", "first_contact_scifact")),
     Benchmark("retrieval.fusion", "fusion tuned on train, reported on test (reads first_contact's indexes)", 5,
