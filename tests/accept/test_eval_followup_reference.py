@@ -1,8 +1,11 @@
 """Issue 7: the reference follow-up table, reproduced through the evaluation harness.
 
-The reference's follow-ups become cases; the harness runs them pass-through ("raw follow-up")
-and with the follow-up move ("prev + follow-up": the deterministic standalone form), in dense
-mode on the 15 reference chunks. The rank of the relevant chunk is 1 / MRR.
+The reference's follow-ups become cases; the harness runs them pass-through ("raw follow-up",
+reproduced exactly) and with the follow-up move, in dense mode on the 15 reference chunks. The
+rank of the relevant chunk is 1 / MRR. The move's deterministic form resolves pointers and
+ellipsis ("What about unopened ones?" asks the previous question of unopened earbuds), so it is
+held to rank every case at least as high as the reference's "prev + follow-up" column, which
+test_execute_reference.py reproduces exactly from `concat_standalone`.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ def test_follow_up_table_through_the_harness(reference_index: Index, reference: 
     ranks = {arm.arm.name: [round(1 / c.scores["mrr"]) for c in arm.cases] for arm in (raw, follow)}  # type: ignore[operator]
     expected = reference["expected"]["follow_up_ranks"]
     assert ranks["baseline"] == expected["raw follow-up"]
-    assert ranks["+follow_up"] == expected["prev + follow-up"]
+    prev = expected["prev + follow-up"]
+    assert all(r <= p for r, p in zip(ranks["+follow_up"], prev, strict=True)), (ranks["+follow_up"], prev)
     delta = next(d.diff for d in report.deltas if d.slice == "all" and d.metric == "mrr")
     assert delta.n == 8 and delta.delta > 0
