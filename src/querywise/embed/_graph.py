@@ -173,5 +173,5 @@ def _read_safetensors(path: Path) -> dict[str, npt.NDArray[Any]]:
         start, end = spec["data_offsets"]
         dtype = np.dtype(_DTYPES[spec["dtype"]]).newbyteorder("<")
         array = np.frombuffer(raw, dtype=dtype, count=(end - start) // dtype.itemsize, offset=base + start).reshape(spec["shape"])
-        out[name] = array.astype(np.float32) if array.dtype.kind == "f" else array
+        out[name] = array.astype(np.float32, copy=False) if array.dtype.kind == "f" else array
     return out

@@ -5,6 +5,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import os
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -24,7 +27,6 @@ from ._base import (
     model_dir,
     token_counter,
 )
-from ._graph import bert_onnx
 
 if TYPE_CHECKING:
     from tokenizers import Encoding
@@ -199,16 +201,17 @@ def mean_pool_normalise(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.in
 def export_fp32_onnx(export_dir: Path | None, model_folder: Path | None = None) -> Path | bytes:
     """Write the packaged safetensors as an ONNX graph (fp32, dynamic batch and length), offline.
 
-    The graph is built from the weights by `bert_onnx` (a few seconds, no torch). With
-    ``export_dir`` the file is written once, atomically, under a name keyed by the weights'
-    sha256 and the export recipe, and later calls return its path.
+    The graph is written from the weights (`_graph.bert_onnx`: a few seconds, no torch) in a
+    child process, whose memory goes back when it exits, so a first build peaks no higher than
+    later ones. With ``export_dir`` the file is written once, atomically, under a name keyed by
+    the weights' sha256 and the export recipe, and later calls return its path.
     """
     folder = model_folder or model_dir()
     if export_dir is not None:
         target = export_dir / f"{MODEL_NAME}-fp32-{_weights_key(folder)}.onnx"
         if target.is_file():
             return target
-    data = bert_onnx(folder)
+    data = _export_in_child(folder)
     if export_dir is None:
         return data
     export_dir.mkdir(parents=True, exist_ok=True)
@@ -255,6 +258,26 @@ def _root_logger_quiet() -> Iterator[None]:
         yield
     finally:
         root.removeFilter(drop)
+
+
+def _importable() -> str:
+    """PYTHONPATH for the child: this querywise first, whatever way the caller imported it."""
+    ours = str(Path(__file__).resolve().parents[2])
+    return os.pathsep.join([ours, *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
+def _export_in_child(folder: Path) -> bytes:
+    """Run `querywise.embed._export` in a fresh interpreter and return the ONNX file it wrote."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "model.onnx"
+        done = subprocess.run(
+            [sys.executable, "-m", "querywise.embed._export", str(folder), str(out)],
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": _importable()}, capture_output=True, text=True, check=False,
+        )
+        if done.returncode != 0 or not out.is_file():
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            raise RuntimeError(f"exporting {folder} to ONNX failed: {lines[-1] if lines else f'exit {done.returncode}'}")
+        return out.read_bytes()
 
 
 def _weights_key(folder: Path) -> str:
