@@ -50,10 +50,11 @@ test: lint
 test-quick: $(STAMP)
 	$(BIN)/python -m pytest -m "not model"
 
-# The quick suite on another interpreter, without torch (.ci/run: 3.12 and 3.13): the tests marked
-# `torch` need querywise[torch].
+# The quick suite on another interpreter, without torch (.ci/run: 3.12 and 3.13, side by side): the
+# tests marked `torch` need querywise[torch]. Its own temporary folder and no pytest cache, so two
+# can run at once.
 quick-suite: $(QUICK)
-	$(BIN)/python -m pytest -m "not model and not torch"
+	$(BIN)/python -m pytest -m "not model and not torch" -p no:cacheprovider --basetemp=$(VENV)/pytest-tmp
 
 # A built wheel in a clean virtualenv of WHEEL_PYTHON, with the runtime lock only, runs `querywise demo`
 # (.ci/wheel_check.sh; .ci/run gives it the newest interpreter the machine has).
