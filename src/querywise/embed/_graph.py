@@ -48,9 +48,8 @@ def bert_onnx(folder: Path) -> bytes:
     position_table = g.const("position_table", weights["embeddings.position_embeddings.weight"])
     g.node("Slice", [position_table, "zero", "seq_len", "zero"], ["position"])
     word = g.gather(weights["embeddings.word_embeddings.weight"], "input_ids")
-    position = "position"
     token_type = g.gather(weights["embeddings.token_type_embeddings.weight"], "token_type_ids")
-    x = g.layer_norm(g.add(g.add(word, position), token_type), weights, "embeddings.LayerNorm", eps)
+    x = g.layer_norm(g.add(g.add(word, "position"), token_type), weights, "embeddings.LayerNorm", eps)
 
     # The padding mask as transformers adds it to the scores: 0 where a token is, the float32
     # minimum where padding is, shaped (batch, 1, 1, seq).
@@ -156,7 +155,7 @@ _DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int3
 
 
 def _read_safetensors(path: Path) -> dict[str, npt.NDArray[Any]]:
-    """The float tensors of a safetensors file as float32 arrays.
+    """The tensors of a safetensors file, floating-point ones as float32.
 
     The format is an 8-byte little-endian header length, a JSON header (name -> dtype, shape,
     byte offsets into the data that follows) and the raw little-endian data; read here with
