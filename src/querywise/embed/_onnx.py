@@ -55,8 +55,9 @@ INT8_VARIANTS: Final[dict[str, tuple[bool, bool]]] = {  # variant -> (per_channe
     "reduce-range": (True, True),
 }
 
-# Part of the exported file's name: bump it whenever export_fp32_onnx writes a different graph.
-_EXPORT_RECIPE = "1"
+# Part of the exported file's name: bump it whenever export_fp32_onnx writes a different graph
+# ("1": torch's TorchScript exporter; "2": the graph written from the weights, `_graph.bert_onnx`).
+_EXPORT_RECIPE = "2"
 
 
 class OnnxEmbedder:
@@ -198,13 +199,12 @@ def mean_pool_normalise(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.in
 
 
 def export_fp32_onnx(export_dir: Path | None, model_folder: Path | None = None) -> Path | bytes:
-    """Export the packaged safetensors to ONNX (fp32, dynamic batch and length), offline.
+    """Write the packaged safetensors as an ONNX graph (fp32, dynamic batch and length), offline.
 
-    With ``export_dir`` the file is written once, atomically, under a name keyed by the weights'
-    sha256 and the export recipe, and later calls return its path without loading torch. Each
-    new export is checked against sentence-transformers before it is kept. The export runs in a
-    child process: torch and transformers (about 400 MiB) never load in the caller, so a first
-    build peaks no higher than later ones.
+    The graph is written from the weights (`_graph.bert_onnx`: a few seconds, no torch) in a
+    child process, whose memory goes back when it exits, so a first build peaks no higher than
+    later ones. With ``export_dir`` the file is written once, atomically, under a name keyed by
+    the weights' sha256 and the export recipe, and later calls return its path.
     """
     folder = model_folder or model_dir()
     if export_dir is not None:

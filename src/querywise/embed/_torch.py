@@ -15,14 +15,33 @@ from ._base import MODEL_NAME, ProgressCallback, Vectors, embed_in_batches, mode
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-__all__ = ["SentenceTransformerEmbedder", "load_sentence_transformer", "quiet_transformers"]
+__all__ = ["TORCH_EXTRA", "SentenceTransformerEmbedder", "load_sentence_transformer", "quiet_transformers", "torch_extra"]
+
+TORCH_EXTRA = 'pip install "querywise[torch]"'
+_TORCH_STACK = frozenset({"torch", "sentence_transformers", "transformers"})
+
+
+@contextlib.contextmanager
+def torch_extra(what: str) -> Iterator[None]:
+    """Turn a missing PyTorch stack, inside the block, into the exact install to run.
+
+    PyTorch is an optional extra (the default embedder is ONNX Runtime): `what` names the
+    feature that needs it, as in "the torch embedder needs torch: pip install "querywise[torch]"".
+    """
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in _TORCH_STACK:
+            raise
+        raise ModuleNotFoundError(f"{what} needs {exc.name}: {TORCH_EXTRA}", name=exc.name) from exc
 
 
 def load_sentence_transformer(folder: Path | None = None) -> SentenceTransformer:
     """Load the packaged model on the CPU, offline, without printing a progress bar."""
     # Offline before the first import: sentence-transformers and huggingface_hub read it then.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from sentence_transformers import SentenceTransformer
+    with torch_extra("the torch embedder"):
+        from sentence_transformers import SentenceTransformer
 
     with quiet_transformers():
         return SentenceTransformer(str(folder or model_dir()), device="cpu")

@@ -141,10 +141,11 @@ def fine_tune_encoder(
     """
     plan = plan_fine_tune(examples, epochs=epochs, batch_size=batch_size, oos_label=oos_label)
     loading = progress("loading the encoder", 1)  # importing torch alone takes seconds
-    import torch
-    from torch.nn import functional
+    from ._torch import load_sentence_transformer, quiet_transformers, torch_extra
 
-    from ._torch import load_sentence_transformer, quiet_transformers
+    with torch_extra("fine-tuning an encoder (router-train)"):
+        import torch
+        from torch.nn import functional
 
     by_route: dict[str, list[str]] = defaultdict(list)
     for text, label in examples:

@@ -240,6 +240,7 @@ class Index:
         # path that wrote would grow that file without bound and share its write lock).
         self.root, self.settings, self._embedder = root, settings, for_queries(embedder) if embedder is not None else None
         self._embedder_checked = False
+        self._owned_embedder: Embedder | None = None  # made here on first use: closed with the index
         self._lock = threading.Lock()
         self._gen = _Generation(manifest, engine, lexicon, build or root / "builds" / manifest.build_id, hold)
 
@@ -362,7 +363,7 @@ class Index:
         """The query embedder, loaded on first use (BM25-only searches never load a model). It
         may serve other moves too; it is checked against the index when it embeds a query."""
         if self._embedder is None:
-            self._embedder = for_queries(embedder_for(self.settings))
+            self._embedder = self._owned_embedder = for_queries(embedder_for(self.settings))
         return self._embedder
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -484,6 +485,10 @@ class Index:
             last = gen.users == 0
         if last:
             gen.close()
+        # The embedder it made holds the on-disk cache's SQLite connection (Python 3.13 warns
+        # when one is left to the garbage collector); one it was given is its caller's to close.
+        if (close := getattr(self._owned_embedder, "close", None)) is not None:
+            close()
 
     def __enter__(self) -> Index:
         return self

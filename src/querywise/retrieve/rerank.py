@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from querywise.clock import ms_since
 from querywise.config import RerankSettings
+from querywise.embed import torch_extra
 from querywise.index import Hit
 from querywise.plan import TraceStep
 
@@ -70,7 +71,8 @@ class CrossEncoderReranker:
             import os
 
             os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder: never the network
-            from sentence_transformers import CrossEncoder
+            with torch_extra("the cross-encoder reranker"):
+                from sentence_transformers import CrossEncoder
 
             self._model = CrossEncoder(str(self.folder), device="cpu", max_length=self.max_length, local_files_only=True)
         return self._model

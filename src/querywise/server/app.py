@@ -291,8 +291,12 @@ def prometheus(served: Served) -> Response:
 
 
 def _api() -> FastAPI:
+    # 413 and 422 are described here: FastAPI takes the phrase from http.HTTPStatus otherwise, which
+    # Python 3.13 renamed (RFC 9110: "Content Too Large", "Unprocessable Content"), and the schema
+    # integrators generate clients from would depend on the interpreter that served it.
     app = FastAPI(title="querywise", version=API_VERSION, summary="Query understanding and retrieval diagnosis",
-                  responses={401: {"model": ErrorBody}, 413: {"model": ErrorBody}, 422: {"model": ErrorBody}, 429: {"model": ErrorBody}})
+                  responses={401: {"model": ErrorBody}, 413: {"model": ErrorBody, "description": "Request Entity Too Large"},
+                             422: {"model": ErrorBody, "description": "Unprocessable Entity"}, 429: {"model": ErrorBody}})
     app.include_router(router)
 
     @app.exception_handler(RefusedError)

@@ -128,9 +128,12 @@ class Understander:
         session with access constraints is offered no spelling correction and no identifier."""
         self.settings = settings
         self.embedder = embedder if embedder is not None else for_queries(embedder_for(settings))
+        # The embedders made here hold their on-disk cache's SQLite connection: `close` closes them.
+        self._made = [] if embedder is not None else [self.embedder]
         router_embedder = self.embedder
         if settings.routing.encoder is not None:  # a fine-tuned encoder routes; the index's embedder searches
             router_embedder = for_queries(embedder_for(settings, model_folder=settings.routing.encoder))
+            self._made.append(router_embedder)
         llm_route = "llm_route" in settings.understanding.moves and (provider is not None or settings.llm.provider != "none")
         self.router = Router(settings.routing, load_examples(settings.routing), router_embedder, llm_tier=llm_route)
         catalog_path = settings.deployment.catalog
@@ -247,6 +250,9 @@ class Understander:
         )
 
     def close(self) -> None:
-        """Close the LLM provider's connections, if any."""
+        """Close the LLM provider's connections, if any, and the embedders made here."""
         if self.tier is not None:
             self.tier.close()
+        for made in self._made:
+            if (close := getattr(made, "close", None)) is not None:
+                close()
