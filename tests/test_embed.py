@@ -140,6 +140,17 @@ def test_int8_is_made_locally_per_channel_stays_close_and_is_cached_beside_fp32(
 
 
 @pytest.mark.model
+def test_a_build_embeds_with_sleeping_threads_and_the_same_vectors(onnx_embedder: OnnxEmbedder, cache_dir: Path) -> None:
+    """A build's embedder lets ONNX Runtime's idle threads sleep (no CPU burnt spinning on a shared
+    machine); a query's keeps the default spin; both give the same vectors."""
+    bulk, query = (load_embedder("onnx", cache_dir=cache_dir, bulk=flag) for flag in (True, False))
+    inner = [e.inner if isinstance(e, CachedEmbedder) else e for e in (bulk, query)]
+    assert [e.spinning for e in inner if isinstance(e, OnnxEmbedder)] == [False, True]
+    texts = [*SENTENCES, " ".join(SENTENCES * 8)]
+    assert np.array_equal(inner[0].embed(texts), onnx_embedder.embed(texts))
+
+
+@pytest.mark.model
 def test_the_first_export_loads_torch_only_in_a_child_process(tmp_path: Path) -> None:
     """A cold start keeps torch out of the building process: its peak is a warm one's."""
     code = textwrap.dedent(

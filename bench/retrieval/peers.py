@@ -1,60 +1,55 @@
-"""The same tasks in the peers' idiomatic configurations (#19 item 1), with one embedding model.
+"""The same tasks in the peers' idiomatic configurations (#19 item 1, #39 item 3), with one embedding model.
 
-    .venv/bin/python -m bench.retrieval.peers                                     # everything (estimate: ~40 min on 2 idle cores)
-    .venv/bin/python -m bench.retrieval.peers --only haystack,querywise-hybrid   # some systems
-    .venv/bin/python -m bench.retrieval.peers --limit-docs 100 --limit-queries 10 --limit 100 --no-ranx   # smoke run, written to /tmp
-    .venv/bin/python -m bench.retrieval.peers --fine-tune --cross-encoder FOLDER  # + the fine-tuned router, + a reranked row
+    .venv/bin/python -m bench.retrieval.peers              # SciFact: the peers and querywise as a user runs it, one run
+    .venv/bin/python -m bench.retrieval.peers --only langchain-lowercase,querywise-hybrid,querywise-sentences   # the other rows
+    .venv/bin/python -m bench.retrieval.peers --only semantic-router,querywise-router --fine-tune   # CLINC150 routing
+    .venv/bin/python -m bench.retrieval.peers --limit-docs 100 --limit-queries 10 --no-ranx   # smoke run, written to /tmp
 
 Peers: `pip install -c requirements.lock -r bench/requirements-peers.txt` (see that file: three
 packages go in with --no-deps). Systems whose packages are missing are skipped with a message.
+A task run replaces that task's table whole; a task not run keeps its rows, and SciFact rows of
+earlier runs that this one did not make are shown apart with their dates.
 
-Each system runs alone in its own child process (`python -m bench.retrieval.peers --system NAME --out
-FILE`), so its peak memory is its own: VmHWM of the child (bench.peak_rss_mib; getrusage's
-ru_maxrss is recorded beside it, which on Linux can carry the parent's pre-exec high-water mark).
-Every child imports `bench` and so querywise's light top-level package (~68 MiB) and loads the
-same data, so that baseline is in every figure.
-
-**SciFact hybrid retrieval** (BEIR test: 300 queries, 5,183 abstracts; text = title, newline,
-abstract, as querywise indexes it). Every system retrieves 100 per list and returns 100 fused
+**SciFact hybrid retrieval** (BEIR test: 300 queries, 5,183 abstracts; the peers get one text per
+abstract, title, newline, abstract). Every system retrieves 100 per list and returns 100 fused
 (recall@100), fuses by RRF with constant 60, and embeds with the packaged all-MiniLM-L6-v2 from
 its folder (`querywise.embed.model_dir()`, offline), the peers through sentence-transformers:
 - haystack: InMemoryDocumentStore (defaults: BM25L k1=1.5 b=0.75 delta=0.5, dot product on the
   model's unit vectors) + InMemoryBM25Retriever + InMemoryEmbeddingRetriever(top_k=100) +
   DocumentJoiner(join_mode="reciprocal_rank_fusion", top_k=100; k=61 on 0-based ranks = 60 on
-  1-based), SentenceTransformersDocumentEmbedder/TextEmbedder (Haystack 3 ships them in
-  sentence-transformers-haystack); query side in a Pipeline.
+  1-based), SentenceTransformersDocumentEmbedder/TextEmbedder; query side in a Pipeline.
 - llamaindex: VectorStoreIndex (SimpleVectorStore) over one TextNode per abstract,
   HuggingFaceEmbedding; BM25Retriever.from_defaults (bm25s, English stop words, PyStemmer
   english); QueryFusionRetriever(mode="reciprocal_rerank", num_queries=1, similarity_top_k=100;
   k=60 on 0-based ranks, not settable) with a MockLLM, which num_queries=1 never calls.
 - langchain: BM25Retriever.from_texts (rank_bm25 BM25Okapi; default preprocess_func str.split:
-  whitespace only, NO lowercasing, punctuation stays on the word) + InMemoryVectorStore with
-  HuggingFaceEmbeddings (langchain-huggingface), EnsembleRetriever (langchain-classic; equal
-  weights, c=60 on 1-based ranks), top 100 of its fused list.
-- langchain-lowercase: the same with preprocess_func = lowercase, then whitespace split.
-- querywise-hybrid: `build_index` + `Index.search(mode="hybrid", k=100)` with the library's
-  defaults: plain RRF (rrf_k=60, dense_weight=0.5, depth 100) inside Qdrant (embedded), its own
-  BM25 analyser (lowercase, English stop words, Snowball stemming, identifier compounds), and its
-  default embedder: ONNX Runtime fp32 export of the same model folder. Retrieval only: no
-  query-understanding moves. Vector cache off, so the build embeds the whole corpus; the ONNX
-  export itself is made once beforehand (`--export-onnx`, as querywise's cache keeps it across
-  runs) and is in no system's time or memory, as the peers' safetensors need no export.
-- querywise-tuned: the same, with `[index] fusion`/`dense_weight` chosen by
-  `querywise.evaluation.tune` (what `querywise tune` runs) on SciFact's train qrels (809
-  queries) only, then reported on test. The tuning time is reported apart (tune_s), not in build_s.
-- querywise-sentences: querywise-tuned on an index built with `[index] sentence_vectors = true`
-  (each abstract's title and sentences embedded too, a multivector scored by the best sentence, a
-  third hybrid list); fusion, dense_weight and sentence_share chosen by the same tune on train.
-- querywise-hybrid+rerank: only with `--cross-encoder FOLDER`: querywise's CrossEncoderReranker
-  over the hybrid top 20 (`[rerank] top_n`). No cross-encoder is on this machine.
-build_s = indexing the corpus, embedding included (model loading and one warm-up embedding
-excluded for every system, reported as load_s, with the peak RSS after it).
-Every library runs with its own default thread settings (torch / ONNX Runtime: all cores);
-`--threads N` caps both in every system alike. Run it on an idle machine: with a second process
-busy on one of the 2 cores, a single-query torch encode from the main thread took ~0.5 s instead
-of ~15 ms in the smoke runs; each row records the 1-minute load average at its start and end. Latency: one query at a time, query embedding
-included, over all queries after 5 warm-up ones. nDCG@10 and recall@100: bench.measures.evaluate
-(the BEIR/ranx definitions) for every system, cross-checked with ranx in `metric_check`.
+  whitespace only, NO lowercasing) + InMemoryVectorStore with HuggingFaceEmbeddings,
+  EnsembleRetriever (langchain-classic; equal weights, c=60), top 100. langchain-lowercase
+  (not in the default run): preprocess_func = lowercase, then whitespace split.
+- querywise, querywise-int8, querywise-tuned: the README's commands (bench/retrieval/peers_cli.py):
+  `querywise index SciFact --index DIR --skip-invalid` with the default settings (int8: one TOML
+  line, `[embedding] kind = "onnx-int8"`) against an empty cache folder of its own, so the build is
+  a first one: the ONNX export (its child's lifetime is export_s) and every vector are in build_s,
+  the whole command's wall time. `querywise eval SciFact --split test` scores it (QueryWise.ask,
+  default moves; the README path cuts SciFact into 10,122 chunks of at most 1,000 characters,
+  judged per abstract). querywise-tuned runs `querywise tune SciFact --split train -i DIR
+  --write-config tuned.toml` on the querywise row's folder (train queries only) and evals with it.
+- querywise-hybrid / querywise-sentences (not in the default run): the library on this loader
+  (build_index + Index.search, ONNX export made beforehand, vector cache off); -sentences with
+  `[index] sentence_vectors` and tune's fusion. querywise-hybrid+rerank: with --cross-encoder.
+One run: the systems are built one after the other (the user's path by its commands; a peer in the
+child that then serves it), then every test query goes through every system's public API in turn,
+the first system rotating query by query (a peer's retriever; querywise's
+`Index.open(DIR, settings=load_settings(TOML)).search(q, mode="hybrid", k=100)`), each child timing
+its own call, after 5 warm-up queries: the latencies share the machine's load. Every row records
+its date and the 1-minute load average around its build and around the interleaved queries.
+Memory: a peer's is the VmHWM of its one process (build and queries); querywise's the larger of
+its build's process tree (PSS sampled every 50 ms: the export's child and the BM25 workers
+included) and its serving process. A peer's build_s leaves model loading out (load_s).
+nDCG@10 and recall@100: bench.measures.evaluate (the BEIR/ranx definitions) for the peers'
+runs, cross-checked with ranx in `metric_check`; `querywise eval`'s own for querywise's rows.
+`must_show` checks issue #39's bars on the run's rows. Every library runs with its own default
+thread settings (`--threads N` caps torch and ONNX Runtime in the peers' children).
 
 **CLINC150 routing** (data_full: train 15,000; val 3,000 + 100 oos; test 4,500 + 1,000 oos).
 - semantic-router: IndexedRouter (LocalIndex, top_k=5, mean aggregation: defaults) over the 150
@@ -91,15 +86,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from bench import RESULTS, ROOT, WORK, datasets, log, percentiles
 from bench.report import _version, machine_info
 from bench.retrieval import peers_cli
-from bench.retrieval.peers_builders import RRF_K, K, export_onnx, model_folder, scifact_data
+from bench.retrieval.peers_builders import RRF_K, K, Worker, export_onnx, interleave, model_folder, scifact_data
 
 COMMAND = ".venv/bin/python -m bench.retrieval.peers"
-WARM_QUERIES = 5
 SMOKE_DIR = Path(tempfile.gettempdir()) / "querywise-peers-smoke"
 FOLLOWUP = ("Left out: LangChain's create_history_aware_retriever rewrites a follow-up with an LLM, and no peer here has an "
             "LLM-free follow-up move to compare with querywise's deterministic one; querywise's is measured in "
@@ -199,42 +193,6 @@ def _load() -> float:
 # --------------------------------------------------------------------------- the SciFact run
 
 
-class Worker:
-    """A child serving one SciFact system (bench.retrieval.peers_builders.serve) over its pipes."""
-
-    def __init__(self, system: System, args: argparse.Namespace, env: dict[str, str], extra: Sequence[str] = ()) -> None:
-        cmd = [sys.executable, "-m", "bench.retrieval.peers", "--system", system.name, "--serve", *passthrough(args), *extra]
-        log("$ " + " ".join(cmd))
-        self.name = system.name
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.ready: dict[str, Any] = self._read()["ready"]
-
-    def _pipes(self) -> tuple[IO[str], IO[str]]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        return self.proc.stdin, self.proc.stdout
-
-    def _read(self) -> dict[str, Any]:
-        line = self._pipes()[1].readline()
-        if not line:
-            raise RuntimeError(f"{self.name}: the child ended (exit {self.proc.wait()})")
-        return dict(json.loads(line))
-
-    def _send(self, message: dict[str, Any]) -> dict[str, Any]:
-        stdin = self._pipes()[0]
-        stdin.write(json.dumps(message) + "\n")
-        stdin.flush()
-        return self._read()
-
-    def search(self, query: str) -> tuple[list[str], float]:
-        got = self._send({"q": query})
-        return list(got["ids"]), float(got["s"])
-
-    def close(self) -> dict[str, Any]:
-        done = self._send({"end": True})["done"]
-        self.proc.wait()
-        return dict(done)
-
-
 def user_source(args: argparse.Namespace) -> Path:
     """SciFact's BEIR folder as the README indexes it, or (smoke) the same abstracts the peers get."""
     if not (args.limit_docs or args.limit_queries):
@@ -242,22 +200,6 @@ def user_source(args: argparse.Namespace) -> Path:
     chunks, _ = scifact_data("test", args.limit_docs, args.limit_queries)
     queries = {c.id for split in ("test", "train") for c in scifact_data(split, args.limit_docs, args.limit_queries)[1]}
     return peers_cli.beir_subset(datasets.SCIFACT, args.work / "scifact-subset", {c.id for c in chunks}, queries)
-
-
-def interleave(workers: dict[str, Worker], cases: Sequence[Any]) -> tuple[dict[str, dict[str, list[str]]], dict[str, list[float]]]:
-    """Every query through every system in turn, the first system rotating query by query, so a burst
-    of other work on the machine falls on all of them alike; a few warm-up queries first."""
-    names = list(workers)
-    for case in cases[:WARM_QUERIES]:
-        for name in names:
-            workers[name].search(case.message)
-    runs: dict[str, dict[str, list[str]]] = {n: {} for n in names}
-    seconds: dict[str, list[float]] = {n: [] for n in names}
-    for i, case in enumerate(cases):
-        for name in names[i % len(names):] + names[: i % len(names)]:
-            runs[name][case.id], took = workers[name].search(case.message)
-            seconds[name].append(took)
-    return runs, seconds
 
 
 def run_scifact(args: argparse.Namespace, systems: Sequence[System]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, list[str]]]]:
@@ -289,7 +231,8 @@ def run_scifact(args: argparse.Namespace, systems: Sequence[System]) -> tuple[di
                 env["QUERYWISE_CACHE_DIR"] = user[s.name]["cache"]
                 extra = ["--index-dir", user[s.name]["index"], "--config", user[s.name]["config"]]
             started = _now()
-            workers[s.name] = Worker(s, args, env, extra)
+            cmd = [sys.executable, "-m", "bench.retrieval.peers", "--system", s.name, "--serve", *passthrough(args), *extra]
+            workers[s.name] = Worker(s.name, cmd, env)
             workers[s.name].ready["measured"] = started
             log(f"{s.name} ready: {workers[s.name].ready}")
         _, cases = scifact_data("test", args.limit_docs, args.limit_queries)

@@ -14,17 +14,19 @@ import json
 import os
 import resource
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from bench import datasets, log, peak_rss_mib
+from bench import ROOT, datasets, log, peak_rss_mib
 
 K = 100  # retrieved per list and returned: recall@100 needs 100
 RRF_K = 60
+WARM_QUERIES = 5
 
 
 def model_folder() -> Path:
@@ -276,3 +278,54 @@ def serve(args: argparse.Namespace) -> None:
         proto.write(json.dumps({"ids": ids, "s": seconds}) + "\n")
     proto.write(json.dumps({"done": memory()}) + "\n")
     proto.close()
+
+
+class Worker:
+    """The driver's side of `serve`: a child serving one SciFact system, over its pipes."""
+
+    def __init__(self, name: str, cmd: Sequence[str], env: dict[str, str]) -> None:
+        log("$ " + " ".join(cmd))
+        self.name = name
+        self.proc = subprocess.Popen(list(cmd), cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.ready: dict[str, Any] = self._read()["ready"]
+
+    def _pipes(self) -> tuple[IO[str], IO[str]]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        return self.proc.stdin, self.proc.stdout
+
+    def _read(self) -> dict[str, Any]:
+        line = self._pipes()[1].readline()
+        if not line:
+            raise RuntimeError(f"{self.name}: the child ended (exit {self.proc.wait()})")
+        return dict(json.loads(line))
+
+    def _send(self, message: dict[str, Any]) -> dict[str, Any]:
+        stdin = self._pipes()[0]
+        stdin.write(json.dumps(message) + "\n")
+        stdin.flush()
+        return self._read()
+
+    def search(self, query: str) -> tuple[list[str], float]:
+        got = self._send({"q": query})
+        return list(got["ids"]), float(got["s"])
+
+    def close(self) -> dict[str, Any]:
+        done = self._send({"end": True})["done"]
+        self.proc.wait()
+        return dict(done)
+
+
+def interleave(workers: dict[str, Worker], cases: Sequence[Any]) -> tuple[dict[str, dict[str, list[str]]], dict[str, list[float]]]:
+    """Every query through every system in turn, the first system rotating query by query, so a burst
+    of other work on the machine falls on all of them alike; a few warm-up queries first."""
+    names = list(workers)
+    for case in cases[:WARM_QUERIES]:
+        for name in names:
+            workers[name].search(case.message)
+    runs: dict[str, dict[str, list[str]]] = {n: {} for n in names}
+    seconds: dict[str, list[float]] = {n: [] for n in names}
+    for i, case in enumerate(cases):
+        for name in names[i % len(names):] + names[: i % len(names)]:
+            runs[name][case.id], took = workers[name].search(case.message)
+            seconds[name].append(took)
+    return runs, seconds
