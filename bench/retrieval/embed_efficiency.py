@@ -81,6 +81,10 @@ def _thread_rate(run: Callable[[], object], flops: float, repeats: int) -> float
     return round(flops / best / 1e9, 1)
 
 
+def _runner(session: Any, feeds: dict[str, np.ndarray]) -> Callable[[], object]:
+    return lambda: session.run(None, feeds)
+
+
 def gemm_peaks(repeats: int) -> dict[str, Any]:
     """G(FL)OP per CPU-second of one thread at each of the model's shapes, and the model's mix."""
     rng = np.random.default_rng(0)
@@ -89,13 +93,13 @@ def gemm_peaks(repeats: int) -> dict[str, Any]:
         for k, n in ((HIDDEN, HIDDEN), (HIDDEN, FFN), (FFN, HIDDEN)):
             s = _session(_matmul(k, n, int8), 1)
             x = rng.integers(0, 256, (TOKENS, k)).astype(np.uint8) if int8 else rng.standard_normal((TOKENS, k)).astype(np.float32)
-            rates[f"{'int8' if int8 else 'fp32'} {TOKENS}x{k}x{n}"] = _thread_rate(lambda s=s, x=x: s.run(None, {"a": x}), 2 * TOKENS * k * n, repeats)
+            rates[f"{'int8' if int8 else 'fp32'} {TOKENS}x{k}x{n}"] = _thread_rate(_runner(s, {"a": x}), 2 * TOKENS * k * n, repeats)
     heads = BATCH * HEADS
     attention = {"QK^T": ((heads, SEQ, HEAD_DIM), (heads, HEAD_DIM, SEQ)), "PV": ((heads, SEQ, SEQ), (heads, SEQ, HEAD_DIM))}
     for name, (sa, sb) in attention.items():
         s = _session(_batched(sa, sb), 1)
         a, b = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
-        rates[f"fp32 attention {name}"] = _thread_rate(lambda s=s, a=a, b=b: s.run(None, {"a": a, "b": b}), 2 * heads * SEQ * SEQ * HEAD_DIM, repeats)
+        rates[f"fp32 attention {name}"] = _thread_rate(_runner(s, {"a": a, "b": b}), 2 * heads * SEQ * SEQ * HEAD_DIM, repeats)
     # One layer's work at 1,024 tokens, each part at its own rate: the time the mix needs.
     parts = {"proj": 4 * 2 * TOKENS * HIDDEN * HIDDEN, "ffn": 2 * TOKENS * HIDDEN * FFN, "att": 2 * heads * SEQ * SEQ * HEAD_DIM}
     mix = {}
