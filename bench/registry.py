@@ -70,6 +70,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               quick_minutes=1, results=("bm25_engines", "bm25_engines-quick"), records_command=True, aliases=("bm25",)),
     Benchmark("retrieval.embed_throughput", "embedding throughput of the torch, ONNX and int8 paths", 5,
               quick=("--repeats", "1"), quick_minutes=3, results=("embed_throughput",), aliases=("embed",)),
+    Benchmark("retrieval.embed_efficiency", "the embedder per CPU-second against ONNX Runtime's own products at the model's shapes", 3,
+              results=("embed_efficiency",)),
     Benchmark("retrieval.cold_start", "peak RSS of a first build (ONNX export) against a warm one", 3,
               results=("cold_start",)),
     Benchmark("retrieval.int8", "the int8 embedder against fp32: quantizer options on SciFact, every collection, CLINC150 routing", 40,
