@@ -47,8 +47,9 @@ def load_embedder(
     from ._cache import CachedEmbedder
 
     # Spinning threads burn the CPU they wait on: on SciFact abstracts, 2 threads on a shared
-    # machine (load 30 on 2 cores) did 68 useful GFLOP per CPU-second spinning and 102 sleeping
-    # (one thread: 106), and embedded 16% more a wall second. A build's batches are large, so a
+    # machine (load 20-27 on 2 cores) did 63.5 useful GFLOP per CPU-second spinning and 96.1
+    # sleeping (one thread: 104.5), and embedded 38% more a wall second (bench/results/
+    # embed_efficiency.md). A build's batches are large, so a
     # sleeping thread's wake-up is nothing beside them; the query path keeps ONNX Runtime's
     # default, where a short query's many small operators each wake the threads.
     spinning = not bulk

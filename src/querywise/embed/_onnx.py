@@ -85,7 +85,7 @@ class OnnxEmbedder:
         token_type_ids) to last_hidden_state. ``threads`` caps ONNX Runtime's intra-op threads
         (default: one per core). A batch holds at most ``batch_size`` texts and, padded, at most
         ``batch_tokens`` tokens (0: no token limit). ``spinning``: idle intra-op threads spin
-        before they sleep (ONNX Runtime's default; see `bulk`)."""
+        before they sleep (ONNX Runtime's default; a build's do not: `load_embedder`'s ``bulk``)."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
