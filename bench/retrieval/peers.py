@@ -202,12 +202,21 @@ def user_source(args: argparse.Namespace) -> Path:
     return peers_cli.beir_subset(datasets.SCIFACT, args.work / "scifact-subset", {c.id for c in chunks}, queries)
 
 
+def _progress(args: argparse.Namespace, name: str, figures: dict[str, Any]) -> None:
+    """Each row's figures as soon as they are measured (work/progress.json): a run stopped before its
+    end (it builds for an hour on a busy machine) still leaves what it measured."""
+    path = args.work / "progress.json"
+    done = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    path.write_text(json.dumps({**done, name: {**figures, "recorded": _now(), "load_avg_1min_now": _load()}}, indent=1) + "\n", encoding="utf-8")
+
+
 def run_scifact(args: argparse.Namespace, systems: Sequence[System]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, list[str]]]]:
     """Build every system one after the other (the user's path by its commands, the others inside
     their serving child), then time them all query by query; rows and the peers' runs."""
     from bench.measures import evaluate
 
     source = user_source(args)
+    (args.work / "progress.json").unlink(missing_ok=True)
     rows: dict[str, dict[str, Any]] = {}
     user: dict[str, dict[str, Any]] = {}
     for name in ("querywise", "querywise-int8", "querywise-tuned"):
@@ -219,6 +228,7 @@ def run_scifact(args: argparse.Namespace, systems: Sequence[System]) -> tuple[di
             log(f"{name}: the user's path")
             user[name] = {**peers_cli.build_and_eval(peers_cli.ROWS[name], source, args.work, ROOT, base), "measured": _now()}
             log(f"{name}: {user[name]}")
+            _progress(args, name, user[name])
     if any(s.name in ("querywise-hybrid", "querywise-sentences", "querywise-hybrid+rerank") for s in systems):
         export_onnx(args)
     workers: dict[str, Worker] = {}
@@ -235,6 +245,7 @@ def run_scifact(args: argparse.Namespace, systems: Sequence[System]) -> tuple[di
             workers[s.name] = Worker(s.name, cmd, env)
             workers[s.name].ready["measured"] = started
             log(f"{s.name} ready: {workers[s.name].ready}")
+            _progress(args, f"{s.name} serving", workers[s.name].ready)
         _, cases = scifact_data("test", args.limit_docs, args.limit_queries)
         load_before = _load()
         runs, seconds = interleave(workers, cases)
