@@ -147,6 +147,17 @@ NO_TORCH = "import sys\nfor name in ('torch', 'transformers', 'sentence_transfor
 
 
 @pytest.mark.model
+def test_a_build_embeds_with_sleeping_threads_and_the_same_vectors(onnx_embedder: OnnxEmbedder, cache_dir: Path) -> None:
+    """A build's embedder lets ONNX Runtime's idle threads sleep (no CPU burnt spinning on a shared
+    machine); a query's keeps the default spin; both give the same vectors."""
+    bulk, query = (load_embedder("onnx", cache_dir=cache_dir, bulk=flag) for flag in (True, False))
+    inner = [e.inner if isinstance(e, CachedEmbedder) else e for e in (bulk, query)]
+    assert [e.spinning for e in inner if isinstance(e, OnnxEmbedder)] == [False, True]
+    texts = [*SENTENCES, " ".join(SENTENCES * 8)]
+    assert np.array_equal(inner[0].embed(texts), onnx_embedder.embed(texts))
+
+
+@pytest.mark.model
 def test_the_onnx_export_and_search_need_no_torch(tmp_path: Path) -> None:
     """The default embedder's first export is written from the weights: torch is unimportable in
     the process that embeds and in the child module that writes the graph."""

@@ -129,12 +129,19 @@ def _route_row(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def _compare(fp32: dict[str, Any], int8: dict[str, Any], n_chunks: int, n_cases: int) -> dict[str, Any]:
+    from querywise.evaluation.stats import paired_difference
+
     row: dict[str, Any] = {"chunks": n_chunks, "cases": n_cases}
     for key in ("as_typed", "default"):
         a, b = fp32[f"{key}_cases"], int8[f"{key}_cases"]
         diffs = np.array([b[i] - a[i] for i in a])
         row[f"{key}_delta"] = round(float(diffs.mean()), 4)
         row[f"{key}_changed_cases"] = int(np.sum(np.abs(diffs) > 1e-9))
+        # The bar is on the mean; the interval says whether a few cases' swaps could make that
+        # mean alone (on the demo's 59 cases one rank swap moves it by 0.006).
+        d = paired_difference([a[i] for i in a], [b[i] for i in a])
+        row[f"{key}_interval"] = {"low": round(d.low, 4), "high": round(d.high, 4), "p_value": round(d.p_value, 3),
+                                  "cases_up": int(np.sum(diffs > 1e-9)), "cases_down": int(np.sum(diffs < -1e-9))}
     row["fp32"] = {k: v for k, v in fp32.items() if not k.endswith("_cases")}
     row["int8"] = {k: v for k, v in int8.items() if not k.endswith("_cases")}
     row["holds"] = row["as_typed_delta"] >= -MAX_NDCG_LOSS and row["default_delta"] >= -MAX_NDCG_LOSS
@@ -148,6 +155,15 @@ def run(quick: bool) -> dict[str, Any]:
     return {"metric": METRIC, "max_ndcg_loss": MAX_NDCG_LOSS, "max_routing_loss": MAX_ROUTING_LOSS,
             "variants": [{k: v for k, v in r.items() if not k.endswith("_cases")} for r in rows],
             "collections": per, "holds": all(c["holds"] for c in per.values())}
+
+
+def _interval(d: dict[str, Any] | None) -> str:
+    return "-" if d is None else f"{d['low']:+.4f} .. {d['high']:+.4f} ({d['p_value']})"
+
+
+def _moved(c: dict[str, Any]) -> str:
+    d = c.get("default_interval")
+    return str(c["default_changed_cases"]) if d is None else f"{d['cases_up']} / {d['cases_down']}"
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -164,16 +180,18 @@ def markdown(result: dict[str, Any]) -> str:
                          f"{q.get('min', 1.0)} | {r['build_s']} |")
         lines.append("")
     lines += ["### Each collection, fp32 (`[embedding] kind = \"auto\"`) against int8 (`\"onnx-int8\"`, per channel)", "",
-              f"nDCG@10, paired over the same cases; the bar is a loss of at most {result['max_ndcg_loss']} (routing: "
-              f"{result['max_routing_loss'] * 100:.1f} points).", "",
-              "| collection | chunks | cases | as typed fp32 | int8 | delta | default fp32 | int8 | delta | cases changed | build s* fp32 / int8 | holds |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              f"nDCG@10, paired over the same cases; the bar is a loss of at most {result['max_ndcg_loss']} of the mean (routing: "
+              f"{result['max_routing_loss'] * 100:.1f} points). The interval is the paired bootstrap's 95% interval of the default "
+              "deployment's delta and p the sign-flip test's (querywise.evaluation.stats, seed 42).", "",
+              "| collection | chunks | cases | as typed fp32 | int8 | delta | default fp32 | int8 | delta | 95% interval (p) | cases up / down | build s* fp32 / int8 | holds |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, c in result["collections"].items():
         if name == "clinc150":
             continue
         f, i = c["fp32"], c["int8"]
         lines.append(f"| {name} | {c['chunks']} | {c['cases']} | {f['as_typed']:.4f} | {i['as_typed']:.4f} | {c['as_typed_delta']:+.4f} | "
-                     f"{f['default']:.4f} | {i['default']:.4f} | {c['default_delta']:+.4f} | {c['default_changed_cases']} | "
+                     f"{f['default']:.4f} | {i['default']:.4f} | {c['default_delta']:+.4f} | {_interval(c.get('default_interval'))} | "
+                     f"{_moved(c)} | "
                      f"{f['build_s']} / {i['build_s']} | {'yes' if c['holds'] else '**no**'} |")
     if "clinc150" in result["collections"]:
         c = result["collections"]["clinc150"]

@@ -1,60 +1,55 @@
-"""The same tasks in the peers' idiomatic configurations (#19 item 1), with one embedding model.
+"""The same tasks in the peers' idiomatic configurations (#19 item 1, #39 item 3), with one embedding model.
 
-    .venv/bin/python -m bench.retrieval.peers                                     # everything (estimate: ~40 min on 2 idle cores)
-    .venv/bin/python -m bench.retrieval.peers --only haystack,querywise-hybrid   # some systems
-    .venv/bin/python -m bench.retrieval.peers --limit-docs 100 --limit-queries 10 --limit 100 --no-ranx   # smoke run, written to /tmp
-    .venv/bin/python -m bench.retrieval.peers --fine-tune --cross-encoder FOLDER  # + the fine-tuned router, + a reranked row
+    .venv/bin/python -m bench.retrieval.peers              # SciFact: the peers and querywise as a user runs it, one run
+    .venv/bin/python -m bench.retrieval.peers --only langchain-lowercase,querywise-hybrid,querywise-sentences   # the other rows
+    .venv/bin/python -m bench.retrieval.peers --only semantic-router,querywise-router --fine-tune   # CLINC150 routing
+    .venv/bin/python -m bench.retrieval.peers --limit-docs 100 --limit-queries 10 --no-ranx   # smoke run, written to /tmp
 
 Peers: `pip install -c requirements.lock -r bench/requirements-peers.txt` (see that file: three
 packages go in with --no-deps). Systems whose packages are missing are skipped with a message.
+A task run replaces that task's table whole; a task not run keeps its rows, and SciFact rows of
+earlier runs that this one did not make are shown apart with their dates.
 
-Each system runs alone in its own child process (`python -m bench.retrieval.peers --system NAME --out
-FILE`), so its peak memory is its own: VmHWM of the child (bench.peak_rss_mib; getrusage's
-ru_maxrss is recorded beside it, which on Linux can carry the parent's pre-exec high-water mark).
-Every child imports `bench` and so querywise's light top-level package (~68 MiB) and loads the
-same data, so that baseline is in every figure.
-
-**SciFact hybrid retrieval** (BEIR test: 300 queries, 5,183 abstracts; text = title, newline,
-abstract, as querywise indexes it). Every system retrieves 100 per list and returns 100 fused
+**SciFact hybrid retrieval** (BEIR test: 300 queries, 5,183 abstracts; the peers get one text per
+abstract, title, newline, abstract). Every system retrieves 100 per list and returns 100 fused
 (recall@100), fuses by RRF with constant 60, and embeds with the packaged all-MiniLM-L6-v2 from
 its folder (`querywise.embed.model_dir()`, offline), the peers through sentence-transformers:
 - haystack: InMemoryDocumentStore (defaults: BM25L k1=1.5 b=0.75 delta=0.5, dot product on the
   model's unit vectors) + InMemoryBM25Retriever + InMemoryEmbeddingRetriever(top_k=100) +
   DocumentJoiner(join_mode="reciprocal_rank_fusion", top_k=100; k=61 on 0-based ranks = 60 on
-  1-based), SentenceTransformersDocumentEmbedder/TextEmbedder (Haystack 3 ships them in
-  sentence-transformers-haystack); query side in a Pipeline.
+  1-based), SentenceTransformersDocumentEmbedder/TextEmbedder; query side in a Pipeline.
 - llamaindex: VectorStoreIndex (SimpleVectorStore) over one TextNode per abstract,
   HuggingFaceEmbedding; BM25Retriever.from_defaults (bm25s, English stop words, PyStemmer
   english); QueryFusionRetriever(mode="reciprocal_rerank", num_queries=1, similarity_top_k=100;
   k=60 on 0-based ranks, not settable) with a MockLLM, which num_queries=1 never calls.
 - langchain: BM25Retriever.from_texts (rank_bm25 BM25Okapi; default preprocess_func str.split:
-  whitespace only, NO lowercasing, punctuation stays on the word) + InMemoryVectorStore with
-  HuggingFaceEmbeddings (langchain-huggingface), EnsembleRetriever (langchain-classic; equal
-  weights, c=60 on 1-based ranks), top 100 of its fused list.
-- langchain-lowercase: the same with preprocess_func = lowercase, then whitespace split.
-- querywise-hybrid: `build_index` + `Index.search(mode="hybrid", k=100)` with the library's
-  defaults: plain RRF (rrf_k=60, dense_weight=0.5, depth 100) inside Qdrant (embedded), its own
-  BM25 analyser (lowercase, English stop words, Snowball stemming, identifier compounds), and its
-  default embedder: ONNX Runtime fp32 export of the same model folder. Retrieval only: no
-  query-understanding moves. Vector cache off, so the build embeds the whole corpus; the ONNX
-  export itself is made once beforehand (`--export-onnx`, as querywise's cache keeps it across
-  runs) and is in no system's time or memory, as the peers' safetensors need no export.
-- querywise-tuned: the same, with `[index] fusion`/`dense_weight` chosen by
-  `querywise.evaluation.tune` (what `querywise tune` runs) on SciFact's train qrels (809
-  queries) only, then reported on test. The tuning time is reported apart (tune_s), not in build_s.
-- querywise-sentences: querywise-tuned on an index built with `[index] sentence_vectors = true`
-  (each abstract's title and sentences embedded too, a multivector scored by the best sentence, a
-  third hybrid list); fusion, dense_weight and sentence_share chosen by the same tune on train.
-- querywise-hybrid+rerank: only with `--cross-encoder FOLDER`: querywise's CrossEncoderReranker
-  over the hybrid top 20 (`[rerank] top_n`). No cross-encoder is on this machine.
-build_s = indexing the corpus, embedding included (model loading and one warm-up embedding
-excluded for every system, reported as load_s, with the peak RSS after it).
-Every library runs with its own default thread settings (torch / ONNX Runtime: all cores);
-`--threads N` caps both in every system alike. Run it on an idle machine: with a second process
-busy on one of the 2 cores, a single-query torch encode from the main thread took ~0.5 s instead
-of ~15 ms in the smoke runs; each row records the 1-minute load average at its start and end. Latency: one query at a time, query embedding
-included, over all queries after 5 warm-up ones. nDCG@10 and recall@100: bench.measures.evaluate
-(the BEIR/ranx definitions) for every system, cross-checked with ranx in `metric_check`.
+  whitespace only, NO lowercasing) + InMemoryVectorStore with HuggingFaceEmbeddings,
+  EnsembleRetriever (langchain-classic; equal weights, c=60), top 100. langchain-lowercase
+  (not in the default run): preprocess_func = lowercase, then whitespace split.
+- querywise, querywise-int8, querywise-tuned: the README's commands (bench/retrieval/peers_cli.py):
+  `querywise index SciFact --index DIR --skip-invalid` with the default settings (int8: one TOML
+  line, `[embedding] kind = "onnx-int8"`) against an empty cache folder of its own, so the build is
+  a first one: the ONNX export (its child's lifetime is export_s) and every vector are in build_s,
+  the whole command's wall time. `querywise eval SciFact --split test` scores it (QueryWise.ask,
+  default moves; the README path cuts SciFact into 10,122 chunks of at most 1,000 characters,
+  judged per abstract). querywise-tuned runs `querywise tune SciFact --split train -i DIR
+  --write-config tuned.toml` on the querywise row's folder (train queries only) and evals with it.
+- querywise-hybrid / querywise-sentences (not in the default run): the library on this loader
+  (build_index + Index.search, ONNX export made beforehand, vector cache off); -sentences with
+  `[index] sentence_vectors` and tune's fusion. querywise-hybrid+rerank: with --cross-encoder.
+One run: the systems are built one after the other (the user's path by its commands; a peer in the
+child that then serves it), then every test query goes through every system's public API in turn,
+the first system rotating query by query (a peer's retriever; querywise's
+`Index.open(DIR, settings=load_settings(TOML)).search(q, mode="hybrid", k=100)`), each child timing
+its own call, after 5 warm-up queries: the latencies share the machine's load. Every row records
+its date and the 1-minute load average around its build and around the interleaved queries.
+Memory: a peer's is the VmHWM of its one process (build and queries); querywise's the larger of
+its build's process tree (PSS sampled every 50 ms: the export's child and the BM25 workers
+included) and its serving process. A peer's build_s leaves model loading out (load_s).
+nDCG@10 and recall@100: bench.measures.evaluate (the BEIR/ranx definitions) for the peers'
+runs, cross-checked with ranx in `metric_check`; `querywise eval`'s own for querywise's rows.
+`must_show` checks issue #39's bars on the run's rows. Every library runs with its own default
+thread settings (`--threads N` caps torch and ONNX Runtime in the peers' children).
 
 **CLINC150 routing** (data_full: train 15,000; val 3,000 + 100 oos; test 4,500 + 1,000 oos).
 - semantic-router: IndexedRouter (LocalIndex, top_k=5, mean aggregation: defaults) over the 150
@@ -84,30 +79,27 @@ import argparse
 import importlib.util
 import json
 import os
-import resource
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from bench import RESULTS, ROOT, WORK, datasets, log, peak_rss_mib, percentiles
+from bench import RESULTS, ROOT, WORK, datasets, log, percentiles
 from bench.report import _version, machine_info
+from bench.retrieval import peers_cli
+from bench.retrieval.peers_builders import RRF_K, K, Worker, export_onnx, interleave, model_folder, scifact_data
 
 COMMAND = ".venv/bin/python -m bench.retrieval.peers"
-K = 100  # retrieved per list and returned: recall@100 needs 100
-RRF_K = 60
-WARM_QUERIES = 5
 SMOKE_DIR = Path(tempfile.gettempdir()) / "querywise-peers-smoke"
 FOLLOWUP = ("Left out: LangChain's create_history_aware_retriever rewrites a follow-up with an LLM, and no peer here has an "
             "LLM-free follow-up move to compare with querywise's deterministic one; querywise's is measured in "
             "bench/results/rewrite_cast2019.* and conversations.*.")
+# What "what it must show" (issue #39) asks of the one run.
+BUILD_SHARE, MIN_GAIN, MAX_INT8_LOSS, LATENCY_SHARE = 0.5, 0.02, 0.003, 0.1
 
 
 @dataclass(frozen=True)
@@ -117,10 +109,14 @@ class System:
     modules: tuple[str, ...]  # importable modules it needs (the skip check)
     dists: tuple[str, ...]  # distributions named in its "version"
     config: str
+    default: bool = True  # in a run without --only
 
 
 _LC = ("langchain_community", "langchain_classic", "langchain_huggingface", "rank_bm25")
 _LC_DISTS = ("langchain-community", "langchain-classic", "langchain-core", "langchain-huggingface", "rank-bm25")
+_USER = ("`querywise index SciFact --index DIR --skip-invalid` with a fresh cache folder (a first build: the ONNX export and every vector "
+         "inside its time), scored by `querywise eval SciFact --split test` (QueryWise.ask: default moves, hybrid; 10,122 chunks of 1,000 "
+         "characters at most, judged per abstract); latency: Index.open(DIR, settings=load_settings(TOML)).search(q, hybrid, k=100)")
 SYSTEMS = [
     System("haystack", "scifact", ("haystack", "haystack_integrations.components.embedders.sentence_transformers"),
            ("haystack-ai", "sentence-transformers-haystack"),
@@ -135,25 +131,28 @@ SYSTEMS = [
     System("langchain", "scifact", _LC, _LC_DISTS,
            "BM25Retriever.from_texts (rank_bm25 BM25Okapi k1=1.5 b=0.75; tokens: str.split, no lowercasing) + InMemoryVectorStore "
            "+ EnsembleRetriever (equal weights, c=60), top 100; HuggingFaceEmbeddings on the model folder (batch 32)"),
-    System("langchain-lowercase", "scifact", _LC, _LC_DISTS,
-           "as langchain, with preprocess_func = text.lower().split()"),
-    System("querywise-hybrid", "scifact", ("querywise",), ("querywise",),
-           "build_index + Index.search(hybrid, k=100): plain RRF (rrf_k=60, dense_weight=0.5, depth 100) in Qdrant edge; "
-           "its BM25 analyser (lowercase, English stop words, Snowball stemming, identifier compounds); "
-           "its default embedder: ONNX Runtime fp32 of the same model folder (batch 64); no query moves"),
+    System("langchain-lowercase", "scifact", _LC, _LC_DISTS, "as langchain, with preprocess_func = text.lower().split()", default=False),
+    System("querywise", "scifact", ("querywise",), ("querywise",), "the README's path with the default settings: " + _USER),
+    System("querywise-int8", "scifact", ("querywise",), ("querywise",),
+           "as querywise, with one line of TOML: [embedding] kind = \"onnx-int8\" (the fp32 export quantized per channel, made on first use)"),
     System("querywise-tuned", "scifact", ("querywise",), ("querywise",),
-           "as querywise-hybrid, with [index] fusion/dense_weight chosen by querywise.evaluation.tune on SciFact train qrels (809 queries)"),
+           "as querywise, after the README's `querywise tune SciFact --split train -i DIR --write-config tuned.toml` on its folder "
+           "(809 train queries; never test), evaluated and opened with tuned.toml; build s is the querywise row's build, tune_s apart"),
+    System("querywise-hybrid", "scifact", ("querywise",), ("querywise",),
+           "the library on the bench's loader (one record per abstract, 5,183): build_index + Index.search(hybrid, k=100), ONNX fp32 "
+           "exported beforehand, vector cache off; no query moves", default=False),
     System("querywise-sentences", "scifact", ("querywise",), ("querywise",),
-           "as querywise-tuned, built with [index] sentence_vectors (a best-sentence multivector per abstract, a third hybrid list); "
-           "fusion/dense_weight/sentence_share chosen by querywise.evaluation.tune on SciFact train qrels"),
+           "as querywise-hybrid, built with [index] sentence_vectors (a best-sentence multivector per abstract, a third hybrid list); "
+           "fusion/dense_weight/sentence_share chosen by querywise.evaluation.tune on SciFact train qrels", default=False),
     System("querywise-hybrid+rerank", "scifact", ("querywise", "sentence_transformers"), ("querywise", "sentence-transformers"),
-           "querywise-hybrid, then querywise's CrossEncoderReranker (--cross-encoder folder) over the top 20"),
+           "querywise-hybrid, then querywise's CrossEncoderReranker (--cross-encoder folder) over the top 20", default=False),
     System("semantic-router", "clinc150", ("semantic_router",), ("semantic-router",),
-           "IndexedRouter (LocalIndex, top_k=5, mean) over train utterances, LocalEncoder on the model folder; fit() on val+oos_val (Platt)"),
+           "IndexedRouter (LocalIndex, top_k=5, mean) over train utterances, LocalEncoder on the model folder; fit() on val+oos_val (Platt)",
+           default=False),
     System("querywise-router", "clinc150", ("querywise",), ("querywise",),
-           "bench.routing.clinc150's kept trained configuration (fitted on train) on the frozen encoder (ONNX fp32)"),
+           "bench.routing.clinc150's kept trained configuration (fitted on train) on the frozen encoder (ONNX fp32)", default=False),
     System("querywise-router-ft", "clinc150", ("querywise",), ("querywise",),
-           "as querywise-router, on router_clinc150's fine-tuned encoder (one epoch on train)"),
+           "as querywise-router, on router_clinc150's fine-tuned encoder (one epoch on train)", default=False),
 ]
 BY_NAME = {s.name: s for s in SYSTEMS}
 
@@ -183,379 +182,137 @@ def _git_revision() -> str:
     return git("rev-parse", "--short", "HEAD") + ("+uncommitted" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
-def model_folder() -> Path:
-    from querywise.embed import model_dir
-
-    return model_dir()
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-# --------------------------------------------------------------------------- SciFact
-
-Search = Callable[[str], list[str]]
-
-
-@dataclass
-class Built:
-    search: Search
-    untimed_s: float = 0.0  # inside the build call but not building (querywise-tuned's tuning)
-    notes: dict[str, Any] = field(default_factory=dict)
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
 
 
-Builder = Callable[[Sequence[Any]], Built]  # chunks -> a searchable system
+# --------------------------------------------------------------------------- the SciFact run
 
 
-def scifact_data(split: str, limit_docs: int | None, limit_queries: int | None) -> tuple[list[Any], list[Any]]:
-    """Chunks and judged cases of SciFact; limited: the first queries, their relevant abstracts and
-    the first others up to `limit_docs`."""
-    chunks, cases = datasets.scifact(split)
-    cases = cases[:limit_queries] if limit_queries else cases
-    if limit_docs:
-        keep = {d for c in cases for d in c.relevant}
-        for c in chunks:
-            if len(keep) >= limit_docs:
-                break
-            keep.add(c.id)
-        chunks = [c for c in chunks if c.id in keep]
-    return chunks, cases
+def user_source(args: argparse.Namespace) -> Path:
+    """SciFact's BEIR folder as the README indexes it, or (smoke) the same abstracts the peers get."""
+    if not (args.limit_docs or args.limit_queries):
+        return datasets.SCIFACT
+    chunks, _ = scifact_data("test", args.limit_docs, args.limit_queries)
+    queries = {c.id for split in ("test", "train") for c in scifact_data(split, args.limit_docs, args.limit_queries)[1]}
+    return peers_cli.beir_subset(datasets.SCIFACT, args.work / "scifact-subset", {c.id for c in chunks}, queries)
 
 
-def haystack(_: argparse.Namespace) -> Builder:
-    os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
-    from haystack import Document, Pipeline
-    from haystack.components.joiners import DocumentJoiner
-    from haystack.components.retrievers.in_memory import InMemoryBM25Retriever, InMemoryEmbeddingRetriever
-    from haystack.document_stores.in_memory import InMemoryDocumentStore
-    from haystack_integrations.components.embedders.sentence_transformers import (  # Haystack 3: sentence-transformers-haystack
-        SentenceTransformersDocumentEmbedder,
-        SentenceTransformersTextEmbedder,
-    )
-
-    model = str(model_folder())
-    doc_embedder = SentenceTransformersDocumentEmbedder(model=model, progress_bar=False)
-    text_embedder = SentenceTransformersTextEmbedder(model=model, progress_bar=False)
-    doc_embedder.warm_up()
-    text_embedder.warm_up()
-    doc_embedder.run([Document(content="warm-up")])
-
-    def build(chunks: Sequence[Any]) -> Built:
-        store = InMemoryDocumentStore()
-        docs = doc_embedder.run([Document(id=c.id, content=c.search_text) for c in chunks])["documents"]
-        store.write_documents(docs)
-        pipe = Pipeline()
-        pipe.add_component("text_embedder", text_embedder)
-        pipe.add_component("embedding_retriever", InMemoryEmbeddingRetriever(document_store=store, top_k=K))
-        pipe.add_component("bm25_retriever", InMemoryBM25Retriever(document_store=store, top_k=K))
-        pipe.add_component("joiner", DocumentJoiner(join_mode="reciprocal_rank_fusion", top_k=K))
-        pipe.connect("text_embedder.embedding", "embedding_retriever.query_embedding")
-        pipe.connect("bm25_retriever", "joiner")
-        pipe.connect("embedding_retriever", "joiner")
-
-        def search(q: str) -> list[str]:
-            out = pipe.run({"text_embedder": {"text": q}, "bm25_retriever": {"query": q}})
-            return [d.id for d in out["joiner"]["documents"]]
-
-        return Built(search)
-
-    return build
+def _progress(args: argparse.Namespace, name: str, figures: dict[str, Any]) -> None:
+    """Each row's figures as soon as they are measured (work/progress.json): a run stopped before its
+    end (it builds for an hour on a busy machine) still leaves what it measured."""
+    path = args.work / "progress.json"
+    done = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    path.write_text(json.dumps({**done, name: {**figures, "recorded": _now(), "load_avg_1min_now": _load()}}, indent=1) + "\n", encoding="utf-8")
 
 
-def llamaindex(_: argparse.Namespace) -> Builder:
-    from llama_index.core import VectorStoreIndex
-    from llama_index.core.llms import MockLLM
-    from llama_index.core.retrievers import QueryFusionRetriever
-    from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
-    from llama_index.core.schema import TextNode
-    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
-    from llama_index.retrievers.bm25 import BM25Retriever
-
-    embed = HuggingFaceEmbedding(model_name=str(model_folder()))
-    embed.get_text_embedding("warm-up")
-
-    def build(chunks: Sequence[Any]) -> Built:
-        nodes = [TextNode(id_=c.id, text=c.search_text) for c in chunks]
-        index = VectorStoreIndex(nodes, embed_model=embed, show_progress=False)
-        bm25 = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=K)
-        fusion = QueryFusionRetriever([index.as_retriever(similarity_top_k=K), bm25], llm=MockLLM(), mode=FUSION_MODES.RECIPROCAL_RANK,
-                                      similarity_top_k=K, num_queries=1)
-        return Built(lambda q: [n.node.node_id for n in fusion.retrieve(q)])
-
-    return build
-
-
-def lower_split(text: str) -> list[str]:
-    return text.lower().split()
-
-
-def langchain(args: argparse.Namespace, *, lowercase: bool = False) -> Builder:
-    from langchain_classic.retrievers import EnsembleRetriever
-    from langchain_community.retrievers import BM25Retriever
-    from langchain_core.vectorstores import InMemoryVectorStore
-    from langchain_huggingface import HuggingFaceEmbeddings
-
-    embeddings = HuggingFaceEmbeddings(model_name=str(model_folder()))
-    embeddings.embed_query("warm-up")
-
-    def build(chunks: Sequence[Any]) -> Built:
-        texts, metas = [c.search_text for c in chunks], [{"id": c.id} for c in chunks]
-        bm25 = BM25Retriever.from_texts(texts, metadatas=metas, k=K, **({"preprocess_func": lower_split} if lowercase else {}))
-        store = InMemoryVectorStore(embeddings)
-        store.add_texts(texts, metadatas=metas, ids=[c.id for c in chunks])
-        ensemble = EnsembleRetriever(retrievers=[bm25, store.as_retriever(search_kwargs={"k": K})], c=RRF_K)
-        return Built(lambda q: [d.metadata["id"] for d in ensemble.invoke(q)][:K])
-
-    return build
-
-
-def querywise_builder(args: argparse.Namespace, *, tuned: bool = False, cross_encoder: Path | None = None, sentences: bool = False) -> Builder:
-    from querywise.config import Settings
-    from querywise.embed import OnnxEmbedder
-    from querywise.index import Index, build_index
-
-    # no vector cache: the build embeds every abstract (and with sentence vectors, every sentence)
-    settings = Settings.model_validate({"embedding": {"cache": False}, "index": {"sentence_vectors": sentences}})
-    if not any(onnx_dir(args).glob("*.onnx")):
-        log(f"no ONNX export in {onnx_dir(args)}: exporting in this process (torch loaded: its peak memory counts here)")
-    # What embedder_for(settings) makes (auto = ONNX fp32), with its export kept on disk as the default cache keeps it.
-    embedder = OnnxEmbedder.fp32(export_dir=onnx_dir(args), batch_size=settings.embedding.batch_size, threads=args.threads)
-    embedder.embed(["warm-up"])
-    reranker = None
-    if cross_encoder is not None:
-        from querywise.retrieve import CrossEncoderReranker, rerank
-
-        reranker = CrossEncoderReranker(cross_encoder)
-        reranker.scores("warm-up", ["warm-up"])
-
-    def build(chunks: Sequence[Any]) -> Built:
-        path = args.work / f"{args.system}-index"
-        shutil.rmtree(path, ignore_errors=True)
-        index = build_index(list(chunks), path, settings=settings, embedder=embedder)
-        if reranker is not None:
-            top_n = settings.rerank.top_n
-            return Built(lambda q: [h.id for h in rerank(reranker, q, index.search(q, mode="hybrid", k=K), top_n)[0]], notes={"top_n": top_n})
-        if not tuned:
-            return Built(lambda q: [h.id for h in index.search(q, mode="hybrid", k=K)])
-        t0 = time.perf_counter()
-        chosen, notes = tune_on_train(index, settings, args)
-        index.close()
-        from querywise.cli.tune import as_index_settings
-
-        fusion = settings.index.model_copy(update=as_index_settings(chosen, sentences=sentences))
-        tuned_index = Index.open(path, settings=settings.model_copy(update={"index": fusion}), embedder=embedder)
-        notes["n_sentences"] = tuned_index.manifest.n_sentences
-        return Built(lambda q: [h.id for h in tuned_index.search(q, mode="hybrid", k=K)], time.perf_counter() - t0, notes)
-
-    return build
-
-
-def onnx_dir(args: argparse.Namespace) -> Path:
-    return Path(args.work) / "onnx-export"
-
-
-def export_onnx(args: argparse.Namespace) -> None:
-    """querywise's ONNX export of the model folder, made once before the querywise children (as its
-    default cache keeps it across runs), so that no system's time or memory carries it."""
-    from querywise.embed import export_fp32_onnx
-
-    log(f"ONNX export: {export_fp32_onnx(onnx_dir(args))!s}")
-
-
-def tune_on_train(index: Any, settings: Any, args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
-    """`querywise tune`'s procedure on SciFact's train qrels (never test), as bench/retrieval/fusion.py runs it."""
-    from querywise.evaluation.metrics import parse_metric
-    from querywise.evaluation.tune import tune
-    from querywise.service import QueryWise
-
-    _, train = scifact_data("train", None, args.limit_queries)
-    t0 = time.perf_counter()
-    with QueryWise(settings, index) as qw:
-        result = tune(train, qw, parse_metric("ndcg@10"))
-    return result.chosen, {"tuned_on": f"SciFact train qrels, {result.n} queries", "chosen": result.chosen.label,
-                           "train_cv_ndcg@10": result.cv_score, "tune_s": round(time.perf_counter() - t0, 2)}
-
-
-SCIFACT_BUILDERS: dict[str, Callable[[argparse.Namespace], Builder]] = {
-    "haystack": haystack,
-    "llamaindex": llamaindex,
-    "langchain": langchain,
-    "langchain-lowercase": lambda a: langchain(a, lowercase=True),
-    "querywise-hybrid": querywise_builder,
-    "querywise-tuned": lambda a: querywise_builder(a, tuned=True),
-    "querywise-sentences": lambda a: querywise_builder(a, tuned=True, sentences=True),
-    "querywise-hybrid+rerank": lambda a: querywise_builder(a, cross_encoder=a.cross_encoder),
-}
-
-
-def memory() -> dict[str, float]:
-    return {"peak_rss_mb": peak_rss_mib(), "ru_maxrss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)}
-
-
-def run_scifact(args: argparse.Namespace) -> dict[str, Any]:
+def run_scifact(args: argparse.Namespace, systems: Sequence[System]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, list[str]]]]:
+    """Build every system one after the other (the user's path by its commands, the others inside
+    their serving child), then time them all query by query; rows and the peers' runs."""
     from bench.measures import evaluate
 
-    chunks, cases = scifact_data("test", args.limit_docs, args.limit_queries)
-    t0 = time.perf_counter()
-    builder = SCIFACT_BUILDERS[args.system](args)
-    load_s, rss_loaded = time.perf_counter() - t0, peak_rss_mib()
-    t0 = time.perf_counter()
-    built = builder(chunks)
-    build_s = time.perf_counter() - t0 - built.untimed_s
-    for case in cases[:WARM_QUERIES]:
-        built.search(case.message)
-    run, seconds = {}, []
-    for case in cases:
-        t0 = time.perf_counter()
-        run[case.id] = built.search(case.message)
-        seconds.append(time.perf_counter() - t0)
-    mem = memory()
-    lat = percentiles(seconds)
-    row = {**evaluate(run, {c.id: c.relevant for c in cases}), "build_s": round(build_s, 2), "latency_p50_ms": lat["p50_ms"],
-           "latency_p95_ms": lat["p95_ms"], **mem, "peak_rss_after_load_mb": rss_loaded, "load_s": round(load_s, 2),
-           "n_docs": len(chunks), "n_queries": len(cases), **built.notes}
-    return {"rows": {args.system: row}, "run": run}
-
-
-# --------------------------------------------------------------------------- CLINC150
-
-
-def clinc_subset(path: Path, limit: int | None, folder: Path) -> Path:
-    """The data file itself, or (limit) an evenly spaced subset of each split written to `folder`
-    (outside the repository): `limit` messages per split, 3 x limit of train."""
-    if not limit:
-        return path
-    raw = datasets.clinc150(path)
-
-    def even(rows: list[Any], n: int) -> list[Any]:
-        return rows[:: max(1, len(rows) // n)][:n]
-
-    sub = {split: even(rows, 3 * limit if split == "train" else limit) for split, rows in raw.items()}
-    out = folder / "clinc150-subset.json"
-    out.write_text(json.dumps(sub), encoding="utf-8")
-    return out
-
-
-def split_texts(raw: dict[str, Any], *splits: str) -> tuple[list[str], np.ndarray]:
-    rows = [r for s in splits for r in raw[s]]
-    return [t for t, _ in rows], np.asarray([lab for _, lab in rows])
-
-
-def latency_sample(raw: dict[str, Any], n: int) -> list[str]:
-    texts, _ = split_texts(raw, "test", "oos_test")
-    return [texts[i] for i in np.random.default_rng(0).permutation(len(texts))[:n]]
-
-
-def per_message_ms(fn: Callable[[str], Any], texts: Sequence[str]) -> dict[str, float]:
-    from bench.measures import latency
-
-    return latency(fn, texts, warm=20)
-
-
-def routing_row(kind: np.ndarray, label: np.ndarray, y: np.ndarray, signal: np.ndarray, lat: dict[str, float], **extra: Any) -> dict[str, Any]:
-    from bench.routing.router import metrics
-
-    m = metrics(kind, label, y, signal)
-    keys = ("in_scope_accuracy", "answered_accuracy", "deferred_share", "oos_recall", "oos_precision")
-    return {**{k: round(m[k], 4) for k in keys}, "latency_p50_ms": lat["p50_ms"], "latency_p95_ms": lat["p95_ms"],
-            "n_in_scope": m["n_in_scope"], "n_oos": m["n_oos"], **extra}
-
-
-def best_threshold(conf: np.ndarray, top: np.ndarray, y: np.ndarray) -> float:
-    """One global confidence threshold on val for querywise's objective (1 - w) x in-scope accuracy
-    + w x OOS recall (w = bench.routing.router.OOS_WEIGHT); ties to the lower threshold."""
-    from bench.routing.router import OOS_WEIGHT
-
-    ins = y != "oos"
-    best, pick = -1.0, 0.0
-    for t in np.unique(np.concatenate([[0.0], conf])):
-        routed = conf >= t
-        isa = float((routed & (top == y))[ins].mean())
-        recall = float((~routed)[~ins].mean()) if (~ins).any() else 0.0
-        objective = (1 - OOS_WEIGHT) * isa + OOS_WEIGHT * recall
-        if objective > best:
-            best, pick = objective, float(t)
-    return pick
-
-
-def run_semantic_router(args: argparse.Namespace, path: Path) -> dict[str, Any]:
-    from semantic_router import IndexedRouter, Route
-    from semantic_router.encoders import LocalEncoder
-
-    raw = datasets.clinc150(path)
-    encoder = LocalEncoder(name=str(model_folder()))
-    by_route: dict[str, list[str]] = {}
-    for text, label in raw["train"]:
-        by_route.setdefault(label, []).append(text)
-    router = IndexedRouter(encoder=encoder, routes=[Route(name=n, utterances=u) for n, u in by_route.items()])
-    Xv, yv = split_texts(raw, "val", "oos_val")
-    report = router.fit(Xv, [None if lab == "oos" else str(lab) for lab in yv])
-    router.confidence_threshold = 0.5
-
-    def top(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        picks = [router(t, threshold=0.0) for t in texts]  # the top route and its calibrated confidence
-        return np.asarray([p.name or "" for p in picks]), np.asarray([p.confidence or 0.0 for p in picks])
-
-    Xt, yt = split_texts(raw, "test", "oos_test")
-    top_t, conf_t = top(Xt)
-    assert all((router(t).name or "") == (n if c >= 0.5 else "") for t, n, c in zip(Xt[:20], top_t[:20], conf_t[:20], strict=True))
-    top_v, conf_v = top(Xv)
-    lat = per_message_ms(router, latency_sample(raw, args.latency_n))
-    rows = {}
-    for name, threshold in (("semantic-router", 0.5), ("semantic-router-valtuned", best_threshold(conf_v, top_v, yv))):
-        routed = conf_t >= threshold
-        rows[name] = routing_row(np.where(routed, "route", "oos"), np.where(routed, top_t, ""), yt, conf_t, lat,
-                                 confidence_threshold=round(threshold, 4), fit_val_accuracy=round(report.accuracy, 4), fit_val_ece=round(report.ece, 4))
-    return {"rows": rows}
-
-
-def kept_experiment() -> str:
-    """The trained-family configuration bench/routing/clinc150.py's chooser kept (its results file)."""
+    source = user_source(args)
+    (args.work / "progress.json").unlink(missing_ok=True)
+    rows: dict[str, dict[str, Any]] = {}
+    user: dict[str, dict[str, Any]] = {}
+    for name in ("querywise", "querywise-int8", "querywise-tuned"):
+        if name in {s.name for s in systems}:
+            base = Path(user["querywise"]["index"]) if name == "querywise-tuned" and "querywise" in user else None
+            if name == "querywise-tuned" and base is None:
+                log("querywise-tuned left out: it tunes the querywise row's folder")
+                continue
+            log(f"{name}: the user's path")
+            user[name] = {**peers_cli.build_and_eval(peers_cli.ROWS[name], source, args.work, ROOT, base), "measured": _now()}
+            log(f"{name}: {user[name]}")
+            _progress(args, name, user[name])
+    if any(s.name in ("querywise-hybrid", "querywise-sentences", "querywise-hybrid+rerank") for s in systems):
+        export_onnx(args)
+    workers: dict[str, Worker] = {}
     try:
-        chosen = json.loads((RESULTS / "router_clinc150.json").read_text(encoding="utf-8"))["chosen"]["trained"]["experiment"]
-    except (OSError, KeyError, ValueError):
-        chosen = "ft-lr-energy+maha+knn"
-    return str(chosen)
-
-
-def run_querywise_router(args: argparse.Namespace, path: Path, *, fine_tuned: bool) -> dict[str, Any]:
-    from bench.routing.router import EXPERIMENTS, OOS_WEIGHT, POINT, OperatingPoint, calibrate, decide, fine_tuned_encoder, load_data, outcomes
-    from querywise.embed import OnnxEmbedder
-
-    name = kept_experiment().removeprefix("ft-")
-    exp = next(e for e in EXPERIMENTS if e.name == ("ft-" + name if fine_tuned else name))
-    folder = fine_tuned_encoder(path) if fine_tuned else None
-    data = load_data(path, cache_dir=None, model_folder=folder)  # nothing cached: no vector written to disk
-    X, y = data["train"]
-    if exp.with_oos_train:
-        X, y = np.vstack([X, data["oos_train"][0]]), np.concatenate([y, data["oos_train"][1]])
-    clf = exp.make().fit(X, y)
-    Xv = np.vstack([data["val"][0], data["oos_val"][0]])
-    yv: Any = np.concatenate([data["val"][1], data["oos_val"][1]])  # intents: str, as the library takes them
-    Xt, yt = np.vstack([data["test"][0], data["oos_test"][0]]), np.concatenate([data["test"][1], data["oos_test"][1]])
-    embedder = OnnxEmbedder.fp32(export_dir=None, model_folder=folder, threads=args.threads)  # load_embedder's "onnx", uncached
-    raw = datasets.clinc150(path)
-    rows, base = {}, "querywise-finetuned" if fine_tuned else "querywise-frozen"
-    for suffix, point in (("", POINT), ("-nodefer", OperatingPoint(min_answered=None, max_deferred=0.0))):
-        th = calibrate(clf, Xv, yv, point, oos_weight=OOS_WEIGHT).thresholds
-
-        def route_one(text: str, th: Any = th) -> Any:
-            v = np.asarray(embedder.embed([text]), dtype=np.float32)
-            return decide(clf.scores(v)[0], float(clf.in_scope(v)[0]), clf.labels, th)
-
-        kind, label, signal = outcomes(clf, Xt, th)
-        rows[base + suffix] = routing_row(kind, label, yt, signal, per_message_ms(route_one, latency_sample(raw, args.latency_n)),
-                                          experiment=exp.name, operating_point=point.describe(),
-                                          thresholds={"min_margin": round(th.min_margin, 4), "min_in_scope": round(th.min_in_scope, 4)})
-    return {"rows": rows}
-
-
-def run_clinc(args: argparse.Namespace) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as tmp:
-        path = clinc_subset(args.data, args.limit, Path(tmp))
-        if args.system == "semantic-router":
-            out = run_semantic_router(args, path)
+        for s in systems:
+            if s.name in peers_cli.ROWS and s.name not in user:
+                continue
+            env, extra = dict(os.environ), []
+            if s.name in user:
+                env["QUERYWISE_CACHE_DIR"] = user[s.name]["cache"]
+                extra = ["--index-dir", user[s.name]["index"], "--config", user[s.name]["config"]]
+            started = _now()
+            cmd = [sys.executable, "-m", "bench.retrieval.peers", "--system", s.name, "--serve", *passthrough(args), *extra]
+            workers[s.name] = Worker(s.name, cmd, env)
+            workers[s.name].ready["measured"] = started
+            log(f"{s.name} ready: {workers[s.name].ready}")
+            _progress(args, f"{s.name} serving", workers[s.name].ready)
+        _, cases = scifact_data("test", args.limit_docs, args.limit_queries)
+        load_before = _load()
+        runs, seconds = interleave(workers, cases)
+        load_after = _load()
+        memories = {name: w.close() for name, w in workers.items()}
+    finally:
+        for w in workers.values():
+            if w.proc.poll() is None:
+                w.proc.kill()
+    qrels = {c.id: c.relevant for c in cases}
+    for name, w in workers.items():
+        lat = percentiles(seconds[name])
+        row: dict[str, Any] = {**w.ready, "latency_p50_ms": lat["p50_ms"], "latency_p95_ms": lat["p95_ms"],
+                               "load_avg_1min_latency": [load_before, load_after], "latency_interleaved_with": sorted(set(workers) - {name}),
+                               "serving_peak_rss_mb": memories[name]["peak_rss_mb"]}
+        if name in user:
+            figures = user[name]
+            row = {**{k: v for k, v in row.items() if k != "n_docs"}, **{k: v for k, v in figures.items() if k not in ("index", "config", "cache")}}
+            row["peak_rss_mb"] = max(figures.get("peak_pss_mb", user["querywise"]["peak_pss_mb"] if "querywise" in user else 0.0),
+                                     memories[name]["peak_rss_mb"])
+            if name == "querywise-tuned" and "querywise" in user:
+                row["build_s"] = user["querywise"]["build_s"]
+                row["load_avg_1min_build"] = user["querywise"]["load_avg_1min_build"]
         else:
-            out = run_querywise_router(args, path, fine_tuned=args.system == "querywise-router-ft")
-    for row in out["rows"].values():
-        row.update(memory())
+            row = {**evaluate(runs[name], qrels), **row, "peak_rss_mb": memories[name]["peak_rss_mb"], "n_queries": len(cases)}
+        rows[name] = {**row, "version": version(BY_NAME[name])}
+    return rows, {n: r for n, r in runs.items() if n not in user}
+
+
+def must_show(rows: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Issue #39's bars over the one run's rows (each with the figures it compares)."""
+    peers = {n: r for n, r in rows.items() if not n.startswith("querywise") and "error" not in r}
+    qw, int8, tuned = rows.get("querywise"), rows.get("querywise-int8"), rows.get("querywise-tuned")
+    out: list[dict[str, Any]] = []
+    if not peers:
+        return out
+
+    def add(what: str, ours: float, bar: float, holds: bool, against: str) -> None:
+        out.append({"what": what, "querywise": round(ours, 4), "bar": round(bar, 4), "against": against, "holds": holds})
+
+    fastest_build = min(peers, key=lambda n: peers[n]["build_s"])
+    if int8 is not None:
+        bar = BUILD_SHARE * peers[fastest_build]["build_s"]
+        against = f"{fastest_build} {peers[fastest_build]['build_s']} s (model loading not counted)"
+        add("cold build with int8, s (the whole command, ONNX export included) <= 1/2 the fastest peer's build", int8["build_s"], bar,
+            int8["build_s"] <= bar, against)
+        ours = int8.get("build_s_without_export", int8["build_s"])
+        add("the same without the one-time export's child (a later corpus on this machine)", ours, bar, ours <= bar, against)
+    for name in ("querywise", "querywise-int8", "querywise-tuned"):
+        if name in rows:
+            worst = min(peers, key=lambda n: peers[n]["peak_rss_mb"])
+            ours = rows[name]["peak_rss_mb"]
+            add(f"{name} peak memory, MiB (build and serving) < every peer's", ours, peers[worst]["peak_rss_mb"],
+                ours < peers[worst]["peak_rss_mb"], f"lowest peer: {worst}")
+    best = max(peers, key=lambda n: peers[n]["ndcg@10"])
+    if tuned is not None:
+        bar = peers[best]["ndcg@10"] + MIN_GAIN
+        add("tuned SciFact nDCG@10 >= best peer + 0.02", tuned["ndcg@10"], bar, tuned["ndcg@10"] >= bar, f"{best} {peers[best]['ndcg@10']}")
+    if int8 is not None and qw is not None:
+        bar = qw["ndcg@10"] - MAX_INT8_LOSS
+        add("int8 SciFact nDCG@10 >= fp32 - 0.003", int8["ndcg@10"], bar, int8["ndcg@10"] >= bar, f"querywise (fp32) {qw['ndcg@10']}")
+    fastest = min(peers, key=lambda n: peers[n]["latency_p50_ms"])
+    for name in ("querywise", "querywise-int8"):
+        if name in rows:
+            bar = LATENCY_SHARE * peers[fastest]["latency_p50_ms"]
+            add(f"{name} query p50 ms through the public API <= 1/10 of the fastest peer's", rows[name]["latency_p50_ms"], bar,
+                rows[name]["latency_p50_ms"] <= bar, f"{fastest} {peers[fastest]['latency_p50_ms']} ms")
     return out
 
 
@@ -563,17 +320,20 @@ def run_clinc(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def child(args: argparse.Namespace) -> None:
+    """A CLINC150 system in this process, its rows written to --out (SciFact systems serve instead)."""
+    from bench.retrieval.peers_routing import run_clinc
+
     system = BY_NAME[args.system]
     if args.threads:
         import torch
 
         torch.set_num_threads(args.threads)
-    load_before = os.getloadavg()[0]
-    out = run_scifact(args) if system.task == "scifact" else run_clinc(args)
+    load_before = _load()
+    out = run_clinc(args)
     for row in out["rows"].values():
         row["version"] = version(system)
-        row["measured"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        row["load_avg_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]  # at the start and end: latency on a busy machine is not latency
+        row["measured"] = _now()
+        row["load_avg_1min"] = [load_before, _load()]  # at the start and end: latency on a busy machine is not latency
     args.out.write_text(json.dumps({"task": system.task, **out}, indent=1) + "\n", encoding="utf-8")
 
 
@@ -584,7 +344,7 @@ def planned(args: argparse.Namespace) -> list[System]:
         raise SystemExit(f"unknown systems {sorted(unknown)}; known: {', '.join(BY_NAME)}")
     out = []
     for s in SYSTEMS:
-        if only and s.name not in only:
+        if (only and s.name not in only) or (not only and not s.default):
             continue
         if s.name == "querywise-hybrid+rerank" and args.cross_encoder is None:
             log("querywise-hybrid+rerank left out: no --cross-encoder FOLDER given")
@@ -606,26 +366,20 @@ def passthrough(args: argparse.Namespace) -> list[str]:
     return out
 
 
-def run_children(args: argparse.Namespace, systems: Sequence[System]) -> dict[str, dict[str, Any]]:
-    results: dict[str, dict[str, Any]] = {"scifact": {}, "clinc150": {}, "runs": {}}
-    if any(s.task == "scifact" and s.name.startswith("querywise") for s in systems):
-        subprocess.run([sys.executable, "-m", "bench.retrieval.peers", "--export-onnx", "--work", str(args.work)], cwd=ROOT, check=True)
+def run_clinc_children(args: argparse.Namespace, systems: Sequence[System]) -> dict[str, dict[str, Any]]:
+    results: dict[str, dict[str, Any]] = {}
     for s in systems:
         out = args.work / f"{s.name}.json"
         cmd = [sys.executable, "-m", "bench.retrieval.peers", "--system", s.name, "--out", str(out), *passthrough(args)]
         log("$ " + " ".join(cmd))
-        t0 = time.perf_counter()
         done = subprocess.run(cmd, cwd=ROOT)
         if done.returncode != 0 or not out.exists():
             log(f"{s.name} FAILED (exit {done.returncode})")
-            results[s.task][s.name] = {"error": f"exit {done.returncode}", "version": version(s), "config": s.config}
+            results[s.name] = {"error": f"exit {done.returncode}", "version": version(s), "config": s.config}
             continue
-        got = json.loads(out.read_text(encoding="utf-8"))
-        for name, row in got["rows"].items():
-            results[s.task][name] = {**row, "config": row_config(s, name, row)}
-            log(f"{name}: {row} ({time.perf_counter() - t0:.0f}s)")
-        if "run" in got:
-            results["runs"][s.name] = got["run"]
+        for name, row in json.loads(out.read_text(encoding="utf-8"))["rows"].items():
+            results[name] = {**row, "config": row_config(s, name, row)}
+            log(f"{name}: {row}")
     return results
 
 
@@ -666,20 +420,47 @@ def _task_table(rows: dict[str, dict[str, Any]], header: str, cells: Callable[[d
     return [*out, "", "| system | configuration |", "|---|---|", *(f"| {n} | {r['config']} |" for n, r in rows.items()), ""]
 
 
+def _load_cell(r: dict[str, Any]) -> str:
+    build = r.get("load_avg_1min_build", r.get("load_avg_1min", []))
+    latency = r.get("load_avg_1min_latency")
+    return "-".join(map(str, build)) + (f" / {'-'.join(map(str, latency))}" if latency else "")
+
+
+SCIFACT_HEADER = ("nDCG@10 | recall@100 | build s (embedding incl.) | latency p50 ms | p95 ms | peak memory MiB | measured | "
+                  "1-min load: build / latency")
+
+
+def _scifact_cells(r: dict[str, Any]) -> str:
+    return (f"{r['ndcg@10']:.4f} | {r['recall@100']:.4f} | {r['build_s']} | {r['latency_p50_ms']:.1f} | {r['latency_p95_ms']:.1f} | "
+            f"{r['peak_rss_mb']} | {r.get('measured', '?')} | {_load_cell(r)}")
+
+
 def markdown(data: dict[str, Any], command: str) -> str:
     limits = {k: v for k, v in data["protocol"]["limits"].items() if v}
-    lines = ["# Peers on the same tasks, one embedding model", "", f"Command: `{command}`.", "",
+    commands = data.get("commands", {})
+    lines = ["# Peers on the same tasks, one embedding model", "",
              *([f"**Smoke run, not a result**: limited to {limits}.", ""] if limits else []),
              "Every system in its own process; the packaged all-MiniLM-L6-v2 from its folder (the peers through sentence-transformers, "
-             "querywise through its default ONNX export of it). See the module docstring of bench/retrieval/peers.py for each configuration.", "",
+             "querywise through its ONNX export of it). See the module docstring of bench/retrieval/peers.py for each configuration.", "",
              "## SciFact hybrid retrieval (BEIR test)", "",
-             *_task_table(data["scifact"], "nDCG@10 | recall@100 | build s (embedding incl.) | latency p50 ms | p95 ms | peak RSS MiB",
-                          lambda r: f"{r['ndcg@10']:.4f} | {r['recall@100']:.4f} | {r['build_s']} | {r['latency_p50_ms']:.1f} | "
-                                    f"{r['latency_p95_ms']:.1f} | {r['peak_rss_mb']}"),
-             "## CLINC150 routing (test + oos_test)", "",
-             *_task_table(data["clinc150"], "in-scope acc | answered acc | deferred | OOS recall | latency p50 ms (embedding incl.)",
-                          lambda r: f"{r['in_scope_accuracy']:.4f} | {r['answered_accuracy']:.4f} | {r['deferred_share']:.4f} | "
-                                    f"{r['oos_recall']:.4f} | {r['latency_p50_ms']:.1f}")]
+             f"Command: `{commands.get('scifact', command)}`. One run: the systems built one after the other, then every test query "
+             "through every system's public API in turn (the first system rotating query by query), so the latencies share the "
+             "machine's load; each row gives the 1-minute load average before and after its build and around the interleaved "
+             "queries. querywise's rows follow the README (the commands in the configuration table); their peak memory is the "
+             "larger of the build's process tree (PSS, the ONNX export's child and the BM25 workers included) and the serving process; "
+             "a peer's is the VmHWM of the one process that built and served it. A peer's build s leaves out loading its model "
+             "(load_s in peers.json); querywise's is the whole `querywise index` command.", "",
+             *_task_table(data["scifact"], SCIFACT_HEADER, _scifact_cells)]
+    if checks := data.get("must_show"):
+        lines += ["What issue #39 asks of this run:", "", "| bar | querywise | bar value | against | holds |", "|---|---|---|---|---|",
+                  *(f"| {c['what']} | {c['querywise']} | {c['bar']} | {c['against']} | {'yes' if c['holds'] else '**no**'} |" for c in checks), ""]
+    if earlier := data.get("scifact_earlier"):
+        lines += ["Rows of earlier runs (each on its own date and load, not part of the run above; kept until re-measured):", "",
+                  *_task_table(earlier, SCIFACT_HEADER, _scifact_cells)]
+    lines += ["## CLINC150 routing (test + oos_test)", "", *([f"Command: `{commands['clinc150']}`.", ""] if "clinc150" in commands else []),
+              *_task_table(data["clinc150"], "in-scope acc | answered acc | deferred | OOS recall | latency p50 ms (embedding incl.)",
+                           lambda r: f"{r['in_scope_accuracy']:.4f} | {r['answered_accuracy']:.4f} | {r['deferred_share']:.4f} | "
+                                     f"{r['oos_recall']:.4f} | {r['latency_p50_ms']:.1f}")]
     lines += ["## Follow-up move", "", data["followup"], ""]
     return "\n".join(lines)
 
@@ -695,7 +476,7 @@ def write(args: argparse.Namespace, data: dict[str, Any], command: str) -> Path:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="", help=f"comma-separated systems: {', '.join(BY_NAME)}")
+    ap.add_argument("--only", default="", help=f"comma-separated systems: {', '.join(BY_NAME)} (default: {', '.join(s.name for s in SYSTEMS if s.default)})")
     ap.add_argument("--limit-docs", type=int, help="smoke: SciFact abstracts (the chosen queries' relevant ones first)")
     ap.add_argument("--limit-queries", type=int, help="smoke: SciFact test (and train, for tuning) queries")
     ap.add_argument("--limit", type=int, help="smoke: CLINC150 messages per split (3x for train), evenly spaced")
@@ -703,15 +484,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--threads", type=int, help="intra-op threads for torch and ONNX Runtime in every system (default: each library's own)")
     ap.add_argument("--cross-encoder", type=Path, help="a local cross-encoder folder: adds querywise-hybrid+rerank")
     ap.add_argument("--fine-tune", action="store_true", help="add querywise's router on router_clinc150's fine-tuned encoder")
-    ap.add_argument("--update", action="store_true",
-                    help="replace only the rows of the systems run in the existing peers.json (each row keeps its own measured date)")
     ap.add_argument("--no-ranx", action="store_true", help="skip the ranx cross-check of the SciFact metrics (numba compiles ~30 s)")
     ap.add_argument("--data", type=Path, default=datasets.CLINC150, help="CLINC150 data_full.json")
     ap.add_argument("--work", type=Path, help="children's outputs and querywise's index folders (default bench/work/peers)")
     ap.add_argument("--results", type=Path, help="where peers.json/peers.md go (default bench/results; /tmp for a smoke run)")
     ap.add_argument("--system", choices=list(BY_NAME), help=argparse.SUPPRESS)  # a child: one system
+    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # a SciFact child: build, then answer queries
+    ap.add_argument("--index-dir", type=Path, help=argparse.SUPPRESS)  # a user-path child: the folder `querywise index` built
+    ap.add_argument("--config", type=Path, help=argparse.SUPPRESS)  # and its TOML
     ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
-    ap.add_argument("--export-onnx", action="store_true", help=argparse.SUPPRESS)  # a child: querywise's ONNX export
     a = ap.parse_args(argv)
     smoke = any(v is not None for v in (a.limit_docs, a.limit_queries, a.limit))
     a.work = a.work or (SMOKE_DIR / "work" if smoke else WORK / "peers")
@@ -726,26 +507,47 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
-    if args.export_onnx:
-        export_onnx(args)
+    if args.serve:
+        from bench.retrieval.peers_builders import serve
+
+        serve(args)
         return
     if args.system:
         child(args)
         return
     command = " ".join([COMMAND, *sys.argv[1:]])
     t0 = time.time()
-    results = run_children(args, planned(args))
-    runs = results.pop("runs")
+    systems = planned(args)
+    scifact = [s for s in systems if s.task == "scifact"]
+    results: dict[str, Any] = {"scifact": {}, "clinc150": {}}
+    runs: dict[str, dict[str, list[str]]] = {}
+    if scifact:
+        rows, runs = run_scifact(args, scifact)
+        results["scifact"] = {n: {**r, "config": row_config(BY_NAME[n], n, r)} for n, r in rows.items()}
+    results["clinc150"] = run_clinc_children(args, [s for s in systems if s.task == "clinc150"])
     checks = metric_check(args, runs)
-    if args.update and (old := args.results / "peers.json").exists():
-        # The systems not run keep their rows (and ranx checks) from the earlier run.
+    commands = {task: command for task in ("scifact", "clinc150") if results[task]}
+    earlier: dict[str, Any] = {}
+    if (old := args.results / "peers.json").exists():
+        # A task run here is replaced whole (its one run); a task not run keeps its rows and command,
+        # and a SciFact row this run did not make stays apart, under its own date.
         before = json.loads(old.read_text(encoding="utf-8"))
+        old_commands = before.get("commands", dict.fromkeys(("scifact", "clinc150"), before["machine"]["command"]))
         for task in ("scifact", "clinc150"):
-            results[task] = {**before.get(task, {}), **results[task]}
-        checks = {**before.get("metric_check", {}), **checks}
-        command = f"{before['machine']['command']}, then {command}"
-    data = {**results, "metric_check": checks, "followup": FOLLOWUP,
-            "protocol": {"k": K, "rrf_k": RRF_K, "model_folder": str(model_folder()), "threads": args.threads or "each library's default", "limits": {"docs": args.limit_docs, "queries": args.limit_queries, "clinc_per_split": args.limit},
+            if not results[task]:
+                results[task] = before.get(task, {})
+                if task in old_commands:
+                    commands[task] = old_commands[task]
+        if scifact:
+            earlier = {n: r for n, r in {**before.get("scifact_earlier", {}), **before.get("scifact", {})}.items()
+                       if n not in results["scifact"]}
+        else:
+            earlier = before.get("scifact_earlier", {})
+            checks = before.get("metric_check", {})
+    data = {**results, "scifact_earlier": earlier, "must_show": must_show(results["scifact"]) if scifact else [],
+            "commands": commands, "metric_check": checks, "followup": FOLLOWUP,
+            "protocol": {"k": K, "rrf_k": RRF_K, "model_folder": str(model_folder()), "threads": args.threads or "each library's default",
+                         "limits": {"docs": args.limit_docs, "queries": args.limit_queries, "clinc_per_split": args.limit},
                          "peer_packages": {s.name: version(s) for s in SYSTEMS if not missing_modules(s)},
                          "sentence-transformers": _version("sentence-transformers"), "torch": _version("torch")},
             "wall_s": round(time.time() - t0, 1)}

@@ -18,7 +18,8 @@ EMBEDDER_KINDS: Final[tuple[str, ...]] = get_args(EmbedderKind)
 #: (tests/accept/test_embeddings_reference.py; scores within 5e-7 of torch) and is the faster CPU
 #: path (bench/results/embed_throughput.json). "onnx-int8" (the fp32 export quantized per
 #: channel, made locally) is faster but not lossless everywhere: nDCG@10 within 0.003 of fp32 on
-#: SciFact, Medline and doc2dial, 0.0064 below on the demo's 59 cases (bench/results/int8.md); its
+#: SciFact, Medline and doc2dial, 0.0064 below on the demo's 59 cases (bench/results/int8.md; 5 one-rank
+#: swaps down, 3 up, 95% interval -0.026 to +0.013: int8-quick.md); its
 #: vectors are not fp32's, so an index is searched only with the variant that built it.
 DEFAULT_KIND: Final[EmbedderKind] = "onnx"
 
@@ -29,6 +30,7 @@ def load_embedder(
     cache_dir: Path | None,
     batch_size: int = 64,
     model_folder: Path | None = None,
+    bulk: bool = False,
 ) -> Embedder:
     """Build the embedder named ``kind``.
 
@@ -37,11 +39,20 @@ def load_embedder(
     "onnx" re-exports the model in memory (a few seconds) on each call. ``model_folder`` is an
     encoder fine-tuned by `querywise.embed.finetune`, served by torch for "torch" and by its own
     ONNX export otherwise (quantized for "onnx-int8"); its vectors are cached under its own id.
+    ``bulk``: the embedder only embeds large batches (a build), so ONNX Runtime's idle threads
+    sleep instead of spinning.
 
     >>> embedder = load_embedder("onnx", cache_dir=Path(".cache/querywise"))
     """
     from ._cache import CachedEmbedder
 
+    # Spinning threads burn the CPU they wait on: on SciFact abstracts, 2 threads on a shared
+    # machine (load 20-27 on 2 cores) did 63.5 useful GFLOP per CPU-second spinning and 96.1
+    # sleeping (one thread: 104.5), and embedded 38% more a wall second (bench/results/
+    # embed_efficiency.md). A build's batches are large, so a
+    # sleeping thread's wake-up is nothing beside them; the query path keeps ONNX Runtime's
+    # default, where a short query's many small operators each wake the threads.
+    spinning = not bulk
     inner: Embedder
     if model_folder is not None:
         from ._torch import SentenceTransformerEmbedder
@@ -55,12 +66,12 @@ def load_embedder(
             from ._onnx import OnnxEmbedder
 
             export_dir = cache_dir / "models" if cache_dir is not None else None
-            inner = OnnxEmbedder.int8(export_dir=export_dir, batch_size=batch_size, model_folder=model_folder, model_id=f"{model_id}/onnx-int8")
+            inner = OnnxEmbedder.int8(export_dir=export_dir, batch_size=batch_size, model_folder=model_folder, model_id=f"{model_id}/onnx-int8", spinning=spinning)
         else:
             from ._onnx import OnnxEmbedder
 
             export_dir = cache_dir / "models" if cache_dir is not None else None
-            inner = OnnxEmbedder.fp32(export_dir=export_dir, batch_size=batch_size, model_folder=model_folder, model_id=f"{model_id}/onnx-fp32")
+            inner = OnnxEmbedder.fp32(export_dir=export_dir, batch_size=batch_size, model_folder=model_folder, model_id=f"{model_id}/onnx-fp32", spinning=spinning)
     elif kind == "torch":
         from ._torch import SentenceTransformerEmbedder
 
@@ -69,21 +80,22 @@ def load_embedder(
         from ._onnx import OnnxEmbedder
 
         export_dir = cache_dir / "models" if cache_dir is not None else None
-        inner = OnnxEmbedder.fp32(export_dir=export_dir, batch_size=batch_size)
+        inner = OnnxEmbedder.fp32(export_dir=export_dir, batch_size=batch_size, spinning=spinning)
     elif kind == "onnx-int8":
         from ._onnx import OnnxEmbedder
 
         export_dir = cache_dir / "models" if cache_dir is not None else None
-        inner = OnnxEmbedder.int8(export_dir=export_dir, batch_size=batch_size)
+        inner = OnnxEmbedder.int8(export_dir=export_dir, batch_size=batch_size, spinning=spinning)
     else:
         known = ", ".join(repr(k) for k in EMBEDDER_KINDS)
         raise ValueError(f"unknown embedder kind {kind!r}; expected one of {known}")
     return CachedEmbedder(inner, cache_dir) if cache_dir is not None else inner
 
 
-def embedder_for(settings: Settings, *, model_folder: Path | None = None) -> Embedder:
+def embedder_for(settings: Settings, *, model_folder: Path | None = None, bulk: bool = False) -> Embedder:
     """The embedder `[embedding]` asks for ("auto" is `DEFAULT_KIND`), with the on-disk cache
-    unless it is turned off; `model_folder` is a fine-tuned encoder (the router's `routing.encoder`)."""
+    unless it is turned off; `model_folder` is a fine-tuned encoder (the router's `routing.encoder`);
+    `bulk`: for a build only (see `load_embedder`)."""
     kind = DEFAULT_KIND if settings.embedding.kind == "auto" else settings.embedding.kind
     if kind not in EMBEDDER_KINDS:
         raise ValueError(f"embedding.kind {kind!r}: expected auto or one of {', '.join(EMBEDDER_KINDS)}")
@@ -92,4 +104,5 @@ def embedder_for(settings: Settings, *, model_folder: Path | None = None) -> Emb
         cache_dir=settings.cache_dir / "embeddings" if settings.embedding.cache else None,
         batch_size=settings.embedding.batch_size,
         model_folder=model_folder,
+        bulk=bulk,
     )

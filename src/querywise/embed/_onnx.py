@@ -80,11 +80,13 @@ class OnnxEmbedder:
         batch_size: int = 64,
         threads: int | None = None,
         batch_tokens: int = BATCH_TOKENS,
+        spinning: bool = True,
     ) -> None:
         """Wrap ``model``, an ONNX file or its bytes, mapping input_ids, attention_mask (and
         token_type_ids) to last_hidden_state. ``threads`` caps ONNX Runtime's intra-op threads
         (default: one per core). A batch holds at most ``batch_size`` texts and, padded, at most
-        ``batch_tokens`` tokens (0: no token limit)."""
+        ``batch_tokens`` tokens (0: no token limit). ``spinning``: idle intra-op threads spin
+        before they sleep (ONNX Runtime's default; a build's do not: `load_embedder`'s ``bulk``)."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -104,6 +106,9 @@ class OnnxEmbedder:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         if threads is not None:
             options.intra_op_num_threads = threads
+        self.spinning = spinning
+        if not spinning:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         source = model if isinstance(model, bytes) else str(model)
         self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
@@ -122,6 +127,7 @@ class OnnxEmbedder:
         model_folder: Path | None = None,
         model_id: str = FP32_MODEL_ID,
         batch_tokens: int = BATCH_TOKENS,
+        spinning: bool = True,
     ) -> OnnxEmbedder:
         """The packaged fp32 weights (or those of ``model_folder``, a fine-tuned copy of the
         packaged model: same tokenizer and limits) exported to ONNX; the export is kept in
@@ -132,6 +138,7 @@ class OnnxEmbedder:
             batch_size=batch_size,
             threads=threads,
             batch_tokens=batch_tokens,
+            spinning=spinning,
         )
 
     @classmethod
@@ -145,6 +152,7 @@ class OnnxEmbedder:
         model_id: str = INT8_MODEL_ID,
         variant: Int8Variant = "per-channel",
         batch_tokens: int = BATCH_TOKENS,
+        spinning: bool = True,
     ) -> OnnxEmbedder:
         """The fp32 export (of the packaged model or ``model_folder``) quantized to int8 weights
         by ONNX Runtime (``variant``: see `INT8_VARIANTS`); kept in ``export_dir`` beside it."""
@@ -154,6 +162,7 @@ class OnnxEmbedder:
             batch_size=batch_size,
             threads=threads,
             batch_tokens=batch_tokens,
+            spinning=spinning,
         )
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:

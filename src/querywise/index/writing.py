@@ -90,7 +90,8 @@ def build_index(
         clear_stale(root)
         previous = current_id(root)
         build_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-        embedder = embedder or embedder_for(settings)
+        given = embedder
+        embedder = embedder or embedder_for(settings, bulk=True)  # one of its own only embeds the corpus
         kinds = payload_index_kinds(chunks, s.payload_indexes)
         linked = graph_fields(kinds, settings)
         texts = SearchTexts(chunks)
@@ -192,4 +193,6 @@ def build_index(
             engine.finish()  # the alias moves only once the local half is complete
         point_current(root, build_id)
         prune(root, [build_id, previous], s.keep_builds, client)
-        return Index.open(root, settings=settings, embedder=embedder, client=client)  # under the lock: this build
+        # Under the lock: this build. Searches get a query embedder of their own (made on the first
+        # search) unless the caller gave one: the build's sleeps between operators, a query's spins.
+        return Index.open(root, settings=settings, embedder=given, client=client)
