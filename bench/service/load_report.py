@@ -23,8 +23,7 @@ def _markdown(r: dict[str, Any], command: str, machine: dict[str, Any]) -> str:
     lines = [
         "# The service under load (`bench/service/load.py`)", "",
         f"Command: `{command}` ({r['total_s']} s, {machine['date']})  ",
-        f"Machine: {machine['cores']} cores ({machine['cpu']}), {machine['ram_gib']} GiB, Python {machine['python']}, a VM.  ",
-        load_line(machine) + "  ",
+        load_line(machine)[:-1] + f"; {machine['ram_gib']} GiB, Python {machine['python']}, a VM.  ",
         f"Load generator: {s['load_generator']}.  ",
         f"Service: `{s['service']}`, **{s['workers']} worker(s)** ({s['workers_chosen_by']}); {s['deployment']}; `[server]` rate limit "
         "as shipped (100/s per subject).  ",
