@@ -72,12 +72,13 @@ def no_model(monkeypatch: pytest.MonkeyPatch, hash_embedder: Any) -> Any:
     """Every embedder the command line would load is the suite's hash embedder (no model)."""
     import querywise.embed
     import querywise.index.store
+    import querywise.index.writing
     import querywise.understand.pipeline
 
     def fake(settings: Settings, **_: Any) -> Any:
         return hash_embedder
 
-    for module in (querywise.embed, querywise.index.store, querywise.understand.pipeline):
+    for module in (querywise.embed, querywise.index.store, querywise.index.writing, querywise.understand.pipeline):
         monkeypatch.setattr(module, "embedder_for", fake)
     return hash_embedder
 
