@@ -366,6 +366,11 @@ class Index:
             self._embedder = self._owned_embedder = for_queries(embedder_for(self.settings))
         return self._embedder
 
+    def _adopt_embedder(self) -> None:
+        """Take the embedder it was opened with as its own, closed with it: for a builder that
+        made that embedder and hands the index it built to its caller."""
+        self._owned_embedder = self._embedder
+
     def embed_query(self, text: str) -> np.ndarray:
         """The query's dense vector; an `IndexStoreError` if the embedder is not the index's."""
         if not self._embedder_checked:
