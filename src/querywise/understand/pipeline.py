@@ -162,7 +162,7 @@ class Understander:
         except BaseException:
             # A bad file (catalog, examples, query log, scripted responses) fails after the
             # embedders were made: close them rather than leave them to the garbage collector.
-            self._close_made()
+            self.close_embedders()
             raise
 
     def unable(self) -> dict[str, str]:
@@ -259,9 +259,10 @@ class Understander:
         """Close the LLM provider's connections, if any, and the embedders made here."""
         if self.tier is not None:
             self.tier.close()
-        self._close_made()
+        self.close_embedders()
 
-    def _close_made(self) -> None:
+    def close_embedders(self) -> None:
+        """Close the embedders made here (not a given one): their on-disk cache's SQLite connection."""
         for made in self._made:
             if (close := getattr(made, "close", None)) is not None:
                 close()
