@@ -100,8 +100,8 @@ class QueryWise:
                                          lookups=self.lookups, visible=index.holds if index is not None else None)
         self._provider = provider
         self._owned = ExitStack()  # what this deployment opened, closed in reverse order by `close`
-        if provider is None:
-            self._owned.callback(self.understander.close)
+        # A given provider is the caller's to close; the embedders the Understander made are not.
+        self._owned.callback(self.understander.close if provider is None else self.understander.close_embedders)
         try:
             self.reranker = reranker if reranker is not None else self._reranker(settings)
             # What plans run against: given, else `[retriever]` (the querywise index by default).

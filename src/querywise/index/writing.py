@@ -85,114 +85,137 @@ def build_index(
     claim(root)
     (root / "builds").mkdir(parents=True, exist_ok=True)
     started = time.time()
-    s = settings.index
     with build_lock(root):
         clear_stale(root)
         previous = current_id(root)
         build_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+        # One it makes only embeds the corpus, so ONNX Runtime's idle threads sleep between
+        # operators (a query's spin), and it holds the embedding cache's SQLite connection (Python
+        # 3.13 warns when one is left to the garbage collector): closed when the build ends. The
+        # index it returns then makes its own query embedder on its first search.
         given = embedder
-        embedder = embedder or embedder_for(settings, bulk=True)  # one of its own only embeds the corpus
-        kinds = payload_index_kinds(chunks, s.payload_indexes)
-        linked = graph_fields(kinds, settings)
-        texts = SearchTexts(chunks)
-        analysis = analyse(texts, identify=IdentifierTexts(chunks), workers=s.build_workers,
-                           on_progress=progress("analysing", len(chunks)))
-        tmp = root / "builds" / f".tmp-{build_id}"
-        tmp.mkdir()
-        engine: Engine | None = None
+        embedder = embedder or embedder_for(settings, bulk=True)
         try:
-            if s.engine == "edge":
-                engine = EdgeEngine.create(tmp / "shard", dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct,
-                                           payload_graphs=s.filtered_search == "graph", n_points=len(chunks),
-                                           segment_points=s.segment_chunks, sentences=s.sentence_vectors)
-            else:
-                client = client or connect(s.server_url or ":memory:")
-                engine = ServerEngine.create(
-                    client, s.collection, build_id, dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct,
-                    shards=s.shards, replicas=s.replicas, payload_graphs=s.filtered_search == "graph", sentences=s.sentence_vectors,
-                )
-            for field, kind in kinds.items():
-                engine.create_payload_index(field, kind, graph=field in linked)
-            # Vectors are embedded (or read from the embedding cache) a slice at a time and written
-            # with it: none outlives its slice.
-            # With sentence vectors, the bar counts the sentences embedded as well as the chunks.
-            n_sentences = sum(len(chunk_sentences(c)) for c in chunks) if s.sentence_vectors else 0
-            advance = progress("embedding and indexing", len(chunks) + n_sentences)
-            over: list[int] = []
-            with open(tmp / "chunks.jsonl", "w", encoding="utf-8") as fh:
-                for start in range(0, len(chunks), _EMBED_SLICE):
-                    stop = min(start + _EMBED_SLICE, len(chunks))
-                    sliced = texts[start:stop]
-                    if (counted := count_over_window(embedder, sliced)) is not None:
-                        over = [over[0] + counted[0] if over else counted[0], counted[1]]
-                    vectors = np.asarray(embedder.embed(sliced, on_progress=advance), dtype=np.float32)
-                    check_vectors(vectors, chunks[start:stop], embedder)
-                    sparse = analysis.vectors(start, stop, k1=s.k1, b=s.b)
-                    sentences = sentence_vectors(chunks[start:stop], embedder, on_progress=advance) if s.sentence_vectors else None
-                    for at in range(start, stop, _BATCH):
-                        batch = []
-                        for i in range(at, min(at + _BATCH, stop)):
-                            c = chunks[i]
-                            fh.write(c.model_dump_json() + "\n")
-                            # The engine also keeps the chunk's identifiers, one form each, for exact lookups:
-                            # those of its text and of its metadata (a product page's part numbers).
-                            payload = {**c.payload, "id": c.id, "text": c.text, "title": c.title, IDENTIFIER_KEYS: analysis.keys[i]}
-                            batch.append(EnginePoint(i, vectors[i - start], sparse[i - start], payload,
-                                                     sentences=None if sentences is None else sentences[i - start].tolist()))
-                        engine.upsert(batch)
-            (tmp / "ids.json").write_text(ChunkIds.of(chunks).model_dump_json(), encoding="utf-8")
-            lexicon = analysis.lexicon
-            del analysis
-            progress("building HNSW graph", None)
-            if s.engine == "edge":
-                engine.finish()
-            (tmp / "lexicon.json").write_bytes(lexicon.dumps())
-            engine.close()
-            if s.engine == "edge":
-                # Qdrant completes its files on the first load (edge_config.json gains defaults,
-                # tracker journals are applied); load once so that what is sealed is what readers find.
-                EdgeEngine.open(tmp / "shard").close()
-            files = seal(tmp)
-            manifest = Manifest(
-                build_id=build_id,
-                created=time.time(),
-                n_chunks=len(chunks),
-                embedder=embedder.model_id,
-                dim=embedder.dim,
-                engine=s.engine,
-                collection=s.collection if s.engine == "server" else None,
-                server_url=s.server_url if s.engine == "server" else None,
-                k1=s.k1,
-                b=s.b,
-                hnsw_m=s.hnsw_m,
-                hnsw_ef_construct=s.hnsw_ef_construct,
-                payload_indexes=kinds,
-                payload_graphs=s.filtered_search == "graph",
-                graph_fields=linked if s.filtered_search == "graph" else None,
-                field_counts=payload_field_counts(c.payload for c in chunks),
-                build_seconds=round(time.time() - started, 3),
-                n_over_window=over[0] if over else None,
-                n_sentences=n_sentences if s.sentence_vectors else None,
-                embedder_window=over[1] if over else None,
-                files=files,
+            return _build(root, chunks, settings, embedder, given, client, progress, build_id, previous, started)
+        finally:
+            if given is None and (close := getattr(embedder, "close", None)) is not None:
+                close()
+
+
+def _build(
+    root: Path,
+    chunks: Sequence[Chunk],
+    settings: Settings,
+    embedder: Embedder,
+    given: Embedder | None,
+    client: QdrantClient | None,
+    progress: Progress,
+    build_id: str,
+    previous: str | None,
+    started: float,
+) -> Index:
+    """build_index's work under the build lock, with the embedder it was given or made; the index
+    it returns searches with the one it was `given`, else makes its own."""
+    s = settings.index
+    kinds = payload_index_kinds(chunks, s.payload_indexes)
+    linked = graph_fields(kinds, settings)
+    texts = SearchTexts(chunks)
+    analysis = analyse(texts, identify=IdentifierTexts(chunks), workers=s.build_workers,
+                       on_progress=progress("analysing", len(chunks)))
+    tmp = root / "builds" / f".tmp-{build_id}"
+    tmp.mkdir()
+    engine: Engine | None = None
+    try:
+        if s.engine == "edge":
+            engine = EdgeEngine.create(tmp / "shard", dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct,
+                                       payload_graphs=s.filtered_search == "graph", n_points=len(chunks),
+                                       segment_points=s.segment_chunks, sentences=s.sentence_vectors)
+        else:
+            client = client or connect(s.server_url or ":memory:")
+            engine = ServerEngine.create(
+                client, s.collection, build_id, dim=embedder.dim, hnsw_m=s.hnsw_m, hnsw_ef_construct=s.hnsw_ef_construct,
+                shards=s.shards, replicas=s.replicas, payload_graphs=s.filtered_search == "graph", sentences=s.sentence_vectors,
             )
-            write_manifest(tmp, manifest)
-        except BaseException:
-            # A clean failure leaves nothing behind (a killed build leaves .tmp-*, removed next time).
-            if engine is not None:
+        for field, kind in kinds.items():
+            engine.create_payload_index(field, kind, graph=field in linked)
+        # Vectors are embedded (or read from the embedding cache) a slice at a time and written
+        # with it: none outlives its slice.
+        # With sentence vectors, the bar counts the sentences embedded as well as the chunks.
+        n_sentences = sum(len(chunk_sentences(c)) for c in chunks) if s.sentence_vectors else 0
+        advance = progress("embedding and indexing", len(chunks) + n_sentences)
+        over: list[int] = []
+        with open(tmp / "chunks.jsonl", "w", encoding="utf-8") as fh:
+            for start in range(0, len(chunks), _EMBED_SLICE):
+                stop = min(start + _EMBED_SLICE, len(chunks))
+                sliced = texts[start:stop]
+                if (counted := count_over_window(embedder, sliced)) is not None:
+                    over = [over[0] + counted[0] if over else counted[0], counted[1]]
+                vectors = np.asarray(embedder.embed(sliced, on_progress=advance), dtype=np.float32)
+                check_vectors(vectors, chunks[start:stop], embedder)
+                sparse = analysis.vectors(start, stop, k1=s.k1, b=s.b)
+                sentences = sentence_vectors(chunks[start:stop], embedder, on_progress=advance) if s.sentence_vectors else None
+                for at in range(start, stop, _BATCH):
+                    batch = []
+                    for i in range(at, min(at + _BATCH, stop)):
+                        c = chunks[i]
+                        fh.write(c.model_dump_json() + "\n")
+                        # The engine also keeps the chunk's identifiers, one form each, for exact lookups:
+                        # those of its text and of its metadata (a product page's part numbers).
+                        payload = {**c.payload, "id": c.id, "text": c.text, "title": c.title, IDENTIFIER_KEYS: analysis.keys[i]}
+                        batch.append(EnginePoint(i, vectors[i - start], sparse[i - start], payload,
+                                                 sentences=None if sentences is None else sentences[i - start].tolist()))
+                    engine.upsert(batch)
+        (tmp / "ids.json").write_text(ChunkIds.of(chunks).model_dump_json(), encoding="utf-8")
+        lexicon = analysis.lexicon
+        del analysis
+        progress("building HNSW graph", None)
+        if s.engine == "edge":
+            engine.finish()
+        (tmp / "lexicon.json").write_bytes(lexicon.dumps())
+        engine.close()
+        if s.engine == "edge":
+            # Qdrant completes its files on the first load (edge_config.json gains defaults,
+            # tracker journals are applied); load once so that what is sealed is what readers find.
+            EdgeEngine.open(tmp / "shard").close()
+        files = seal(tmp)
+        manifest = Manifest(
+            build_id=build_id,
+            created=time.time(),
+            n_chunks=len(chunks),
+            embedder=embedder.model_id,
+            dim=embedder.dim,
+            engine=s.engine,
+            collection=s.collection if s.engine == "server" else None,
+            server_url=s.server_url if s.engine == "server" else None,
+            k1=s.k1,
+            b=s.b,
+            hnsw_m=s.hnsw_m,
+            hnsw_ef_construct=s.hnsw_ef_construct,
+            payload_indexes=kinds,
+            payload_graphs=s.filtered_search == "graph",
+            graph_fields=linked if s.filtered_search == "graph" else None,
+            field_counts=payload_field_counts(c.payload for c in chunks),
+            build_seconds=round(time.time() - started, 3),
+            n_over_window=over[0] if over else None,
+            n_sentences=n_sentences if s.sentence_vectors else None,
+            embedder_window=over[1] if over else None,
+            files=files,
+        )
+        write_manifest(tmp, manifest)
+    except BaseException:
+        # A clean failure leaves nothing behind (a killed build leaves .tmp-*, removed next time).
+        if engine is not None:
+            with contextlib.suppress(Exception):
+                engine.close()
+            if isinstance(engine, ServerEngine):
                 with contextlib.suppress(Exception):
-                    engine.close()
-                if isinstance(engine, ServerEngine):
-                    with contextlib.suppress(Exception):
-                        drop_collection(engine.client, engine.collection)
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        os.replace(tmp, root / "builds" / build_id)
-        fsync_dir(root / "builds")
-        if s.engine == "server":
-            engine.finish()  # the alias moves only once the local half is complete
-        point_current(root, build_id)
-        prune(root, [build_id, previous], s.keep_builds, client)
-        # Under the lock: this build. Searches get a query embedder of their own (made on the first
-        # search) unless the caller gave one: the build's sleeps between operators, a query's spins.
-        return Index.open(root, settings=settings, embedder=given, client=client)
+                    drop_collection(engine.client, engine.collection)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    os.replace(tmp, root / "builds" / build_id)
+    fsync_dir(root / "builds")
+    if s.engine == "server":
+        engine.finish()  # the alias moves only once the local half is complete
+    point_current(root, build_id)
+    prune(root, [build_id, previous], s.keep_builds, client)
+    return Index.open(root, settings=settings, embedder=given, client=client)  # under the lock: this build

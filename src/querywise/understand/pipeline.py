@@ -130,34 +130,40 @@ class Understander:
         self.embedder = embedder if embedder is not None else for_queries(embedder_for(settings))
         # The embedders made here hold their on-disk cache's SQLite connection: `close` closes them.
         self._made = [] if embedder is not None else [self.embedder]
-        router_embedder = self.embedder
-        if settings.routing.encoder is not None:  # a fine-tuned encoder routes; the index's embedder searches
-            router_embedder = for_queries(embedder_for(settings, model_folder=settings.routing.encoder))
-            self._made.append(router_embedder)
-        llm_route = "llm_route" in settings.understanding.moves and (provider is not None or settings.llm.provider != "none")
-        self.router = Router(settings.routing, load_examples(settings.routing), router_embedder, llm_tier=llm_route)
-        catalog_path = settings.deployment.catalog
-        self.catalog = Catalog.load(catalog_path) if catalog_path is not None else None
-        catalog_parts = [p for e in self.catalog.entities for p in e.part_numbers] if self.catalog is not None else []
-        self.part_numbers = PartNumbers(settings.understanding.part_numbers or PartNumbers.shapes(catalog_parts))
-        spelling = settings.spelling
-        log = query_log_counts(_logged_messages(spelling.query_log)) if spelling.query_log is not None else None
-        self.speller = (SpellChecker.from_lexicon(lexicon, part_numbers=self.part_numbers, query_log=log, log_weight=spelling.log_weight)
-                        if lexicon is not None else None)
-        self.identifiers = self.speller.identifiers if self.speller is not None else {}  # for exact lookups
-        if any(f.unit and f.unit.lower() not in DEFAULT_RATES for f in settings.filters.fields.values()):
-            units.load(DEFAULT_RATES)  # pint's registry takes a second or two to build: at start-up, not on a message
-        if provider is None and settings.llm.provider != "none":
-            provider = provider_from(settings.llm)
-        self.tier = LLMTier(settings, provider) if provider is not None else None
-        self.resources = Resources(settings, self.embedder, self.router, catalog=self.catalog, speller=self.speller, tier=self.tier,
-                                   part_numbers=self.part_numbers, lookups=dict(lookups or {}), visible=visible)
-        self.moves = self._moves(self.resources)
-        # The moves as each recent access sees the deployment (`Resources.seen_by`): made once per access, not per message
-        self._seen: OrderedDict[str, tuple[Resources, tuple[Move, ...]]] = OrderedDict()
-        self._seen_lock = threading.Lock()
-        have = self.resources.have
-        self._unable = {m.name: m.requires(have) for m in self.moves}
+        try:
+            router_embedder = self.embedder
+            if settings.routing.encoder is not None:  # a fine-tuned encoder routes; the index's embedder searches
+                router_embedder = for_queries(embedder_for(settings, model_folder=settings.routing.encoder))
+                self._made.append(router_embedder)
+            llm_route = "llm_route" in settings.understanding.moves and (provider is not None or settings.llm.provider != "none")
+            self.router = Router(settings.routing, load_examples(settings.routing), router_embedder, llm_tier=llm_route)
+            catalog_path = settings.deployment.catalog
+            self.catalog = Catalog.load(catalog_path) if catalog_path is not None else None
+            catalog_parts = [p for e in self.catalog.entities for p in e.part_numbers] if self.catalog is not None else []
+            self.part_numbers = PartNumbers(settings.understanding.part_numbers or PartNumbers.shapes(catalog_parts))
+            spelling = settings.spelling
+            log = query_log_counts(_logged_messages(spelling.query_log)) if spelling.query_log is not None else None
+            self.speller = (SpellChecker.from_lexicon(lexicon, part_numbers=self.part_numbers, query_log=log, log_weight=spelling.log_weight)
+                            if lexicon is not None else None)
+            self.identifiers = self.speller.identifiers if self.speller is not None else {}  # for exact lookups
+            if any(f.unit and f.unit.lower() not in DEFAULT_RATES for f in settings.filters.fields.values()):
+                units.load(DEFAULT_RATES)  # pint's registry takes a second or two to build: at start-up, not on a message
+            if provider is None and settings.llm.provider != "none":
+                provider = provider_from(settings.llm)
+            self.tier = LLMTier(settings, provider) if provider is not None else None
+            self.resources = Resources(settings, self.embedder, self.router, catalog=self.catalog, speller=self.speller, tier=self.tier,
+                                       part_numbers=self.part_numbers, lookups=dict(lookups or {}), visible=visible)
+            self.moves = self._moves(self.resources)
+            # The moves as each recent access sees the deployment (`Resources.seen_by`): made once per access, not per message
+            self._seen: OrderedDict[str, tuple[Resources, tuple[Move, ...]]] = OrderedDict()
+            self._seen_lock = threading.Lock()
+            have = self.resources.have
+            self._unable = {m.name: m.requires(have) for m in self.moves}
+        except BaseException:
+            # A bad file (catalog, examples, query log, scripted responses) fails after the
+            # embedders were made: close them rather than leave them to the garbage collector.
+            self.close_embedders()
+            raise
 
     def unable(self) -> dict[str, str]:
         """Each switchable move this deployment cannot run, and why."""
@@ -253,6 +259,10 @@ class Understander:
         """Close the LLM provider's connections, if any, and the embedders made here."""
         if self.tier is not None:
             self.tier.close()
+        self.close_embedders()
+
+    def close_embedders(self) -> None:
+        """Close the embedders made here (not a given one): their on-disk cache's SQLite connection."""
         for made in self._made:
             if (close := getattr(made, "close", None)) is not None:
                 close()
