@@ -121,8 +121,11 @@ class LLMPlan(BaseMove):
         step.changed = "; ".join(changes) or None
         step.details["guard"] = out.guard or None
         rewritten = text != draft.text
+        # The LLM's standalone form also settles a referent the follow-up move only guessed: one it
+        # wrote the same way is no longer a guess, so the message is not searched beside it either.
+        confirmed = out.standalone is not None and out.standalone == draft.text and draft.kind == "standalone"
         draft = replace(draft, route=route, action=action, llm=LLMState(used=True, filters=out if needs.filters else None))
-        if rewritten:  # the LLM's standalone form supersedes what the follow-up move searched beside its text
+        if rewritten or confirmed:  # the LLM's standalone form supersedes what the follow-up move searched beside its text
             draft = replace(draft, text=text, main=PlanQuery(text=text, kind=kind), beside=(), pointed=())
         return draft, steps
 
