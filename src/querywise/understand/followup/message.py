@@ -299,3 +299,22 @@ class Message:
     def restricted_wh(self) -> bool:
         """True for "which language ...", "what type ...": the wh-phrase supplies a head noun."""
         return any(self.low[i] in {"which", "what"} and self.toks[i + 1].content for i in range(len(self.toks) - 1))
+
+
+# The referent tracker's word lists (`referent.py`).
+# Greetings and the words of asking itself ("Good afternoon", "I have questions", "tell me
+# something"): no conversation is about them, so no pronoun takes them.
+CHAT = frozenset(
+    ["hello", "hi", "hey", "good", "morning", "afternoon", "evening", "day", "thanks", "thank", "cheers", "bye", "goodbye", "welcome", "something", "anything", "everything", "nothing", "question", "questions", "help", "information", "info", "thing", "things", "stuff"]
+)
+# Words that react rather than name ("Oh almonds?", "Interesting. What about ..."): never the start of a referent.
+REACTIONS = frozenset(["oh", "ah", "wow", "ok", "okay", "hmm", "interesting", "cool", "great", "yes", "no", "yeah", "well"])
+ADJECTIVE_ENDINGS = ("ible", "able", "ous", "ful", "ive", "ent", "ant")
+IRREGULAR_PLURALS = frozenset(["people", "children", "men", "women", "police", "cattle", "data", "media", "feet", "teeth", "mice", "geese"])
+# Irregular past participles: a verb at the edge of a run ("what is Herbert Spencer *known* for").
+PARTICIPLES = frozenset(
+    ["known", "shown", "grown", "taken", "given", "chosen", "written", "eaten", "driven", "seen", "done", "gone", "made", "taught", "bought", "brought", "thought", "caught", "found", "held", "kept", "left", "lost", "meant", "met", "paid", "put", "said", "sent", "sold", "spent", "stood", "told", "understood", "won", "built", "born"]
+)
+# Words that are no referent on their own: ordinals and superlatives, domain adjectives,
+# classifier and relation nouns ("types", "the difference"), which are relative to a referent.
+NOT_REFERENTS = SUPERLATIVE | DEICTIC_ORDER | DOMAIN_ADJ | CLASSIFIER | RELATION_NOUN | RELATION_PRED | PART_IN

@@ -45,17 +45,17 @@ from typing import Literal, NamedTuple
 from querywise.catalog import Catalog, Entity
 from querywise.text import analysed_part, analyze
 from querywise.understand.followup.message import (
+    ADJECTIVE_ENDINGS,
     AUX,
     BE,
-    CLASSIFIER,
-    DEICTIC_ORDER,
+    CHAT,
     DOMAIN_ADJ,
-    PART_IN,
+    IRREGULAR_PLURALS,
+    NOT_REFERENTS,
+    PARTICIPLES,
     PERSONAL,
     PREP,
-    RELATION_NOUN,
-    RELATION_PRED,
-    SUPERLATIVE,
+    REACTIONS,
     Message,
     _Tok,
 )
@@ -97,22 +97,6 @@ _ARTICLES = frozenset(("the", "a", "an"))
 # "facts *about* bees".
 _COMPLEMENT = frozenset(("of", "about"))
 _WH_ADVERBS = frozenset(["why", "how", "when", "where"])
-# Words that are no referent on their own: ordinals and superlatives, domain adjectives,
-# classifier and relation nouns ("types", "the difference"), which are relative to a referent.
-_NOT_REFERENTS = SUPERLATIVE | DEICTIC_ORDER | DOMAIN_ADJ | CLASSIFIER | RELATION_NOUN | RELATION_PRED | PART_IN
-# Greetings and the words of asking itself ("Good afternoon", "I have questions", "tell me
-# something"): no conversation is about them, so no pronoun takes them.
-_CHAT = frozenset(
-    ["hello", "hi", "hey", "good", "morning", "afternoon", "evening", "day", "thanks", "thank", "cheers", "bye", "goodbye", "welcome", "something", "anything", "everything", "nothing", "question", "questions", "help", "information", "info", "thing", "things", "stuff"]
-)
-# Words that react rather than name ("Oh almonds?", "Interesting. What about ..."): never the start of a referent.
-_INTERJECTIONS = frozenset(["oh", "ah", "wow", "ok", "okay", "hmm", "interesting", "cool", "great", "yes", "no", "yeah", "well"])
-_ADJECTIVE_ENDINGS = ("ible", "able", "ous", "ful", "ive", "ent", "ant")
-_IRREGULAR_PLURALS = frozenset(["people", "children", "men", "women", "police", "cattle", "data", "media", "feet", "teeth", "mice", "geese"])
-# Irregular past participles: a verb at the edge of a run ("what is Herbert Spencer *known* for").
-_PARTICIPLES = frozenset(
-    ["known", "shown", "grown", "taken", "given", "chosen", "written", "eaten", "driven", "seen", "done", "gone", "made", "taught", "bought", "brought", "thought", "caught", "found", "held", "kept", "left", "lost", "meant", "met", "paid", "put", "said", "sent", "sold", "spent", "stood", "told", "understood", "won", "built", "born"]
-)
 _ENDS = frozenset({"?", ".", "!", ""})
 _DEMONSTRATIVES = frozenset(["this", "that", "these", "those"])
 _OPENER_CUES = ("opener:", "particle:", "short")
@@ -288,7 +272,7 @@ def _entity(e: Entity) -> Referent:
 
 def _plural(words: str) -> bool:
     last = words.split()[-1].lower()
-    return " and " in f" {words.lower()} " or last in _IRREGULAR_PLURALS or (last.endswith("s") and not last.endswith(("ss", "us", "is")))
+    return " and " in f" {words.lower()} " or last in IRREGULAR_PLURALS or (last.endswith("s") and not last.endswith(("ss", "us", "is")))
 
 
 class Phrase(NamedTuple):
@@ -360,13 +344,13 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
     toks = m.toks
     run = list(range(i, j))
     prev = m.at(i - 1)
-    while run and (toks[run[0]].low in _PARTICIPLES or toks[run[0]].low in _INTERJECTIONS):
+    while run and (toks[run[0]].low in PARTICIPLES or toks[run[0]].low in REACTIONS):
         run = run[1:]  # "what is taught in sociology", "Oh almonds?"
-    while len(run) > 1 and toks[run[-1]].low in _PARTICIPLES:
+    while len(run) > 1 and toks[run[-1]].low in PARTICIPLES:
         run = run[:-1]
     if len(run) == 1 and toks[run[0]].low.endswith("ing") and prev in PREP:
         return []  # a gerund: "best for cooking"
-    if len(run) == 1 and prev in BE and m.at(j) in PREP and toks[i].low.endswith(_ADJECTIVE_ENDINGS):
+    if len(run) == 1 and prev in BE and m.at(j) in PREP and toks[i].low.endswith(ADJECTIVE_ENDINGS):
         return []  # a predicate adjective: "members are *eligible* for benefits"
     # A clause has one verb: once the run's edge gave it away, its last word is the phrase's head
     # ("does it cover *water damage*?", "can I return *opened earbuds*?"), not a predicate.
@@ -383,9 +367,9 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
     if not verb_found and len(run) > 1 and (m.at(j) in _ENDS or (do_question and m.at(j) in PREP)) and (do_question or yes_no or adverbial):
         run = run[:-1]  # "how does X *work*?", "when did social security *start* in the US?"
     run = [k for k in run if not toks[k].low.endswith("ly")]
-    if all(toks[k].low in _NOT_REFERENTS or toks[k].low.endswith("est") for k in run):
+    if all(toks[k].low in NOT_REFERENTS or toks[k].low.endswith("est") for k in run):
         return []  # "the first", "types", "the main": no referent without their noun
-    if all(toks[k].low in _CHAT for k in run):
+    if all(toks[k].low in CHAT for k in run):
         return []
     return run
 
@@ -571,7 +555,7 @@ def _noun_of(words: str) -> str:
 def _adjective(word: str) -> bool:
     """A word that reads as an adjective before a noun, without a tagger: a participle ("opened",
     "worn"), an adjective's ending ("wireless", "portable"), a relative adjective ("main")."""
-    return word.endswith(("ed", *_ADJECTIVE_ENDINGS, "less")) or word in _PARTICIPLES or word in DOMAIN_ADJ
+    return word.endswith(("ed", *ADJECTIVE_ENDINGS, "less")) or word in PARTICIPLES or word in DOMAIN_ADJ
 
 
 def _span(text: str, referent: Referent, catalog: Catalog | None) -> tuple[int, int] | None:
