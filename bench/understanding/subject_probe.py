@@ -15,9 +15,9 @@ fused list is recomputed under other rules, so a rule costs no new plan: execute
 1. Attribution, on train documents: for each turn the move loses (a change of subject) or wins (a
    follow-up), the mechanism whose query, taken out alone, undoes the change.
 2. The trade-off curve: recall@5 of the follow-up slice against the loss on each kind of change of
-   subject, per split, for each rule (the answer query's weight, the message as typed kept beside
-   it at a floor, the message's own top hit kept in the top 5). Train chooses, val confirms, test
-   reports.
+   subject, per split, for each rule (the answer query's weight, how much of the answer it holds,
+   the message as typed kept beside it at a floor, the message's own top hit kept in the top 5, a
+   form searching only the words it adds). Train chooses, val confirms, test reports.
 
 Writes bench/results/subject_probe.json and .md; reuses bench/work/eval-doc2dial (built by
 `followup_recall` when missing).
@@ -181,6 +181,25 @@ def message_floor(w: float, rule: Rule = as_made) -> Rule:
     return floored
 
 
+def answer_chars(limit: int) -> Rule:
+    """The answer query with the answer's first `limit` characters (`answer_words`) instead of
+    `ANSWER_QUERY_CHARS`."""
+    from querywise.understand.followup.gate import answer_words
+
+    def rule(t: Turn) -> tuple[Searched, ...]:
+        base = next((q.text for q in t.queries if q.label == "form"), t.message).rstrip()
+        return tuple(Searched(f"{base} {short}", q.weight, q.label) if q.label == "answer" and (short := answer_words(q.text[len(base) + 1:], limit)) else q
+                     for q in t.queries)
+    return rule
+
+
+def form_adds_only(t: Turn) -> tuple[Searched, ...]:
+    """A form that appended words to the message searches only those words (the message is
+    searched beside it already: the duplicate words shift the fusion)."""
+    lead = t.message.rstrip() + " "
+    return tuple(Searched(q.text[len(lead):], q.weight, q.label) if q.label == "form" and q.text.startswith(lead) else q for q in t.queries)
+
+
 def _flat(a: float) -> Callable[[Turn], float]:
     return lambda t: a
 
@@ -191,7 +210,8 @@ def _under(c: float) -> Callable[[Turn], float]:
 
 def points() -> dict[str, tuple[Rule, Fuse]]:
     """The rules on the curve: the answer query's weight (none, a flat multiple of the form's, or
-    a function of the topic-shift chance), the message's floor beside it, its top hit kept."""
+    a function of the topic-shift chance), how much of the answer it holds, the message's floor
+    beside it, its top hit kept."""
     out: dict[str, tuple[Rule, Fuse]] = {"as typed": (as_typed, fused), "as made (x10 under chance 0.5, else x1)": (as_made, fused),
                                          "no answer query": (without("answer"), fused)}
     for a in (1.0, 2.0, 3.0, 5.0, 7.0, 10.0):
@@ -200,6 +220,9 @@ def points() -> dict[str, tuple[Rule, Fuse]]:
         out[f"answer x10 under chance {c:g}, else x1"] = (answer_weight(_under(c)), fused)
     out["answer x10 (1 - chance)"] = (answer_weight(lambda t: 10.0 * (1.0 - (t.chance or 0.0))), fused)
     out["answer x10 (1 - chance)^2"] = (answer_weight(lambda t: 10.0 * (1.0 - (t.chance or 0.0)) ** 2), fused)
+    for chars in (80, 150):
+        out[f"as made, the answer's first {chars} characters (not 300)"] = (answer_chars(chars), fused)
+    out["as made, a form searching only the words it adds"] = (form_adds_only, fused)
     out["answer only after a pointer"] = (lambda t: t.queries if t.kind == "pointer" else without("answer")(t), fused)
     for w in (1.5, 2.0, 3.0):
         out[f"as made, message >= {w:g} beside the answer query"] = (message_floor(w), fused)
