@@ -191,7 +191,7 @@ def test_the_answer_s_words_outweigh_the_form_only_while_a_continuation_is_likel
         step = plan.step("follow_up")
         assert step is not None and step.status == "ran"
         chance = step.details["chance"]
-        assert plan.queries[0].text == message and plan.queries[0].weight == 1.0  # a description: the message is kept
+        assert plan.queries[0].text == message and plan.queries[0].weight == 1.0  # no pointer: the message is kept, its form beside it
         form, answered = plan.queries[1], plan.queries[2]
         assert answered.text == f"{form.text} {answer}" and answer not in form.text  # beside the form, never in it
         continues = chance < ANSWER_MAX_CHANCE
