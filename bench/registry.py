@@ -109,6 +109,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               results=("conversations",), aliases=("conversations",)),
     Benchmark("understanding.answer_signal", "an execution-time signal for a change of subject after an answer (reads followup_recall's index)", 6,
               results=("answer_signal",)),
+    Benchmark("understanding.subject_probe", "what carries a change of subject's loss, and the follow-up / change-of-subject trade-off curve (reads followup_recall's index)", 8,
+              results=("subject_probe",)),
     Benchmark("triage.first_contact", "index, eval --failures and triage as a user runs them, on two collections", 15,
               results=("first_contact_faq", "first_contact_scifact")),
     Benchmark("retrieval.fusion", "fusion tuned on train, reported on test (reads first_contact's indexes)", 5,
