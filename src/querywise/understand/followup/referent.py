@@ -12,8 +12,9 @@ or assistant, oldest first, mentions referents --
   wh-word, a subject pronoun or "to": "what *causes* throat cancer").
 
 A user turn's unresolved pronoun mentions the referent in focus again, so the conversation's
-subject survives a chain of "it"s. Each mention weighs `DECAY ** turns_back`, a user turn's more
-than an answer's (`ASSISTANT_WEIGHT`), an entity's or identifier's more than a phrase's
+subject survives a chain of "it"s. An answer mentions only what the deployment knows (a product,
+an identifier): its other words are searched beside the form, never made referents. Each mention
+weighs `DECAY ** turns_back`, a user turn's more than an answer's (`ASSISTANT_WEIGHT`), an entity's or identifier's more than a phrase's
 (`PHRASE_WEIGHT`), the first phrase of a turn (its topic) more than the others. A turn with no
 content ("thanks!", "ok") mentions nothing.
 
@@ -64,8 +65,11 @@ __all__ = ["POINTING_CUES", "Phrase", "Referent", "Standalone", "Tracker", "join
 
 #: Weight of a mention one turn further back.
 DECAY = 0.6
-#: An answer mentions many things in passing; the user's words say what they are asking about.
+#: An answer mentions many things in passing; the user's words say what they are asking about. Only
+#: what the deployment knows (a product, an identifier) is taken from it: its other phrases are bits
+#: of sentences ("Construction finished in 1914"; bench/results/rewrite_dialogues.md).
 ASSISTANT_WEIGHT = 0.5
+_KNOWN_KINDS = ("entity", "identifier")
 #: A noun phrase is a weaker referent than a name the catalog or the identifier pattern knows.
 PHRASE_WEIGHT = 0.5
 #: The first noun phrase of a turn is its topic.
@@ -165,7 +169,8 @@ class Tracker:
             r.score *= DECAY
         weight = 1.0 if role == "user" else ASSISTANT_WEIGHT
         said = text if role == "user" else text[:ANSWER_CHARS]
-        mentions = [*carried, *self.mentions(said), *appended]
+        own = [r for r in self.mentions(said) if role == "user" or r.kind in _KNOWN_KINDS]
+        mentions = [*carried, *own, *appended]
         if role == "user" and mentions:
             if self.topic is None:
                 self.topic = mentions[0].key
@@ -449,7 +454,8 @@ def resolve(
     own = {r.key for r in mentioned}
     named = any(r.kind != "phrase" for r in mentioned)
     slots = _pronoun_slots(m) if any(c.startswith(_PLACED_CUES) for c in cues) else []
-    recent = [r for r in tracker.by_recency() if r.key not in own]
+    # A year or a count ("in 1968") is when or how many, never what a pronoun stands for.
+    recent = [r for r in tracker.by_recency() if r.key not in own and any(c.isalpha() for c in r.text)]
     candidates = [] if named else [r for r in tracker.latest_names() if r.key not in own]
     if len(candidates) >= 2:
         both = " and ".join(repr(r.text) for r in candidates)
@@ -463,8 +469,9 @@ def resolve(
     if slots and recent:
         out, used = message, []
         for start, end, plural, possessive, person in reversed(slots):  # right to left: offsets stay valid
-            # "she", "his": a person, whom a proper name names (not "Melania Trump's religion").
-            people = [r for r in recent if r.kind == "name" and "'s " not in r.text] if person else []
+            # "she", "his": a person, whom a proper name names (not "Melania Trump's religion"),
+            # one and without "the" (not "the Beatles", "the Nobel Prize").
+            people = [r for r in recent if r.kind == "name" and "'s " not in r.text and not r.definite and not r.plural] if person else []
             r = _choose(people or recent, plural, tracker.turn - 1)
             used.append(r)
             out = out[:start] + (_possessive(r.placed) if possessive else r.placed) + out[end:]
