@@ -88,6 +88,15 @@ def test_she_is_a_person_not_the_institution_or_prize_an_answer_named() -> None:
     assert form("When did he die?", ["Tell me about Brian Epstein.", "What did the Beatles record in 1967?"]).startswith("When did Brian Epstein die?")
 
 
+@pytest.mark.parametrize(("text", "phrase"), [
+    ("What is the Great Barrier Reef?", "Great Barrier Reef"),  # "great" is also a reaction ("Great!")
+    ("Was it Brian Epstein?", "Brian Epstein"),  # not the verb after "it", nor the yes/no predicate
+    ("Is it in Italy?", "Italy"),  # not an adverb in -ly
+])
+def test_a_capital_inside_a_sentence_keeps_its_word_in_the_name(text: str, phrase: str) -> None:
+    assert [p.words for p in noun_phrases(Message(text, []))] == [phrase]
+
+
 def test_a_year_is_never_what_a_pronoun_stands_for() -> None:
     history: list[str | Turn] = ["What is the Great Barrier Reef?", "What happened in 1998?"]
     assert "1998" not in form("How old is it?", history).replace("What happened in 1998?", "")

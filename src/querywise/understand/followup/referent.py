@@ -349,8 +349,8 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
     toks = m.toks
     run = list(range(i, j))
     prev = m.at(i - 1)
-    while run and (toks[run[0]].low in PARTICIPLES or toks[run[0]].low in REACTIONS):
-        run = run[1:]  # "what is taught in sociology", "Oh almonds?"
+    while run and (toks[run[0]].low in PARTICIPLES or toks[run[0]].low in REACTIONS) and not _capital(toks[run[0]]):
+        run = run[1:]  # "what is taught in sociology", "Oh almonds?" (not "the Great Barrier Reef")
     while len(run) > 1 and toks[run[-1]].low in PARTICIPLES:
         run = run[:-1]
     if len(run) == 1 and toks[run[0]].low.endswith("ing") and prev in PREP:
@@ -360,23 +360,28 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
     # A clause has one verb: once the run's edge gave it away, its last word is the phrase's head
     # ("does it cover *water damage*?", "can I return *opened earbuds*?"), not a predicate.
     verb_found = True
-    if len(run) > 1 and toks[run[-1]].low.endswith("ed"):
+    if len(run) > 1 and toks[run[-1]].low.endswith("ed") and not _capital(toks[run[-1]]):
         run = run[:-1]  # "what empires survived", "are sharks endangered"
-    elif prev in _WH or prev in _SUBJECT or (prev == "to" and not toks[i].named) or (prev in _MODALS and m.at(i - 2) in _SUBJECT):
+    elif ((prev in _WH or prev in _SUBJECT) and not _capital(toks[i])) or (prev == "to" and not toks[i].named) or (prev in _MODALS and m.at(i - 2) in _SUBJECT):
         run = run[1:]  # "what causes X", "I need X", "how to renew X" (not "to Norway"), "you must deliver X": the first word is a verb
     else:
         verb_found = False
     do_question = any(m.at(k) in {"do", "does", "did"} for k in range(max(0, i - 3), i))
     yes_no = m.at(0) in AUX and i <= 2  # "is [the] X treatable?": the last word is the predicate
     adverbial = m.at(0) in _WH_ADVERBS and m.at(1) in AUX  # "why was the system chosen?"
-    if not verb_found and len(run) > 1 and (m.at(j) in _ENDS or (do_question and m.at(j) in PREP)) and (do_question or yes_no or adverbial):
+    if not verb_found and len(run) > 1 and not _capital(toks[run[-1]]) and (m.at(j) in _ENDS or (do_question and m.at(j) in PREP)) and (do_question or yes_no or adverbial):
         run = run[:-1]  # "how does X *work*?", "when did social security *start* in the US?"
-    run = [k for k in run if not toks[k].low.endswith("ly")]
+    run = [k for k in run if not toks[k].low.endswith("ly") or _capital(toks[k])]  # not "Italy"
     if all(toks[k].low in NOT_REFERENTS or toks[k].low.endswith("est") for k in run):
         return []  # "the first", "types", "the main": no referent without their noun
     if all(toks[k].low in CHAT for k in run):
         return []
     return run
+
+
+def _capital(t: _Tok) -> bool:
+    """A capital that sentence spelling does not explain: a name's word, never a verb ("was it *Brian* Epstein")."""
+    return t.named and t.text[0].isupper()
 
 
 def _nominal(t: _Tok) -> bool:
