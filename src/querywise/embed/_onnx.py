@@ -111,10 +111,10 @@ class OnnxEmbedder:
         self.spinning = spinning
         if not spinning:
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        # Threads left spinning after a call burn the cores the search that follows needs: a
-        # query's Qdrant lists took 7.7 ms p50 behind spinning threads and 2.8 ms behind stopped
-        # ones, the whole search 53.2 against 32.5 ms (SciFact, 300 queries interleaved, load
-        # 7-18; bench/results/query_latency.json). Within a call they still spin.
+        # Threads left spinning after a call take the cores the search that follows needs. SciFact's
+        # 300 test queries, interleaved (bench/results/query_latency.md, load 4): the whole search
+        # p50 8.38 ms, 8.78 with them left spinning. Within a call they still spin: threads that
+        # sleep throughout made it 10.14 ms, one thread 10.63.
         options.add_session_config_entry(SPIN_STOP, "1")
         source = model if isinstance(model, bytes) else str(model)
         self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
