@@ -10,9 +10,11 @@ is new to the index's in-memory cache). Each stage of that call is timed where i
 proxies put around the objects the index calls (the tokenizer, the ONNX session, the lexicon, the
 Qdrant shard, the fusion and assembly steps), so the breakdown is of the real path, not a copy.
 
-Beside each search, the same query is embedded by the other embedder settings worth comparing
-(int8; one intra-op thread; idle threads that sleep instead of spinning), the variants in an order
-that rotates query by query, so that load on a shared machine falls on all of them alike.
+The same folder is opened once per query embedder compared (the default; ONNX Runtime's session as
+it was before its threads stopped spinning after each call; one intra-op thread; threads that never
+spin), and each query is also embedded alone by fp32 and int8: every query goes through all of them
+in an order that rotates query by query, so that load on a shared machine falls on all alike, and
+each variant's ranking is compared with the default's.
 
 `--against SRC` also runs the public search of another querywise source tree (say the main
 branch's src/) and of this one in two child processes, alternated query by query: the before and
