@@ -120,6 +120,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("retrieval.peers", "LlamaIndex, LangChain (and Haystack when installed) beside querywise as its README runs it, on SciFact", 30,
               results=("peers",), needs=("llama_index.retrievers.bm25", "langchain_community"),
               install=PEERS_INSTALL),
+    Benchmark("retrieval.query_latency", "where a search's time goes: SciFact through Index.search, stage by stage, session options, before/after", 2,
+              results=("query_latency",)),
     Benchmark("retrieval.rerank", "the cross-encoder reranker's latency and cost", 2, quick=(), quick_minutes=0.5, results=("rerank",)),
     Benchmark("service.embed_batching", "embeddings under concurrency, batched and not", 2, quick=(), quick_minutes=1, results=("embed_batching",),
               aliases=("embed_batching",)),
