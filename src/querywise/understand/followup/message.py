@@ -315,6 +315,10 @@ IRREGULAR_PLURALS = frozenset(["people", "children", "men", "women", "police", "
 PARTICIPLES = frozenset(
     ["known", "shown", "grown", "taken", "given", "chosen", "written", "eaten", "driven", "seen", "done", "gone", "made", "taught", "bought", "brought", "thought", "caught", "found", "held", "kept", "left", "lost", "meant", "met", "paid", "put", "said", "sent", "sold", "spent", "stood", "told", "understood", "won", "built", "born"]
 )
+# Nouns of a class of people: "he" or "she" can take "the leader" as it can a person's name.
+PERSON_NOUNS = frozenset(
+    ["man", "woman", "boy", "girl", "person", "guy", "lady", "king", "queen", "prince", "princess", "president", "leader", "founder", "ceo", "chairman", "owner", "author", "writer", "singer", "actor", "actress", "player", "coach", "manager", "director", "inventor", "scientist", "artist", "painter", "composer", "poet", "husband", "wife", "son", "daughter", "father", "mother", "brother", "sister", "friend", "doctor", "teacher", "student", "emperor", "pope", "minister", "governor", "senator", "captain", "general", "officer", "soldier", "customer", "user", "employee", "member", "child", "baby"]
+)
 # Words that are no referent on their own: ordinals and superlatives, domain adjectives,
 # classifier and relation nouns ("types", "the difference"), which are relative to a referent.
 NOT_REFERENTS = SUPERLATIVE | DEICTIC_ORDER | DOMAIN_ADJ | CLASSIFIER | RELATION_NOUN | RELATION_PRED | PART_IN

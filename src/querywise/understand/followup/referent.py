@@ -39,7 +39,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, NamedTuple
 
 from querywise.catalog import Catalog, Entity
@@ -49,10 +49,12 @@ from querywise.understand.followup.message import (
     AUX,
     BE,
     CHAT,
+    DET,
     DOMAIN_ADJ,
     IRREGULAR_PLURALS,
     NOT_REFERENTS,
     PARTICIPLES,
+    PERSON_NOUNS,
     PERSONAL,
     PREP,
     REACTIONS,
@@ -98,6 +100,8 @@ _ARTICLES = frozenset(("the", "a", "an"))
 _COMPLEMENT = frozenset(("of", "about"))
 _WH_ADVERBS = frozenset(["why", "how", "when", "where"])
 _ENDS = frozenset({"?", ".", "!", ""})
+# A phrasal verb's particle ("break *up*", "die *out*"): the word before it is the verb.
+_PARTICLES = frozenset(["up", "out", "down", "off", "away", "back"])
 _DEMONSTRATIVES = frozenset(["this", "that", "these", "those"])
 _OPENER_CUES = ("opener:", "particle:", "short")
 #: Cues that point back at something said before (a pronoun, a demonstrative, an elliptical opener
@@ -124,6 +128,7 @@ class Referent:
     last_turn: int = -1
     last_rank: int = 0  # its place among the mentions of its last turn (0: the turn's centre)
     definite: bool = False  # said with "the" (a phrase keeps it where it is placed)
+    person: bool = False  # "he" or "she" took it: "it" does not
 
     @property
     def placed(self) -> str:
@@ -176,6 +181,7 @@ class Tracker:
                 continue
             w = weight * (PHRASE_WEIGHT if r.kind in ("name", "phrase") else 1.0) * (TOPIC_BONUS if not seen else 1.0)
             kept = self.referents.setdefault(r.key, Referent(r.text, r.kind, r.key, r.plural, definite=r.definite))
+            kept.person |= r.person
             kept.score += w
             kept.last_turn, kept.last_rank = self.turn, len(seen)
             seen.add(r.key)
@@ -311,6 +317,9 @@ def noun_phrases(m: Message, taken: Sequence[tuple[int, int]] = ()) -> list[Phra
         j = i
         while j < len(toks) and free(j) and (_nominal(toks[j]) or (toks[j].low == "'s" and j + 1 < len(toks) and _nominal(toks[j + 1]))):
             j += 1  # a possessive inside the phrase: "Darwin's theory"
+        verb = _do_verb(m, i, j)
+        after = j if verb is None else verb + 1  # the do-question's object, if any, is a phrase of its own
+        j = j if verb is None else verb
         run = _trimmed(m, i, j)
         if run:
             words = m.text[toks[run[0]].start : toks[run[-1]].start + len(toks[run[-1]].text)]
@@ -324,7 +333,7 @@ def noun_phrases(m: Message, taken: Sequence[tuple[int, int]] = ()) -> list[Phra
                     whose = m.text[toks[run[0]].start : toks[owner - 1].start + len(toks[owner - 1].text)]
                     out.append(Phrase(at - 0.5, whose, True, whose, False, run[0], owner))
                 out.append(Phrase(at, words, any(toks[k].named for k in run), words, m.at(i - 1) == "the", i, j))
-        i = j
+        i = after
     found = list(out)
     for a, b in itertools.pairwise(out):
         gap = b.first - a.end
@@ -348,6 +357,8 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
         run = run[1:]  # "what is taught in sociology", "Oh almonds?"
     while len(run) > 1 and toks[run[-1]].low in PARTICIPLES:
         run = run[:-1]
+    if len(run) > 2 and toks[run[-1]].low in _PARTICLES:
+        run = run[:-2]  # a phrasal verb after its subject: "why did the band *break up*"
     if len(run) == 1 and toks[run[0]].low.endswith("ing") and prev in PREP:
         return []  # a gerund: "best for cooking"
     if len(run) == 1 and prev in BE and m.at(j) in PREP and toks[i].low.endswith(ADJECTIVE_ENDINGS):
@@ -355,7 +366,7 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
     # A clause has one verb: once the run's edge gave it away, its last word is the phrase's head
     # ("does it cover *water damage*?", "can I return *opened earbuds*?"), not a predicate.
     verb_found = True
-    if len(run) > 1 and toks[run[-1]].low.endswith("ed"):
+    if len(run) > 1 and toks[run[-1]].low.endswith("ed") and not toks[run[-1]].named:
         run = run[:-1]  # "what empires survived", "are sharks endangered"
     elif prev in _WH or prev in _SUBJECT or (prev == "to" and not toks[i].named) or (prev in _MODALS and m.at(i - 2) in _SUBJECT):
         run = run[1:]  # "what causes X", "I need X", "how to renew X" (not "to Norway"), "you must deliver X": the first word is a verb
@@ -364,8 +375,8 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
     do_question = any(m.at(k) in {"do", "does", "did"} for k in range(max(0, i - 3), i))
     yes_no = m.at(0) in AUX and i <= 2  # "is [the] X treatable?": the last word is the predicate
     adverbial = m.at(0) in _WH_ADVERBS and m.at(1) in AUX  # "why was the system chosen?"
-    if not verb_found and len(run) > 1 and (m.at(j) in _ENDS or (do_question and m.at(j) in PREP)) and (do_question or yes_no or adverbial):
-        run = run[:-1]  # "how does X *work*?", "when did social security *start* in the US?"
+    if not verb_found and len(run) > 1 and (m.at(j) in _ENDS or (do_question and (m.at(j) in PREP or m.at(j) in DET or m.at(j) in BE or m.at(j) in PERSONAL))) and (do_question or yes_no or adverbial):
+        run = run[:-1]  # "how does X *work*?", "when did social security *start* in the US?", "how did the Dead *lose* his ..."
     run = [k for k in run if not toks[k].low.endswith("ly")]
     if all(toks[k].low in NOT_REFERENTS or toks[k].low.endswith("est") for k in run):
         return []  # "the first", "types", "the main": no referent without their noun
@@ -374,8 +385,50 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
     return run
 
 
+def _do_verb(m: Message, i: int, j: int) -> int | None:
+    """Where the verb of a do-question starts inside the run [i, j) that is its subject: after
+    "do"/"did", the word after a plural noun that is not one ("do shoulder braces *help* ...": the
+    verb agrees with its subject), else the first word after a name that is no part of it ("why
+    did Dali *choose* surrealism"). None otherwise."""
+    k = i - 1
+    while m.at(k) in DET:
+        k -= 1
+    if m.at(k) not in {"do", "does", "did"} or j - i < 2:
+        return None
+    toks = m.toks
+    if m.at(k) != "does":
+        after_plural = next((v + 1 for v in range(i, j - 1) if _plural(toks[v].low) and not _plural(toks[v + 1].low) and not toks[v + 1].named), None)
+        if after_plural is not None:
+            return after_plural  # "what do Spanish people *eat*": agreement before the name's edge
+    # A name straight after the auxiliary is the whole subject ("why did *Dali* choose ..."); after an
+    # article a common noun may be its head ("did the Black Lives Matter *campaign* begin?").
+    verb = next((v for v in range(i + 1, j) if not toks[v].named), None) if toks[i].named and k == i - 1 else None
+    return verb if verb is not None and verb + 1 < j else None  # with its object: "Spanish people" is a name and its noun
+
+
 def _nominal(t: _Tok) -> bool:
     return (t.content or t.named) and t.low[0].isalnum()
+
+
+def _person(r: Referent) -> bool:
+    """Whether "he" or "she" can take `r`: one person's name as names of people are written
+    (capitalised words, no article, no acronym: not "the Dead", "GDPR" or "the Black Lives Matter
+    campaign"), or a noun of a person class ("the leader")."""
+    words = r.text.split()
+    if r.person:
+        return True
+    if r.plural or "'s" in r.text or r.kind not in ("name", "phrase"):
+        return False
+    if r.kind == "phrase":
+        return words[-1].lower() in PERSON_NOUNS
+    return not r.definite and len(words) <= 4 and all(w[0].isupper() and not w.isupper() for w in words)
+
+
+def _full_names(people: list[Referent]) -> list[Referent]:
+    """The people of the latest turn that named any, full names ("Ben Franklin") over one word
+    that also names places ("Turkey")."""
+    latest = [r for r in people if r.last_turn == max(p.last_turn for p in people)]
+    return [r for r in latest if r.person or r.kind == "phrase" or " " in r.text] or latest
 
 
 def _possessive(words: str) -> str:
@@ -398,7 +451,7 @@ def _pronoun_slots(m: Message) -> list[tuple[int, int, bool | None, bool, bool]]
                 end = m.toks[i + 1].start + len(m.toks[i + 1].text)
             elif i + 1 < len(m.toks) and m.toks[i + 1].content:
                 continue
-        plural = True if w in _PLURAL_PRONOUNS else False if w in _SINGULAR_PRONOUNS else None
+        plural = True if w in _PLURAL_PRONOUNS else False if w in _SINGULAR_PRONOUNS or w in _PERSON_PRONOUNS else None
         possessive = w in {"its", "their"} or (w in {"his", "her"} and i + 1 < len(m.toks) and m.toks[i + 1].content)
         slots.append((t.start, end, plural, possessive, w in _PERSON_PRONOUNS))
     return slots
@@ -460,17 +513,25 @@ def resolve(
         if single and len(single) == len(slots):
             texts = [_placed(message, slots, r) for r in candidates]
             return Standalone(texts[0], "placed", tuple(candidates), f"two candidates, {both}: one query per reading", readings=tuple(texts[1:]))
-    if slots and recent:
-        out, used = message, []
-        for start, end, plural, possessive, person in reversed(slots):  # right to left: offsets stay valid
-            # "she", "his": a person, whom a proper name names (not "Melania Trump's religion").
-            people = [r for r in recent if r.kind == "name" and "'s " not in r.text] if person else []
-            r = _choose(people or recent, plural, tracker.turn - 1)
-            used.append(r)
-            out = out[:start] + (_possessive(r.placed) if possessive else r.placed) + out[end:]
-        used.reverse()
+    # "she", "his": a person, whom a proper name or a noun of a person class names (not "Melania
+    # Trump's religion", not "the Dead"); none said: the pronoun stays as typed. People first, so
+    # that "it" in "how did he cook it?" is not whom "he" took.
+    took: dict[int, Referent] = {}
+    for n in sorted(range(len(slots) if recent else 0), key=lambda n: not slots[n][4]):
+        plural, person = slots[n][2], slots[n][4]
+        people = _full_names([r for r in recent if _person(r)]) if person else [
+            r for r in recent if not (r.person or any(t.person and t.key == r.key for t in took.values())) or plural] or recent
+        if people:
+            chosen = _choose(people, plural, tracker.turn - 1)
+            took[n] = replace(chosen, person=True) if person else chosen
+    out, used = message, [took[n] for n in sorted(took)]
+    for n in sorted(took, reverse=True):  # right to left: offsets stay valid
+        start, end, _plural, possessive, _person_slot = slots[n]
+        r = took[n]
+        out = out[:start] + (_possessive(r.placed) if possessive else r.placed) + out[end:]
+    if used:
         names = ", ".join(dict.fromkeys(repr(r.text) for r in used))
-        distinct = tuple({r.key: r for r in used}.values())
+        distinct = tuple({r.key: next((u for u in used if u.key == r.key and u.person), r) for r in used}.values())  # a person stays one
         return _with_subject(Standalone(out, "placed", distinct, f"the reference resolved to {names}"), tracker, own, named)
     salient = [r for r in tracker.by_salience() if r.key not in own]
     if salient:
