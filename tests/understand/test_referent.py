@@ -213,3 +213,11 @@ def test_a_do_question_s_verb_ends_its_subject() -> None:
     assert phrases("What do Spanish people eat for dinner?")[0] == "Spanish people"  # agreement: the verb after the plural
     assert phrases("When did the Black Lives Matter campaign begin?") == ["Black Lives Matter campaign"]  # a name's head noun stays
     assert phrases("Why did the band break up?") == ["band"]  # a phrasal verb's particle
+
+
+def test_there_is_the_place_named_before() -> None:
+    history: list[str | Turn] = ["What are the best ramen restaurants in Osaka?"]
+    assert form("What is the cost of living there?", history) == "What is the cost of living in Osaka?"
+    assert form("Tell me other things to do there.", history).startswith("Tell me other things to do in Osaka.")
+    # no place named: "there" stays as typed
+    assert "there" in form("What is the cost of living there?", ["What are the best ramen restaurants?"])

@@ -285,6 +285,12 @@ class Message:
             return any(t.content or t.named for t in following)
         return nxt in PREP and any(t.named or t.low in _SPEAKERS_POSSESSIVE for t in following)
 
+    def locative_there(self, i: int) -> bool:
+        """Whether token `i` is a "there" that stands for a place ("restaurants there"): not the
+        existential next to a copula ("is there a deadline?"), not "hi there"."""
+        prev, nxt = self.at(i - 1), self.at(i + 1)
+        return self.low[i] == "there" and prev not in BE and prev not in GREETINGS and nxt not in BE and nxt not in {"exist", "exists", "seem", "seems"}
+
     @cached_property
     def coordinated(self) -> bool:
         """Two content words joined by "and"/"or": a relation gets both of its terms."""
@@ -319,6 +325,8 @@ PARTICIPLES = frozenset(
 PERSON_NOUNS = frozenset(
     ["man", "woman", "boy", "girl", "person", "guy", "lady", "king", "queen", "prince", "princess", "president", "leader", "founder", "ceo", "chairman", "owner", "author", "writer", "singer", "actor", "actress", "player", "coach", "manager", "director", "inventor", "scientist", "artist", "painter", "composer", "poet", "husband", "wife", "son", "daughter", "father", "mother", "brother", "sister", "friend", "doctor", "teacher", "student", "emperor", "pope", "minister", "governor", "senator", "captain", "general", "officer", "soldier", "customer", "user", "employee", "member", "child", "baby"]
 )
+# Prepositions before a place's name: "restaurants *in* Tokyo" names where "there" is.
+PLACE_PREP = frozenset(["in", "at", "near", "around", "across", "throughout", "visit", "visiting"])
 # Words that are no referent on their own: ordinals and superlatives, domain adjectives,
 # classifier and relation nouns ("types", "the difference"), which are relative to a referent.
 NOT_REFERENTS = SUPERLATIVE | DEICTIC_ORDER | DOMAIN_ADJ | CLASSIFIER | RELATION_NOUN | RELATION_PRED | PART_IN

@@ -9,7 +9,8 @@ or assistant, oldest first, mentions referents --
   Solace 7 is the Solace 7 Pro: "Solace 7" + "Pro" is a name the catalog knows);
 - identifiers (`[A-Z]{2,}-\\d{3,}` and the like: order, part and ticket numbers);
 - noun phrases: runs of content words, less a verb the sentence's shape gives away (after a
-  wh-word, a subject pronoun or "to": "what *causes* throat cancer").
+  wh-word, a subject pronoun or "to": "what *causes* throat cancer"; a do-question's verb after its
+  subject: "why did the A380 *stop* being produced").
 
 A user turn's unresolved pronoun mentions the referent in focus again, so the conversation's
 subject survives a chain of "it"s. Each mention weighs `DECAY ** turns_back`, a user turn's more
@@ -18,8 +19,9 @@ than an answer's (`ASSISTANT_WEIGHT`), an entity's or identifier's more than a p
 content ("thanks!", "ok") mentions nothing.
 
 The message is then resolved to the most salient compatible referent (number agreement: "they"
-wants a plural or several entities, "it" a singular; "he" or "she" a person's name; a name over a
-common noun, `NAME_BONUS`): a pronoun or demonstrative is replaced where it stands ("does it cover
+wants a plural or several entities, "it" a singular, never whom "he" or "she" took; "he" or "she"
+a person -- a full name as people's are written, a noun of a person class ("the leader") -- or
+nobody, and the pronoun stays as typed; a name over a common noun, `NAME_BONUS`): a pronoun or demonstrative is replaced where it stands ("does it cover
 water damage?" -> "does the Halden Solace 7 Pro cover water damage?"); an elliptical opener with
 one noun phrase asks the previous user turn's question, as resolved itself, of the new subject
 ("And the Pro?" -> "How long is the warranty on the Halden Solace 7 Pro?"); a longer opener keeps
@@ -56,6 +58,7 @@ from querywise.understand.followup.message import (
     PARTICIPLES,
     PERSON_NOUNS,
     PERSONAL,
+    PLACE_PREP,
     PREP,
     REACTIONS,
     Message,
@@ -129,6 +132,7 @@ class Referent:
     last_rank: int = 0  # its place among the mentions of its last turn (0: the turn's centre)
     definite: bool = False  # said with "the" (a phrase keeps it where it is placed)
     person: bool = False  # "he" or "she" took it: "it" does not
+    place: bool = False  # a name said after "in", "at", ...: what "there" stands for
 
     @property
     def placed(self) -> str:
@@ -182,6 +186,7 @@ class Tracker:
             w = weight * (PHRASE_WEIGHT if r.kind in ("name", "phrase") else 1.0) * (TOPIC_BONUS if not seen else 1.0)
             kept = self.referents.setdefault(r.key, Referent(r.text, r.kind, r.key, r.plural, definite=r.definite))
             kept.person |= r.person
+            kept.place |= r.place
             kept.score += w
             kept.last_turn, kept.last_rank = self.turn, len(seen)
             seen.add(r.key)
@@ -238,7 +243,9 @@ class Tracker:
         for p in noun_phrases(msg, taken):
             key = tuple(analyze(p.words))
             if key:
-                found.append((p.at, Referent(p.words, "name" if p.named else "phrase", key, plural=_plural(p.head), definite=p.definite)))
+                before = msg.at(p.first - 2 if p.definite else p.first - 1)
+                found.append((p.at, Referent(p.words, "name" if p.named else "phrase", key, plural=_plural(p.head), definite=p.definite,
+                                             place=p.named and before in PLACE_PREP)))
         # Names (catalog, identifiers, phrases with a proper name) rank before common nouns: "the
         # warranty on the Vela X3" is about the Vela X3.
         return [r for _, r in sorted(found, key=lambda x: (x[1].kind == "phrase", x[0]))]
@@ -498,6 +505,15 @@ def resolve(
         # owner is resolved in place (joining the turns would search the warranty question too).
         # A plain "it" keeps the join: "and how fast is it?" after "Which cradle charges the Tide
         # 4 Pro?" asks about the cradle, which the turn joined still says.
+    there = [t for i, t in enumerate(m.toks) if m.locative_there(i)] if "pro-form:there" in cues else []
+    place = next((r for r in tracker.by_recency() if r.place), None)
+    if there and place is not None:
+        # "restaurants there" after "restaurants in Tokyo": the place, with its preposition.
+        for t in reversed(there):
+            message = f"{message[: t.start]}in {place.placed}{message[t.start + len(t.text):]}"
+        m = Message(message, [(x.start, x.end) for x in catalog.mentions(message)] if catalog is not None else [], catalog=catalog is not None)
+        if all(c == "pro-form:there" for c in cues):
+            return Standalone(message, "placed", (place,), f"'there' resolved to {place.text!r}")
     mentioned = tracker.mentions(message)
     own = {r.key for r in mentioned}
     named = any(r.kind != "phrase" for r in mentioned)
