@@ -221,3 +221,10 @@ def test_there_is_the_place_named_before() -> None:
     assert form("Tell me other things to do there.", history).startswith("Tell me other things to do in Osaka.")
     # no place named: "there" stays as typed
     assert "there" in form("What is the cost of living there?", ["What are the best ramen restaurants?"])
+
+
+def test_the_speaker_s_ranking_is_no_part_of_the_referent() -> None:
+    assert form("What did they work on?", ["Who are some of the well-known marine biologists?"]) == "What did the marine biologists work on?"
+    assert form("How expensive are they?", ["What are the best ramen restaurants?"]) == "How expensive are the ramen restaurants?"
+    # alone it is no referent at all: "the first" needs its noun
+    assert [p.words for p in noun_phrases(Message("Where and when was the first invented?", []))] == []

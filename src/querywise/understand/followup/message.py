@@ -327,6 +327,8 @@ PERSON_NOUNS = frozenset(
 )
 # Prepositions before a place's name: "restaurants *in* Tokyo" names where "there" is.
 PLACE_PREP = frozenset(["in", "at", "near", "around", "across", "throughout", "visit", "visiting"])
+# The speaker's judgement of a thing, no part of what it is: "the *well-known* researchers".
+EVALUATIVE = frozenset(["well-known", "famous", "notable", "interesting", "good", "great", "nice", "favorite", "favourite", "top"])
 # Words that are no referent on their own: ordinals and superlatives, domain adjectives,
 # classifier and relation nouns ("types", "the difference"), which are relative to a referent.
 NOT_REFERENTS = SUPERLATIVE | DEICTIC_ORDER | DOMAIN_ADJ | CLASSIFIER | RELATION_NOUN | RELATION_PRED | PART_IN

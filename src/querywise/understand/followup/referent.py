@@ -53,6 +53,7 @@ from querywise.understand.followup.message import (
     CHAT,
     DET,
     DOMAIN_ADJ,
+    EVALUATIVE,
     IRREGULAR_PLURALS,
     NOT_REFERENTS,
     PARTICIPLES,
@@ -61,6 +62,7 @@ from querywise.understand.followup.message import (
     PLACE_PREP,
     PREP,
     REACTIONS,
+    SUPERLATIVE,
     Message,
     _Tok,
 )
@@ -385,6 +387,8 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
     if not verb_found and len(run) > 1 and (m.at(j) in _ENDS or (do_question and (m.at(j) in PREP or m.at(j) in DET or m.at(j) in BE or m.at(j) in PERSONAL))) and (do_question or yes_no or adverbial):
         run = run[:-1]  # "how does X *work*?", "when did social security *start* in the US?", "how did the Dead *lose* his ..."
     run = [k for k in run if not toks[k].low.endswith("ly")]
+    while len(run) > 1 and not toks[run[0]].named and (toks[run[0]].low in EVALUATIVE or toks[run[0]].low in SUPERLATIVE or toks[run[0]].low.endswith("est")):
+        run = run[1:]  # the speaker's ranking is no part of what is talked about: "the *best* ramen restaurants", "*well-known* researchers"
     if all(toks[k].low in NOT_REFERENTS or toks[k].low.endswith("est") for k in run):
         return []  # "the first", "types", "the main": no referent without their noun
     if all(toks[k].low in CHAT for k in run):
