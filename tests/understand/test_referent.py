@@ -228,3 +228,10 @@ def test_the_speaker_s_ranking_is_no_part_of_the_referent() -> None:
     assert form("How expensive are they?", ["What are the best ramen restaurants?"]) == "How expensive are the ramen restaurants?"
     # alone it is no referent at all: "the first" needs its noun
     assert [p.words for p in noun_phrases(Message("Where and when was the first invented?", []))] == []
+
+
+def test_a_name_reads_before_its_complement() -> None:
+    # "facts about bees" is about bees, but "Is Cassidy about Jack Casady?" is about Cassidy
+    assert noun_phrases(Message("Is Cassidy about Jack Casady?", []))[0].words == "Cassidy"
+    assert form("Who wrote it?", ["Is Cassidy about Jack Casady?"]) == "Who wrote Cassidy?"
+    assert noun_phrases(Message("Tell me facts about bees.", []))[0].words == "bees"

@@ -334,7 +334,9 @@ def noun_phrases(m: Message, taken: Sequence[tuple[int, int]] = ()) -> list[Phra
             words = m.text[toks[run[0]].start : toks[run[-1]].start + len(toks[run[-1]].text)]
             if len(words) > 3:
                 gap = 2 if m.at(i - 1) in _ARTICLES else 1
-                of_complement = bool(out) and m.at(i - gap) in _COMPLEMENT and out[-1].end == i - gap
+                # A common noun's complement says what it is about ("the history of toilets"); a name
+                # is what it is about itself ("is Cassidy about Jack Casady?").
+                of_complement = bool(out) and m.at(i - gap) in _COMPLEMENT and out[-1].end == i - gap and not out[-1].named
                 at = out[-1].at - 0.5 if of_complement else float(toks[run[0]].start)
                 owner = next((k for k in run if toks[k].low == "'s"), None)
                 if owner is not None and owner > run[0] and any(toks[k].named for k in run if k < owner):
