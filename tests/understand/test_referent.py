@@ -222,3 +222,48 @@ def test_an_ellipsis_swaps_what_the_new_subject_replaces(previous: str, message:
     made = form(message, [previous], CATALOG)
     assert made == expected
     assert check_rewrite(message, made, [previous], catalog=CATALOG).ok  # the guard accepts it: nothing invented, nothing lost
+
+
+def test_he_or_she_takes_a_person_and_it_does_not() -> None:
+    # a band named with "the" is no person: "he" stays as typed rather than becoming "the Dead"
+    history: list[str | Turn] = ["Why were the Dead such an influential live band?"]
+    assert "the Dead lose" not in form("How did he lose his finger?", history)
+    # a noun of a person class is one
+    assert form("How did he start?", ["Who was the leader of the expedition?"]).startswith("How did the leader start?")
+    # once "he" took Ben Franklin, "it" takes the thing, not him
+    history = ["Where are turkeys from?", "Why did Ben Franklin want them to be the national symbol?", "How did he cook them?"]
+    assert form("Why is it eaten on Thanksgiving?", history).startswith("Why is turkeys eaten")
+
+
+def test_a_do_question_s_verb_ends_its_subject() -> None:
+    def phrases(text: str) -> list[str]:
+        return [p.words for p in noun_phrases(Message(text, []))]
+
+    assert phrases("Why did Dali choose surrealism?") == ["Dali", "surrealism"]  # the name ends where the verb starts
+    assert phrases("How did the Dead lose his finger?")[0] == "Dead"  # the verb before a determiner
+    assert phrases("Why did the A380 stop being produced?")[0] == "A380"
+    assert phrases("What do Spanish people eat for dinner?")[0] == "Spanish people"  # agreement: the verb after the plural
+    assert phrases("When did the Black Lives Matter campaign begin?") == ["Black Lives Matter campaign"]  # a name's head noun stays
+    assert phrases("Why did the band break up?") == ["band"]  # a phrasal verb's particle
+
+
+def test_there_is_the_place_named_before() -> None:
+    history: list[str | Turn] = ["What are the best ramen restaurants in Osaka?"]
+    assert form("What is the cost of living there?", history) == "What is the cost of living in Osaka?"
+    assert form("Tell me other things to do there.", history).startswith("Tell me other things to do in Osaka.")
+    # no place named: "there" stays as typed
+    assert "there" in form("What is the cost of living there?", ["What are the best ramen restaurants?"])
+
+
+def test_the_speaker_s_ranking_is_no_part_of_the_referent() -> None:
+    assert form("What did they work on?", ["Who are some of the well-known marine biologists?"]) == "What did the marine biologists work on?"
+    assert form("How expensive are they?", ["What are the best ramen restaurants?"]) == "How expensive are the ramen restaurants?"
+    # alone it is no referent at all: "the first" needs its noun
+    assert [p.words for p in noun_phrases(Message("Where and when was the first invented?", []))] == []
+
+
+def test_a_name_reads_before_its_complement() -> None:
+    # "facts about bees" is about bees, but "Is Cassidy about Jack Casady?" is about Cassidy
+    assert noun_phrases(Message("Is Cassidy about Jack Casady?", []))[0].words == "Cassidy"
+    assert form("Who wrote it?", ["Is Cassidy about Jack Casady?"]) == "Who wrote Cassidy?"
+    assert noun_phrases(Message("Tell me facts about bees.", []))[0].words == "bees"

@@ -49,7 +49,6 @@ from querywise.understand.followup.message import (
     DOMAIN_ADJ,
     FINAL_PARTICLES,
     FUNCTION,
-    GREETINGS,
     IMPERSONAL,
     INTERJECTIONS,
     MODAL_ADJ,
@@ -178,7 +177,7 @@ def _pro_forms(m: Message) -> Iterator[Cue]:
     for i, t in enumerate(m.toks):
         w, prev, nxt = t.low, m.at(i - 1), m.at(i + 1)
         # Locative "there" (not the existential next to a copula, not "hi there") and "nearby" need a place.
-        if w == "there" and prev not in BE and prev not in GREETINGS and nxt not in BE and nxt not in {"exist", "exists", "seem", "seems"}:
+        if m.locative_there(i):
             yield "pro-form:there", "'there' stands for a place named before"
         elif w == "nearby":
             yield "pro-form:nearby", "'nearby' is relative to a place named before"

@@ -285,6 +285,12 @@ class Message:
             return any(t.content or t.named for t in following)
         return nxt in PREP and any(t.named or t.low in _SPEAKERS_POSSESSIVE for t in following)
 
+    def locative_there(self, i: int) -> bool:
+        """Whether token `i` is a "there" that stands for a place ("restaurants there"): not the
+        existential next to a copula ("is there a deadline?"), not "hi there"."""
+        prev, nxt = self.at(i - 1), self.at(i + 1)
+        return self.low[i] == "there" and prev not in BE and prev not in GREETINGS and nxt not in BE and nxt not in {"exist", "exists", "seem", "seems"}
+
     @cached_property
     def coordinated(self) -> bool:
         """Two content words joined by "and"/"or": a relation gets both of its terms."""
@@ -315,6 +321,14 @@ IRREGULAR_PLURALS = frozenset(["people", "children", "men", "women", "police", "
 PARTICIPLES = frozenset(
     ["known", "shown", "grown", "taken", "given", "chosen", "written", "eaten", "driven", "seen", "done", "gone", "made", "taught", "bought", "brought", "thought", "caught", "found", "held", "kept", "left", "lost", "meant", "met", "paid", "put", "said", "sent", "sold", "spent", "stood", "told", "understood", "won", "built", "born"]
 )
+# Nouns of a class of people: "he" or "she" can take "the leader" as it can a person's name.
+PERSON_NOUNS = frozenset(
+    ["man", "woman", "boy", "girl", "person", "guy", "lady", "king", "queen", "prince", "princess", "president", "leader", "founder", "ceo", "chairman", "owner", "author", "writer", "singer", "actor", "actress", "player", "coach", "manager", "director", "inventor", "scientist", "artist", "painter", "composer", "poet", "husband", "wife", "son", "daughter", "father", "mother", "brother", "sister", "friend", "doctor", "teacher", "student", "emperor", "pope", "minister", "governor", "senator", "captain", "general", "officer", "soldier", "customer", "user", "employee", "member", "child", "baby"]
+)
+# Prepositions before a place's name: "restaurants *in* Tokyo" names where "there" is.
+PLACE_PREP = frozenset(["in", "at", "near", "around", "across", "throughout", "visit", "visiting"])
+# The speaker's judgement of a thing, no part of what it is: "the *well-known* researchers".
+EVALUATIVE = frozenset(["well-known", "famous", "notable", "interesting", "good", "great", "nice", "favorite", "favourite", "top"])
 # Words that are no referent on their own: ordinals and superlatives, domain adjectives,
 # classifier and relation nouns ("types", "the difference"), which are relative to a referent.
 NOT_REFERENTS = SUPERLATIVE | DEICTIC_ORDER | DOMAIN_ADJ | CLASSIFIER | RELATION_NOUN | RELATION_PRED | PART_IN

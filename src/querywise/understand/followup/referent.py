@@ -9,7 +9,8 @@ or assistant, oldest first, mentions referents --
   Solace 7 is the Solace 7 Pro: "Solace 7" + "Pro" is a name the catalog knows);
 - identifiers (`[A-Z]{2,}-\\d{3,}` and the like: order, part and ticket numbers);
 - noun phrases: runs of content words, less a verb the sentence's shape gives away (after a
-  wh-word, a subject pronoun or "to": "what *causes* throat cancer").
+  wh-word, a subject pronoun or "to": "what *causes* throat cancer"; a do-question's verb after its
+  subject: "why did the A380 *stop* being produced").
 
 A user turn's unresolved pronoun mentions the referent in focus again, so the conversation's
 subject survives a chain of "it"s. An answer mentions only what the deployment knows (a product,
@@ -19,8 +20,9 @@ weighs `DECAY ** turns_back`, a user turn's more than an answer's (`ASSISTANT_WE
 content ("thanks!", "ok") mentions nothing.
 
 The message is then resolved to the most salient compatible referent (number agreement: "they"
-wants a plural or several entities, "it" a singular; "he" or "she" a person's name; a name over a
-common noun, `NAME_BONUS`): a pronoun or demonstrative is replaced where it stands ("does it cover
+wants a plural or several entities, "it" a singular, never whom "he" or "she" took; "he" or "she"
+a person -- a full name as people's are written, a noun of a person class ("the leader") -- or
+nobody, and the pronoun stays as typed; a name over a common noun, `NAME_BONUS`): a pronoun or demonstrative is replaced where it stands ("does it cover
 water damage?" -> "does the Halden Solace 7 Pro cover water damage?"); an elliptical opener with
 one noun phrase asks the previous user turn's question, as resolved itself, of the new subject
 ("And the Pro?" -> "How long is the warranty on the Halden Solace 7 Pro?"); a longer opener keeps
@@ -37,29 +39,23 @@ rewrite.
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from querywise.catalog import Catalog, Entity
 from querywise.text import analysed_part, analyze
 from querywise.understand.followup.message import (
     ADJECTIVE_ENDINGS,
-    AUX,
-    BE,
-    CHAT,
     DOMAIN_ADJ,
-    IRREGULAR_PLURALS,
-    NOT_REFERENTS,
     PARTICIPLES,
+    PERSON_NOUNS,
     PERSONAL,
-    PREP,
-    REACTIONS,
+    PLACE_PREP,
     Message,
-    _Tok,
 )
+from querywise.understand.followup.phrases import Phrase, is_plural, noun_phrases
 
 __all__ = ["POINTING_CUES", "Phrase", "Referent", "Standalone", "Tracker", "joined", "noun_phrases", "resolve"]
 
@@ -89,19 +85,9 @@ ELLIPSIS_CHARS = 120
 ANSWER_CHARS = 600
 
 _IDENTIFIER = re.compile(r"\b[A-Za-z]{2,}-?\d{3,}\b|\b\d{6,}\b")
-_WH = frozenset(["what", "why", "how", "where", "when", "who", "which", "whose"])
-_SUBJECT = frozenset(["i", "you", "we", "they", "he", "she", "it"])
-_MODALS = frozenset(["can", "could", "will", "would", "shall", "should", "may", "might", "must"])
 _PLURAL_PRONOUNS = frozenset(["they", "them", "their", "theirs", "themselves", "these", "those"])
 _SINGULAR_PRONOUNS = frozenset(["it", "its", "itself", "this", "that"])
 _PERSON_PRONOUNS = frozenset(["he", "him", "his", "himself", "she", "her", "herself"])
-_ATTACHING = frozenset(("on", "for", "in", "at", "about", "with", "from"))
-_ARTICLES = frozenset(("the", "a", "an"))
-# A phrase's complement that says what it is about reads first: "the history *of* toilets",
-# "facts *about* bees".
-_COMPLEMENT = frozenset(("of", "about"))
-_WH_ADVERBS = frozenset(["why", "how", "when", "where"])
-_ENDS = frozenset({"?", ".", "!", ""})
 _DEMONSTRATIVES = frozenset(["this", "that", "these", "those"])
 _OPENER_CUES = ("opener:", "particle:", "short")
 #: Cues that point back at something said before (a pronoun, a demonstrative, an elliptical opener
@@ -128,6 +114,8 @@ class Referent:
     last_turn: int = -1
     last_rank: int = 0  # its place among the mentions of its last turn (0: the turn's centre)
     definite: bool = False  # said with "the" (a phrase keeps it where it is placed)
+    person: bool = False  # "he" or "she" took it: "it" does not
+    place: bool = False  # a name said after "in", "at", ...: what "there" stands for
 
     @property
     def placed(self) -> str:
@@ -181,6 +169,8 @@ class Tracker:
                 continue
             w = weight * (PHRASE_WEIGHT if r.kind in ("name", "phrase") else 1.0) * (TOPIC_BONUS if not seen else 1.0)
             kept = self.referents.setdefault(r.key, Referent(r.text, r.kind, r.key, r.plural, definite=r.definite))
+            kept.person |= r.person
+            kept.place |= r.place
             kept.score += w
             kept.last_turn, kept.last_rank = self.turn, len(seen)
             seen.add(r.key)
@@ -237,7 +227,9 @@ class Tracker:
         for p in noun_phrases(msg, taken):
             key = tuple(analyze(p.words))
             if key:
-                found.append((p.at, Referent(p.words, "name" if p.named else "phrase", key, plural=_plural(p.head), definite=p.definite)))
+                before = msg.at(p.first - 2 if p.definite else p.first - 1)
+                found.append((p.at, Referent(p.words, "name" if p.named else "phrase", key, plural=is_plural(p.head), definite=p.definite,
+                                             place=p.named and before in PLACE_PREP)))
         # Names (catalog, identifiers, phrases with a proper name) rank before common nouns: "the
         # warranty on the Vela X3" is about the Vela X3.
         return [r for _, r in sorted(found, key=lambda x: (x[1].kind == "phrase", x[0]))]
@@ -275,117 +267,25 @@ def _entity(e: Entity) -> Referent:
     return Referent(e.name, "entity", ("entity", e.id))
 
 
-def _plural(words: str) -> bool:
-    last = words.split()[-1].lower()
-    return " and " in f" {words.lower()} " or last in IRREGULAR_PLURALS or (last.endswith("s") and not last.endswith(("ss", "us", "is")))
+def _person(r: Referent) -> bool:
+    """Whether "he" or "she" can take `r`: one person's name as names of people are written
+    (capitalised words, no article, no acronym: not "the Dead", "GDPR" or "the Black Lives Matter
+    campaign"), or a noun of a person class ("the leader")."""
+    words = r.text.split()
+    if r.person:
+        return True
+    if r.plural or "'s" in r.text or r.kind not in ("name", "phrase"):
+        return False
+    if r.kind == "phrase":
+        return words[-1].lower() in PERSON_NOUNS
+    return not r.definite and len(words) <= 4 and all(w[0].isupper() and not w.isupper() for w in words)
 
 
-class Phrase(NamedTuple):
-    """A noun phrase of a turn, as `noun_phrases` reads it."""
-
-    at: float  # where it reads: its start offset (an "of" complement reads just before its head)
-    words: str
-    named: bool  # a proper name is in it
-    head: str  # the words its number is read from
-    definite: bool  # "the" before it
-    first: int  # its first token
-    end: int  # the token after it
-
-
-def noun_phrases(m: Message, taken: Sequence[tuple[int, int]] = ()) -> list[Phrase]:
-    """Runs of content words that read as noun phrases, in reading order; the "of" complement of
-    a phrase reads just before it ("the history of *toilets*" is about toilets), a pair joined by
-    "and" is a phrase of its own, and so is a common noun tied to a name ("the warranty on the
-    Vela X3").
-
-    Without a tagger the verb is read off the sentence's shape: the word after a wh-word ("what
-    *causes* X"), after a subject pronoun ("I *need* X", "does it *cover* X"), after "to", or
-    the last word of a do- or yes/no question ("how does X *work*?", "is X *treatable*?") is
-    left out, and so are irregular participles and a trailing "-ed"."""
-    out: list[Phrase] = []
-    toks = m.toks
-
-    def free(k: int) -> bool:
-        return not any(a <= toks[k].start < b for a, b in taken)
-
-    i = 0
-    while i < len(toks):
-        if not (_nominal(toks[i]) and free(i)):
-            i += 1
-            continue
-        j = i
-        while j < len(toks) and free(j) and (_nominal(toks[j]) or (toks[j].low == "'s" and j + 1 < len(toks) and _nominal(toks[j + 1]))):
-            j += 1  # a possessive inside the phrase: "Darwin's theory"
-        run = _trimmed(m, i, j)
-        if run:
-            words = m.text[toks[run[0]].start : toks[run[-1]].start + len(toks[run[-1]].text)]
-            if len(words) > 3:
-                gap = 2 if m.at(i - 1) in _ARTICLES else 1
-                of_complement = bool(out) and m.at(i - gap) in _COMPLEMENT and out[-1].end == i - gap
-                at = out[-1].at - 0.5 if of_complement else float(toks[run[0]].start)
-                owner = next((k for k in run if toks[k].low == "'s"), None)
-                if owner is not None and owner > run[0] and any(toks[k].named for k in run if k < owner):
-                    # "Melania Trump's religion" is about Melania Trump first.
-                    whose = m.text[toks[run[0]].start : toks[owner - 1].start + len(toks[owner - 1].text)]
-                    out.append(Phrase(at - 0.5, whose, True, whose, False, run[0], owner))
-                out.append(Phrase(at, words, any(toks[k].named for k in run), words, m.at(i - 1) == "the", i, j))
-        i = j
-    found = list(out)
-    for a, b in itertools.pairwise(out):
-        gap = b.first - a.end
-        if not (gap == 1 or (gap == 2 and m.at(a.end + 1) in _ARTICLES)):
-            continue
-        if m.at(a.end) == "and":
-            pair = f"{a.words} and {b.words}"
-            found.append(Phrase(a.at - 0.25, pair, a.named or b.named, pair, a.definite, a.first, b.end))
-        elif m.at(a.end) in _ATTACHING and b.named and not a.named:
-            tied = m.text[toks[a.first].start : toks[b.end - 1].start + len(toks[b.end - 1].text)]
-            found.append(Phrase(a.at - 0.1, tied, True, a.head, a.definite, a.first, b.end))
-    return sorted(found)
-
-
-def _trimmed(m: Message, i: int, j: int) -> list[int]:
-    """The tokens of the run [i, j) that belong to a noun phrase (see `noun_phrases`)."""
-    toks = m.toks
-    run = list(range(i, j))
-    prev = m.at(i - 1)
-    while run and (toks[run[0]].low in PARTICIPLES or toks[run[0]].low in REACTIONS) and not _capital(toks[run[0]]):
-        run = run[1:]  # "what is taught in sociology", "Oh almonds?" (not "the Great Barrier Reef")
-    while len(run) > 1 and toks[run[-1]].low in PARTICIPLES:
-        run = run[:-1]
-    if len(run) == 1 and toks[run[0]].low.endswith("ing") and prev in PREP:
-        return []  # a gerund: "best for cooking"
-    if len(run) == 1 and prev in BE and m.at(j) in PREP and toks[i].low.endswith(ADJECTIVE_ENDINGS):
-        return []  # a predicate adjective: "members are *eligible* for benefits"
-    # A clause has one verb: once the run's edge gave it away, its last word is the phrase's head
-    # ("does it cover *water damage*?", "can I return *opened earbuds*?"), not a predicate.
-    verb_found = True
-    if len(run) > 1 and toks[run[-1]].low.endswith("ed") and not _capital(toks[run[-1]]):
-        run = run[:-1]  # "what empires survived", "are sharks endangered"
-    elif ((prev in _WH or prev in _SUBJECT) and not _capital(toks[i])) or (prev == "to" and not toks[i].named) or (prev in _MODALS and m.at(i - 2) in _SUBJECT):
-        run = run[1:]  # "what causes X", "I need X", "how to renew X" (not "to Norway"), "you must deliver X": the first word is a verb
-    else:
-        verb_found = False
-    do_question = any(m.at(k) in {"do", "does", "did"} for k in range(max(0, i - 3), i))
-    yes_no = m.at(0) in AUX and i <= 2  # "is [the] X treatable?": the last word is the predicate
-    adverbial = m.at(0) in _WH_ADVERBS and m.at(1) in AUX  # "why was the system chosen?"
-    if not verb_found and len(run) > 1 and not _capital(toks[run[-1]]) and (m.at(j) in _ENDS or (do_question and m.at(j) in PREP)) and (do_question or yes_no or adverbial):
-        run = run[:-1]  # "how does X *work*?", "when did social security *start* in the US?"
-    run = [k for k in run if not toks[k].low.endswith("ly") or _capital(toks[k])]  # not "Italy"
-    if all(toks[k].low in NOT_REFERENTS or toks[k].low.endswith("est") for k in run):
-        return []  # "the first", "types", "the main": no referent without their noun
-    if all(toks[k].low in CHAT for k in run):
-        return []
-    return run
-
-
-def _capital(t: _Tok) -> bool:
-    """A capital that sentence spelling does not explain: a name's word, never a verb ("was it *Brian* Epstein")."""
-    return t.named and t.text[0].isupper()
-
-
-def _nominal(t: _Tok) -> bool:
-    return (t.content or t.named) and t.low[0].isalnum()
+def _full_names(people: list[Referent]) -> list[Referent]:
+    """The people of the latest turn that named any, full names ("Ben Franklin") over one word
+    that also names places ("Turkey")."""
+    latest = [r for r in people if r.last_turn == max(p.last_turn for p in people)]
+    return [r for r in latest if r.person or r.kind == "phrase" or " " in r.text] or latest
 
 
 def _possessive(words: str) -> str:
@@ -408,7 +308,7 @@ def _pronoun_slots(m: Message) -> list[tuple[int, int, bool | None, bool, bool]]
                 end = m.toks[i + 1].start + len(m.toks[i + 1].text)
             elif i + 1 < len(m.toks) and m.toks[i + 1].content:
                 continue
-        plural = True if w in _PLURAL_PRONOUNS else False if w in _SINGULAR_PRONOUNS else None
+        plural = True if w in _PLURAL_PRONOUNS else False if w in _SINGULAR_PRONOUNS or w in _PERSON_PRONOUNS else None
         possessive = w in {"its", "their"} or (w in {"his", "her"} and i + 1 < len(m.toks) and m.toks[i + 1].content)
         slots.append((t.start, end, plural, possessive, w in _PERSON_PRONOUNS))
     return slots
@@ -455,6 +355,15 @@ def resolve(
         # owner is resolved in place (joining the turns would search the warranty question too).
         # A plain "it" keeps the join: "and how fast is it?" after "Which cradle charges the Tide
         # 4 Pro?" asks about the cradle, which the turn joined still says.
+    there = [t for i, t in enumerate(m.toks) if m.locative_there(i)] if "pro-form:there" in cues else []
+    place = next((r for r in tracker.by_recency() if r.place), None)
+    if there and place is not None:
+        # "restaurants there" after "restaurants in Tokyo": the place, with its preposition.
+        for t in reversed(there):
+            message = f"{message[: t.start]}in {place.placed}{message[t.start + len(t.text):]}"
+        m = Message(message, [(x.start, x.end) for x in catalog.mentions(message)] if catalog is not None else [], catalog=catalog is not None)
+        if all(c == "pro-form:there" for c in cues):
+            return Standalone(message, "placed", (place,), f"'there' resolved to {place.text!r}")
     mentioned = tracker.mentions(message)
     own = {r.key for r in mentioned}
     named = any(r.kind != "phrase" for r in mentioned)
@@ -471,18 +380,25 @@ def resolve(
         if single and len(single) == len(slots):
             texts = [_placed(message, slots, r) for r in candidates]
             return Standalone(texts[0], "placed", tuple(candidates), f"two candidates, {both}: one query per reading", readings=tuple(texts[1:]))
-    if slots and recent:
-        out, used = message, []
-        for start, end, plural, possessive, person in reversed(slots):  # right to left: offsets stay valid
-            # "she", "his": a person, whom a proper name names (not "Melania Trump's religion"),
-            # one and without "the" (not "the Beatles", "the Nobel Prize").
-            people = [r for r in recent if r.kind == "name" and "'s " not in r.text and not r.definite and not r.plural] if person else []
-            r = _choose(people or recent, plural, tracker.turn - 1)
-            used.append(r)
-            out = out[:start] + (_possessive(r.placed) if possessive else r.placed) + out[end:]
-        used.reverse()
+    # "she", "his": a person, whom a proper name or a noun of a person class names (not "Melania
+    # Trump's religion", not "the Dead"); none said: the pronoun stays as typed. People first, so
+    # that "it" in "how did he cook it?" is not whom "he" took.
+    took: dict[int, Referent] = {}
+    for n in sorted(range(len(slots) if recent else 0), key=lambda n: not slots[n][4]):
+        plural, person = slots[n][2], slots[n][4]
+        people = _full_names([r for r in recent if _person(r)]) if person else [
+            r for r in recent if not (r.person or any(t.person and t.key == r.key for t in took.values())) or plural] or recent
+        if people:
+            chosen = _choose(people, plural, tracker.turn - 1)
+            took[n] = replace(chosen, person=True) if person else chosen
+    out, used = message, [took[n] for n in sorted(took)]
+    for n in sorted(took, reverse=True):  # right to left: offsets stay valid
+        start, end, _plural, possessive, _person_slot = slots[n]
+        r = took[n]
+        out = out[:start] + (_possessive(r.placed) if possessive else r.placed) + out[end:]
+    if used:
         names = ", ".join(dict.fromkeys(repr(r.text) for r in used))
-        distinct = tuple({r.key: r for r in used}.values())
+        distinct = tuple({r.key: next((u for u in used if u.key == r.key and u.person), r) for r in used}.values())  # a person stays one
         return _with_subject(Standalone(out, "placed", distinct, f"the reference resolved to {names}"), tracker, own, named)
     salient = [r for r in tracker.by_salience() if r.key not in own]
     if salient:

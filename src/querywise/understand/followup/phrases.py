@@ -1,0 +1,185 @@
+"""Noun phrases of a turn without a tagger: runs of content words, less the verb the sentence's
+shape gives away (`noun_phrases`), for the referent tracker (`referent.py`)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from querywise.understand.followup.message import (
+    ADJECTIVE_ENDINGS,
+    AUX,
+    BE,
+    CHAT,
+    DET,
+    EVALUATIVE,
+    IRREGULAR_PLURALS,
+    NOT_REFERENTS,
+    PARTICIPLES,
+    PERSONAL,
+    PREP,
+    REACTIONS,
+    SUPERLATIVE,
+    Message,
+    _Tok,
+)
+
+__all__ = ["Phrase", "is_plural", "noun_phrases"]
+
+_WH = frozenset(["what", "why", "how", "where", "when", "who", "which", "whose"])
+_SUBJECT = frozenset(["i", "you", "we", "they", "he", "she", "it"])
+_MODALS = frozenset(["can", "could", "will", "would", "shall", "should", "may", "might", "must"])
+_ATTACHING = frozenset(("on", "for", "in", "at", "about", "with", "from"))
+_ARTICLES = frozenset(("the", "a", "an"))
+# A phrase's complement that says what it is about reads first: "the history *of* toilets",
+# "facts *about* bees".
+_COMPLEMENT = frozenset(("of", "about"))
+_WH_ADVERBS = frozenset(["why", "how", "when", "where"])
+_ENDS = frozenset({"?", ".", "!", ""})
+# A phrasal verb's particle ("break *up*", "die *out*"): the word before it is the verb.
+_PARTICLES = frozenset(["up", "out", "down", "off", "away", "back"])
+
+
+def is_plural(words: str) -> bool:
+    """Whether a phrase reads as plural by its last word ("turkeys", "people") or as a pair ("waste and garbage")."""
+    last = words.split()[-1].lower()
+    return " and " in f" {words.lower()} " or last in IRREGULAR_PLURALS or (last.endswith("s") and not last.endswith(("ss", "us", "is")))
+
+
+class Phrase(NamedTuple):
+    """A noun phrase of a turn, as `noun_phrases` reads it."""
+
+    at: float  # where it reads: its start offset (an "of" complement reads just before its head)
+    words: str
+    named: bool  # a proper name is in it
+    head: str  # the words its number is read from
+    definite: bool  # "the" before it
+    first: int  # its first token
+    end: int  # the token after it
+
+
+def noun_phrases(m: Message, taken: Sequence[tuple[int, int]] = ()) -> list[Phrase]:
+    """Runs of content words that read as noun phrases, in reading order; the "of" complement of
+    a phrase reads just before it ("the history of *toilets*" is about toilets), a pair joined by
+    "and" is a phrase of its own, and so is a common noun tied to a name ("the warranty on the
+    Vela X3").
+
+    Without a tagger the verb is read off the sentence's shape: the word after a wh-word ("what
+    *causes* X"), after a subject pronoun ("I *need* X", "does it *cover* X"), after "to", or
+    the last word of a do- or yes/no question ("how does X *work*?", "is X *treatable*?") is
+    left out, and so are irregular participles and a trailing "-ed"."""
+    out: list[Phrase] = []
+    toks = m.toks
+
+    def free(k: int) -> bool:
+        return not any(a <= toks[k].start < b for a, b in taken)
+
+    i = 0
+    while i < len(toks):
+        if not (_nominal(toks[i]) and free(i)):
+            i += 1
+            continue
+        j = i
+        while j < len(toks) and free(j) and (_nominal(toks[j]) or (toks[j].low == "'s" and j + 1 < len(toks) and _nominal(toks[j + 1]))):
+            j += 1  # a possessive inside the phrase: "Darwin's theory"
+        verb = _do_verb(m, i, j)
+        after = j if verb is None else verb + 1  # the do-question's object, if any, is a phrase of its own
+        j = j if verb is None else verb
+        run = _trimmed(m, i, j)
+        if run:
+            words = m.text[toks[run[0]].start : toks[run[-1]].start + len(toks[run[-1]].text)]
+            if len(words) > 3:
+                gap = 2 if m.at(i - 1) in _ARTICLES else 1
+                # A common noun's complement says what it is about ("the history of toilets"); a name
+                # is what it is about itself ("is Cassidy about Jack Casady?").
+                of_complement = bool(out) and m.at(i - gap) in _COMPLEMENT and out[-1].end == i - gap and not out[-1].named
+                at = out[-1].at - 0.5 if of_complement else float(toks[run[0]].start)
+                owner = next((k for k in run if toks[k].low == "'s"), None)
+                if owner is not None and owner > run[0] and any(toks[k].named for k in run if k < owner):
+                    # "Melania Trump's religion" is about Melania Trump first.
+                    whose = m.text[toks[run[0]].start : toks[owner - 1].start + len(toks[owner - 1].text)]
+                    out.append(Phrase(at - 0.5, whose, True, whose, False, run[0], owner))
+                out.append(Phrase(at, words, any(toks[k].named for k in run), words, m.at(i - 1) == "the", i, j))
+        i = after
+    found = list(out)
+    for a, b in itertools.pairwise(out):
+        gap = b.first - a.end
+        if not (gap == 1 or (gap == 2 and m.at(a.end + 1) in _ARTICLES)):
+            continue
+        if m.at(a.end) == "and":
+            pair = f"{a.words} and {b.words}"
+            found.append(Phrase(a.at - 0.25, pair, a.named or b.named, pair, a.definite, a.first, b.end))
+        elif m.at(a.end) in _ATTACHING and b.named and not a.named:
+            tied = m.text[toks[a.first].start : toks[b.end - 1].start + len(toks[b.end - 1].text)]
+            found.append(Phrase(a.at - 0.1, tied, True, a.head, a.definite, a.first, b.end))
+    return sorted(found)
+
+
+def _trimmed(m: Message, i: int, j: int) -> list[int]:
+    """The tokens of the run [i, j) that belong to a noun phrase (see `noun_phrases`)."""
+    toks = m.toks
+    run = list(range(i, j))
+    prev = m.at(i - 1)
+    while run and (toks[run[0]].low in PARTICIPLES or toks[run[0]].low in REACTIONS) and not _capital(toks[run[0]]):
+        run = run[1:]  # "what is taught in sociology", "Oh almonds?" (not "the Great Barrier Reef")
+    while len(run) > 1 and toks[run[-1]].low in PARTICIPLES:
+        run = run[:-1]
+    if len(run) > 2 and toks[run[-1]].low in _PARTICLES:
+        run = run[:-2]  # a phrasal verb after its subject: "why did the band *break up*"
+    if len(run) == 1 and toks[run[0]].low.endswith("ing") and prev in PREP:
+        return []  # a gerund: "best for cooking"
+    if len(run) == 1 and prev in BE and m.at(j) in PREP and toks[i].low.endswith(ADJECTIVE_ENDINGS):
+        return []  # a predicate adjective: "members are *eligible* for benefits"
+    # A clause has one verb: once the run's edge gave it away, its last word is the phrase's head
+    # ("does it cover *water damage*?", "can I return *opened earbuds*?"), not a predicate.
+    verb_found = True
+    if len(run) > 1 and toks[run[-1]].low.endswith("ed") and not toks[run[-1]].named:
+        run = run[:-1]  # "what empires survived", "are sharks endangered"
+    elif ((prev in _WH or prev in _SUBJECT) and not _capital(toks[i])) or (prev == "to" and not toks[i].named) or (prev in _MODALS and m.at(i - 2) in _SUBJECT):
+        run = run[1:]  # "what causes X", "I need X", "how to renew X" (not "to Norway"), "you must deliver X": the first word is a verb
+    else:
+        verb_found = False
+    do_question = any(m.at(k) in {"do", "does", "did"} for k in range(max(0, i - 3), i))
+    yes_no = m.at(0) in AUX and i <= 2  # "is [the] X treatable?": the last word is the predicate
+    adverbial = m.at(0) in _WH_ADVERBS and m.at(1) in AUX  # "why was the system chosen?"
+    if not verb_found and len(run) > 1 and not _capital(toks[run[-1]]) and (m.at(j) in _ENDS or (do_question and (m.at(j) in PREP or m.at(j) in DET or m.at(j) in BE or m.at(j) in PERSONAL))) and (do_question or yes_no or adverbial):
+        run = run[:-1]  # "how does X *work*?", "when did social security *start* in the US?", "how did the Dead *lose* his ..."
+    run = [k for k in run if not toks[k].low.endswith("ly") or _capital(toks[k])]  # not "Italy"
+    while len(run) > 1 and not toks[run[0]].named and (toks[run[0]].low in EVALUATIVE or toks[run[0]].low in SUPERLATIVE or toks[run[0]].low.endswith("est")):
+        run = run[1:]  # the speaker's ranking is no part of what is talked about: "the *best* ramen restaurants", "*well-known* researchers"
+    if all(toks[k].low in NOT_REFERENTS or toks[k].low.endswith("est") for k in run):
+        return []  # "the first", "types", "the main": no referent without their noun
+    if all(toks[k].low in CHAT for k in run):
+        return []
+    return run
+
+
+def _capital(t: _Tok) -> bool:
+    """A capital that sentence spelling does not explain: a name's word, never a verb ("was it *Brian* Epstein")."""
+    return t.named and t.text[0].isupper()
+
+
+def _do_verb(m: Message, i: int, j: int) -> int | None:
+    """Where the verb of a do-question starts inside the run [i, j) that is its subject: after
+    "do"/"did", the word after a plural noun that is not one ("do shoulder braces *help* ...": the
+    verb agrees with its subject), else the first word after a name that is no part of it ("why
+    did Dali *choose* surrealism"). None otherwise."""
+    k = i - 1
+    while m.at(k) in DET:
+        k -= 1
+    if m.at(k) not in {"do", "does", "did"} or j - i < 2:
+        return None
+    toks = m.toks
+    if m.at(k) != "does":
+        after_plural = next((v + 1 for v in range(i, j - 1) if is_plural(toks[v].low) and not is_plural(toks[v + 1].low) and not toks[v + 1].named), None)
+        if after_plural is not None:
+            return after_plural  # "what do Spanish people *eat*": agreement before the name's edge
+    # A name straight after the auxiliary is the whole subject ("why did *Dali* choose ..."); after an
+    # article a common noun may be its head ("did the Black Lives Matter *campaign* begin?").
+    verb = next((v for v in range(i + 1, j) if not toks[v].named), None) if toks[i].named and k == i - 1 else None
+    return verb if verb is not None and verb + 1 < j else None  # with its object: "Spanish people" is a name and its noun
+
+
+def _nominal(t: _Tok) -> bool:
+    return (t.content or t.named) and t.low[0].isalnum()
