@@ -1,6 +1,6 @@
 """Writes the packaged model's ONNX graph, as a child process of `export_fp32_onnx`.
 
-    python -m querywise.embed._export MODEL_FOLDER OUT.onnx [--plain]
+    python -m querywise.embed._export MODEL_FOLDER OUT.onnx
 
 Building the graph from the weights (`_graph.bert_onnx`: no torch) holds the weights several
 times over (the file, the transposed matrices, the protobuf and its serialised bytes: about
@@ -21,10 +21,9 @@ __all__ = ["main"]
 
 
 def main(argv: list[str]) -> None:
-    """Write the ONNX graph of the model in folder ``argv[0]`` to the file ``argv[1]``: the fused
-    graph the embedder runs, or with ``--plain`` the standard operators the quantizer reads."""
-    folder, out = (Path(a) for a in argv[:2])
-    write_atomic(out, bert_onnx(folder, fused="--plain" not in argv[2:]))
+    """Write the ONNX graph of the model in folder ``argv[0]`` to the file ``argv[1]``."""
+    folder, out = (Path(a) for a in argv)
+    write_atomic(out, bert_onnx(folder))
 
 
 if __name__ == "__main__":

@@ -37,14 +37,15 @@ FP32_MODEL_ID = f"{MODEL_NAME}/onnx-fp32"
 # Small batches stay in the CPU's caches: capping a batch at 1,024 padded tokens (4 texts of
 # 256) embedded 17% more SciFact abstracts and 19% more 100-word passages a second than 64 texts
 # a batch on 2 AVX2 cores (2026-12-03, bench/results/embed_throughput.json, onnx_batch_tokens).
-# On a shared machine, whose other processes take the caches too, half of that does better:
-# 512 tokens (2 texts of 256) ran the fused fp32 graph at 141.8 useful GFLOP per CPU-second
-# against 130.7 at 1,024 on SciFact (medians of 5, load 8-21; Medline, which reports it: 138.9
-# against 127.4; 256 tokens: 142.8 and 138.6), bench/results/embed_efficiency.md.
+# On a shared AVX-512 machine, whose other processes take the caches too, half of that does
+# better: 512 tokens (2 texts of 256) ran fp32 at 144.2 useful GFLOP per CPU-second against
+# 135.5 at 1,024 on SciFact, which chose it (best of 5, load 6-9; 256 tokens: 142.7), and 139.2
+# against 124.0 on Medline, which reports it (bench/results/embed_efficiency.md; an earlier run
+# at load 5: 148.6 against 134.8, and 155.2 against 143.7).
 BATCH_TOKENS = 512
 # int8 keeps 1,024: its activations are quantized per batch (dynamic quantization), so the batch
 # changes its vectors (smallest cosine 0.995 between the two), and bench/results/int8.md's
-# figures were measured at 1,024. 512 ran it 13-17% faster (embed_efficiency.md).
+# figures were measured at 1,024. 512 ran it 12-21% faster (embed_efficiency.md).
 INT8_BATCH_TOKENS = 1024
 INT8_MODEL_ID = f"{MODEL_NAME}/onnx-int8"
 
@@ -61,13 +62,9 @@ INT8_VARIANTS: Final[dict[str, tuple[bool, bool]]] = {  # variant -> (per_channe
     "reduce-range": (True, True),
 }
 
-# Part of the exported files' names: bump one whenever its graph changes, so a cache written by
-# older code is never read by newer. fp32: "1" torch's TorchScript exporter; "2" the graph written
-# from the weights (`_graph.bert_onnx`); "3" that graph with ONNX Runtime's fused Attention and
-# BiasGelu (same vectors within 2e-7). int8 is quantized from the plain graph (recipe "2": the
-# quantizer reads standard operators only), so the fused fp32 graph left int8 files valid.
-_FP32_RECIPE = "3"
-_INT8_SOURCE_RECIPE = "2"
+# Part of the exported file's name: bump it whenever export_fp32_onnx writes a different graph
+# ("1": torch's TorchScript exporter; "2": the graph written from the weights, `_graph.bert_onnx`).
+_EXPORT_RECIPE = "2"
 
 
 class OnnxEmbedder:
@@ -227,10 +224,10 @@ def export_fp32_onnx(export_dir: Path | None, model_folder: Path | None = None) 
     """
     folder = model_folder or model_dir()
     if export_dir is not None:
-        target = export_dir / f"{MODEL_NAME}-fp32-{_weights_key(folder, _FP32_RECIPE)}.onnx"
+        target = export_dir / f"{MODEL_NAME}-fp32-{_weights_key(folder)}.onnx"
         if target.is_file():
             return target
-    data = _export_in_child(folder, plain=False)
+    data = _export_in_child(folder)
     if export_dir is None:
         return data
     export_dir.mkdir(parents=True, exist_ok=True)
@@ -241,20 +238,21 @@ def export_fp32_onnx(export_dir: Path | None, model_folder: Path | None = None) 
 def export_int8_onnx(
     export_dir: Path | None, model_folder: Path | None = None, *, variant: Int8Variant = "per-channel"
 ) -> Path | bytes:
-    """The fp32 graph in standard operators (`_graph.bert_onnx(fused=False)`, written for the
-    occasion) quantized by ONNX Runtime (`quantize_dynamic`, int8 weights); with ``export_dir``
-    written once, atomically, beside the fp32 file."""
+    """The fp32 export quantized by ONNX Runtime (`quantize_dynamic`, int8 weights); with
+    ``export_dir`` written once, atomically, beside the fp32 file and keyed like it."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     per_channel, reduce_range = INT8_VARIANTS[variant]
     folder = model_folder or model_dir()
     if export_dir is not None:
-        target = export_dir / f"{MODEL_NAME}-int8-{variant}-{_weights_key(folder, _INT8_SOURCE_RECIPE)}.onnx"
+        target = export_dir / f"{MODEL_NAME}-int8-{variant}-{_weights_key(folder)}.onnx"
         if target.is_file():
             return target
+    fp32 = export_fp32_onnx(export_dir, model_folder)
     with tempfile.TemporaryDirectory() as tmp:
-        source = Path(tmp) / "fp32.onnx"
-        source.write_bytes(_export_in_child(folder, plain=True))
+        source = fp32 if isinstance(fp32, Path) else Path(tmp) / "fp32.onnx"
+        if isinstance(fp32, bytes):
+            source.write_bytes(fp32)
         out = Path(tmp) / "int8.onnx"
         with _root_logger_quiet():  # the quantizer advises pre-processing on the root logger; a library does not print
             quantize_dynamic(source, out, weight_type=QuantType.QInt8, per_channel=per_channel, reduce_range=reduce_range)
@@ -284,13 +282,12 @@ def _importable() -> str:
     return os.pathsep.join([ours, *filter(None, [os.environ.get("PYTHONPATH")])])
 
 
-def _export_in_child(folder: Path, *, plain: bool) -> bytes:
-    """Run `querywise.embed._export` in a fresh interpreter and return the ONNX file it wrote
-    (``plain``: standard operators only, for the quantizer)."""
+def _export_in_child(folder: Path) -> bytes:
+    """Run `querywise.embed._export` in a fresh interpreter and return the ONNX file it wrote."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "model.onnx"
         done = subprocess.run(
-            [sys.executable, "-m", "querywise.embed._export", str(folder), str(out), *(["--plain"] if plain else [])],
+            [sys.executable, "-m", "querywise.embed._export", str(folder), str(out)],
             env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": _importable()}, capture_output=True, text=True, check=False,
         )
         if done.returncode != 0 or not out.is_file():
@@ -299,8 +296,8 @@ def _export_in_child(folder: Path, *, plain: bool) -> bytes:
         return out.read_bytes()
 
 
-def _weights_key(folder: Path, recipe: str) -> str:
-    digest = hashlib.sha256(recipe.encode())
+def _weights_key(folder: Path) -> str:
+    digest = hashlib.sha256(_EXPORT_RECIPE.encode())
     with (folder / "model.safetensors").open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
