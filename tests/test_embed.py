@@ -149,10 +149,13 @@ NO_TORCH = "import sys\nfor name in ('torch', 'transformers', 'sentence_transfor
 @pytest.mark.model
 def test_a_build_embeds_with_sleeping_threads_and_the_same_vectors(onnx_embedder: OnnxEmbedder, cache_dir: Path) -> None:
     """A build's embedder lets ONNX Runtime's idle threads sleep (no CPU burnt spinning on a shared
-    machine); a query's keeps the default spin; both give the same vectors."""
+    machine); a query's keeps the default spin while it runs; neither spins once a call returns
+    (the search that follows needs the cores); both give the same vectors."""
     bulk, query = (load_embedder("onnx", cache_dir=cache_dir, bulk=flag) for flag in (True, False))
     inner = [e.inner if isinstance(e, CachedEmbedder) else e for e in (bulk, query)]
     assert [e.spinning for e in inner if isinstance(e, OnnxEmbedder)] == [False, True]
+    options = [e._session.get_session_options() for e in inner if isinstance(e, OnnxEmbedder)]
+    assert [o.get_session_config_entry("session.force_spinning_stop") for o in options] == ["1", "1"]
     texts = [*SENTENCES, " ".join(SENTENCES * 8)]
     assert np.array_equal(inner[0].embed(texts), onnx_embedder.embed(texts))
 

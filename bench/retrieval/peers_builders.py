@@ -245,6 +245,7 @@ SCIFACT_BUILDERS: dict[str, Callable[[argparse.Namespace], Builder]] = {
     "querywise": user_path,
     "querywise-tuned": user_path,
     "querywise-int8": user_path,
+    "querywise-sentences-tuned": user_path,
     "querywise-hybrid": querywise_builder,
     "querywise-sentences": lambda a: querywise_builder(a, tuned=True, sentences=True),
     "querywise-hybrid+rerank": lambda a: querywise_builder(a, cross_encoder=a.cross_encoder),

@@ -35,7 +35,8 @@ EXPORT_MARK = "querywise.embed._export"  # the child a first build exports the O
 @dataclass(frozen=True)
 class UserRow:
     """One querywise row on the user's path: its TOML (the defaults when empty) and whether the
-    README's `tune` chose its fusion first (on the default row's folder)."""
+    README's `tune` chose its fusion first (on the default row's folder when the TOML is the
+    defaults, else on the row's own build)."""
 
     name: str
     toml: str = ""
@@ -46,6 +47,9 @@ ROWS = {
     "querywise": UserRow("querywise"),
     "querywise-tuned": UserRow("querywise-tuned", tuned=True),
     "querywise-int8": UserRow("querywise-int8", toml='[embedding]\nkind = "onnx-int8"\n'),
+    # The README's advice for questions that match one sentence of a long passage: build with
+    # sentence vectors, then tune (which also chooses sentence_share).
+    "querywise-sentences-tuned": UserRow("querywise-sentences-tuned", toml="[index]\nsentence_vectors = true\n", tuned=True),
 }
 
 
@@ -142,8 +146,12 @@ def build_and_eval(row: UserRow, source: Path, work: Path, root: Path, base_inde
     config.write_text(row.toml, encoding="utf-8")
     env = {**os.environ, "QUERYWISE_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1"}
     out: dict[str, Any] = {"config_toml": row.toml or "(defaults)", "load_avg_1min_build": [round(os.getloadavg()[0], 2)]}
+    if row.tuned and base_index is None:
+        assert row.toml, "the tuned row of the defaults tunes the default row's folder"
+        out |= _build(config, source, folder / "index", env, root)
+        base_index = folder / "index"
     if row.tuned:
-        assert base_index is not None, "the tuned row tunes the default row's folder"
+        assert base_index is not None
         index = base_index
         env["QUERYWISE_CACHE_DIR"] = str(base_index.parent / "cache")  # that folder's export and vectors
         tuned = folder / "tuned.toml"
@@ -153,11 +161,7 @@ def build_and_eval(row: UserRow, source: Path, work: Path, root: Path, base_inde
         config = tuned if tuned.is_file() else config  # tune writes nothing when the fusion did not beat plain RRF
     else:
         index = folder / "index"
-        done = run_measured(querywise_cmd("index", str(source), "--index", str(index), "-c", str(config), "--skip-invalid"), env, root)
-        # export_s: how long the ONNX export's child lived (sampled); the build without it is what
-        # every later first build of another corpus on this machine costs.
-        out |= {"build_s": done["seconds"], "export_s": done["export_s"], "build_s_without_export": round(done["seconds"] - done["export_s"], 1),
-                "peak_pss_mb": done["tree_peak_pss_mb"], "own_peak_rss_mb": done["own_peak_rss_mb"]}
+        out |= _build(config, source, index, env, root)
     out["load_avg_1min_build"].append(round(os.getloadavg()[0], 2))
     done = run_measured(querywise_cmd("eval", str(source), "--split", "test", "-i", str(index), "-c", str(config), "--skip-invalid",
                                       "--metrics", "ndcg@10,recall@100", "--json"), env, root)
@@ -167,6 +171,15 @@ def build_and_eval(row: UserRow, source: Path, work: Path, root: Path, base_inde
             "n_queries": int(report.get("n", len(report.get("cases", [])))), "eval_s": done["seconds"],
             "index": str(index), "config": str(config), "cache": env["QUERYWISE_CACHE_DIR"]}
     return out
+
+
+def _build(config: Path, source: Path, index: Path, env: dict[str, str], root: Path) -> dict[str, Any]:
+    """`querywise index` with `config`: its wall time, the export's share of it and its memory."""
+    done = run_measured(querywise_cmd("index", str(source), "--index", str(index), "-c", str(config), "--skip-invalid"), env, root)
+    # export_s: how long the ONNX export's child lived (sampled); the build without it is what
+    # every later first build of another corpus on this machine costs.
+    return {"build_s": done["seconds"], "export_s": done["export_s"], "build_s_without_export": round(done["seconds"] - done["export_s"], 1),
+            "peak_pss_mb": done["tree_peak_pss_mb"], "own_peak_rss_mb": done["own_peak_rss_mb"]}
 
 
 def _tune_choice(stdout: str) -> str:

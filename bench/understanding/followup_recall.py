@@ -103,16 +103,24 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def doc2dial_index() -> tuple[Any, Any, list[Any]]:
+    """The default settings, doc2dial's index (bench/work/eval-doc2dial, built when missing) and
+    its cases: what this benchmark and the probes beside it search."""
     from querywise.chunking import Chunker
     from querywise.config import Settings
     from querywise.index import Index, build_index
-    from querywise.service import QueryWise
 
     settings = Settings()
     chunks, cases = datasets.doc2dial(Chunker())
     path = WORK / "eval-doc2dial"
     ix = Index.open(path, settings=settings) if path.exists() else build_index(chunks, path, settings=settings)
+    return settings, ix, cases
+
+
+def main() -> None:
+    from querywise.service import QueryWise
+
+    settings, ix, cases = doc2dial_index()
     with ix, QueryWise(settings, ix) as qw:
         result = {"doc2dial": doc2dial(qw, cases), "demo": demo()}
     path = publish("conversations", result, command=COMMAND, render=markdown)

@@ -1,9 +1,11 @@
-"""The read path writes nothing: a search embeds its query in memory, never into the on-disk cache."""
+"""The read path writes nothing: a search embeds its query in memory, never into the on-disk cache,
+and leaves every file of the index folder as it was."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from querywise.conditions import Match, Where
 from querywise.config import Settings
 from querywise.corpus import Chunk
 from querywise.embed import CachedEmbedder
@@ -15,6 +17,25 @@ from tests.conftest import HashEmbedder
 def _files(cache: Path) -> dict[str, tuple[int, int]]:
     """Each file of the cache folder (the database, its WAL and shared memory): size and mtime."""
     return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(cache.iterdir())}
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    """Each file under `root`, by its path there: size and mtime."""
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_searches_leave_every_file_of_the_index_folder_as_it_was(tmp_path: Path, shop: list[Chunk]) -> None:
+    """Opening the folder may touch Qdrant's own files; searching it, in every mode and with a
+    filter, writes none (nor the cache folder: there is none to write to)."""
+    settings = Settings(cache_dir=tmp_path / "cache")
+    build_index(shop, tmp_path / "ix", settings=settings, embedder=HashEmbedder()).close()
+    with Index.open(tmp_path / "ix", settings=settings, embedder=HashEmbedder()) as ix:
+        before = _tree(tmp_path)
+        for i in range(20):
+            for mode in ("dense", "bm25", "hybrid"):
+                assert ix.search(f"warranty of the vela x{i} headphones", mode=mode, k=5)
+        assert ix.search("headphones", k=3, where=Where(conditions=(Match(field="category", value="headphones"),)))
+        assert _tree(tmp_path) == before
 
 
 def test_searches_after_a_build_write_nothing_to_the_embedding_cache(tmp_path: Path, shop: list[Chunk]) -> None:

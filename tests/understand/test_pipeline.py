@@ -18,7 +18,7 @@ from querywise.conversation import Turn
 from querywise.demo import demo_file
 from querywise.understand.access import AccessError, access_from_session
 from querywise.understand.followup import WEAK_FORM_WEIGHT
-from querywise.understand.followup.move import GUESSED_MESSAGE_WEIGHT, JOINED_MESSAGE_WEIGHT
+from querywise.understand.followup.move import ANSWER_MAX_CHANCE, ANSWER_WEIGHT, GUESSED_MESSAGE_WEIGHT, JOINED_MESSAGE_WEIGHT
 from querywise.understand.followup.shift import shift_model
 from querywise.understand.pipeline import Understander
 
@@ -177,6 +177,27 @@ def test_a_name_the_assistant_said_is_carried_and_not_invented(understander: Und
     plan = understander.plan("does it fold flat?", history=history, session=EU)
     assert plan.queries[0].kind == "standalone" and plan.queries[0].text.startswith("does the Halden Solace 7 Pro fold flat?")
     assert plan.step("follow_up").details["guard"] == "every name, identifier and number kept; nothing added"  # type: ignore[union-attr]
+
+
+def test_the_answer_s_words_outweigh_the_form_only_while_a_continuation_is_likelier(understander: Understander) -> None:
+    # After an answer, "form + the answer's words" is searched beside the form: at ANSWER_WEIGHT
+    # times the form's weight while the topic-shift check finds a new subject less likely than not,
+    # at the form's own weight from there on (a new subject after an answer is not about it).
+    answer = "The Halden Solace 7 Pro lasts 50 hours on a charge."
+    history = [Turn(text="Which headphones have the longest battery?"), Turn(role="assistant", text=answer)]
+    seen = set()
+    for message in ("what is the warranty on the charging case?", "how do I pair the headphones with a laptop?"):
+        plan = understander.plan(message, history=history, session=EU)
+        step = plan.step("follow_up")
+        assert step is not None and step.status == "ran"
+        chance = step.details["chance"]
+        assert plan.queries[0].text == message and plan.queries[0].weight == 1.0  # no pointer: the message is kept, its form beside it
+        form, answered = plan.queries[1], plan.queries[2]
+        assert answered.text == f"{form.text} {answer}" and answer not in form.text  # beside the form, never in it
+        continues = chance < ANSWER_MAX_CHANCE
+        assert answered.weight == pytest.approx(form.weight * (ANSWER_WEIGHT if continues else 1.0))
+        seen.add(continues)
+    assert seen == {True, False}  # both sides of the step
 
 
 def test_a_referent_guessed_from_the_words_never_replaces_the_message(understander: Understander) -> None:

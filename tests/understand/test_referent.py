@@ -70,6 +70,38 @@ def test_a_turn_with_no_content_is_never_the_referent() -> None:
     assert "no referent" in made.why
 
 
+def test_an_answers_sentences_are_never_the_referent_without_a_catalog() -> None:
+    # Without a catalog an answer's phrases are bits of its sentences: the pronoun keeps the
+    # subject the user named, and the answer is searched beside the form instead.
+    history = [Turn(text="Tell me about the Panama Canal."), Turn(role="assistant", text="Construction finished in 1914.")]
+    assert form("Who designed it?", history) == "Who designed the Panama Canal?"
+    history = [Turn(text="Frank Zappa. Early career"), Turn(role="assistant", text="Plants use sunlight and massive star collapses.")]
+    assert "Frank Zappa" in form("What did he do next?", history) and "Plants" not in form("What did he do next?", history)
+
+
+def test_she_is_a_person_not_the_institution_or_prize_an_answer_named() -> None:
+    history = [Turn(text="Marie Curie. Later life"), Turn(text="Where did she work after the war?"),
+               Turn(role="assistant", text="She headed the Radium Institute in Paris."), Turn(text="Did she win any awards?"),
+               Turn(role="assistant", text="She received the Nobel Prize in Chemistry in 1911.")]
+    assert form("What illness did she have?", history) == "What illness did Marie Curie have?"
+    # a definite or plural name is no person either, even when the user said it
+    assert form("When did he die?", ["Tell me about Brian Epstein.", "What did the Beatles record in 1967?"]).startswith("When did Brian Epstein die?")
+
+
+@pytest.mark.parametrize(("text", "phrase"), [
+    ("What is the Great Barrier Reef?", "Great Barrier Reef"),  # "great" is also a reaction ("Great!")
+    ("Was it Brian Epstein?", "Brian Epstein"),  # not the verb after "it", nor the yes/no predicate
+    ("Is it in Italy?", "Italy"),  # not an adverb in -ly
+])
+def test_a_capital_inside_a_sentence_keeps_its_word_in_the_name(text: str, phrase: str) -> None:
+    assert [p.words for p in noun_phrases(Message(text, []))] == [phrase]
+
+
+def test_a_year_is_never_what_a_pronoun_stands_for() -> None:
+    history: list[str | Turn] = ["What is the Great Barrier Reef?", "What happened in 1998?"]
+    assert "1998" not in form("How old is it?", history).replace("What happened in 1998?", "")
+
+
 def test_a_name_the_assistant_said_is_the_referent_and_its_answer_is_searched_beside() -> None:
     history = [Turn(text="Which headphones last longest?"), Turn(role="assistant", text="The Halden Solace 7 Pro lasts 50 hours.")]
     made = standalone_form("does it fold?", history, check_follow_up("does it fold?", history, catalog=CATALOG), catalog=CATALOG)

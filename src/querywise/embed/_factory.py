@@ -51,7 +51,8 @@ def load_embedder(
     # sleeping (one thread: 104.5), and embedded 38% more a wall second (bench/results/
     # embed_efficiency.md). A build's batches are large, so a
     # sleeping thread's wake-up is nothing beside them; the query path keeps ONNX Runtime's
-    # default, where a short query's many small operators each wake the threads.
+    # default spin while its call runs, where a short query's many small operators each wake the
+    # threads (either way they stop when the call returns: `OnnxEmbedder`).
     spinning = not bulk
     inner: Embedder
     if model_folder is not None:

@@ -50,6 +50,7 @@ BATCH_TOKENS = 512
 # figures were measured at 1,024. 512 ran it 12-21% faster (embed_efficiency.md).
 INT8_BATCH_TOKENS = 1024
 INT8_MODEL_ID = f"{MODEL_NAME}/onnx-int8"
+SPIN_STOP = "session.force_spinning_stop"  # ONNX Runtime's session entry: threads stop spinning when a call returns
 
 # ONNX Runtime's dynamic quantization of the fp32 export (int8 weights, activations quantized per
 # call). How the weights are scaled decides what it loses: on SciFact, one scale per output channel
@@ -95,7 +96,8 @@ class OnnxEmbedder:
         token_type_ids) to last_hidden_state. ``threads`` caps ONNX Runtime's intra-op threads
         (default: one per core). A batch holds at most ``batch_size`` texts and, padded, at most
         ``batch_tokens`` tokens (0: no token limit). ``spinning``: idle intra-op threads spin
-        before they sleep (ONNX Runtime's default; a build's do not: `load_embedder`'s ``bulk``)."""
+        while a call runs (ONNX Runtime's default; a build's sleep: `load_embedder`'s ``bulk``);
+        either way they stop when the call returns."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -118,6 +120,11 @@ class OnnxEmbedder:
         self.spinning = spinning
         if not spinning:
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # Threads left spinning after a call take the cores the search that follows needs. SciFact's
+        # 300 test queries, interleaved (bench/results/query_latency.md, load 4): the whole search
+        # p50 8.38 ms, 8.78 with them left spinning. Within a call they still spin: threads that
+        # sleep throughout made it 10.14 ms, one thread 10.63.
+        options.add_session_config_entry(SPIN_STOP, "1")
         source = model if isinstance(model, bytes) else str(model)
         self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}

@@ -12,8 +12,9 @@ or assistant, oldest first, mentions referents --
   wh-word, a subject pronoun or "to": "what *causes* throat cancer").
 
 A user turn's unresolved pronoun mentions the referent in focus again, so the conversation's
-subject survives a chain of "it"s. Each mention weighs `DECAY ** turns_back`, a user turn's more
-than an answer's (`ASSISTANT_WEIGHT`), an entity's or identifier's more than a phrase's
+subject survives a chain of "it"s. An answer mentions only what the deployment knows (a product,
+an identifier): its other words are searched beside the form, never made referents. Each mention
+weighs `DECAY ** turns_back`, a user turn's more than an answer's (`ASSISTANT_WEIGHT`), an entity's or identifier's more than a phrase's
 (`PHRASE_WEIGHT`), the first phrase of a turn (its topic) more than the others. A turn with no
 content ("thanks!", "ok") mentions nothing.
 
@@ -64,8 +65,11 @@ __all__ = ["POINTING_CUES", "Phrase", "Referent", "Standalone", "Tracker", "join
 
 #: Weight of a mention one turn further back.
 DECAY = 0.6
-#: An answer mentions many things in passing; the user's words say what they are asking about.
+#: An answer mentions many things in passing; the user's words say what they are asking about. Only
+#: what the deployment knows (a product, an identifier) is taken from it: its other phrases are bits
+#: of sentences ("Construction finished in 1914"; bench/results/rewrite_dialogues.md).
 ASSISTANT_WEIGHT = 0.5
+_KNOWN_KINDS = ("entity", "identifier")
 #: A noun phrase is a weaker referent than a name the catalog or the identifier pattern knows.
 PHRASE_WEIGHT = 0.5
 #: The first noun phrase of a turn is its topic.
@@ -165,7 +169,8 @@ class Tracker:
             r.score *= DECAY
         weight = 1.0 if role == "user" else ASSISTANT_WEIGHT
         said = text if role == "user" else text[:ANSWER_CHARS]
-        mentions = [*carried, *self.mentions(said), *appended]
+        own = [r for r in self.mentions(said) if role == "user" or r.kind in _KNOWN_KINDS]
+        mentions = [*carried, *own, *appended]
         if role == "user" and mentions:
             if self.topic is None:
                 self.topic = mentions[0].key
@@ -344,8 +349,8 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
     toks = m.toks
     run = list(range(i, j))
     prev = m.at(i - 1)
-    while run and (toks[run[0]].low in PARTICIPLES or toks[run[0]].low in REACTIONS):
-        run = run[1:]  # "what is taught in sociology", "Oh almonds?"
+    while run and (toks[run[0]].low in PARTICIPLES or toks[run[0]].low in REACTIONS) and not _capital(toks[run[0]]):
+        run = run[1:]  # "what is taught in sociology", "Oh almonds?" (not "the Great Barrier Reef")
     while len(run) > 1 and toks[run[-1]].low in PARTICIPLES:
         run = run[:-1]
     if len(run) == 1 and toks[run[0]].low.endswith("ing") and prev in PREP:
@@ -355,23 +360,28 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
     # A clause has one verb: once the run's edge gave it away, its last word is the phrase's head
     # ("does it cover *water damage*?", "can I return *opened earbuds*?"), not a predicate.
     verb_found = True
-    if len(run) > 1 and toks[run[-1]].low.endswith("ed"):
+    if len(run) > 1 and toks[run[-1]].low.endswith("ed") and not _capital(toks[run[-1]]):
         run = run[:-1]  # "what empires survived", "are sharks endangered"
-    elif prev in _WH or prev in _SUBJECT or (prev == "to" and not toks[i].named) or (prev in _MODALS and m.at(i - 2) in _SUBJECT):
+    elif ((prev in _WH or prev in _SUBJECT) and not _capital(toks[i])) or (prev == "to" and not toks[i].named) or (prev in _MODALS and m.at(i - 2) in _SUBJECT):
         run = run[1:]  # "what causes X", "I need X", "how to renew X" (not "to Norway"), "you must deliver X": the first word is a verb
     else:
         verb_found = False
     do_question = any(m.at(k) in {"do", "does", "did"} for k in range(max(0, i - 3), i))
     yes_no = m.at(0) in AUX and i <= 2  # "is [the] X treatable?": the last word is the predicate
     adverbial = m.at(0) in _WH_ADVERBS and m.at(1) in AUX  # "why was the system chosen?"
-    if not verb_found and len(run) > 1 and (m.at(j) in _ENDS or (do_question and m.at(j) in PREP)) and (do_question or yes_no or adverbial):
+    if not verb_found and len(run) > 1 and not _capital(toks[run[-1]]) and (m.at(j) in _ENDS or (do_question and m.at(j) in PREP)) and (do_question or yes_no or adverbial):
         run = run[:-1]  # "how does X *work*?", "when did social security *start* in the US?"
-    run = [k for k in run if not toks[k].low.endswith("ly")]
+    run = [k for k in run if not toks[k].low.endswith("ly") or _capital(toks[k])]  # not "Italy"
     if all(toks[k].low in NOT_REFERENTS or toks[k].low.endswith("est") for k in run):
         return []  # "the first", "types", "the main": no referent without their noun
     if all(toks[k].low in CHAT for k in run):
         return []
     return run
+
+
+def _capital(t: _Tok) -> bool:
+    """A capital that sentence spelling does not explain: a name's word, never a verb ("was it *Brian* Epstein")."""
+    return t.named and t.text[0].isupper()
 
 
 def _nominal(t: _Tok) -> bool:
@@ -449,7 +459,8 @@ def resolve(
     own = {r.key for r in mentioned}
     named = any(r.kind != "phrase" for r in mentioned)
     slots = _pronoun_slots(m) if any(c.startswith(_PLACED_CUES) for c in cues) else []
-    recent = [r for r in tracker.by_recency() if r.key not in own]
+    # A year or a count ("in 1968") is when or how many, never what a pronoun stands for.
+    recent = [r for r in tracker.by_recency() if r.key not in own and any(c.isalpha() for c in r.text)]
     candidates = [] if named else [r for r in tracker.latest_names() if r.key not in own]
     if len(candidates) >= 2:
         both = " and ".join(repr(r.text) for r in candidates)
@@ -463,8 +474,9 @@ def resolve(
     if slots and recent:
         out, used = message, []
         for start, end, plural, possessive, person in reversed(slots):  # right to left: offsets stay valid
-            # "she", "his": a person, whom a proper name names (not "Melania Trump's religion").
-            people = [r for r in recent if r.kind == "name" and "'s " not in r.text] if person else []
+            # "she", "his": a person, whom a proper name names (not "Melania Trump's religion"),
+            # one and without "the" (not "the Beatles", "the Nobel Prize").
+            people = [r for r in recent if r.kind == "name" and "'s " not in r.text and not r.definite and not r.plural] if person else []
             r = _choose(people or recent, plural, tracker.turn - 1)
             used.append(r)
             out = out[:start] + (_possessive(r.placed) if possessive else r.placed) + out[end:]

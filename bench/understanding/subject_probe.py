@@ -1,0 +1,323 @@
+"""Which of the follow-up move's queries carries a change of subject's loss, which earns the
+follow-up slice's gain, and what each rule that weighs them trades (#34 item 5).
+
+    .venv/bin/python -m bench.understanding.subject_probe
+
+For doc2dial's follow-up slice and its changes of subject (plain, and after an answer: see
+`bench.datasets.changes_of_subject`), the move's plan is made once per turn and each query it
+searches is labelled by the mechanism that put it there: the message as typed, the standalone form,
+the form with the answer's words after it (the answer query, `ANSWER_WEIGHT`), another reading.
+Each query is searched once (cached in bench/work/subject_probe/, git-ignored) and recall@5 of the
+fused list is recomputed under other rules, so a rule costs no new plan: execute's weighted RRF
+(the index's k), one query kept in its own order. The plan as made, recomputed this way, equals
+`followup_recall`'s figures.
+
+1. Attribution, on train documents: for each turn the move loses (a change of subject) or wins (a
+   follow-up), the mechanism whose query, taken out alone, undoes the change.
+2. The trade-off curve: recall@5 of the follow-up slice against the loss on each kind of change of
+   subject, per split, for each rule (the answer query's weight, how much of the answer it holds,
+   the message as typed kept beside it at a floor, the message's own top hit kept in the top 5, a
+   form searching only the words it adds). Train chooses, val confirms, test reports.
+
+Writes bench/results/subject_probe.json and .md; reuses bench/work/eval-doc2dial (built by
+`followup_recall` when missing).
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bench import WORK, log
+from bench.datasets import SPLITS, changes_of_subject, doc2dial_split, document_of
+from bench.report import publish
+from bench.understanding.followup_recall import doc2dial_index
+
+COMMAND = ".venv/bin/python -m bench.understanding.subject_probe"
+CACHE = WORK / "subject_probe"
+DEPTH = 50  # execute's depth for a plan of more than one query
+TOP = 10  # the harness asks k=10: a plan of one query is searched that deep
+GROUPS = {"follow": "follow-up slice", "subject": "changes of subject", "answered": "changes of subject after an answer"}
+MECHANISMS = ("answer", "form", "reading")
+
+
+@dataclass(frozen=True)
+class Searched:
+    """One query of a plan: its text, its RRF weight, and the mechanism that put it there
+    ("message", "form", "answer", "reading")."""
+
+    text: str
+    weight: float
+    label: str
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A case as the probe reads it: the plan's labelled queries and what the gate saw."""
+
+    split: str
+    message: str
+    relevant: frozenset[str]
+    queries: tuple[Searched, ...]
+    kind: str  # `flag_kind`: pointer / described / continuity; "" when the gate did not flag it
+    chance: float | None  # the topic-shift check's chance of a new subject
+
+
+def plans(cases: Sequence[Any], qw: Any) -> list[Turn]:
+    """The move's plan of each case, its queries labelled."""
+    from querywise.conversation import as_turns
+    from querywise.understand.followup.gate import answer_words, check_follow_up, flag_kind
+
+    out = []
+    for c in cases:
+        plan = qw.plan(c.message, history=c.history)
+        history = as_turns(c.history)
+        answer = answer_words(history[-1].text) if history and history[-1].role == "assistant" else ""
+        gate = check_follow_up(c.message, c.history)
+        step = plan.step("follow_up")
+        queries: list[Searched] = []
+        for q in plan.queries:
+            if q.text == c.message:
+                label = "message"
+            elif answer and q.text.endswith(answer):
+                label = "answer"
+            else:
+                label = "reading" if any(s.label == "form" for s in queries) else "form"
+            queries.append(Searched(q.text, q.weight, label))
+        out.append(Turn(doc2dial_split(document_of(c)), c.message, frozenset(c.relevant), tuple(queries),
+                        flag_kind(gate) if gate.needs_context else "", None if step is None else step.details.get("chance")))
+    return out
+
+
+class Searcher:
+    """Each (text, depth) searched once through the index's own retriever, kept on disk."""
+
+    def __init__(self, ix: Any) -> None:
+        from querywise.retrieve import IndexRetriever
+
+        self.retriever = IndexRetriever(ix)
+        self.rrf_k: int = self.retriever.rrf_k
+        self.path = CACHE / "searches.pkl"
+        self.done: dict[tuple[str, int], list[str]] = pickle.loads(self.path.read_bytes()) if self.path.exists() else {}
+
+    def __call__(self, text: str, k: int) -> list[str]:
+        from querywise.retrieve.protocol import checked
+
+        if (text, k) not in self.done:
+            self.done[(text, k)] = [h.id for h in checked(self.retriever, text, k=k, where=None, mode="hybrid").hits]
+        return self.done[(text, k)]
+
+    def save(self) -> None:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        self.path.write_bytes(pickle.dumps(self.done))
+
+
+Fuse = Callable[[Sequence[Searched], Searcher], list[str]]
+Rule = Callable[[Turn], tuple[Searched, ...]]
+
+
+def fused(queries: Sequence[Searched], search: Searcher) -> list[str]:
+    """execute's fusion: one query keeps its own order; more are fused by weighted RRF."""
+    from querywise.index import rrf
+
+    kept = [q for q in queries if q.weight > 0]
+    if len(kept) == 1:
+        return search(kept[0].text, TOP)
+    return [cid for cid, _ in rrf([search(q.text, DEPTH) for q in kept], k=search.rrf_k, weights=[q.weight for q in kept])]
+
+
+def top_hit_kept(queries: Sequence[Searched], search: Searcher) -> list[str]:
+    """As `fused`, then the message's own top hit moved up to 5th when fusion left it out of the
+    top 5 (a rule execute does not have: what it would be worth)."""
+    out = fused(queries, search)
+    mine = [q for q in queries if q.label == "message"]
+    if len(queries) == 1 or not mine or not (own := search(mine[0].text, DEPTH)) or own[0] in out[:5]:
+        return out
+    rest = [c for c in out if c != own[0]]
+    return [*rest[:4], own[0], *rest[4:]]
+
+
+def recall5(turn: Turn, ranked: Sequence[str]) -> float:
+    return len(turn.relevant & set(ranked[:5])) / max(len(turn.relevant), 1)
+
+
+def as_made(t: Turn) -> tuple[Searched, ...]:
+    return t.queries
+
+
+def as_typed(t: Turn) -> tuple[Searched, ...]:
+    return (Searched(t.message, 1.0, "message"),)
+
+
+def without(label: str) -> Rule:
+    def rule(t: Turn) -> tuple[Searched, ...]:
+        return tuple(q for q in t.queries if q.label != label) or as_typed(t)
+    return rule
+
+
+def answer_weight(scale: Callable[[Turn], float]) -> Rule:
+    """The answer query at `scale(turn)` times the form's weight, instead of the move's step
+    (`ANSWER_WEIGHT` under `ANSWER_MAX_CHANCE` of a new subject, the form's weight over it)."""
+    from querywise.understand.followup.move import ANSWER_MAX_CHANCE, ANSWER_WEIGHT
+
+    def rule(t: Turn) -> tuple[Searched, ...]:
+        made = ANSWER_WEIGHT if t.chance is None or t.chance < ANSWER_MAX_CHANCE else 1.0
+        return tuple(Searched(q.text, q.weight / made * scale(t), q.label) if q.label == "answer" else q for q in t.queries)
+    return rule
+
+
+def message_floor(w: float, rule: Rule = as_made) -> Rule:
+    """The message as typed searched at weight >= `w` beside an answer query."""
+    def floored(t: Turn) -> tuple[Searched, ...]:
+        qs = rule(t)
+        if not any(q.label == "answer" and q.weight > 0 for q in qs):
+            return qs
+        if not any(q.label == "message" for q in qs):
+            qs = (*qs, Searched(t.message, w, "message"))
+        return tuple(Searched(q.text, max(q.weight, w), q.label) if q.label == "message" else q for q in qs)
+    return floored
+
+
+def answer_chars(limit: int) -> Rule:
+    """The answer query with the answer's first `limit` characters (`answer_words`) instead of
+    `ANSWER_QUERY_CHARS`."""
+    from querywise.understand.followup.gate import answer_words
+
+    def rule(t: Turn) -> tuple[Searched, ...]:
+        base = next((q.text for q in t.queries if q.label == "form"), t.message).rstrip()
+        return tuple(Searched(f"{base} {short}", q.weight, q.label) if q.label == "answer" and (short := answer_words(q.text[len(base) + 1:], limit)) else q
+                     for q in t.queries)
+    return rule
+
+
+def form_adds_only(t: Turn) -> tuple[Searched, ...]:
+    """A form that appended words to the message searches only those words (the message is
+    searched beside it already: the duplicate words shift the fusion)."""
+    lead = t.message.rstrip() + " "
+    return tuple(Searched(q.text[len(lead):], q.weight, q.label) if q.label == "form" and q.text.startswith(lead) else q for q in t.queries)
+
+
+def _flat(a: float) -> Callable[[Turn], float]:
+    return lambda t: a
+
+
+def _under(c: float) -> Callable[[Turn], float]:
+    return lambda t: 10.0 if t.chance is None or t.chance < c else 1.0
+
+
+def points() -> dict[str, tuple[Rule, Fuse]]:
+    """The rules on the curve: the answer query's weight (none, a flat multiple of the form's, or
+    a function of the topic-shift chance), how much of the answer it holds, the message's floor
+    beside it, its top hit kept."""
+    out: dict[str, tuple[Rule, Fuse]] = {"as typed": (as_typed, fused), "as made (x10 under chance 0.5, else x1)": (as_made, fused),
+                                         "no answer query": (without("answer"), fused)}
+    for a in (1.0, 2.0, 3.0, 5.0, 7.0, 10.0):
+        out[f"answer x{a:g} at any chance"] = (answer_weight(_flat(a)), fused)
+    for c in (0.2, 0.3, 0.4):
+        out[f"answer x10 under chance {c:g}, else x1"] = (answer_weight(_under(c)), fused)
+    out["answer x10 (1 - chance)"] = (answer_weight(lambda t: 10.0 * (1.0 - (t.chance or 0.0))), fused)
+    out["answer x10 (1 - chance)^2"] = (answer_weight(lambda t: 10.0 * (1.0 - (t.chance or 0.0)) ** 2), fused)
+    for chars in (80, 150):
+        out[f"as made, the answer's first {chars} characters (not 300)"] = (answer_chars(chars), fused)
+    out["as made, a form searching only the words it adds"] = (form_adds_only, fused)
+    out["answer only after a pointer"] = (lambda t: t.queries if t.kind == "pointer" else without("answer")(t), fused)
+    for w in (1.5, 2.0, 3.0):
+        out[f"as made, message >= {w:g} beside the answer query"] = (message_floor(w), fused)
+    out["as made, the message's top hit kept in the top 5"] = (as_made, top_hit_kept)
+    out["answer x10 at any chance, the message's top hit kept in the top 5"] = (answer_weight(_flat(10.0)), top_hit_kept)
+    out["answer x3, message >= 2 beside it, its top hit kept in the top 5"] = (message_floor(2.0, answer_weight(_flat(3.0))), top_hit_kept)
+    return out
+
+
+def attribution(turns: Sequence[Turn], search: Searcher, *, lose: bool) -> Counter[str]:
+    """For the turns the move loses (`lose`) or wins: the gate's flag, the queries searched, and
+    which mechanism's query, taken out alone, undoes the change."""
+    counts: Counter[str] = Counter()
+    for t in turns:
+        typed, moved = recall5(t, fused(as_typed(t), search)), recall5(t, fused(t.queries, search))
+        if (moved < typed) if lose else (moved > typed):
+            undone = [m for m in MECHANISMS if any(q.label == m for q in t.queries) and recall5(t, fused(without(m)(t), search)) == typed]
+            searched = "+".join(q.label for q in t.queries)
+            counts[f"{t.kind} | {searched} | {','.join(undone) or 'none alone'}"] += 1
+    return counts
+
+
+def curve(groups: dict[str, list[Turn]], search: Searcher) -> list[dict[str, Any]]:
+    rows = []
+    for name, (rule, fuse) in points().items():
+        row: dict[str, Any] = {"rule": name}
+        for group, turns in groups.items():
+            row[group] = {}
+            for part in (*SPLITS, "all"):
+                chosen = [t for t in turns if part == "all" or t.split == part]
+                row[group][part] = round(sum(recall5(t, fuse(rule(t), search)) for t in chosen) / max(len(chosen), 1), 4)
+        rows.append(row)
+    return rows
+
+
+def load(qw: Any, cases: Sequence[Any]) -> dict[str, list[Turn]]:
+    """The three groups' plans, made once (cached beside the searches)."""
+    path = CACHE / "plans.pkl"
+    if path.exists():
+        return pickle.loads(path.read_bytes())
+    follow = [c for c in cases if "follow_up" in c.slices]
+    groups = {"follow": plans(follow, qw), "subject": plans(changes_of_subject(cases), qw),
+              "answered": plans(changes_of_subject(cases, answered=True), qw)}
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(groups))
+    return groups
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = ["# What carries a change of subject's loss, and what each rule trades (#34 item 5)", "",
+             f"Command: `{result['machine']['command']}`.", "",
+             "doc2dial, recall@5 of the gold chunk, splits by document (60/20/20). Each query of the follow-up move's plan is "
+             "labelled by what put it there: `message` (as typed), `form` (the standalone form), `answer` (the form with the "
+             "assistant's last answer after it, `ANSWER_WEIGHT`), `reading` (another candidate's form). Alternatives are fused "
+             "from each query's own hits (execute's weighted RRF); the plan as made equals `followup_recall`'s figures.", "",
+             "## 1. Attribution on train documents", "",
+             "Each line: how many turns; the gate's flag | the queries searched | the mechanism whose query, taken out alone, "
+             "undoes the change ('none alone': two of them together).", ""]
+    for group, lose in (("subject", True), ("answered", True), ("follow", False)):
+        counts = result["attribution"][group]
+        lines += [f"### {GROUPS[group]}: {'losses' if lose else 'wins'} ({sum(counts.values())} turns)", "", "| turns | flag | searched | undone by |",
+                  "|---|---|---|---|"]
+        lines += [f"| {n} | {' | '.join(k.split(' | '))} |" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+        by: Counter[str] = Counter()
+        for k, n in counts.items():
+            by[k.split(" | ")[2]] += n
+        lines += ["", "By mechanism: " + ", ".join(f"{k} {n}" for k, n in by.most_common()), ""]
+    typed = next(r for r in result["curve"] if r["rule"] == "as typed")
+    lines += ["## 2. The trade-off curve", "",
+              "Follow-up slice recall@5 (target >= 0.62), and each change of subject's delta against the message as typed "
+              "(target: losing <= 0.01). Per split: train / val / test / all.", "",
+              "| rule | follow-up slice | changes of subject | after an answer |", "|---|---|---|---|"]
+    for r in result["curve"]:
+        cells = [" / ".join(f"{r['follow'][p]:.3f}" for p in (*SPLITS, "all"))]
+        cells += [" / ".join(f"{r[g][p] - typed[g][p]:+.3f}" for p in (*SPLITS, "all")) for g in ("subject", "answered")]
+        lines.append(f"| {r['rule']} | {' | '.join(cells)} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    from querywise.service import QueryWise
+
+    settings, ix, cases = doc2dial_index()
+    with ix, QueryWise(settings, ix) as qw, qw.with_moves(("follow_up",)) as moved:
+        groups = load(moved, cases)
+        search = Searcher(ix)
+        try:
+            result = {"attribution": {g: dict(attribution([t for t in groups[g] if t.split == "train"], search, lose=g != "follow"))
+                                      for g in ("subject", "answered", "follow")},
+                      "curve": curve(groups, search)}
+        finally:
+            search.save()
+    out = publish("subject_probe", result, command=COMMAND, render=markdown)
+    log(out.with_suffix(".md").read_text(encoding="utf-8"))
+
+
+if __name__ == "__main__":
+    main()
