@@ -1,18 +1,21 @@
-"""Why the embedder is not at the machine's GEMM peak (#39): per CPU-second, so the load of others does not count.
+"""How near the embedder runs to this machine's GEMM peak (#39): per CPU-second, so the load of others does not count.
 
-    python -m bench.retrieval.embed_efficiency [--texts 24]
+    python -m bench.retrieval.embed_efficiency [--texts 24] [--repeats 5]
 
 On a shared machine a wall-clock rate is mostly the share of the cores this process got: the 23%
 of embed_throughput.json was measured at load 6-8 on 2 cores. Here every rate is work over CPU
-time (one thread: that thread's CPU time; the embedder: the process's), best of the repeats:
+time (one thread: that thread's CPU time; the embedder: the process's), best and median of the
+repeats, every configuration taking its turn in each repeat:
 - the realistic peaks: ONNX Runtime's own MatMul (fp32) and MatMulInteger (int8) at the shapes a
   batch of 1,024 tokens (4 abstracts of 256) runs through all-MiniLM-L6-v2, one thread; the
   model's mix of them (projections, feed-forward, and attention's batched products, which stay
   fp32 in the dynamically quantized model) is the peak the embedder is compared with;
-- the embedder on SciFact abstracts (title + text): fp32 and int8 on one thread, fp32 on two
-  threads with ONNX Runtime's default spinning and with idle threads sleeping, and fp32 through
-  ONNX Runtime's transformer optimizer (Attention, SkipLayerNormalization, BiasGelu fused);
-- where an fp32 embedding's time goes, by operator type (ONNX Runtime's profiler).
+- the embedder on SciFact abstracts (title + text; the set that chose the defaults) and Medline
+  abstracts (the set that reports them): the plain graph the embedder runs against the fused one
+  (`_graph.bert_onnx(fused=True)`: ONNX Runtime's Attention and BiasGelu), on batches capped at
+  1,024, 512 and 256 padded tokens; int8; two threads sleeping, as a build runs; useful tokens
+  against the padded tokens each cap runs;
+- where an fp32 embedding's time goes, by operator type (ONNX Runtime's profiler), both graphs.
 Writes bench/results/embed_efficiency.json and .md.
 """
 
@@ -23,7 +26,7 @@ import json
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -111,38 +114,78 @@ def gemm_peaks(repeats: int) -> dict[str, Any]:
     return {"per_shape": rates, "model_mix": mix}
 
 
-def _embedder(path: Path, threads: int, spinning: bool) -> Any:
+def _embedder(model: Path | bytes, threads: int, spinning: bool, batch_tokens: int) -> Any:
     from querywise.embed import OnnxEmbedder
 
-    return OnnxEmbedder(path, model_id=path.stem, threads=threads, spinning=spinning)
+    return OnnxEmbedder(model, model_id="bench", threads=threads, spinning=spinning, batch_tokens=batch_tokens)
 
 
-def embedder_rates(texts: Sequence[str], models: dict[str, Path], repeats: int) -> dict[str, Any]:
-    """Useful GFLOP per CPU-second (and per wall second) of each configuration, taking turns."""
-    variants = {"fp32, 1 thread": _embedder(models["fp32"], 1, True), "int8, 1 thread": _embedder(models["int8"], 1, True),
-                "fp32, 2 threads spinning": _embedder(models["fp32"], 2, True), "fp32, 2 threads sleeping": _embedder(models["fp32"], 2, False),
-                "fp32 fused graph, 1 thread": _embedder(models["fused"], 1, True)}
+def _variants(models: dict[str, Path | bytes]) -> dict[str, Any]:
+    """Each configuration measured, by its row's name: (model, threads, spinning, batch tokens)."""
+    specs: dict[str, tuple[str, int, bool, int]] = {
+        "fp32, 1 thread, 1,024-token batches (the former default)": ("fp32", 1, True, 1024),
+        "fp32 fused graph, 1 thread, 1,024-token batches": ("fused", 1, True, 1024),
+        "fp32, 1 thread, 512-token batches (the default)": ("fp32", 1, True, 512),
+        "fp32 fused graph, 1 thread, 512-token batches": ("fused", 1, True, 512),
+        "fp32, 1 thread, 256-token batches": ("fp32", 1, True, 256),
+        "int8, 1 thread, 1,024-token batches (the default)": ("int8", 1, True, 1024),
+        "int8, 1 thread, 512-token batches": ("int8", 1, True, 512),
+        "fp32, 2 threads sleeping, 512-token batches (a build's)": ("fp32", 2, False, 512),
+    }
+    return {name: _embedder(models[m], threads, spin, tokens) for name, (m, threads, spin, tokens) in specs.items()}
+
+
+def padding(lengths: Sequence[int], caps: Sequence[int]) -> dict[str, Any]:
+    """Useful tokens (each text's, truncated) against the tokens run once batches are padded."""
+    from querywise.embed._base import length_sorted_batches
+
+    useful = sum(lengths)
+    rows = {}
+    for cap in caps:
+        padded = sum(len(b) * max(lengths[i] for i in b) for b in length_sorted_batches(lengths, 64, cap))
+        rows[str(cap)] = {"padded_tokens": padded, "padded_share": round(1 - useful / padded, 4)}
+    return {"useful_tokens": useful, "by_batch_tokens": rows}
+
+
+def build_like_sample(texts: Sequence[str], lengths: Sequence[int], n: int, run: int = 8) -> list[str]:
+    """``n`` texts padded as a build pads them: a build embeds thousands of texts a call, so each
+    batch holds neighbours in the length order, nearly equal; a few random texts would be
+    padded far more. Runs of ``run`` neighbours at evenly spaced places of the length order."""
+    order = np.argsort(np.asarray(lengths), kind="stable")
+    starts = np.linspace(0, len(order) - run, max(1, n // run)).astype(int)
+    return [texts[i] for s in starts for i in order[s : s + run]]
+
+
+def embedder_rates(texts: Sequence[str], variants: dict[str, Any], repeats: int, n: int) -> dict[str, Any]:
+    """Useful GFLOP per CPU-second (and per wall second) of each configuration on ``n`` of
+    ``texts``, taking turns; the padding of the whole of ``texts``."""
     first = next(iter(variants.values()))
-    flops = model_flops([min(n, first.window) for n in first.token_counts(texts)])
+    every = [min(c, first.window) for c in first.token_counts(texts)]
+    texts = build_like_sample(texts, every, n)
+    lengths = [min(c, first.window) for c in first.token_counts(texts)]
+    flops = model_flops(lengths)
     for e in variants.values():
         e.embed(texts[:4])
-    best: dict[str, tuple[float, float]] = {}
+    cpu: dict[str, list[float]] = {n: [] for n in variants}
+    wall: dict[str, list[float]] = {n: [] for n in variants}
     for _ in range(repeats):
         for name, e in variants.items():
-            cpu, wall = time.process_time(), time.perf_counter()
+            c, w = time.process_time(), time.perf_counter()
             e.embed(texts)
-            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-            before = best.get(name, (float("inf"), float("inf")))
-            best[name] = (min(before[0], cpu), min(before[1], wall))
-    return {"useful_gflop": round(flops / 1e9, 2),
-            "rows": {n: {"per_cpu_second": round(flops / c / 1e9, 1), "per_wall_second": round(flops / w / 1e9, 1)} for n, (c, w) in best.items()}}
+            cpu[name].append(time.process_time() - c)
+            wall[name].append(time.perf_counter() - w)
+    return {"texts": len(texts), "useful_gflop": round(flops / 1e9, 2), "padding": padding(lengths, (1024, 512, 256)),
+            "padding_whole_set": padding(every, (1024, 512, 256)),
+            "rows": {n: {"per_cpu_second": round(flops / min(cpu[n]) / 1e9, 1),
+                         "median_per_cpu_second": round(flops / float(np.median(cpu[n])) / 1e9, 1),
+                         "per_wall_second": round(flops / min(wall[n]) / 1e9, 1)} for n in variants}}
 
 
-def operator_profile(texts: Sequence[str], model: Path) -> dict[str, float]:
-    """Share of the fp32 model's kernel time by operator type, on one thread."""
+def operator_profile(texts: Sequence[str], model: Path | bytes) -> dict[str, float]:
+    """Share of the model's kernel time by operator type, on one thread."""
     import onnxruntime as ort
 
-    e = _embedder(model, 1, True)
+    e = _embedder(model, 1, True, 1024)
     with tempfile.TemporaryDirectory() as tmp:
         options = ort.SessionOptions()
         options.log_severity_level = 3
@@ -150,7 +193,7 @@ def operator_profile(texts: Sequence[str], model: Path) -> dict[str, float]:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.enable_profiling = True
         options.profile_file_prefix = str(Path(tmp) / "profile")
-        e._session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+        e._session = ort.InferenceSession(model if isinstance(model, bytes) else str(model), options, providers=["CPUExecutionProvider"])
         e.embed(texts)
         events = json.loads(Path(e._session.end_profiling()).read_text(encoding="utf-8"))
     by: Counter[str] = Counter()
@@ -161,62 +204,95 @@ def operator_profile(texts: Sequence[str], model: Path) -> dict[str, float]:
     return {op: round(d / total, 3) for op, d in by.most_common() if d / total >= 0.001}
 
 
-def run(n_texts: int, repeats: int) -> dict[str, Any]:
+def _abstracts(records: Iterable[dict[str, Any]], n: int) -> list[str]:
+    return [f"{r['title']}\n{r['text']}".strip() for _, r in zip(range(n), records, strict=False)]
+
+
+def _medline_records() -> Iterator[dict[str, Any]]:
+    with open(datasets.DATA / "medline" / "corpus.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            yield json.loads(line)
+
+
+def _agreement(texts: Sequence[str], plain: Any, fused: Any) -> dict[str, float]:
+    a, b = plain.embed(texts), fused.embed(texts)
+    return {"texts": len(texts), "min_cosine": round(float(np.min(np.sum(a * b, axis=1))), 8),
+            "max_abs_difference": float(np.max(np.abs(a - b)))}
+
+
+def run(n_texts: int, repeats: int, n_agreement: int) -> dict[str, Any]:
     import os
 
-    from onnxruntime.transformers.optimizer import optimize_model
-
     from querywise.config import default_cache_dir
-    from querywise.embed import export_fp32_onnx, export_int8_onnx
+    from querywise.embed import export_fp32_onnx, export_int8_onnx, model_dir
+    from querywise.embed._graph import bert_onnx
 
     load_before = os.getloadavg()[0]
     export_dir = default_cache_dir() / "embeddings" / "models"
     fp32, int8 = export_fp32_onnx(export_dir), export_int8_onnx(export_dir)
     assert isinstance(fp32, Path) and isinstance(int8, Path)
-    texts = [f"{r['title']}\n{r['text']}" for _, r in zip(range(n_texts), datasets.scifact_records(), strict=False)]
-    with tempfile.TemporaryDirectory() as tmp:
-        fused = Path(tmp) / "fused.onnx"
-        optimized = optimize_model(str(fp32), model_type="bert", num_heads=HEADS, hidden_size=HIDDEN)
-        optimized.save_model_to_file(str(fused))
-        fusions = {k: v for k, v in optimized.get_fused_operator_statistics().items() if v}
-        peaks = gemm_peaks(repeats * 5)
-        rates = embedder_rates(texts, {"fp32": fp32, "int8": int8, "fused": fused}, repeats)
-    profile = operator_profile(texts, fp32)
-    for name, row in rates["rows"].items():
-        row["share_of_fp32_mix"] = round(row["per_cpu_second"] / peaks["model_mix"]["fp32"], 3)
-        if name.startswith("int8"):
-            row["share_of_int8_mix"] = round(row["per_cpu_second"] / peaks["model_mix"]["int8"], 3)
-    log(f"peaks {peaks['model_mix']}, embedder {rates['rows']}")
-    return {"texts": len(texts), "repeats": repeats, "fusions": fusions, "gemm": peaks, "embedder": rates,
-            "fp32_operator_share": profile, "load_avg_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
+    models: dict[str, Path | bytes] = {"fp32": fp32, "int8": int8, "fused": bert_onnx(model_dir(), fused=True)}
+    sets = {"scifact": _abstracts(datasets.scifact_records(), 10**6), "medline": _abstracts(_medline_records(), 10**6)}
+    variants = _variants(models)
+    plain, fused = variants["fp32, 1 thread, 1,024-token batches (the former default)"], variants["fp32 fused graph, 1 thread, 1,024-token batches"]
+    # Mixed lengths: whole abstracts, and their first sentences (short texts, single-text batches).
+    whole = _abstracts(datasets.scifact_records(), n_agreement // 2) + _abstracts(_medline_records(), n_agreement // 2)
+    agreement = _agreement([*whole, *(t.split(". ")[0] for t in whole)], plain, fused)
+    peaks = gemm_peaks(repeats * 5)
+    rates = {name: embedder_rates(texts, variants, repeats, n_texts) for name, texts in sets.items()}
+    profiles = {g: operator_profile(sets["scifact"][:n_texts], models[m]) for g, m in (("plain", "fp32"), ("fused", "fused"))}
+    for per_set in rates.values():
+        for name, row in per_set["rows"].items():
+            for key, suffix in (("per_cpu_second", ""), ("median_per_cpu_second", "_median")):
+                for kind in ("fp32", "int8") if name.startswith("int8") else ("fp32",):
+                    row[f"share_of_{kind}_mix{suffix}"] = round(row[key] / peaks["model_mix"][kind], 3)
+    log(f"peaks {peaks['model_mix']}, embedder {rates}")
+    return {"texts": n_texts, "repeats": repeats, "gemm": peaks, "embedder": rates, "fused_agreement": agreement,
+            "operator_share": profiles, "load_avg_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
 
 
 def markdown(result: dict[str, Any]) -> str:
-    m, g, e = result["machine"], result["gemm"], result["embedder"]
+    m, g, a = result["machine"], result["gemm"], result["fused_agreement"]
     lines = ["## Embedding efficiency per CPU-second (`bench/retrieval/embed_efficiency.py`)", "",
              f"Command: `{m['command']}`; {m['date']}, {m['cores']} cores ({m['cpu']}), 1-minute load {result['load_avg_1min'][0]} "
-             f"before, {result['load_avg_1min'][1]} after. {result['texts']} SciFact abstracts ({e['useful_gflop']} useful GFLOP: "
-             "21.2 MFLOP a token + 9,216 x L for attention, padding excluded), best of "
-             f"{result['repeats']}; rates are work over CPU time, so other processes' load does not count.", "",
+             f"before, {result['load_avg_1min'][1]} after. Useful work: "
+             "21.2 MFLOP a token + 9,216 x L for attention, padding excluded; best and median of "
+             f"{result['repeats']} turns; rates are work over CPU time, so other processes' load does not count "
+             "(their contention for the caches does). SciFact chose the defaults, Medline reports them.", "",
              "Realistic peaks, one thread of ONNX Runtime at the model's shapes (G(FL)OP per CPU-second): "
              + ", ".join(f"{k} {v}" for k, v in g["per_shape"].items())
              + f"; the model's mix: **fp32 {g['model_mix']['fp32']}**, **int8 {g['model_mix']['int8']}** (attention stays fp32).", "",
-             "| embedder | useful GFLOP per CPU-second | per wall second | share of the fp32 mix | share of the int8 mix |", "|---|---|---|---|---|"]
-    for name, r in e["rows"].items():
-        lines.append(f"| {name} | {r['per_cpu_second']} | {r['per_wall_second']} | {r['share_of_fp32_mix']:.0%} | "
-                     f"{format(r['share_of_int8_mix'], '.0%') if 'share_of_int8_mix' in r else '-'} |")
-    lines += ["", "Where fp32's time goes (ONNX Runtime's profiler, one thread): "
-              + ", ".join(f"{op} {share:.1%}" for op, share in result["fp32_operator_share"].items())
-              + ". The fused graph's operators: " + ", ".join(f"{k} {v}" for k, v in result["fusions"].items()) + "."]
+             f"The fused graph against the plain one (the embedder's) on {a['texts']:,} texts (SciFact and Medline abstracts, half whole, half their first sentence): smallest cosine "
+             f"{a['min_cosine']}, largest absolute difference {a['max_abs_difference']:.1e}.", ""]
+    for name, per_set in result["embedder"].items():
+        pad = per_set["padding"]
+        whole = per_set["padding_whole_set"]
+        lines += [f"### {name}: {per_set['texts']} abstracts, runs of 8 neighbours in the length order ({per_set['useful_gflop']} useful GFLOP, "
+                  f"{pad['useful_tokens']:,} useful tokens)", "",
+                  "Padded share of the tokens run, this sample / the whole set embedded in one call: "
+                  + ", ".join(f"{cap} tokens a batch {r['padded_share']:.1%} / {whole['by_batch_tokens'][cap]['padded_share']:.1%}"
+                              for cap, r in pad["by_batch_tokens"].items()) + ".", "",
+                  "| embedder | useful GFLOP per CPU-second, best (median) | per wall second | share of the fp32 mix, best (median) | share of the int8 mix |",
+                  "|---|---|---|---|---|"]
+        for row_name, r in per_set["rows"].items():
+            int8 = (f"{r['share_of_int8_mix']:.0%} ({r['share_of_int8_mix_median']:.0%})" if "share_of_int8_mix" in r else "-")
+            lines.append(f"| {row_name} | {r['per_cpu_second']} ({r['median_per_cpu_second']}) | {r['per_wall_second']} | "
+                         f"{r['share_of_fp32_mix']:.0%} ({r['share_of_fp32_mix_median']:.0%}) | {int8} |")
+        lines.append("")
+    for graph, share in result["operator_share"].items():
+        lines.append(f"Where the {graph} graph's fp32 time goes (ONNX Runtime's profiler, one thread, SciFact): "
+                     + ", ".join(f"{op} {v:.1%}" for op, v in share.items()) + ".")
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--texts", type=int, default=24, help="SciFact abstracts embedded per run")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--texts", type=int, default=48, help="abstracts of each set embedded per turn")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--agreement", type=int, default=600, help="abstracts embedded by both graphs (and as many first sentences)")
     args = ap.parse_args(argv)
-    publish("embed_efficiency", run(args.texts, args.repeats), command=COMMAND + (f" --texts {args.texts}" if args.texts != 24 else ""),
+    publish("embed_efficiency", run(args.texts, args.repeats, args.agreement), command=COMMAND + (f" --texts {args.texts}" if args.texts != 48 else "") + (f" --repeats {args.repeats}" if args.repeats != 5 else "")
+            + (f" --agreement {args.agreement}" if args.agreement != 600 else ""),
             render=markdown)
     log("wrote bench/results/embed_efficiency.json and .md")
 

@@ -35,11 +35,20 @@ __all__ = ["INT8_VARIANTS", "Int8Variant", "OnnxEmbedder", "export_fp32_onnx", "
 
 FP32_MODEL_ID = f"{MODEL_NAME}/onnx-fp32"
 # Small batches stay in the CPU's caches: capping a batch at 1,024 padded tokens (4 texts of
-# 256) embeds 17% more SciFact abstracts and 19% more 100-word passages a second than 64 texts a
-# batch on 2 AVX2 cores; short texts, already under the cap, run as before; 512 to 4,096 are
-# within 2% of it (measured 2026-12-03; the re-run of bench/results/embed_throughput.json on
-# another host, under load, gives 16.9 against 8.1 abstracts a second, onnx_batch_tokens).
-BATCH_TOKENS = 1024
+# 256) embedded 17% more SciFact abstracts and 19% more 100-word passages a second than 64 texts
+# a batch on 2 AVX2 cores (2026-12-03, bench/results/embed_throughput.json, onnx_batch_tokens).
+# On a shared AVX-512 machine, whose other processes take the caches too, half of that does
+# better: 512 tokens (2 texts of 256) ran fp32 at 144.2 useful GFLOP per CPU-second against
+# 135.5 at 1,024 on SciFact, which chose it (best of 5, load 6-9; 256 tokens: 142.7), and 139.2
+# against 124.0 on Medline, which reports it (bench/results/embed_efficiency.md; an earlier run
+# at load 5: 148.6 against 134.8, and 155.2 against 143.7). Shorter texts too, one thread, 5
+# alternated turns, load 6-9: 600 CLINC150 utterances 543 against 505 a second, 200 passages of
+# 100 words 38.5 against 35.7.
+BATCH_TOKENS = 512
+# int8 keeps 1,024: its activations are quantized per batch (dynamic quantization), so the batch
+# changes its vectors (smallest cosine 0.995 between the two), and bench/results/int8.md's
+# figures were measured at 1,024. 512 ran it 12-21% faster (embed_efficiency.md).
+INT8_BATCH_TOKENS = 1024
 INT8_MODEL_ID = f"{MODEL_NAME}/onnx-int8"
 SPIN_STOP = "session.force_spinning_stop"  # ONNX Runtime's session entry: threads stop spinning when a call returns
 
@@ -158,7 +167,7 @@ class OnnxEmbedder:
         model_folder: Path | None = None,
         model_id: str = INT8_MODEL_ID,
         variant: Int8Variant = "per-channel",
-        batch_tokens: int = BATCH_TOKENS,
+        batch_tokens: int = INT8_BATCH_TOKENS,
         spinning: bool = True,
     ) -> OnnxEmbedder:
         """The fp32 export (of the packaged model or ``model_folder``) quantized to int8 weights
