@@ -11,6 +11,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -328,7 +329,8 @@ def test_cache_is_intact_after_the_writer_is_killed(tmp_path: Path) -> None:
             process.send_signal(signal.SIGKILL)
     assert process.returncode == -signal.SIGKILL
 
-    with sqlite3.connect(tmp_path / "embeddings.sqlite3") as db:
+    # closing(): a connection's own `with` ends a transaction, it does not close (Python 3.13 warns).
+    with closing(sqlite3.connect(tmp_path / "embeddings.sqlite3")) as db:
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         lengths = {n for (n,) in db.execute("SELECT DISTINCT length(vector) FROM vectors")}
         (rows,) = db.execute("SELECT count(*) FROM vectors").fetchone()

@@ -22,6 +22,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,7 @@ def run(source: Path, cold_vectors: bool) -> dict[str, Any]:
     (cache / "embeddings").mkdir(parents=True)
     if not cold_vectors:  # the vectors, not the export: a consistent copy even while others write
         shared = default_cache_dir() / "embeddings" / "embeddings.sqlite3"
-        with sqlite3.connect(shared) as src, sqlite3.connect(cache / "embeddings" / "embeddings.sqlite3") as dst:
+        with closing(sqlite3.connect(shared)) as src, closing(sqlite3.connect(cache / "embeddings" / "embeddings.sqlite3")) as dst:
             src.backup(dst)
     rows = {}
     for name in ("first", "warm"):

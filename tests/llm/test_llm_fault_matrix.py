@@ -117,7 +117,7 @@ def settings() -> Settings:
 
 
 @pytest.mark.parametrize("kind", ["anthropic", "openai"])
-def test_fault_matrix(kind: str, fake: FakeLLMServer, make_provider: Callable[..., Any], hash_embedder: Any) -> None:
+def test_fault_matrix(kind: str, fake: FakeLLMServer, make_provider: Callable[..., Any], hash_embedder: Any, stopwatch: Callable[[], Any]) -> None:
     s = settings()
     u = Understander(s, embedder=hash_embedder, provider=make_provider(kind, max_retries=s.llm.max_retries))
     assert u.tier is not None
@@ -138,9 +138,9 @@ def test_fault_matrix(kind: str, fake: FakeLLMServer, make_provider: Callable[..
         for fault, (reply, reason) in MATRIX.items():
             fake.respond_with(reply(route))
             before = u.tier.budget.report().fallbacks
-            started = time.perf_counter()
+            clock = stopwatch()
             plan = u.plan(message, history=history, session=SESSION)  # never raises
-            elapsed = time.perf_counter() - started
+            elapsed = clock.elapsed()
             slowest = max(slowest, (elapsed, f"{fault} on {route}"))
             assert elapsed <= DEADLINE + SLACK, (fault, route, elapsed)  # answered within the deadline
             step = plan.step("llm_plan")
@@ -217,15 +217,15 @@ class _Misbehaving:
 
 
 @pytest.mark.parametrize(("behaviour", "reason"), [("hang", "timeout"), ("bug", "provider_error"), ("recursion", "provider_error"), ("wrong_type", "provider_error")])
-def test_the_tier_bounds_and_contains_any_provider(behaviour: str, reason: str, hash_embedder: Any) -> None:
+def test_the_tier_bounds_and_contains_any_provider(behaviour: str, reason: str, hash_embedder: Any, stopwatch: Callable[[], Any]) -> None:
     s = settings()
     provider = _Misbehaving(behaviour)
     u = Understander(s, embedder=hash_embedder, provider=provider)
     assert u.tier is not None
     for route, (history, message) in (("kb_search", KB), ("account", ACCOUNT)):
-        started = time.perf_counter()
+        clock = stopwatch()
         plan = u.plan(message, history=history, session=SESSION)  # never raises
-        assert time.perf_counter() - started <= DEADLINE + SLACK, behaviour
+        assert clock.elapsed() <= DEADLINE + SLACK, behaviour
         step = plan.step("llm_plan")
         assert step is not None and step.status == "fallback" and step.llm is not None and step.llm.fallback == reason, step
         assert plan.access == access_from_session(SESSION, s.access)
@@ -235,7 +235,7 @@ def test_the_tier_bounds_and_contains_any_provider(behaviour: str, reason: str, 
     u.close()  # lets the abandoned calls end
 
 
-def test_the_llm_moves_of_one_message_share_its_deadline(hash_embedder: Any) -> None:
+def test_the_llm_moves_of_one_message_share_its_deadline(hash_embedder: Any, stopwatch: Callable[[], Any]) -> None:
     """The plan call and three enrichments, each 0.2 s, under one 0.5 s deadline: two calls end,
     the third is abandoned at the deadline, the fourth is not made. The next message starts again."""
     base = settings()
@@ -244,9 +244,9 @@ def test_the_llm_moves_of_one_message_share_its_deadline(hash_embedder: Any) -> 
     u = Understander(s, embedder=hash_embedder, provider=provider)
     assert u.tier is not None
     history, message = KB
-    started = time.perf_counter()
+    clock = stopwatch()
     plan = u.plan(message, history=history, session=SESSION)
-    assert time.perf_counter() - started <= DEADLINE + SLACK
+    assert clock.elapsed() <= DEADLINE + SLACK
     steps = [plan.step(m) for m in ("llm_plan", "multi_query", "hyde", "step_back")]
     assert [(st.llm.fallback, st.llm_calls) for st in steps if st is not None and st.llm is not None] == [
         ("server_error", 1), ("server_error", 1), ("timeout", 1), ("timeout", 0)

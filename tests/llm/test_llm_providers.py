@@ -3,7 +3,6 @@ comes back, and how every fault becomes an `LLMError` with the reason the budget
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -81,14 +80,14 @@ def test_every_fault_of_the_fake_server_is_covered() -> None:
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize(("fault", "reason"), PROVIDER_FAULTS.items())
 def test_every_fault_is_an_llm_error_with_its_reason_within_the_deadline(
-    kind: str, fault: str, reason: str, fake: FakeLLMServer, make_provider: Callable[..., Any]
+    kind: str, fault: str, reason: str, fake: FakeLLMServer, make_provider: Callable[..., Any], stopwatch: Callable[[], Any]
 ) -> None:
     fake.respond_with(Reply(output={"standalone": "x"}, fault=fault))  # type: ignore[arg-type]
     provider = make_provider(kind, max_retries=1)
-    started = time.perf_counter()
+    clock = stopwatch()
     with pytest.raises(LLMError) as info:
         provider.complete(REQUEST)
-    elapsed = time.perf_counter() - started
+    elapsed = clock.elapsed()
     assert info.value.reason == reason, info.value
     # One deadline for the call, retries and slow bodies included (the server hangs 1 s, asks to
     # wait 30 s or an hour, or trickles a byte every 50 ms): the provider keeps to it by itself.

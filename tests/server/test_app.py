@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 from shop_deployment import shop_settings
 
 from querywise.config import IdentifierRule, LimitsSettings, ServerSettings, Settings, load_settings
@@ -270,3 +271,13 @@ def test_plan_offers_a_pointer_s_readings_as_options_when_the_deployment_asks(tm
                               "options": ["does the Halden Solace 7 cover water damage?", "does the Corra Tide 4 cover water damage?"]}
     step = next(s for s in plan["trace"] if s["move"] == "ambiguity")
     assert step["details"]["candidates"] == ["Halden Solace 7", "Corra Tide 4"]
+
+
+def test_a_jobs_file_sqlite_cannot_use_stops_the_start(tmp_path: Path, index: Index) -> None:
+    jobs_file = tmp_path / "jobs.sqlite"
+    jobs_file.write_text("a file that is not a SQLite database\n" * 100)
+    settings = _settings(tmp_path, jobs_file=jobs_file)
+    with QueryWise(settings, index) as qw:
+        app = create_app(qw, authenticator=None, server=settings.server)  # building the app opens nothing yet
+        with pytest.raises(RuntimeError, match=r"jobs_file.*not a database"), TestClient(app):  # its lifespan's start
+            pass

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -80,11 +81,12 @@ def test_a_job_whose_worker_process_died_reads_as_failed(tmp_path: Path) -> None
               "job = Job(id=sys.argv[2], kind='triage', status='running', created_at=now())\n"
               "JobStore(__import__('pathlib').Path(sys.argv[1])).insert('ops', job)\n")
     subprocess.run([sys.executable, "-c", script, str(path), "triage-1-dead"], check=True, timeout=60)  # a worker that took a job, then died
-    job = JobStore(path).get("triage-1-dead", "ops")
+    with closing(JobStore(path)) as store:
+        job = store.get("triage-1-dead", "ops")
     assert job is not None and job.status == "failed" and "stopped before it finished" in (job.error or "")
-    mine = JobStore(path)
-    mine.insert("ops", Job(id="triage-2-live", kind="triage", status="running", created_at=now()))
-    assert (live := mine.get("triage-2-live", "ops")) is not None and live.status == "running"  # this process's own: still running
+    with closing(JobStore(path)) as mine:
+        mine.insert("ops", Job(id="triage-2-live", kind="triage", status="running", created_at=now()))
+        assert (live := mine.get("triage-2-live", "ops")) is not None and live.status == "running"  # this process's own: still running
 
 
 def test_without_a_file_the_jobs_live_in_this_process_and_an_unwritable_file_stops_the_start(tmp_path: Path) -> None:
@@ -97,3 +99,35 @@ def test_without_a_file_the_jobs_live_in_this_process_and_an_unwritable_file_sto
     (tmp_path / "blocker").write_text("a file where the folder should be")
     with pytest.raises(RuntimeError, match="jobs_file"):
         JobStore(tmp_path / "blocker" / "jobs.sqlite")
+    (tmp_path / "notes.sqlite").write_text("not a database, but a file SQLite cannot use\n" * 100)
+    with pytest.raises(RuntimeError, match="jobs_file"):
+        JobStore(tmp_path / "notes.sqlite").open()  # what the service's start does
+
+
+def _wal(path: Path) -> Path:
+    """SQLite's write-ahead log of `path`: present while a connection to it is open, removed when the last one closes."""
+    return path.with_name(path.name + "-wal")
+
+
+def test_a_stopping_service_writes_its_running_job_s_result_then_closes_the_jobs_file(tmp_path: Path) -> None:
+    path = tmp_path / "jobs.sqlite"
+    idle = Jobs(path=path)  # a worker that never took a job holds no connection
+    jobs = Jobs(path=path)
+    release = threading.Event()
+    try:
+        job = jobs.submit("triage", "ops", lambda progress: {"ok": release.wait(10)})
+        _wait_for(jobs, job.id, "ops", "running")
+        waiting = jobs.submit("eval", "ops", lambda progress: {})
+        jobs.close()  # SIGTERM: the waiting job is failed, the running one finishes
+        assert _wal(path).exists()  # the running job still writes
+    finally:
+        release.set()
+    deadline = time.monotonic() + 10
+    while _wal(path).exists():  # the job's last write, then the store's close: no connection is left
+        assert time.monotonic() < deadline, "the jobs file is still open after the running job finished"
+        time.sleep(0.01)
+    idle.close()
+    with closing(JobStore(path)) as store:
+        done, failed = store.get(job.id, "ops"), store.get(waiting.id, "ops")
+    assert done is not None and (done.status, done.result) == ("done", {"ok": True})
+    assert failed is not None and failed.status == "failed" and "stopped before it ran" in (failed.error or "")

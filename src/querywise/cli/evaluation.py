@@ -91,11 +91,15 @@ def router_eval_cmd(
     except InputError as exc:
         raise fail(str(exc)) from None
     embedder = embedder_for(settings, model_folder=encoder or settings.routing.encoder)
-    with phase_display(err) as phase:  # lines with an estimate on a pipe too: 23,000 messages take minutes
-        report = evaluate_router(
-            rows["train"] or [], rows["test"] or [], val=rows["val"], embedder=embedder,
-            classifier=kind, point=point, min_margin=min_margin, oos_label=oos_label, progress=phase,
-        )
+    try:
+        with phase_display(err) as phase:  # lines with an estimate on a pipe too: 23,000 messages take minutes
+            report = evaluate_router(
+                rows["train"] or [], rows["test"] or [], val=rows["val"], embedder=embedder,
+                classifier=kind, point=point, min_margin=min_margin, oos_label=oos_label, progress=phase,
+            )
+    finally:
+        if (close := getattr(embedder, "close", None)) is not None:
+            close()  # its on-disk cache's SQLite connection: Python 3.13 warns when the collector closes one
     if html is not None:
         from querywise.evaluation.router_html import router_report_html
 

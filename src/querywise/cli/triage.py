@@ -115,6 +115,9 @@ def triage_cmd(
                     report = run(progress=phase)
     except (RetrieverError, ValueError) as exc:
         raise fail(str(exc)) from None
+    finally:
+        if ix is None and (close := getattr(target.embedder, "close", None)) is not None:
+            close()  # the one `of_settings` made (its on-disk cache's SQLite connection); the index closes its own
     if html is not None:
         write_atomic(html, triage_html(report))
     if as_json:

@@ -327,6 +327,7 @@ def create_app(deployment: QueryWise, *, authenticator: Authenticator | None, se
     threads = ThreadPoolExecutor(max_workers=REQUEST_THREADS, thread_name_prefix="querywise-request")
     app.state.request_head_timeout_s = server.request_head_timeout_s  # for `running`, which serves the app without its settings
     app.state.served = _Served(deployment, metrics, frozenset(deployment.settings.access.fields), jobs, server.jobs_scope, threads)
+    app.router.add_event_handler("startup", jobs.open)
     app.router.add_event_handler("shutdown", jobs.close)
     app.router.add_event_handler("shutdown", threads.shutdown)
     if authenticator is None and "*" in server.allowed_hosts:

@@ -63,31 +63,49 @@ class JobStore:
     """The jobs table: `path` a file shared by the worker processes, or None for this process only."""
 
     def __init__(self, path: Path | None) -> None:
+        self._path = path
         self._lock = threading.Lock()  # one connection, shared by the request threads and the job thread
         if path is not None:
-            _create_private(path)
-        try:
-            self._db = sqlite3.connect(":memory:" if path is None else str(path), timeout=_BUSY_MS / 1000, check_same_thread=False,
-                                       isolation_level=None)
-            if path is not None:
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: a crash may lose the last progress update, never corrupt
-            self._db.execute(_SCHEMA)
-        except sqlite3.Error as exc:
-            raise RuntimeError(f"[server] jobs_file {path}: {exc}") from None
+            _create_private(path)  # an unwritable place stops the start, before any connection
+        # Opened on first use (or by `open`, at the service's start) and closed by `close`: an app
+        # built and never served, as in tests, holds no connection for the garbage collector to close.
+        self._db: sqlite3.Connection | None = None
+        self._closed = False
         self._host, self._pid = socket.gethostname(), os.getpid()
+
+    def open(self) -> None:
+        """Connect now, so that a jobs file SQLite cannot use stops the service's start rather than its first job."""
+        with self._lock:
+            self._connection()
+
+    def close(self) -> None:
+        """Close the connection; the store is not used again (a file's jobs stay for the other workers)."""
+        with self._lock:
+            self._closed = True
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    def _connection(self) -> sqlite3.Connection:
+        """The connection, opened if it is not yet; the caller holds `_lock`."""
+        if self._closed:
+            raise RuntimeError("the job store is closed")
+        if self._db is None:
+            self._db = _connect(self._path)
+        return self._db
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One transaction that takes the write lock at once (a count and the insert it allows are atomic across workers)."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            db = self._connection()
+            db.execute("BEGIN IMMEDIATE")
             try:
-                yield self._db
+                yield db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
+            db.execute("COMMIT")
 
     def insert(self, owner: str, job: Job, *, max_queued: int | None = None) -> int | None:
         """Store a new job; with `max_queued`, only if fewer jobs than that wait (else the number waiting, nothing stored)."""
@@ -106,13 +124,13 @@ class JobStore:
 
     def get(self, job_id: str, owner: str) -> Job | None:
         with self._lock:
-            row = self._db.execute("SELECT job, host, pid FROM jobs WHERE id = ? AND owner = ?", (job_id, owner)).fetchone()
+            row = self._connection().execute("SELECT job, host, pid FROM jobs WHERE id = ? AND owner = ?", (job_id, owner)).fetchone()
         return None if row is None else self._read(*row)
 
     def mine(self, owner: str) -> list[Job]:
         """`owner`'s jobs, newest first."""
         with self._lock:
-            rows = self._db.execute("SELECT job, host, pid FROM jobs WHERE owner = ? ORDER BY seq DESC", (owner,)).fetchall()
+            rows = self._connection().execute("SELECT job, host, pid FROM jobs WHERE owner = ? ORDER BY seq DESC", (owner,)).fetchall()
         return [self._read(*row) for row in rows]
 
     def forget_old(self, keep: int) -> None:
@@ -124,6 +142,8 @@ class JobStore:
     def fail_queued(self, error: str) -> None:
         """This process stops: its jobs still waiting will never run (a running one finishes, or is
         read as failed once the process is gone)."""
+        if self._db is None:  # never opened: this process stored no job
+            return
         with self._write() as db:
             rows = db.execute("SELECT job FROM jobs WHERE host = ? AND pid = ? AND status = 'queued'", (self._host, self._pid)).fetchall()
             for (text,) in rows:
@@ -135,6 +155,23 @@ class JobStore:
         if job.status in ("queued", "running") and host == self._host and pid != self._pid and not _alive(pid):
             return _failed(job, f"the worker process running it (pid {pid}) stopped before it finished")
         return job
+
+
+def _connect(path: Path | None) -> sqlite3.Connection:
+    """A connection to the jobs table at `path` (None: in this process's memory), the table created if missing."""
+    db: sqlite3.Connection | None = None
+    try:
+        db = sqlite3.connect(":memory:" if path is None else str(path), timeout=_BUSY_MS / 1000, check_same_thread=False,
+                             isolation_level=None)
+        if path is not None:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")  # WAL: a crash may lose the last progress update, never corrupt
+        db.execute(_SCHEMA)
+    except sqlite3.Error as exc:
+        if db is not None:
+            db.close()
+        raise RuntimeError(f"[server] jobs_file {path}: {exc}") from None
+    return db
 
 
 def _failed(job: Job, error: str) -> Job:

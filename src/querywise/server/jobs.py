@@ -42,6 +42,10 @@ class Jobs:
         self.store = JobStore(path)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="querywise-job")
         self._serial = itertools.count(1)
+        # Whether a job's function runs in the pool's thread, and whether the service stopped: the
+        # store closes once both say so, after the running job's last write.
+        self._state = threading.Lock()
+        self._running = self._closed = False
 
     def submit(self, kind: Literal["triage", "eval"], owner: str, fn: Callable[[Progress], dict[str, Any]]) -> Job:
         job = Job(id=self._new_id(kind), kind=kind, created_at=now())
@@ -70,6 +74,19 @@ class Jobs:
         return self.store.get(job_id, owner)
 
     def _run(self, job: Job, fn: Callable[[Progress], dict[str, Any]]) -> None:
+        with self._state:
+            if self._closed:  # taken by the thread as the service stopped: `close` reported it failed
+                return
+            self._running = True
+        try:
+            self._work(job, fn)
+        finally:
+            with self._state:
+                self._running = False
+                if self._closed:
+                    self.store.close()
+
+    def _work(self, job: Job, fn: Callable[[Progress], dict[str, Any]]) -> None:
         running = _Running(self.store, job.model_copy(update={"status": "running", "started_at": now()}))
 
         def progress(phase: str, total: int | None) -> Callable[[int], None]:
@@ -85,8 +102,17 @@ class Jobs:
         running.change(status="done", finished_at=now(), result=result)
 
     def close(self) -> None:
+        """The service stops: waiting jobs are failed, a running one finishes (then the store closes)."""
         self._pool.shutdown(wait=False, cancel_futures=True)
-        self.store.fail_queued("the service stopped before it ran the job")
+        with self._state:
+            self._closed = True
+            self.store.fail_queued("the service stopped before it ran the job")
+            if not self._running:
+                self.store.close()
+
+    def open(self) -> None:
+        """The service starts: its job store connects now (a jobs file SQLite cannot use stops the start)."""
+        self.store.open()
 
 
 class _Running:
