@@ -267,3 +267,8 @@ def test_a_name_reads_before_its_complement() -> None:
     assert noun_phrases(Message("Is Cassidy about Jack Casady?", []))[0].words == "Cassidy"
     assert form("Who wrote it?", ["Is Cassidy about Jack Casady?"]) == "Who wrote Cassidy?"
     assert noun_phrases(Message("Tell me facts about bees.", []))[0].words == "bees"
+
+
+def test_a_name_ending_in_s_is_one_person() -> None:
+    # "Williams" ends in -s like a plural; a name without "the" is not one ("the Beatles" may be).
+    assert form("When did she turn professional?", ["Serena Williams. Career"]) == "When did Serena Williams turn professional?"

@@ -228,7 +228,9 @@ class Tracker:
             key = tuple(analyze(p.words))
             if key:
                 before = msg.at(p.first - 2 if p.definite else p.first - 1)
-                found.append((p.at, Referent(p.words, "name" if p.named else "phrase", key, plural=is_plural(p.head), definite=p.definite,
+                # A name's -s is no plural ("Serena Williams", "Paris"); with "the" it may be ("the Beatles").
+                proper = p.named and p.head.split()[-1][:1].isupper() and not p.definite and " and " not in p.head
+                found.append((p.at, Referent(p.words, "name" if p.named else "phrase", key, plural=is_plural(p.head) and not proper, definite=p.definite,
                                              place=p.named and before in PLACE_PREP)))
         # Names (catalog, identifiers, phrases with a proper name) rank before common nouns: "the
         # warranty on the Vela X3" is about the Vela X3.
