@@ -229,6 +229,32 @@ def test_a_case_judging_a_cut_record_is_scored_per_document(cut_index: Index, se
     assert not any("#" in i for i in by_id["doc"].top) and any("#" in i for i in by_id["short"].top)
 
 
+def test_a_document_cut_in_many_pieces_does_not_crowd_the_others_out_of_a_per_document_cut_off(
+    tmp_path: Path, hash_embedder, settings: Settings,  # type: ignore[no-untyped-def]
+) -> None:
+    from querywise.chunking import Chunker
+    from querywise.corpus import read_corpus
+
+    source = tmp_path / "records.jsonl"
+    long = " ".join(f"Zebra mango note {i}: the zebra mango trail runs past marker {i}." for i in range(14))
+    rows = [{"id": "long", "text": long}, {"id": "other", "text": "A zebra was seen near the river bank at dawn. Later the herd walked on toward the far hills to rest."}]
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    chunks = read_corpus(source, chunker=Chunker(max_chars=80)).chunks
+    assert sum(c.doc_id == "long" for c in chunks) > 10 and "other" not in {c.id for c in chunks}  # both cut in pieces
+    ix = build_index(chunks, tmp_path / "pieces", settings=settings, embedder=hash_embedder)
+    try:
+        case = _case("doc", "zebra mango", ["other"], ["standalone", "prose"])
+        qw = QueryWise(settings, ix)
+        alone = run_arm([case], qw, Arm(name="bm25", mode="bm25"), parse_metrics(["recall@10"])).cases[0]
+        beside = run_arm([case], qw, Arm(name="bm25", mode="bm25"), parse_metrics(["recall@10,recall@100"])).cases[0]
+    finally:
+        ix.close()
+    # The 10 best chunks are all pieces of "long": the search goes on until 10 documents (here,
+    # both) are ranked, so the second document is found whatever other cut-off is asked for.
+    assert alone.top == ["long", "other"] and alone.scores["recall@10"] == 1.0
+    assert beside.scores["recall@10"] == alone.scores["recall@10"]
+
+
 def test_judged_ids_are_read_once_from_the_index(cut_index: Index) -> None:
     judged = JudgedIds.of(cut_index)
     assert judged.chunk_ids == {"hours", "manual#0", "manual#1", "manual#2"} and judged.doc_ids == {"manual"}

@@ -40,6 +40,9 @@ __all__ = ["Arm", "ArmResult", "CaseRun", "JudgedIds", "run_arm", "summarise", "
 
 ALL = "all"  # the slice every case belongs to
 KEEP_IDS = 10  # top ids kept per case in the run record (scores are computed on the full depth)
+# A case scored per document searches at most this many times the deepest cut-off in chunks,
+# doubling from the cut-off, to rank that many documents (a document cut in many pieces).
+MAX_DEPTH_FACTOR = 16
 
 
 class Arm(BaseModel):
@@ -178,7 +181,8 @@ def run_arm(
     """Ask every case through `deployment` with the arm's moves and search mode, and score it.
 
     The search goes as deep as the largest metric cut-off (at least 10), so recall@100 sees
-    100 results. Each case keeps its top `keep_ids` ids (None: all of them, as deep as the
+    100 results; a case scored per document goes deeper until that many documents are ranked
+    (chunks of one document count once), so ndcg@10 is the same whichever cut-offs sit beside it. Each case keeps its top `keep_ids` ids (None: all of them, as deep as the
     search went), at the granularity it was scored (`judged`, read from the deployment's index
     when not given).
     """
@@ -187,16 +191,24 @@ def run_arm(
     runs: list[CaseRun] = []
     with deployment.with_moves(arm.moves) as qw:
         for case in cases:
-            started = time.perf_counter()
+            per_document, k = judged.per_document(case.relevant), depth
             try:
-                result = qw.ask(case.message, history=case.history, session=case.session, k=depth, mode=arm.mode, depth=max(50, depth))
+                while True:
+                    started = time.perf_counter()
+                    result = qw.ask(case.message, history=case.history, session=case.session, k=k, mode=arm.mode, depth=max(50, k))
+                    total = time.perf_counter() - started
+                    top = judged.ranked(result.hits, case.relevant)
+                    # Scored per document, `depth` chunks may hold fewer documents (two pieces of one
+                    # abstract); search deeper until `depth` documents are ranked, so a metric does not
+                    # depend on which other cut-offs were asked for.
+                    if not per_document or len(top) >= depth or len(result.hits) < k or k >= MAX_DEPTH_FACTOR * depth:
+                        break
+                    k *= 2
             except AccessError as exc:  # the session lacks a required field: nothing may be searched
                 runs.append(CaseRun(id=case.id, slices=case.slices, scores={m.label: score(m, [], case.relevant) for m in metrics}, error=str(exc)))
             else:
-                total = time.perf_counter() - started
                 step = result.plan.step("execute")
                 t_exec = step.latency_ms / 1000 if step is not None else 0.0
-                top = judged.ranked(result.hits, case.relevant)
                 runs.append(_record(case, result.plan, top, metrics, len(result.hits), total - t_exec, t_exec, keep_ids))
             if on_case:
                 on_case(1)
