@@ -3,7 +3,14 @@ and leaves every file of the index folder as it was."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from querywise.conditions import Match, Where
 from querywise.config import Settings
@@ -67,3 +74,35 @@ def test_a_deployment_embeds_its_router_examples_once_on_disk_and_its_messages_i
             for i in range(10):
                 qw.search(f"how long does shipping take to zone {i}")
             assert _files(tmp_path / "cache") == before
+
+
+_READ_ONLY_SEARCH = """
+import json, sys
+from querywise.config import Settings
+from querywise.index import Index
+from tests.conftest import HashEmbedder
+with Index.open(sys.argv[1], settings=Settings(cache_dir=sys.argv[2]), embedder=HashEmbedder()) as ix:
+    print(json.dumps([h.id for h in ix.search("warranty of the vela headphones", k=5)]))
+"""
+
+
+def test_an_index_on_a_read_only_mount_opens_and_searches_and_leaves_no_copy_behind(tmp_path: Path, shop: list[Chunk]) -> None:
+    """Qdrant Edge writes its own files when a shard opens and closes: an index shipped in a
+    read-only image or volume is searched from a private copy in the temporary folder, which
+    goes when the index closes. The mount is made in a user and mount namespace (`unshare`)."""
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode:
+        pytest.skip("no user and mount namespaces here (unshare -rm)")
+    settings = Settings(cache_dir=tmp_path / "cache")
+    with build_index(shop, tmp_path / "ix", settings=settings, embedder=HashEmbedder()) as ix:
+        expected = [h.id for h in ix.search("warranty of the vela headphones", k=5)]
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "tmp").mkdir()
+    script = (f"mount --bind {tmp_path / 'ix'} {tmp_path / 'ro'} && mount -o remount,ro,bind {tmp_path / 'ro'} && "
+              f"! touch {tmp_path / 'ro' / 'probe'} 2>/dev/null && exec \"$0\" -c \"$1\" {tmp_path / 'ro'} {tmp_path / 'cache'}")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp"), "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)])}
+    done = subprocess.run(["unshare", "-rm", "sh", "-c", script, sys.executable, _READ_ONLY_SEARCH],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == expected
+    assert not list((tmp_path / "tmp").iterdir())  # the copy went with the index

@@ -9,6 +9,9 @@ multivector scored by its best sentence) as a third list for hybrid.
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -235,9 +238,10 @@ class EdgeEngine:
     """Qdrant's embedded engine on a folder: a named dense vector and a BM25 sparse vector, and
     with `sentences` a multivector per chunk (its sentences' vectors, scored by the best one)."""
 
-    def __init__(self, path: Path, shard: qe.EdgeShard, *, seal_every: int = 0) -> None:
+    def __init__(self, path: Path, shard: qe.EdgeShard, *, seal_every: int = 0, scratch: Path | None = None) -> None:
         self.path, self._shard = path, shard
         self._seal_every, self._unsealed = seal_every, 0
+        self.scratch = scratch  # the private copy a read-only shard was opened from, removed on close
 
     @classmethod
     def create(
@@ -282,9 +286,21 @@ class EdgeEngine:
 
     @classmethod
     def open(cls, path: Path) -> EdgeEngine:
+        """Load the shard in place, or from a private copy when its folder cannot be written:
+        Qdrant Edge rewrites its config, flag and tracker files when it opens and closes a shard
+        (never on a search), so a shard on a read-only mount (a container image, a read-only
+        volume) would not load. The copy lives in the temporary folder until `close`."""
         import qdrant_edge as qe
 
-        return cls(path, qe.EdgeShard.load(str(path)))
+        if os.access(path, os.W_OK):
+            return cls(path, qe.EdgeShard.load(str(path)))
+        scratch = Path(tempfile.mkdtemp(prefix="querywise-shard-"))
+        try:
+            copy = Path(shutil.copytree(path, scratch / "shard"))
+            return cls(copy, qe.EdgeShard.load(str(copy)), scratch=scratch)
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
 
     def upsert(self, points: Sequence[EnginePoint]) -> None:
         """One update per point, in order: a batch of points is stored in an order that varies
@@ -378,4 +394,8 @@ class EdgeEngine:
         return int(self._shard.info().points_count)
 
     def close(self) -> None:
-        self._shard.close()
+        try:
+            self._shard.close()
+        finally:
+            if self.scratch is not None:
+                shutil.rmtree(self.scratch, ignore_errors=True)
