@@ -485,6 +485,19 @@ def dialogues_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def target_line(r: dict[str, Any]) -> str:
+    """#34's re-check targets against the pooled figures, each said to hold or not."""
+    def held(ok: bool) -> str:
+        return "holds" if ok else "missed"
+
+    recall, precision = r["added_term_recall"] or 0.0, r["added_term_precision"] or 0.0
+    alarms, gate = r["guard_false_alarm_rate"], r["gate_recall"] or 0.0
+    return (f"Pooled, against the targets: added terms {recall} / {precision} (>= 0.50 / 0.50: "
+            f"{held(recall >= 0.5 and precision >= 0.5)}; the 'subject + message' baseline "
+            f"{r['baseline_added_term_recall']} / {r['baseline_added_term_precision']}); guard false alarms {alarms} "
+            f"(<= 0.05: {held(alarms is not None and alarms <= 0.05)}); gate recall {gate} (>= 0.90: {held(gate >= 0.9)}).")
+
+
 def passages_markdown(result: dict[str, Any]) -> str:
     lines = [
         "# Follow-up forms on held-out passage and QA conversations (#34's re-check)",
@@ -510,6 +523,8 @@ def passages_markdown(result: dict[str, Any]) -> str:
         "",
         *(line.replace("| file |", "| conversations |", 1) for line in DIALOGUE_COLUMNS),
         *(dialogue_row(result[name]["role"], result[name]) for name in PASSAGES),
+        "",
+        target_line(result["all"]),
         "",
         "Gate recall: of the rows a person rewrote, the share the gate flags; guard false alarms: of those, the share whose "
         "human rewrite the guard rejects; added terms: of the content terms the person's rewrite adds to the message, the "
