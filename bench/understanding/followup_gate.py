@@ -63,7 +63,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench import DATA, ROOT, datasets
 from bench.datasets import cast2019_split as cast_split  # by topic number: the same rule for both years
@@ -74,6 +74,9 @@ from querywise.conversation import Turn, user_texts
 from querywise.evaluation.rewrites import Rewriter, RewriteReport, RewriteRow, differs, evaluate_rewrites, load_rewrite_rows, plan_rewriter, subject_rewriter
 from querywise.text import analyze
 from querywise.understand.followup import check_follow_up
+
+if TYPE_CHECKING:
+    from querywise.service import QueryWise
 
 COMMAND = ".venv/bin/python -m bench.understanding.followup_gate"
 PRONOUNS = frozenset(
@@ -404,7 +407,7 @@ PASSAGES = {
 }
 
 
-def dialogue_figures(rows: Sequence[RewriteRow], deployment: Any, role: str) -> dict[str, Any]:
+def dialogue_figures(rows: Sequence[RewriteRow], deployment: QueryWise, role: str) -> dict[str, Any]:
     """Gate, guard and added terms on dialogue rows, with the 'subject + message' baseline beside."""
     rep = evaluate_rewrites(rows, rewriter=plan_rewriter(deployment), baseline=subject_rewriter())
     return {"role": role, "rows": rep.n, "rewritten": rep.n_rewritten, "gate_recall": _r(rep.gate_recall),
