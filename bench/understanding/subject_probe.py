@@ -18,10 +18,10 @@ fused list is recomputed under other rules, so a rule costs no new plan: execute
    subject (with its paired standard error, each document's turns one cluster), per split, for
    each rule (the answer query's weight, how much of the answer it holds, the message as typed kept
    beside it at a floor, the message's own top hit kept in the top 5, a form searching only the
-   words it adds; and the answer query weighed by how the message relates to the answer: a reply
-   word or a word of the answer in the message, the message's cosine to the answer, the
-   topic-shift chance, the answer's words after the message rather than the form). Train chooses,
-   val confirms, test reports.
+   words it adds; and the answer query weighed by how the message relates to the answer: whether
+   it leans on it (`leans_on_answer`), its cosine to it, the topic-shift chance, the answer's
+   words after the message rather than the form). Train chooses, val confirms, test reports.
+3. What each rule costs the follow-up slice against the plan as made, with its paired standard error.
 
 Writes bench/results/subject_probe.json and .md; reuses bench/work/eval-doc2dial (built by
 `followup_recall` when missing).
