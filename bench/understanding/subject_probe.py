@@ -15,9 +15,13 @@ fused list is recomputed under other rules, so a rule costs no new plan: execute
 1. Attribution, on train documents: for each turn the move loses (a change of subject) or wins (a
    follow-up), the mechanism whose query, taken out alone, undoes the change.
 2. The trade-off curve: recall@5 of the follow-up slice against the loss on each kind of change of
-   subject, per split, for each rule (the answer query's weight, how much of the answer it holds,
-   the message as typed kept beside it at a floor, the message's own top hit kept in the top 5, a
-   form searching only the words it adds). Train chooses, val confirms, test reports.
+   subject (with its paired standard error, each document's turns one cluster), per split, for
+   each rule (the answer query's weight, how much of the answer it holds, the message as typed kept
+   beside it at a floor, the message's own top hit kept in the top 5, a form searching only the
+   words it adds; and the answer query weighed by how the message relates to the answer: whether
+   it leans on it (`leans_on_answer`), its cosine to it, the topic-shift chance, the answer's
+   words after the message rather than the form). Train chooses, val confirms, test reports.
+3. What each rule costs the follow-up slice against the plan as made, with its paired standard error.
 
 Writes bench/results/subject_probe.json and .md; reuses bench/work/eval-doc2dial (built by
 `followup_recall` when missing).
@@ -26,6 +30,7 @@ Writes bench/results/subject_probe.json and .md; reuses bench/work/eval-doc2dial
 from __future__ import annotations
 
 import pickle
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,6 +38,7 @@ from typing import Any
 
 from bench import WORK, log
 from bench.datasets import SPLITS, changes_of_subject, doc2dial_split, document_of
+from bench.measures import cluster_se
 from bench.report import publish
 from bench.understanding.followup_recall import doc2dial_index
 
@@ -42,6 +48,12 @@ DEPTH = 50  # execute's depth for a plan of more than one query
 TOP = 10  # the harness asks k=10: a plan of one query is searched that deep
 GROUPS = {"follow": "follow-up slice", "subject": "changes of subject", "answered": "changes of subject after an answer"}
 MECHANISMS = ("answer", "form", "reading")
+#: A message that opens by replying to what the assistant said ("yes, ...", "not", "that's right")
+#: or by continuing it ("and ...", "what about ...", "if ..."): the lexical half of "the message
+#: leans on the answer".
+REPLY = re.compile(r"^\W*(?:yes|yeah|yea|yep|no|nope|not|ok|okay|sure|thanks|thank you|great|alright|all right|right|i see|got it|"
+                   r"of course|i do|i don't|do not|i am|i'm not|i have|i haven't|oh|correct|that's|that is|that sounds|that would|"
+                   r"perfect|good|cool|and|but|so|then|also|what about|how about|what if|if)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -64,14 +76,20 @@ class Turn:
     queries: tuple[Searched, ...]
     kind: str  # `flag_kind`: pointer / described / continuity; "" when the gate did not flag it
     chance: float | None  # the topic-shift check's chance of a new subject
+    document: str  # the dialogue's document: the cluster of the paired standard error
+    answer: str  # the answer's words the answer query appends (`answer_words`); "" after a user turn
+    answer_cosine: float | None  # the message's cosine to those words (the plan's embedder)
 
 
 def plans(cases: Sequence[Any], qw: Any) -> list[Turn]:
     """The move's plan of each case, its queries labelled."""
+    import numpy as np
+
     from querywise.conversation import as_turns
     from querywise.understand.followup.gate import answer_words, check_follow_up, flag_kind
 
     out = []
+    embedder = qw.understander.embedder
     for c in cases:
         plan = qw.plan(c.message, history=c.history)
         history = as_turns(c.history)
@@ -87,8 +105,13 @@ def plans(cases: Sequence[Any], qw: Any) -> list[Turn]:
             else:
                 label = "reading" if any(s.label == "form" for s in queries) else "form"
             queries.append(Searched(q.text, q.weight, label))
+        cosine = None
+        if answer:
+            m, a = np.asarray(embedder.embed([c.message, answer]), dtype=np.float32)
+            cosine = float(m @ a / max(float(np.linalg.norm(m) * np.linalg.norm(a)), 1e-12))
         out.append(Turn(doc2dial_split(document_of(c)), c.message, frozenset(c.relevant), tuple(queries),
-                        flag_kind(gate) if gate.needs_context else "", None if step is None else step.details.get("chance")))
+                        flag_kind(gate) if gate.needs_context else "", None if step is None else step.details.get("chance"),
+                        document_of(c), answer, cosine))
     return out
 
 
@@ -200,12 +223,40 @@ def form_adds_only(t: Turn) -> tuple[Searched, ...]:
     return tuple(Searched(q.text[len(lead):], q.weight, q.label) if q.label == "form" and q.text.startswith(lead) else q for q in t.queries)
 
 
+def leans_on_answer(t: Turn) -> bool:
+    """The message replies to the answer or continues it (`REPLY`), uses a word of it, or is too
+    short (two content words or fewer) to stand without it."""
+    from querywise.text import analyze
+
+    words = set(analyze(t.message))
+    return bool(REPLY.search(t.message)) or bool(words & set(analyze(t.answer))) or len(words) <= 2
+
+
+def answer_after_message(t: Turn) -> tuple[Searched, ...]:
+    """The answer's words after the message as typed instead of after the form."""
+    return tuple(Searched(f"{t.message.rstrip()} {t.answer}", q.weight, q.label) if q.label == "answer" else q for q in t.queries)
+
+
 def _flat(a: float) -> Callable[[Turn], float]:
     return lambda t: a
 
 
 def _under(c: float) -> Callable[[Turn], float]:
     return lambda t: 10.0 if t.chance is None or t.chance < c else 1.0
+
+
+def _cosine_at_least(c: float) -> Callable[[Turn], bool]:
+    return lambda t: (t.answer_cosine or 0.0) >= c
+
+
+def _chance_under(c: float) -> Callable[[Turn], bool]:
+    return lambda t: (t.chance or 0.0) < c
+
+
+def _unless(lean: Callable[[Turn], bool], low: float) -> Callable[[Turn], float]:
+    """The move's step (x10 under chance 0.5, else x1) where `lean` holds, else `low`."""
+    step = _under(0.5)
+    return lambda t: step(t) if lean(t) else low
 
 
 def points() -> dict[str, tuple[Rule, Fuse]]:
@@ -229,6 +280,22 @@ def points() -> dict[str, tuple[Rule, Fuse]]:
     out["as made, the message's top hit kept in the top 5"] = (as_made, top_hit_kept)
     out["answer x10 at any chance, the message's top hit kept in the top 5"] = (answer_weight(_flat(10.0)), top_hit_kept)
     out["answer x3, message >= 2 beside it, its top hit kept in the top 5"] = (message_floor(2.0, answer_weight(_flat(3.0))), top_hit_kept)
+    # How the message relates to the answer (#34 item 5, second round).
+    for low in (0.0, 0.5, 1.0, 2.0):
+        out[f"as made when the message leans on the answer, else x{low:g}"] = (
+            answer_weight(_unless(leans_on_answer, low)), fused)
+    for c in (0.1, 0.2, 0.3):
+        out[f"as made when the message's cosine to the answer >= {c:g}, else x1"] = (
+            answer_weight(_unless(_cosine_at_least(c), 1.0)), fused)
+    for c in (0.5, 0.55):
+        out[f"as made under chance {c:g}, no answer query over it"] = (answer_weight(_unless(_chance_under(c), 0.0)), fused)
+    out["no answer query over chance 0.55; as made when the message leans on the answer, else x2"] = (
+        answer_weight(lambda t: 0.0 if (t.chance or 0.0) >= 0.55 else _unless(leans_on_answer, 2.0)(t)), fused)
+    # The train documents' choice among the rules that read the lean and the chance: the only one
+    # found with both targets met on train (a change of subject within one turn of the bar).
+    out["answer x10 when the message leans on it under chance 0.6, else none"] = (
+        answer_weight(lambda t: 10.0 if (t.chance or 0.0) < 0.6 and leans_on_answer(t) else 0.0), fused)
+    out["as made, the answer's words after the message, not the form"] = (answer_after_message, fused)
     return out
 
 
@@ -246,21 +313,29 @@ def attribution(turns: Sequence[Turn], search: Searcher, *, lose: bool) -> Count
 
 
 def curve(groups: dict[str, list[Turn]], search: Searcher) -> list[dict[str, Any]]:
+    """Each rule's recall@5 per group and split, and the paired standard error of its delta
+    against the message as typed (each document's turns one cluster: `cluster_se`)."""
+    typed = {id(t): recall5(t, fused(as_typed(t), search)) for turns in groups.values() for t in turns}
+    made = {id(t): recall5(t, fused(t.queries, search)) for t in groups["follow"]}
     rows = []
     for name, (rule, fuse) in points().items():
-        row: dict[str, Any] = {"rule": name}
+        row: dict[str, Any] = {"rule": name, "se": {}, "follow_vs_made_se": {}}
         for group, turns in groups.items():
-            row[group] = {}
+            row[group], row["se"][group] = {}, {}
+            scored = [(t, recall5(t, fuse(rule(t), search))) for t in turns]
             for part in (*SPLITS, "all"):
-                chosen = [t for t in turns if part == "all" or t.split == part]
-                row[group][part] = round(sum(recall5(t, fuse(rule(t), search)) for t in chosen) / max(len(chosen), 1), 4)
+                chosen = [(t, r) for t, r in scored if part == "all" or t.split == part]
+                row[group][part] = round(sum(r for _, r in chosen) / max(len(chosen), 1), 4)
+                row["se"][group][part] = round(cluster_se([(t.document, r - typed[id(t)]) for t, r in chosen]), 4) if chosen else 0.0
+                if group == "follow":  # what a rule costs the follow-ups against the plan as made
+                    row["follow_vs_made_se"][part] = round(cluster_se([(t.document, r - made[id(t)]) for t, r in chosen]), 4) if chosen else 0.0
         rows.append(row)
     return rows
 
 
 def load(qw: Any, cases: Sequence[Any]) -> dict[str, list[Turn]]:
     """The three groups' plans, made once (cached beside the searches)."""
-    path = CACHE / "plans.pkl"
+    path = CACHE / "plans-v2.pkl"  # v2: turns carry their document, the answer's words and the cosine
     if path.exists():
         return pickle.loads(path.read_bytes())
     follow = [c for c in cases if "follow_up" in c.slices]
@@ -293,12 +368,21 @@ def markdown(result: dict[str, Any]) -> str:
     typed = next(r for r in result["curve"] if r["rule"] == "as typed")
     lines += ["## 2. The trade-off curve", "",
               "Follow-up slice recall@5 (target >= 0.62), and each change of subject's delta against the message as typed "
-              "(target: losing <= 0.01). Per split: train / val / test / all.", "",
+              "(target: losing <= 0.01) with its paired standard error in brackets (each document's turns one cluster). "
+              "Per split: train / val / test / all. 'Leans on the answer': the message opens with a reply or a continuation "
+              "(yes, not, ok, that's, and, but, what about, if, ...), shares a content word with the answer, or has two content "
+              "words or fewer.", "",
               "| rule | follow-up slice | changes of subject | after an answer |", "|---|---|---|---|"]
     for r in result["curve"]:
         cells = [" / ".join(f"{r['follow'][p]:.3f}" for p in (*SPLITS, "all"))]
-        cells += [" / ".join(f"{r[g][p] - typed[g][p]:+.3f}" for p in (*SPLITS, "all")) for g in ("subject", "answered")]
+        cells += [" / ".join(f"{r[g][p] - typed[g][p]:+.3f} ({r['se'][g][p]:.3f})" for p in (*SPLITS, "all")) for g in ("subject", "answered")]
         lines.append(f"| {r['rule']} | {' | '.join(cells)} |")
+    made = next(r for r in result["curve"] if r["rule"].startswith("as made ("))
+    lines += ["", "## 3. What each rule costs the follow-ups", "",
+              "The follow-up slice's recall@5 against the plan as made, with the paired standard error (each document's turns one "
+              "cluster). Per split: train / val / test / all.", "", "| rule | follow-up slice against the plan as made |", "|---|---|"]
+    lines += [f"| {r['rule']} | " + " / ".join(f"{r['follow'][p] - made['follow'][p]:+.3f} ({r['follow_vs_made_se'][p]:.3f})" for p in (*SPLITS, "all")) + " |"
+              for r in result["curve"] if r is not made and r["rule"] != "as typed"]
     return "\n".join(lines) + "\n"
 
 

@@ -53,11 +53,16 @@ __all__ = ["ANSWER_MAX_CHANCE", "ANSWER_WEIGHT", "GUESSED_MESSAGE_WEIGHT", "JOIN
 #: doc2dial's train documents (bench/understanding/followup_recall.py): follow-up slice recall@5
 #: 0.560 at weight 1, 0.617 at 10; a change of subject after an answer 0.733 and 0.720 (as typed 0.751).
 #: This query carries most of what the move earns and most of what a change of subject after an
-#: answer loses (bench/results/subject_probe.md, train documents: it alone undoes 190 of 377 wins
-#: and 9 of 12 losses; the follow-up slice 0.641 with it, 0.508 without, all documents). No weight
+#: answer loses (bench/results/subject_probe.md, train documents: it alone undoes 193 of 381 wins
+#: and 7 of 11 losses; the follow-up slice 0.642 with it, 0.505 without, all documents). No weight
 #: tried there (1 to 10, flat or by the topic-shift chance, the message kept beside it at up to 3, its
 #: top hit kept in the top 5) keeps a change of subject after an answer within 0.01 and the follow-up
 #: slice at 0.62: this step is the train documents' best point that holds the follow-up target.
+#: Nor does weighing it by how the message relates to the answer (a reply or continuation word, a
+#: word of the answer, two words or fewer; its cosine to the answer; the topic-shift chance): the
+#: train documents' one rule meeting both targets there (x10 when the message leans on the answer
+#: under chance 0.6, else no answer query: 0.622 / -0.010) loses 0.031 of the follow-ups on val
+#: (SE 0.011) and 0.015 after an answer on test (subject_probe.md, paired standard errors).
 ANSWER_WEIGHT = 10.0
 #: More likely a continuation than a new subject: a natural point, not fitted (0.2, 0.3 and 0.4
 #: trade follow-ups for changes of subject at the same rate as a lower weight: subject_probe.md).
