@@ -272,3 +272,54 @@ def test_a_name_reads_before_its_complement() -> None:
 def test_a_name_ending_in_s_is_one_person() -> None:
     # "Williams" ends in -s like a plural; a name without "the" is not one ("the Beatles" may be).
     assert form("When did she turn professional?", ["Serena Williams. Career"]) == "When did Serena Williams turn professional?"
+
+
+def test_an_ellipsis_without_evidence_keeps_the_message_with_the_subject_beside_it() -> None:
+    # nothing says "the turbines" stand where "workers" stood: no "How many turbines died?"
+    history: list[str | Turn] = ["Tell me about the Hoover Dam.", "How many workers died?"]
+    assert form("What about the turbines?", history) == "What about the turbines? the Hoover Dam"
+    # a word both share, or a proper name, is evidence: the previous question about the new subject
+    assert form("What about carnivorous plants?", ["What do predator plants eat?"]) == "What do carnivorous plants eat?"
+    assert form("What about Venus flytraps?", ["What do predator plants eat?"]) == "What do Venus flytraps eat?"
+
+
+def test_it_takes_a_thing_not_a_person_class_noun() -> None:
+    history: list[str | Turn] = ["Was she the first woman to climb Everest?", "What equipment did she carry?"]
+    assert form("How heavy was it?", history).startswith("How heavy was equipment?")
+
+
+def test_it_or_they_after_an_answer_takes_the_name_the_user_asked_for() -> None:
+    single = [Turn(text="What was the band's first single?"), Turn(role="assistant", text="Blue Harbour came out in 1971 on Lantern Records.")]
+    assert form("Did it chart?", single) == "Did Blue Harbour chart?"  # not "the band", nor the label after it
+    group = [Turn(text="Lena Hart. Early career"), Turn(text="What did she do first?"),
+             Turn(role="assistant", text="She founded the Brothers of Tin with two friends in 1970.")]
+    assert form("When did they split?", group) == "When did the Brothers of Tin split?"  # "they" is no "she"
+    # the question named its subject: the answer describes it, and a name in it is in passing
+    defined = [Turn(text="What is the Hoover Dam?"), Turn(role="assistant", text="It is a concrete dam on the Colorado River in Nevada.")]
+    assert form("How tall is it?", defined) == "How tall is the Hoover Dam?"
+    # a person the user asked who was is no "it"
+    made = [Turn(text="The Wire. Production"), Turn(text="Who created the show?"), Turn(role="assistant", text="David Simon created it.")]
+    assert "David Simon" not in form("Where was it filmed?", made)
+
+
+def test_a_second_verb_is_no_referent() -> None:
+    def phrases(text: str) -> list[str]:
+        return [p.words for p in noun_phrases(Message(text, []))]
+
+    assert phrases("Do knee braces help recover from an injury?") == ["knee braces", "injury"]
+    assert phrases("Does stretching help prevent cramps?") == ["stretching", "cramps"]
+    assert phrases("What pigment absorbs the light?") == ["pigment", "light"]  # the verb agrees with the wh-word's noun
+    assert phrases("What causes throat cancer?") == ["throat cancer"]
+
+
+def test_the_subject_moves_to_what_the_last_turns_keep_naming() -> None:
+    history: list[str | Turn] = ["What is the climate like in Oregon?", "How does Portland differ?", "What is its main industry?"]
+    assert form("What are the best museums?", history).endswith("Portland")
+    # what a form appended is not what a turn named: the first turn's topic stays the subject
+    history = ["How did surfing begin?", "What are fins?", "What are the best beaches?"]
+    assert form("How can I teach myself?", history).endswith("surfing")
+
+
+def test_a_final_particle_after_a_clause_with_a_pronoun_resolves_it_in_place() -> None:
+    history: list[str | Turn] = ["Where does photosynthesis happen?", "Why are leaves green then?"]
+    assert form("Do algae do it too?", history) == "Do algae do photosynthesis too?"

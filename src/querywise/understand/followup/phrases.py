@@ -4,6 +4,7 @@ shape gives away (`noun_phrases`), for the referent tracker (`referent.py`)."""
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -25,7 +26,7 @@ from querywise.understand.followup.message import (
     _Tok,
 )
 
-__all__ = ["Phrase", "is_plural", "noun_phrases"]
+__all__ = ["Phrase", "first_name", "is_plural", "noun_phrases"]
 
 _WH = frozenset(["what", "why", "how", "where", "when", "who", "which", "whose"])
 _SUBJECT = frozenset(["i", "you", "we", "they", "he", "she", "it"])
@@ -36,7 +37,13 @@ _ARTICLES = frozenset(("the", "a", "an"))
 # "facts *about* bees".
 _COMPLEMENT = frozenset(("of", "about"))
 _WH_ADVERBS = frozenset(["why", "how", "when", "where"])
+# Wh-words that can take a noun: "*what* equipment", "*which* pigment".
+_WH_DETERMINERS = frozenset(["what", "which", "whose"])
 _ENDS = frozenset({"?", ".", "!", ""})
+# Adverbs that close a question after its predicate: "why are leaves green *then*?"
+_CLOSING = frozenset(["then", "now", "though", "too", "anyway"])
+# Verbs whose object is a bare infinitive, a second verb: "help *recover*", "make *grow*", "let *go*".
+_BARE_INFINITIVE = frozenset(["help", "helps", "make", "makes", "let", "lets"])
 # A phrasal verb's particle ("break *up*", "die *out*"): the word before it is the verb.
 _PARTICLES = frozenset(["up", "out", "down", "off", "away", "back"])
 
@@ -85,6 +92,8 @@ def noun_phrases(m: Message, taken: Sequence[tuple[int, int]] = ()) -> list[Phra
             j += 1  # a possessive inside the phrase: "Darwin's theory"
         verb = _do_verb(m, i, j)
         after = j if verb is None else verb + 1  # the do-question's object, if any, is a phrase of its own
+        if verb is not None and toks[verb].low in _BARE_INFINITIVE and after < j:
+            after += 1  # a second verb: "do shoulder braces help *recover* from an injury?"
         j = j if verb is None else verb
         run = _trimmed(m, i, j)
         if run:
@@ -116,6 +125,45 @@ def noun_phrases(m: Message, taken: Sequence[tuple[int, int]] = ()) -> list[Phra
     return sorted(found)
 
 
+# Inside a name between its capitalised words: "Mothers *of* Invention", "Institute *for* Advanced Study".
+_NAME_JOINERS = frozenset(["of", "for", "and", "de", "the"])
+# A single capital or a Roman numeral closes a name: "Apple I", "Sagittarius A", "Louis XVI".
+_ROMAN = re.compile(r"[A-Z]|[IVX]{1,4}")
+# Capitalised by convention, never what a follow-up points at: calendar words, a reply's opener.
+_NOT_NAMES = frozenset([
+    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december",
+    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "yes", "no", "i",
+])
+
+
+def first_name(m: Message) -> tuple[str, bool] | None:
+    """The first proper name of a sentence as a person writes one, with its article ("the
+    Mothers of Invention", "Freak Out", "the Apple I", "Sagittarius A"), and whether "the" came
+    before it: capitalised words, a lower-case joiner between two of them, a single capital or
+    Roman numeral closing it. A capital that opens a sentence counts only with another after it
+    ("Freak Out", not "Construction"); a number inside it is its own ("Solace 7 Pro"). None when
+    there is none."""
+    toks = m.toks
+
+    def cap(k: int) -> bool:
+        return 0 <= k < len(toks) and toks[k].word and toks[k].text[0].isupper() and toks[k].low not in _NOT_NAMES and (
+            toks[k].named or toks[k].low not in PERSONAL)
+
+    k = 0
+    while k < len(toks):
+        if not cap(k) or (toks[k].initial and not cap(k + 1)) or (toks[k].low in _ARTICLES and not cap(k + 1)):
+            k += 1
+            continue
+        start = k + 1 if toks[k].low in _ARTICLES else k
+        end = start + 1
+        while end < len(toks) and (cap(end) or toks[end].named or _ROMAN.fullmatch(toks[end].text) or (toks[end].low in _NAME_JOINERS and cap(end + 1))):
+            end += 1
+        definite = toks[start - 1].low == "the" if start > 0 else False
+        words = m.text[toks[start].start : toks[end - 1].start + len(toks[end - 1].text)]
+        return words, definite
+    return None
+
+
 def _trimmed(m: Message, i: int, j: int) -> list[int]:
     """The tokens of the run [i, j) that belong to a noun phrase (see `noun_phrases`)."""
     toks = m.toks
@@ -136,6 +184,10 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
     verb_found = True
     if len(run) > 1 and toks[run[-1]].low.endswith("ed") and not toks[run[-1]].named:
         run = run[:-1]  # "what empires survived", "are sharks endangered"
+    elif prev in _WH_DETERMINERS and m.at(j) in AUX and len(run) <= 2:
+        verb_found = False  # a wh-word's noun before its auxiliary: "what *equipment* did she carry?"
+    elif prev in _WH_DETERMINERS and len(run) == 2 and not _capital(toks[i]) and not is_plural(toks[i].low) and toks[run[1]].low.endswith("s") and m.at(j) in DET:
+        run = run[:1]  # the verb agrees with the wh-word's noun: "what *pigment* absorbs the light?"
     elif ((prev in _WH or prev in _SUBJECT) and not _capital(toks[i])) or (prev == "to" and not toks[i].named) or (prev in _MODALS and m.at(i - 2) in _SUBJECT):
         run = run[1:]  # "what causes X", "I need X", "how to renew X" (not "to Norway"), "you must deliver X": the first word is a verb
     else:
@@ -143,7 +195,7 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
     do_question = any(m.at(k) in {"do", "does", "did"} for k in range(max(0, i - 3), i))
     yes_no = m.at(0) in AUX and i <= 2  # "is [the] X treatable?": the last word is the predicate
     adverbial = m.at(0) in _WH_ADVERBS and m.at(1) in AUX  # "why was the system chosen?"
-    if not verb_found and len(run) > 1 and not _capital(toks[run[-1]]) and (m.at(j) in _ENDS or (do_question and (m.at(j) in PREP or m.at(j) in DET or m.at(j) in BE or m.at(j) in PERSONAL))) and (do_question or yes_no or adverbial):
+    if not verb_found and len(run) > 1 and not _capital(toks[run[-1]]) and (m.at(j) in _ENDS or m.at(j) in _CLOSING or (do_question and (m.at(j) in PREP or m.at(j) in DET or m.at(j) in BE or m.at(j) in PERSONAL))) and (do_question or yes_no or adverbial):
         run = run[:-1]  # "how does X *work*?", "when did social security *start* in the US?", "how did the Dead *lose* his ..."
     run = [k for k in run if not toks[k].low.endswith("ly") or _capital(toks[k])]  # not "Italy"
     while len(run) > 1 and not toks[run[0]].named and (toks[run[0]].low in EVALUATIVE or toks[run[0]].low in SUPERLATIVE or toks[run[0]].low.endswith("est")):
@@ -171,6 +223,9 @@ def _do_verb(m: Message, i: int, j: int) -> int | None:
     if m.at(k) not in {"do", "does", "did"} or j - i < 2:
         return None
     toks = m.toks
+    catenative = next((v for v in range(i + 1, j) if toks[v].low in _BARE_INFINITIVE and not toks[v].named), None)
+    if catenative is not None:
+        return catenative  # "does exercise *help* lose weight?"
     if m.at(k) != "does":
         after_plural = next((v + 1 for v in range(i, j - 1) if is_plural(toks[v].low) and not is_plural(toks[v + 1].low) and not toks[v + 1].named), None)
         if after_plural is not None:

@@ -55,7 +55,7 @@ from querywise.understand.followup.message import (
     PLACE_PREP,
     Message,
 )
-from querywise.understand.followup.phrases import Phrase, is_plural, noun_phrases
+from querywise.understand.followup.phrases import Phrase, first_name, is_plural, noun_phrases
 
 __all__ = ["POINTING_CUES", "Phrase", "Referent", "Standalone", "Tracker", "joined", "noun_phrases", "resolve"]
 
@@ -79,6 +79,9 @@ NUMBER_PENALTY = 0.3
 #: the Ottoman Empire). Chosen on CAsT 2020 among 1, 1.5, 2 and 3 (added-term recall / precision
 #: 0.306 / 0.389 at 1, 0.333 / 0.411 at 3).
 NAME_BONUS = 3.0
+#: How many of the latest user turns (that named anything) the subject is read from: a name two
+#: of them named. Chosen on CAsT 2020's train and val topics and dialogues_read among 2 and 3.
+SUBJECT_TURNS = 3
 #: The longest message read as an opener and one noun phrase ("And the Pro?").
 ELLIPSIS_CHARS = 120
 #: Answers are long: only their first words are read for referents.
@@ -148,6 +151,11 @@ class Tracker:
     turn: int = 0
     topic: tuple[str, ...] | None = None  # the first user turn's topic (its first referent)
     user_turns: list[tuple[tuple[str, ...], ...]] = field(default_factory=list)  # what each user turn named, in order
+    # The name the latest turn gave in answer to a user's what/which/who/where question ("What
+    # was their first album?" -- "Freak Out! was released in 1966."): what a pronoun of the next
+    # question most likely takes (`resolve`). None when the latest turn is no such answer.
+    answered: Referent | None = None
+    _asked: str | None = None  # the wh-word of the latest user turn, when it asks for a name
 
     def read(self, text: str, role: str = "user", carried: Sequence[Referent] = (), appended: Sequence[Referent] = ()) -> None:
         """Decay every referent by one turn, then add this turn's mentions: `carried` (what its
@@ -158,11 +166,17 @@ class Tracker:
         weight = 1.0 if role == "user" else ASSISTANT_WEIGHT
         said = text if role == "user" else text[:ANSWER_CHARS]
         own = [r for r in self.mentions(said) if role == "user" or r.kind in _KNOWN_KINDS]
+        # What the deployment knows first, else the name a person would read as the answer.
+        self.answered = (own[0] if own else _answer_name(text, self._asked)) if role != "user" and self._asked else None
+        if role == "user":
+            self._asked = _asks_name(text)
         mentions = [*carried, *own, *appended]
         if role == "user" and mentions:
             if self.topic is None:
                 self.topic = mentions[0].key
-            self.user_turns.append(tuple(dict.fromkeys(r.key for r in mentions)))
+            # What the turn named, itself or by a pronoun: not what its form appended, or an
+            # appended subject would keep itself the subject ("the last two turns both named it").
+            self.user_turns.append(tuple(dict.fromkeys(r.key for r in [*carried, *own])))
         seen: set[tuple[str, ...]] = set()
         for r in mentions:
             if r.key in seen:
@@ -187,10 +201,13 @@ class Tracker:
         return picked if len(picked) >= 2 else []
 
     def subject(self) -> Referent | None:
-        """What the conversation is about: a name the last two user turns that named anything
-        both named (its current subject), else the first user turn's topic."""
-        if len(self.user_turns) >= 2:
-            kept = [k for k in self.user_turns[-1] if k in self.user_turns[-2] and self.referents[k].kind != "phrase"]
+        """What the conversation is about: the latest name two of the last `SUBJECT_TURNS` user
+        turns that named anything both named, themselves or by a pronoun (the subject moves with
+        the conversation: "Salt Lake City" after two turns about it in a talk that opened on
+        Utah), else the first user turn's topic."""
+        recent = self.user_turns[-SUBJECT_TURNS:]
+        for n in range(len(recent) - 1, 0, -1):
+            kept = [k for k in recent[n] if any(k in earlier for earlier in recent[:n]) and self.referents[k].kind != "phrase"]
             if kept:
                 return self.referents[kept[0]]
         return self.referents.get(self.topic) if self.topic is not None else None
@@ -265,6 +282,39 @@ class Tracker:
         return None
 
 
+# A question whose answer is a name: "What was their first album?", "Who took over?", "Where did he
+# go?", "Is there one in our galaxy?"
+_ASKS_NAME = re.compile(r"^\W*(?:(?:and|so|ok|okay|oh),?\s+)?(what|which|who|whom|where|(?:is|are|was|were) there)\b", re.IGNORECASE)
+
+
+def _asks_name(question: str) -> str | None:
+    """The wh-word of a question that asks for a name; None for any other turn, and for a
+    question that names its own subject ("What is the Great Barrier Reef?": the answer describes
+    it, and a name in the answer is in passing)."""
+    found = _ASKS_NAME.match(question)
+    if found is None or any(t.named and t.text[:1].isupper() for t in Message(question, []).toks):
+        return None
+    return found.group(1).lower()
+
+
+def _answer_name(answer: str, asked: str) -> Referent | None:
+    """The first proper name of an answer's first sentence, as a referent (a place when the
+    question asked where): the name the user asked for, never the sentence around it."""
+    first = _SENTENCE.match(analysed_part(answer[:ANSWER_CHARS]))
+    found = first_name(Message(first.group(0), [])) if first else None
+    if found is None:
+        return None
+    words, definite = found
+    key = tuple(analyze(words))
+    if not key:
+        return None
+    proper_plural = definite and is_plural(words.split()[0])  # "the Mothers of Invention", "the Beatles"
+    return Referent(words, "name", key, plural=proper_plural, definite=definite, person=asked in ("who", "whom"), place=asked == "where")
+
+
+_SENTENCE = re.compile(r"\s*[^.?!]+[.?!]*")
+
+
 def _entity(e: Entity) -> Referent:
     return Referent(e.name, "entity", ("entity", e.id))
 
@@ -279,8 +329,13 @@ def _person(r: Referent) -> bool:
     if r.plural or "'s" in r.text or r.kind not in ("name", "phrase"):
         return False
     if r.kind == "phrase":
-        return words[-1].lower() in PERSON_NOUNS
+        return _person_noun(r)
     return not r.definite and len(words) <= 4 and all(w[0].isupper() and not w.isupper() for w in words)
+
+
+def _person_noun(r: Referent) -> bool:
+    """A common noun of a person class ("the woman", "the leader"): whom "he" or "she" takes."""
+    return r.kind == "phrase" and r.text.split()[-1].lower() in PERSON_NOUNS
 
 
 def _full_names(people: list[Referent]) -> list[Referent]:
@@ -347,8 +402,14 @@ def resolve(
     catalog = tracker.catalog
     anchors = [(x.start, x.end) for x in catalog.mentions(message)] if catalog is not None else []
     m = Message(message, anchors, catalog=catalog is not None)
-    if any(c.startswith(_OPENER_CUES) for c in cues) and previous:
+    # A final particle after a clause with its own pronoun ("Do algae do it too?") is a question of
+    # its own: the pronoun is resolved in place, the previous question not joined in front.
+    particle_only = not any(c.startswith(("opener:", "short")) for c in cues) and any(c.startswith(("pronoun:", "demonstrative:")) for c in cues)
+    if any(c.startswith(_OPENER_CUES) for c in cues) and previous and not particle_only:
         swapped = _ellipsis(message, previous, tracker)
+        if swapped is not None and swapped.method == "none":
+            beside = _beside_subject(message, tracker)
+            return beside if beside is not None else Standalone(joined(previous, message), "previous_turn", why=swapped.why)
         if swapped is not None:
             return swapped
         if not any(c in _POSSESSIVE_CUES for c in cues):
@@ -358,7 +419,7 @@ def resolve(
         # A plain "it" keeps the join: "and how fast is it?" after "Which cradle charges the Tide
         # 4 Pro?" asks about the cradle, which the turn joined still says.
     there = [t for i, t in enumerate(m.toks) if m.locative_there(i)] if "pro-form:there" in cues else []
-    place = next((r for r in tracker.by_recency() if r.place), None)
+    place = tracker.answered if tracker.answered is not None and tracker.answered.place else next((r for r in tracker.by_recency() if r.place), None)
     if there and place is not None:
         # "restaurants there" after "restaurants in Tokyo": the place, with its preposition.
         for t in reversed(there):
@@ -386,10 +447,21 @@ def resolve(
     # Trump's religion", not "the Dead"); none said: the pronoun stays as typed. People first, so
     # that "it" in "how did he cook it?" is not whom "he" took.
     took: dict[int, Referent] = {}
+    answered = tracker.answered if tracker.answered is not None and tracker.answered.key not in own else None
     for n in sorted(range(len(slots) if recent else 0), key=lambda n: not slots[n][4]):
         plural, person = slots[n][2], slots[n][4]
+        if answered is not None and not (answered.place or answered.person or person) and plural == answered.plural and message[slots[n][0] : slots[n][1]].lower() in PERSONAL:
+            # The name just given in answer to the user's question: "Was it successful?" after
+            # "What was their first album?" -- "Freak Out! ..." asks about Freak Out!. Not for a
+            # demonstrative ("agree with that": the event), not a person the user asked who was
+            # ("he" stays the conversation's person), nor a place the user asked where to find
+            # ("How old is it?" after "Where is it?" -- "off Queensland").
+            took[n] = answered
+            continue
+        # "it" takes a thing: not whom "he" or "she" took, nor a noun of a person class ("How did it
+        # affect her work?" after "Was she the first woman ...?"), while anything else is there.
         people = _full_names([r for r in recent if _person(r)]) if person else [
-            r for r in recent if not (r.person or any(t.person and t.key == r.key for t in took.values())) or plural] or recent
+            r for r in recent if not (r.person or any(t.person and t.key == r.key for t in took.values()) or _person_noun(r)) or plural] or recent
         if people:
             chosen = _choose(people, plural, tracker.turn - 1)
             took[n] = replace(chosen, person=True) if person else chosen
@@ -401,7 +473,9 @@ def resolve(
     if used:
         names = ", ".join(dict.fromkeys(repr(r.text) for r in used))
         distinct = tuple({r.key: next((u for u in used if u.key == r.key and u.person), r) for r in used}.values())  # a person stays one
-        return _with_subject(Standalone(out, "placed", distinct, f"the reference resolved to {names}"), tracker, own, named)
+        placed = Standalone(out, "placed", distinct, f"the reference resolved to {names}")
+        # The answer's name is specific already: the subject after it would add what the user did not ask.
+        return placed if answered is not None and answered in used else _with_subject(placed, tracker, own, named)
     salient = [r for r in tracker.by_salience() if r.key not in own]
     if salient:
         best = salient[0]
@@ -450,10 +524,19 @@ def _ellipsis(message: str, previous: str, tracker: Tracker) -> Standalone | Non
     if _LEADING_ARTICLE.sub("", subject.text).lower() != said.lower() and subject.kind != "entity":
         return None  # the words after the opener are not one noun phrase
     olds = [r for r in olds if r.key != subject.key]
-    # A referent the new one names part of ("the cons" of "the pros and cons"), or whose noun it
-    # keeps with other modifiers ("unopened earbuds" for "opened earbuds").
-    sharing = [r for r in olds if r.kind != "entity" and (set(subject.key) < set(r.key) or subject.key[-1:] == r.key[-1:])]
+    # A referent the new one names part of ("the cons" of "the pros and cons"), whose noun it keeps
+    # with other modifiers ("unopened earbuds" for "opened earbuds"), or another word of
+    # ("high cholesterol" for "high blood carbon dioxide"), the part named first.
+    sharing = [r for r in olds if r.kind != "entity" and set(subject.key) & set(r.key)]
+    sharing.sort(key=lambda r: not (set(subject.key) < set(r.key) or subject.key[-1:] == r.key[-1:]))
     same_kind = [r for r in olds if (r.kind == "entity") == (subject.kind == "entity")]
+    if not sharing and subject.kind == "phrase":
+        # What gives way is a guess: nothing but its place says "the locks" stand where "workers"
+        # stood ("How many locks died?"). A catalog's product, a word both share, a proper name
+        # (one of a kind: "Ivanka" for "the First Lady", "Venus flytraps" for "predator plants")
+        # are evidence; without it the previous question is not rewritten, and the caller
+        # searches the message with the subject beside it.
+        return Standalone(message, "none", why=f"no evidence of what {subject.text!r} replaces in the previous question")
     # A name for a name, the innermost first: "Aero X2", not "warranty on the Aero X2".
     same_kind.sort(key=lambda r: (r.kind != subject.kind, r.kind == subject.kind and len(r.text)))
     spans: list[tuple[Referent | None, tuple[int, int] | None]] = [(r, _span(previous, r, tracker.catalog)) for r in sharing or same_kind or olds]
@@ -517,6 +600,15 @@ def _with_subject(form: Standalone, tracker: Tracker, own: set[tuple[str, ...]],
     if set(subject.key) & set(analyze(form.text)):  # "reef bleaching" already speaks of "coral reefs"
         return form
     return Standalone(f"{form.text.rstrip()} {subject.placed}", form.method, (*form.referents, subject), f"{form.why}; the conversation's subject {subject.text!r} kept")
+
+
+def _beside_subject(message: str, tracker: Tracker) -> Standalone | None:
+    """The message with the conversation's subject after it ("What about the locks? the Panama
+    Canal"), when the message does not already say it; None without a subject."""
+    subject = tracker.subject()
+    if subject is None or set(subject.key) & set(analyze(message)):
+        return None
+    return Standalone(f"{message.rstrip()} {subject.placed}", "appended", (subject,), f"an ellipsis whose referent is a guess: the conversation's subject {subject.text!r} beside the message")
 
 
 def joined(previous: str, message: str) -> str:
