@@ -323,3 +323,12 @@ def test_the_subject_moves_to_what_the_last_turns_keep_naming() -> None:
 def test_a_final_particle_after_a_clause_with_a_pronoun_resolves_it_in_place() -> None:
     history: list[str | Turn] = ["Where does photosynthesis happen?", "Why are leaves green then?"]
     assert form("Do algae do it too?", history) == "Do algae do photosynthesis too?"
+
+
+def test_an_ellipsis_in_place_of_the_subject_moves_the_conversation_on() -> None:
+    history: list[str | Turn] = ["How much does a used motorbike cost?", "How does it compare to a scooter?"]
+    message = "Interesting. What about for a converted camper van?"
+    assert form(message, history) == "How does converted camper van compare to a scooter?"
+    # from then on the camper van is the subject, not the motorbike
+    history.append(message)
+    assert form("What permits are needed?", history).endswith("converted camper van")

@@ -471,6 +471,8 @@ def standalone_form(message: str, history: Sequence[str | Turn], gate: FollowUp,
                 carried, appended = (resolved.referents, ()) if resolved.method == "placed" else ((), resolved.referents)
             previous = resolved.text if resolved is not None else said
         tracker.read(said, turn.role, carried, appended)
+        if turn.role == "user" and resolved is not None and resolved.new_subject:
+            tracker.move_subject(resolved.referents[0])  # "What about a food truck?": the talk is about it now
     form = resolve(message, tracker, gate.cues, previous=previous)
     if turns and turns[-1].role == "assistant" and (answer := answer_words(turns[-1].text)):
         # A reply to the answer just given: its words are the vocabulary of what the user is

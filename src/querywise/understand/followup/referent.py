@@ -140,6 +140,9 @@ class Standalone:
     # Two or more candidates and nothing to choose between them: the other readings (each
     # searched beside `text`, fused), never one picked silently.
     readings: tuple[str, ...] = ()
+    # An ellipsis that put its noun phrase where the conversation's subject stood ("What about a
+    # food truck?" after "How much does a used Lamborghini cost?"): the subject from then on.
+    new_subject: bool = False
 
 
 @dataclass
@@ -189,6 +192,12 @@ class Tracker:
             kept.last_turn, kept.last_rank = self.turn, len(seen)
             seen.add(r.key)
         self.turn += 1
+
+    def move_subject(self, referent: Referent) -> None:
+        """The conversation moved on to `referent` (an ellipsis put it where the subject stood):
+        it is the subject from now on, and what the turns before named no longer counts."""
+        self.topic = referent.key
+        del self.user_turns[:-1]
 
     def latest_names(self) -> list[Referent]:
         """The products and names the latest user turn named, when it named two or more of them
@@ -405,7 +414,8 @@ def resolve(
     # A final particle after a clause with its own pronoun ("Do algae do it too?") is a question of
     # its own: the pronoun is resolved in place, the previous question not joined in front.
     particle_only = not any(c.startswith(("opener:", "short")) for c in cues) and any(c.startswith(("pronoun:", "demonstrative:")) for c in cues)
-    if any(c.startswith(_OPENER_CUES) for c in cues) and previous and not particle_only:
+    opener = any(c.startswith(_OPENER_CUES) for c in cues) or _ABOUT.match(message) is not None
+    if opener and previous and not particle_only:
         swapped = _ellipsis(message, previous, tracker)
         if swapped is not None and swapped.method == "none":
             beside = _beside_subject(message, tracker)
@@ -487,8 +497,12 @@ def resolve(
 
 # "And the Pro?", "what about unopened ones in particular?": an opener, a noun phrase, a tail that
 # adds nothing to ask. Anything else ("and what is the process?") is a question of its own.
+_REACTION = r"(?:(?:interesting|ok|okay|oh|great|cool|wow|nice|i see)\W+)?"
+# "What about ...?" after a reaction ("Interesting. What about a food truck?"): an opener the gate
+# may read as continuity only.
+_ABOUT = re.compile(rf"^\s*{_REACTION}(?:what|how)\s+about\b", re.IGNORECASE)
 _ELLIPSIS = re.compile(
-    r"^\s*(?:(?:and|but|or|also|so)\s+)?(?:(?:what|how)\s+about\s+|(?:the\s+)?same\s+)?(?:(?:for|with|in|on|to)\s+)?(?P<np>.+?)"
+    rf"^\s*{_REACTION}(?:(?:and|but|or|also|so)\s+)?(?:(?:what|how)\s+about\s+|(?:the\s+)?same\s+)?(?:(?:for|with|in|on|to)\s+)?(?P<np>.+?)"
     r"(?:,?\s+(?:in particular|instead|then|too|as well|though|now))?\s*[?.!]*\s*$",
     re.IGNORECASE,
 )
@@ -530,6 +544,15 @@ def _ellipsis(message: str, previous: str, tracker: Tracker) -> Standalone | Non
     sharing = [r for r in olds if r.kind != "entity" and set(subject.key) & set(r.key)]
     sharing.sort(key=lambda r: not (set(subject.key) < set(r.key) or subject.key[-1:] == r.key[-1:]))
     same_kind = [r for r in olds if (r.kind == "entity") == (subject.kind == "entity")]
+    current = tracker.subject()
+    moved = False  # the subject gives way to the new noun phrase: the conversation moved on
+    asked = [r for r in olds if (at := _span(previous, r, None)) is not None and not _after_question(previous, at[0])]  # not a subject a form appended
+    if not sharing and subject.kind == "phrase" and current is not None and any(r.key == current.key for r in asked):
+        # No word in common, but what gives way is the conversation's subject: a change of
+        # subject asked in the previous question's words ("How much does a pimped-out food truck
+        # cost?" after the used Lamborghini).
+        sharing = [r for r in olds if r.key == current.key]
+        moved = True
     if not sharing and subject.kind == "phrase":
         # What gives way is a guess: nothing but its place says "the locks" stand where "workers"
         # stood ("How many locks died?"). A catalog's product, a word both share, a proper name
@@ -551,8 +574,15 @@ def _ellipsis(message: str, previous: str, tracker: Tracker) -> Standalone | Non
         before = previous[: at[0]]
         if subject.kind == "name" and not _LEADING_ARTICLE.match(found.group("np").strip()):
             before = re.sub(r"\b(?:the|a|an)\s+$", "", before, flags=re.IGNORECASE)  # "the First Lady" -> "Ivanka"
-        return Standalone(before + text + previous[at[1] :], "ellipsis", (subject,), f"the previous question about {subject.text!r} (in place of {instead!r})")
+        return Standalone(before + text + previous[at[1] :], "ellipsis", (subject,), f"the previous question about {subject.text!r} (in place of {instead!r})",
+                          new_subject=moved)
     return None
+
+
+def _after_question(text: str, at: int) -> bool:
+    """Whether position `at` of `text` comes after its question, as a subject a form appended
+    does ("How many workers died? the Panama Canal")."""
+    return re.sub(r"\b(?:the|a|an)\s*$", "", text[:at], flags=re.IGNORECASE).rstrip().endswith(("?", "."))
 
 
 def _noun_of(words: str) -> str:
