@@ -332,3 +332,11 @@ def test_an_ellipsis_in_place_of_the_subject_moves_the_conversation_on() -> None
     # from then on the camper van is the subject, not the motorbike
     history.append(message)
     assert form("What permits are needed?", history).endswith("converted camper van")
+
+
+def test_what_about_with_words_of_its_own_keeps_the_message_with_the_subject_beside_it() -> None:
+    history: list[str | Turn] = ["How do search engines rank pages?", "What are the important parts of a test collection?"]
+    # the previous question's frame would bury the new subject
+    assert form("What about benchmarks for music?", history) == "What about benchmarks for music? search engines"
+    # "and" with a question of its own and no new noun phrase still asks within the previous one
+    assert form("And what is the process?", ["How do I reset my router?"]) == "How do I reset my router? And what is the process?"

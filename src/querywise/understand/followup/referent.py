@@ -417,6 +417,10 @@ def resolve(
     opener = any(c.startswith(_OPENER_CUES) for c in cues) or _ABOUT.match(message) is not None
     if opener and previous and not particle_only:
         swapped = _ellipsis(message, previous, tracker)
+        if swapped is None and _ABOUT.match(message) and tracker.mentions(message) and not any(c.startswith(("pronoun:", "demonstrative:")) for c in cues):
+            # "What about benchmarks for music?": more than one noun phrase, a subject of its own,
+            # which the previous question's frame would bury.
+            swapped = Standalone(message, "none", why="'what about' with words of its own")
         if swapped is not None and swapped.method == "none":
             beside = _beside_subject(message, tracker)
             return beside if beside is not None else Standalone(joined(previous, message), "previous_turn", why=swapped.why)
