@@ -340,3 +340,9 @@ def test_what_about_with_words_of_its_own_keeps_the_message_with_the_subject_bes
     assert form("What about benchmarks for music?", history) == "What about benchmarks for music? search engines"
     # "and" with a question of its own and no new noun phrase still asks within the previous one
     assert form("And what is the process?", ["How do I reset my router?"]) == "How do I reset my router? And what is the process?"
+
+
+def test_there_after_a_where_question_is_the_place_the_answer_gave() -> None:
+    history = [Turn(text="The Wire. Production"), Turn(text="Where was it filmed?"), Turn(role="assistant", text="It was filmed in Baltimore, Maryland.")]
+    assert form("Why there?", history) == "Where was the Wire filmed? Why in Baltimore?"
+    assert form("What is the weather like there?", history) == "What is the weather like in Baltimore?"

@@ -414,25 +414,9 @@ def resolve(
     # A final particle after a clause with its own pronoun ("Do algae do it too?") is a question of
     # its own: the pronoun is resolved in place, the previous question not joined in front.
     particle_only = not any(c.startswith(("opener:", "short")) for c in cues) and any(c.startswith(("pronoun:", "demonstrative:")) for c in cues)
-    opener = any(c.startswith(_OPENER_CUES) for c in cues) or _ABOUT.match(message) is not None
-    if opener and previous and not particle_only:
-        swapped = _ellipsis(message, previous, tracker)
-        if swapped is None and _ABOUT.match(message) and tracker.mentions(message) and not any(c.startswith(("pronoun:", "demonstrative:")) for c in cues):
-            # "What about benchmarks for music?": more than one noun phrase, a subject of its own,
-            # which the previous question's frame would bury.
-            swapped = Standalone(message, "none", why="'what about' with words of its own")
-        if swapped is not None and swapped.method == "none":
-            beside = _beside_subject(message, tracker)
-            return beside if beside is not None else Standalone(joined(previous, message), "previous_turn", why=swapped.why)
-        if swapped is not None:
-            return swapped
-        if not any(c in _POSSESSIVE_CUES for c in cues):
-            return Standalone(joined(previous, message), "previous_turn", why="an elliptical follow-up keeps the previous question's frame")
-        # "And how long does its battery last?": a question of its own after the opener, whose
-        # owner is resolved in place (joining the turns would search the warranty question too).
-        # A plain "it" keeps the join: "and how fast is it?" after "Which cradle charges the Tide
-        # 4 Pro?" asks about the cradle, which the turn joined still says.
+    typed = message
     there = [t for i, t in enumerate(m.toks) if m.locative_there(i)] if "pro-form:there" in cues else []
+    # The place the user just asked where to find, else the latest place named after "in", "at".
     place = tracker.answered if tracker.answered is not None and tracker.answered.place else next((r for r in tracker.by_recency() if r.place), None)
     if there and place is not None:
         # "restaurants there" after "restaurants in Tokyo": the place, with its preposition.
@@ -441,6 +425,28 @@ def resolve(
         m = Message(message, [(x.start, x.end) for x in catalog.mentions(message)] if catalog is not None else [], catalog=catalog is not None)
         if all(c == "pro-form:there" for c in cues):
             return Standalone(message, "placed", (place,), f"'there' resolved to {place.text!r}")
+    opener = any(c.startswith(_OPENER_CUES) for c in cues) or _ABOUT.match(typed) is not None
+    if opener and previous and not particle_only:
+        # The ellipsis reads the message as typed ("Why there?" is no noun phrase to swap in);
+        # a join carries its "there" resolved ("Where was it filmed? Why in Albuquerque?").
+        message, resolved_there = typed, message
+        swapped = _ellipsis(message, previous, tracker)
+        if swapped is None and _ABOUT.match(message) and tracker.mentions(message) and not any(c.startswith(("pronoun:", "demonstrative:")) for c in cues):
+            # "What about benchmarks for music?": more than one noun phrase, a subject of its own,
+            # which the previous question's frame would bury.
+            swapped = Standalone(message, "none", why="'what about' with words of its own")
+        if swapped is not None and swapped.method == "none":
+            beside = _beside_subject(message, tracker)
+            return beside if beside is not None else Standalone(joined(previous, resolved_there), "previous_turn", why=swapped.why)
+        if swapped is not None:
+            return swapped
+        if not any(c in _POSSESSIVE_CUES for c in cues):
+            return Standalone(joined(previous, resolved_there), "previous_turn", why="an elliptical follow-up keeps the previous question's frame")
+        message = resolved_there
+        # "And how long does its battery last?": a question of its own after the opener, whose
+        # owner is resolved in place (joining the turns would search the warranty question too).
+        # A plain "it" keeps the join: "and how fast is it?" after "Which cradle charges the Tide
+        # 4 Pro?" asks about the cradle, which the turn joined still says.
     mentioned = tracker.mentions(message)
     own = {r.key for r in mentioned}
     named = any(r.kind != "phrase" for r in mentioned)
