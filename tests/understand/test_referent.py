@@ -346,3 +346,10 @@ def test_there_after_a_where_question_is_the_place_the_answer_gave() -> None:
     history = [Turn(text="The Wire. Production"), Turn(text="Where was it filmed?"), Turn(role="assistant", text="It was filmed in Baltimore, Maryland.")]
     assert form("Why there?", history) == "Where was the Wire filmed? Why in Baltimore?"
     assert form("What is the weather like there?", history) == "What is the weather like in Baltimore?"
+
+
+def test_two_names_without_a_catalog_are_two_readings_and_a_request_s_verb_is_no_part_of_them() -> None:
+    history: list[str | Turn] = ["Compare Python and Rust for web servers."]
+    assert form("Which one is faster?", history) == "Which one is faster? Python or Rust"
+    made = standalone_form("Is it memory safe?", history, check_follow_up("Is it memory safe?", history))
+    assert (made.text, made.readings) == ("Is Python memory safe?", ("Is Rust memory safe?",))

@@ -44,6 +44,9 @@ _ENDS = frozenset({"?", ".", "!", ""})
 _CLOSING = frozenset(["then", "now", "though", "too", "anyway"])
 # Verbs whose object is a bare infinitive, a second verb: "help *recover*", "make *grow*", "let *go*".
 _BARE_INFINITIVE = frozenset(["help", "helps", "make", "makes", "let", "lets"])
+# Verbs that open a request ("*Compare* Python and Rust", "*List* Nobel laureates"): capitalised by
+# the sentence only.
+_IMPERATIVES = frozenset(["compare", "contrast", "list", "name", "find", "define", "summarize", "summarise", "recommend", "suggest"])
 # A phrasal verb's particle ("break *up*", "die *out*"): the word before it is the verb.
 _PARTICLES = frozenset(["up", "out", "down", "off", "away", "back"])
 
@@ -169,6 +172,8 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
     toks = m.toks
     run = list(range(i, j))
     prev = m.at(i - 1)
+    if run and toks[run[0]].initial and toks[run[0]].low in _IMPERATIVES:
+        run = run[1:]  # "Compare Python and Rust": the request's verb, no part of a name
     while run and (toks[run[0]].low in PARTICIPLES or toks[run[0]].low in REACTIONS) and not _capital(toks[run[0]]):
         run = run[1:]  # "what is taught in sociology", "Oh almonds?" (not "the Great Barrier Reef")
     while len(run) > 1 and toks[run[-1]].low in PARTICIPLES:
