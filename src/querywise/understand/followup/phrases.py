@@ -78,7 +78,9 @@ def noun_phrases(m: Message, taken: Sequence[tuple[int, int]] = ()) -> list[Phra
     Without a tagger the verb is read off the sentence's shape: the word after a wh-word ("what
     *causes* X"), after a subject pronoun ("I *need* X", "does it *cover* X"), after "to", or
     the last word of a do- or yes/no question ("how does X *work*?", "is X *treatable*?") is
-    left out, and so are irregular participles and a trailing "-ed"."""
+    left out, and so are irregular participles and a trailing "-ed". A wh-word's own noun stays ("what
+    *equipment* did she carry?", "what *pigment* absorbs the light?"), and a second verb after a
+    catenative one is no phrase ("do braces help *recover* from an injury?")."""
     out: list[Phrase] = []
     toks = m.toks
 

@@ -14,23 +14,32 @@ or assistant, oldest first, mentions referents --
 
 A user turn's unresolved pronoun mentions the referent in focus again, so the conversation's
 subject survives a chain of "it"s. An answer mentions only what the deployment knows (a product,
-an identifier): its other words are searched beside the form, never made referents. Each mention
+an identifier): its other words are searched beside the form, never made referents. One more
+thing is read off an answer: the name it gave to a what/which/where/is-there question that did not
+name its own subject (`Tracker.answered`: "Freak Out! was released in 1966." after "What was
+their first album?"), which a following "it" or "they" of its number takes, and a "there" takes
+when the question asked where; never "he" or "she", nor a demonstrative. Each mention
 weighs `DECAY ** turns_back`, a user turn's more than an answer's (`ASSISTANT_WEIGHT`), an entity's or identifier's more than a phrase's
 (`PHRASE_WEIGHT`), the first phrase of a turn (its topic) more than the others. A turn with no
 content ("thanks!", "ok") mentions nothing.
 
 The message is then resolved to the most salient compatible referent (number agreement: "they"
-wants a plural or several entities, "it" a singular, never whom "he" or "she" took; "he" or "she"
+wants a plural or several entities, "it" a singular, never whom "he" or "she" took nor a noun of
+a person class while a thing is there; "he" or "she"
 a person -- a full name as people's are written, a noun of a person class ("the leader") -- or
 nobody, and the pronoun stays as typed; a name over a common noun, `NAME_BONUS`): a pronoun or demonstrative is replaced where it stands ("does it cover
 water damage?" -> "does the Halden Solace 7 Pro cover water damage?"); an elliptical opener with
 one noun phrase asks the previous user turn's question, as resolved itself, of the new subject
-("And the Pro?" -> "How long is the warranty on the Halden Solace 7 Pro?"); a longer opener keeps
-the previous turn in front of it; any other reference (a definite with no anchor, a bare
-comparative, topic continuity) gets the referent appended. The conversation's subject
-(`Tracker.subject`: a name the last two user turns both named, else the first user turn's topic)
-follows a form whose message names nothing of its own and whose referents do not already speak
-of it. Two products or names of the latest user turn and a pointer to one of them are two
+("And the Pro?" -> "How long is the warranty on the Halden Solace 7 Pro?") when something says
+what the new one replaces (a product for a product, a word both share, a proper name, or the
+conversation's subject itself, which then moves to the new one); without that evidence ("What
+about the locks?" after "How many workers died?") and for a "what about" with words of its own,
+the message is kept with the subject beside it. A longer opener keeps the previous turn in front
+of it; any other reference (a definite with no anchor, a bare comparative, topic continuity) gets
+the referent appended. The conversation's subject (`Tracker.subject`: the latest name two of the
+last `SUBJECT_TURNS` user turns named, themselves or by a pronoun -- not what a form appended --,
+else the first user turn's topic) follows a form whose message names nothing of its own and whose
+referents do not already speak of it. Two products or names of the latest user turn and a pointer to one of them are two
 readings (`Standalone.readings`, each searched), "which one ...?" a comparison naming each: never
 one picked silently. When no referent is found the form is the previous user turn + the message
 (`concat_standalone`), and `Standalone.method` says so. The guard checks the result like any
@@ -174,9 +183,9 @@ class Tracker:
         if role == "user":
             self._asked = _asks_name(text)
         mentions = [*carried, *own, *appended]
-        if role == "user" and mentions:
-            if self.topic is None:
-                self.topic = mentions[0].key
+        if role == "user" and mentions and self.topic is None:
+            self.topic = mentions[0].key
+        if role == "user" and (carried or own):
             # What the turn named, itself or by a pronoun: not what its form appended, or an
             # appended subject would keep itself the subject ("the last two turns both named it").
             self.user_turns.append(tuple(dict.fromkeys(r.key for r in [*carried, *own])))
