@@ -288,18 +288,15 @@ def test_it_takes_a_thing_not_a_person_class_noun() -> None:
     assert form("How heavy was it?", history).startswith("How heavy was equipment?")
 
 
-def test_it_or_they_after_an_answer_takes_the_name_the_user_asked_for() -> None:
+def test_it_after_an_answer_keeps_what_the_user_asked_about_not_the_name_the_answer_gave() -> None:
+    # Measured both ways: the answer's name gained on the dialogues it was chosen on and lost on
+    # held-out ones (the referent module's docstring); the user's own words stay the referent.
     single = [Turn(text="What was the band's first single?"), Turn(role="assistant", text="Blue Harbour came out in 1971 on Lantern Records.")]
-    assert form("Did it chart?", single) == "Did Blue Harbour chart?"  # not "the band", nor the label after it
-    group = [Turn(text="Lena Hart. Early career"), Turn(text="What did she do first?"),
-             Turn(role="assistant", text="She founded the Brothers of Tin with two friends in 1970.")]
-    assert form("When did they split?", group) == "When did the Brothers of Tin split?"  # "they" is no "she"
-    # the question named its subject: the answer describes it, and a name in it is in passing
+    assert form("Did it chart?", single) == "Did the band's first single chart?"
     defined = [Turn(text="What is the Hoover Dam?"), Turn(role="assistant", text="It is a concrete dam on the Colorado River in Nevada.")]
     assert form("How tall is it?", defined) == "How tall is the Hoover Dam?"
-    # a person the user asked who was is no "it"
     made = [Turn(text="The Wire. Production"), Turn(text="Who created the show?"), Turn(role="assistant", text="David Simon created it.")]
-    assert "David Simon" not in form("Where was it filmed?", made)
+    assert form("Where was it filmed?", made) == "Where was the Wire filmed?"
 
 
 def test_a_second_verb_is_no_referent() -> None:
