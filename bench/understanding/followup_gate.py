@@ -505,6 +505,18 @@ def target_line(r: dict[str, Any]) -> str:
             f"(<= 0.05: {held(alarms is not None and alarms <= 0.05)}); gate recall {gate} (>= 0.90: {held(gate >= 0.9)}).")
 
 
+def passages_table(result: dict[str, Any]) -> list[str]:
+    """The code scored, the pooled and per-kind figures, and the targets' verdict."""
+    return [
+        f"Scored on the code of `src/querywise` as of commit {result.get('code_commit') or 'unknown'} (its last change).",
+        "",
+        *(line.replace("| file |", "| conversations |", 1) for line in DIALOGUE_COLUMNS),
+        *(dialogue_row(result[name]["role"], result[name]) for name in PASSAGES),
+        "",
+        target_line(result["all"]),
+    ]
+
+
 def passages_markdown(result: dict[str, Any]) -> str:
     lines = [
         "# Follow-up forms on held-out passage and QA conversations (#34's re-check)",
@@ -526,12 +538,7 @@ def passages_markdown(result: dict[str, Any]) -> str:
         f"holds an assistant turn of {PASSAGE_WORDS} words or more. No catalog. Targets (#34's re-check on conversations with "
         "answers): added terms >= 0.50 / 0.50, guard false alarms <= 0.05, gate recall >= 0.90.",
         "",
-        f"Scored on the code of `src/querywise` as of commit {result.get('code_commit') or 'unknown'} (its last change).",
-        "",
-        *(line.replace("| file |", "| conversations |", 1) for line in DIALOGUE_COLUMNS),
-        *(dialogue_row(result[name]["role"], result[name]) for name in PASSAGES),
-        "",
-        target_line(result["all"]),
+        *passages_table(result),
         "",
         "Gate recall: of the rows a person rewrote, the share the gate flags; guard false alarms: of those, the share whose "
         "human rewrite the guard rejects; added terms: of the content terms the person's rewrite adds to the message, the "
@@ -554,12 +561,7 @@ def passages_dev_markdown(result: dict[str, Any]) -> str:
         "\"the city\", \"he\"), beside turns whose pointer still means the user's own subject. The rules of "
         "`understand/followup/answer_refs.py` were chosen on it: the held-out figures are `rewrite_passages.md`.",
         "",
-        f"Scored on the code of `src/querywise` as of commit {result.get('code_commit') or 'unknown'} (its last change).",
-        "",
-        *(line.replace("| file |", "| conversations |", 1) for line in DIALOGUE_COLUMNS),
-        *(dialogue_row(result[name]["role"], result[name]) for name in PASSAGES),
-        "",
-        target_line(result["all"]),
+        *passages_table(result),
     ]
     return "\n".join(lines) + "\n"
 
