@@ -103,3 +103,9 @@ def test_a_kind_the_answer_introduced_takes_its_name() -> None:
 def test_a_kind_the_user_named_first_is_the_users_own() -> None:
     history = [Turn(role=U, text="Which city hosts the Tour de France finish?"), Turn(role=A, text="It has finished in Paris since 1975.")]
     assert "Paris" not in form("How big is the city?", history)
+
+
+
+def test_his_becomes_the_answers_person_as_a_possessive() -> None:
+    history = [Turn(role=U, text="Who invented the telephone?"), Turn(role=A, text="Alexander Graham Bell patented the telephone in 1876.")]
+    assert form("What was his first invention?", history) == "What was Alexander Graham Bell's first invention?"

@@ -198,11 +198,10 @@ def answer_referent(message: str, earlier: Sequence[Turn], tracker: Tracker, cue
         referent = _referent(item)
         if previous and _only_opener(message[:start] + message[end:]):
             # "What about the third?": the previous question about the item, in place of the item it asked about.
-            other = next((i for i in items if i and i != item and i.lower() in previous.lower()), None)
+            other = next((hit for i in items if i and i != item and (hit := re.search(rf"\b{re.escape(i)}\b", previous, re.IGNORECASE))), None)
             if other is not None:
-                at = previous.lower().index(other.lower())
-                return Standalone(previous[:at] + item + previous[at + len(other) :], "ellipsis", (referent,),
-                                  f"the previous question about the list's {item!r} (in place of {other!r})")
+                return Standalone(previous[: other.start()] + item + previous[other.end() :], "ellipsis", (referent,),
+                                  f"the previous question about the list's {item!r} (in place of {other.group(0)!r})")
             swapped = resolve(said, tracker, cues, previous=previous)
             if swapped.method == "ellipsis":
                 return replace(swapped, referents=(referent, *swapped.referents), why=f"list item {item!r}; {swapped.why}")
@@ -214,8 +213,8 @@ def answer_referent(message: str, earlier: Sequence[Turn], tracker: Tracker, cue
     found = _answer_person(message, answer, tracker, form) or _introduced_kind(message, answer, tracker, asked)
     if found is None:
         return None
-    start, end, referent, why = found
-    said = message[:start] + referent.text + message[end:]
+    start, end, words, referent, why = found
+    said = message[:start] + words + message[end:]
     rest = resolve(said, tracker, cues, previous=previous)
     if rest.method == "placed":  # another pronoun of the message, resolved as before
         return replace(rest, referents=(referent, *rest.referents), why=f"{why}; {rest.why}")
@@ -252,7 +251,11 @@ def _owns(message: str, at: int) -> bool:
     return nxt is not None and nxt.group(1) not in {"to", "in", "at", "on", "for", "with", "from", "about", "and", "or", "when", "if"}
 
 
-def _answer_person(message: str, answer: str, tracker: Tracker, form: Standalone) -> tuple[int, int, Referent, str] | None:
+# Where a pointer is in the message, the words that stand in for it, its referent, and why.
+_Found = tuple[int, int, str, Referent, str]
+
+
+def _answer_person(message: str, answer: str, tracker: Tracker, form: Standalone) -> _Found | None:
     """"he"/"she" of the message as the first full name of a person in `answer`, when no referent
     of the conversation can be a person (the tracker found none, and left the pronoun as typed)."""
     who = _PERSON_PRONOUN.search(message)
@@ -267,12 +270,12 @@ def _answer_person(message: str, answer: str, tracker: Tracker, form: Standalone
         pronoun = who.group("p").lower()
         possessive = pronoun == "his" or (pronoun == "her" and _owns(message, who.end()))
         name = m.group("name")
-        person = replace(_referent(f"{name}'s" if possessive else name), key=tuple(analyze(name)), person=True)
-        return who.start(), who.end(), person, f"{who.group('p')!r} is {name!r}, whom the answer named: no one the user named can be"
+        return (who.start(), who.end(), f"{name}'s" if possessive else name, replace(_referent(name), person=True),
+                f"{who.group('p')!r} is {name!r}, whom the answer named: no one the user named can be")
     return None
 
 
-def _introduced_kind(message: str, answer: str, tracker: Tracker, asked: set[str]) -> tuple[int, int, Referent, str] | None:
+def _introduced_kind(message: str, answer: str, tracker: Tracker, asked: set[str]) -> _Found | None:
     """"this reaction" after "... a reaction called saponification"; "that drug" after the
     answer's one "such as chlorthalidone"; "the city" after the answer's first place. Only for a
     noun no earlier user turn said (`asked`: their words' stems; else it is the user's own thing)."""
@@ -298,5 +301,5 @@ def _introduced_kind(message: str, answer: str, tracker: Tracker, asked: set[str
                     found = such[0]
         if found:
             referent = replace(_referent(found), place=kind in _PLACE_NOUNS)
-            return m.start(), m.end(), referent, f"{m.group(0)!r} is {found!r}, which only the answer names"
+            return m.start(), m.end(), found, referent, f"{m.group(0)!r} is {found!r}, which only the answer names"
     return None
