@@ -56,6 +56,10 @@ user's next turn points into, and QuAC-style ones ("Title. Section", answers tha
 sentences or "I don't know."). Its figures are given pooled and per kind; a row is a passage row when
 its history holds an assistant turn of `PASSAGE_WORDS` words or more. Writes
 bench/results/rewrite_passages.{json,md}.
+
+`--year passages_dev` scores `dialogues_passages_dev.jsonl` the same way: the team's development set for
+#34's answer referents (list items, things only a passage names), read while those rules were
+chosen, so that the held-out set stays unread. Writes bench/results/rewrite_passages_dev.{json,md}.
 """
 
 from __future__ import annotations
@@ -441,12 +445,12 @@ def is_passage_row(row: RewriteRow) -> bool:
     return any(t.role == "assistant" and len(t.text.split()) >= PASSAGE_WORDS for t in row.history)
 
 
-def passages_result() -> dict[str, Any]:
-    """The held-out passage and QA conversations, pooled and per kind."""
+def passages_result(name: str = "passages") -> dict[str, Any]:
+    """The passage and QA conversations of `dialogues_<name>.jsonl`, pooled and per kind."""
     from querywise.config import Settings
     from querywise.service import QueryWise
 
-    rows = load_rewrite_rows(Path(__file__).with_name("dialogues_passages.jsonl"))
+    rows = load_rewrite_rows(Path(__file__).with_name(f"dialogues_{name}.jsonl"))
     parts = {"all": rows, "passages": [r for r in rows if is_passage_row(r)], "qa": [r for r in rows if not is_passage_row(r)]}
     with QueryWise(Settings()) as qw:
         out: dict[str, Any] = {name: dialogue_figures(parts[name], qw, role) for name, role in PASSAGES.items()}
@@ -510,6 +514,18 @@ def target_line(r: dict[str, Any]) -> str:
             f"(<= 0.05: {held(alarms is not None and alarms <= 0.05)}); gate recall {gate} (>= 0.90: {held(gate >= 0.9)}).")
 
 
+def passages_table(result: dict[str, Any]) -> list[str]:
+    """The code scored, the pooled and per-kind figures, and the targets' verdict."""
+    return [
+        f"Scored on the code of `src/querywise` as of commit {result.get('code_commit') or 'unknown'} (its last change).",
+        "",
+        *(line.replace("| file |", "| conversations |", 1) for line in DIALOGUE_COLUMNS),
+        *(dialogue_row(result[name]["role"], result[name]) for name in PASSAGES),
+        "",
+        target_line(result["all"]),
+    ]
+
+
 def passages_markdown(result: dict[str, Any]) -> str:
     lines = [
         "# Follow-up forms on held-out passage and QA conversations (#34's re-check)",
@@ -531,12 +547,7 @@ def passages_markdown(result: dict[str, Any]) -> str:
         f"holds an assistant turn of {PASSAGE_WORDS} words or more. No catalog. Targets (#34's re-check on conversations with "
         "answers): added terms >= 0.50 / 0.50, guard false alarms <= 0.05, gate recall >= 0.90.",
         "",
-        f"Scored on the code of `src/querywise` as of commit {result.get('code_commit') or 'unknown'} (its last change).",
-        "",
-        *(line.replace("| file |", "| conversations |", 1) for line in DIALOGUE_COLUMNS),
-        *(dialogue_row(result[name]["role"], result[name]) for name in PASSAGES),
-        "",
-        target_line(result["all"]),
+        *passages_table(result),
         "",
         "Gate recall: of the rows a person rewrote, the share the gate flags; guard false alarms: of those, the share whose "
         "human rewrite the guard rejects; added terms: of the content terms the person's rewrite adds to the message, the "
@@ -546,17 +557,37 @@ def passages_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def passages_dev_markdown(result: dict[str, Any]) -> str:
+    lines = [
+        "# Follow-up forms on the development passage conversations (#34: referents only an answer names)",
+        "",
+        f"Command: `{result['machine']['command']} --year passages_dev` (from the repository root).",
+        "",
+        "**Development set, read while the rules were written.** `bench/understanding/dialogues_passages_dev.jsonl`: 16 "
+        "conversations the team wrote for #34's answer referents before any code ran on them -- answers that list options "
+        "(numbered, bulleted, an inline series) followed by \"the third one\", \"number 2\", \"the latter\", and passages "
+        "that alone name a drug, a reaction, a city or a person the next turn points at (\"that drug\", \"this reaction\", "
+        "\"the city\", \"he\"), beside turns whose pointer still means the user's own subject. The rules of "
+        "`understand/followup/answer_refs.py` were chosen on it: the held-out figures are `rewrite_passages.md`.",
+        "",
+        *passages_table(result),
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--year", choices=("2019", "2020", "dialogues", "passages", "both"), default="both",
-                        help="both: 2019, 2020, the dialogues and the held-out passage conversations")
+    parser.add_argument("--year", choices=("2019", "2020", "dialogues", "passages", "passages_dev", "both"), default="both",
+                        help="both: 2019, 2020, the dialogues, the held-out and the development passage conversations")
     args = parser.parse_args(argv)
-    for year in ("2019", "2020", "dialogues", "passages") if args.year == "both" else (args.year,):
+    for year in ("2019", "2020", "dialogues", "passages", "passages_dev") if args.year == "both" else (args.year,):
         if year == "dialogues":
             path = publish("rewrite_dialogues", dialogues_result(), command=COMMAND, render=dialogues_markdown)
         elif year == "passages":
             path = publish("rewrite_passages", passages_result(), command=COMMAND, render=passages_markdown)
+        elif year == "passages_dev":
+            path = publish("rewrite_passages_dev", passages_result("passages_dev"), command=COMMAND, render=passages_dev_markdown)
         else:
             path = publish(f"rewrite_cast{year}", year_result(year, args.data), command=COMMAND, render=markdown)
         print(path.with_suffix(".md").read_text(encoding="utf-8"))

@@ -2,6 +2,7 @@
 
 - `gate.py`: the detectors that say which words need the history (pass-through otherwise);
 - `referent.py`: salience tracking and the deterministic standalone form;
+- `answer_refs.py`: referents only the assistant's answer names (an item of its list, a person, a kind);
 - `message.py`: the closed word classes and the tokenised message the detectors read;
 - `shift.py`: the topic-shift check and its hedge;
 - `move.py`: the move as a plan runs it.

@@ -46,6 +46,11 @@ readings (`Standalone.readings`, each searched), "which one ...?" a comparison n
 one picked silently. When no referent is found the form is the previous user turn + the message
 (`concat_standalone`), and `Standalone.method` says so. The guard checks the result like any
 rewrite.
+
+Where the message itself points into the assistant's last answer -- an item of the list it gave
+("the second one", "number 2", "the latter"), "he" or "she" when no one the user named is a
+person, a kind it just introduced ("this reaction", "the city") -- the answer's words are taken
+after all (`answer_refs.answer_referent`, tried after `resolve` on every user turn).
 """
 
 from __future__ import annotations

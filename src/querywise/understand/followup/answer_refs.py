@@ -1,0 +1,305 @@
+"""Referents that only the assistant's last answer names: an item of the list it gave ("the second
+one"), and, narrowly, the thing a pointer cannot mean among the user's own words ("he" when the
+user spoke only of things, "that drug", "the city").
+
+The tracker takes from an answer only what the deployment knows (`referent.ASSISTANT_WEIGHT`): an
+answer names many things, and most pointers still mean the user's subject. These are the cases
+where the message itself says it points into the answer:
+
+- **an item of a list**: "the second one", "the third option", "the last", "number 2", and "the
+  latter" / "the former" of two, when the answer holds one enumeration -- numbered or bulleted
+  lines ("1.", "2)", "-", "•"), or else one inline series after "such as", "include", "are", ...
+  ("include carbon dioxide, methane, nitrous oxide, and water vapour"). The item's name is what
+  its line or place in the series says before its explanation ("Beta blockers, which are taken
+  daily ..." -> "Beta blockers"). Two inline series, a position the list does not have, or an
+  ordinal with a noun no list is made of ("the first album") leave the message as it is;
+- **a person**: "he" / "she" when no referent of the conversation can be a person (the tracker
+  left the pronoun as typed), the first full name of the answer ("Neil Armstrong commanded the
+  mission" -> "Where did Neil Armstrong grow up?");
+- **a kind the answer just introduced**: "this reaction" after "... in a reaction called
+  saponification", "that drug" after the answer's one "such as chlorthalidone", "the city" (a
+  place noun) after the answer's first place ("in Dubai") -- only when no earlier user turn says
+  that noun or names a place.
+
+`answer_referent` returns the form, or None and the tracker's form stands. What is left of the
+message after the substitution (another pronoun, an elliptical opener) is resolved as before.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+from querywise.conversation import Turn
+from querywise.text import analysed_part, analyze
+from querywise.understand.followup.message import FUNCTION
+from querywise.understand.followup.referent import ANSWER_CHARS, Referent, Standalone, Tracker, resolve
+
+__all__ = ["ITEM_WORDS", "LIST_ANSWERS", "answer_referent", "enumeration", "list_pointer", "listed_item"]
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+#: The most words an item's name may have: past it, the line is an explanation, not a name.
+ITEM_WORDS = 10
+#: A list is pointed at from up to this many answers on: "is the last one worth it?" may follow a
+#: question about an item and its answer.
+LIST_ANSWERS = 2
+
+# A list line: "1. ...", "2) ...", "- ...", "• ...", "* ...".
+_LINE_ITEM = re.compile(r"^[ \t]*(?:\d{1,2}[.)]|[-•*])[ \t]+(\S.*)$", re.MULTILINE)
+# What ends an item's name: its explanation after a comma, colon, dash or bracket, or a relative clause.
+_NAME_END = re.compile(r"[,:;(.!?]| [-–—] | (?:which|that|who|where|when|if|because|so that|to help|by)\b")
+# An inline series follows one of these; its items are split at commas and "and"/"or".
+_SERIES_CUE = re.compile(r"\b(?:such as|including|include|includes|are|were|like)\s+(?P<rest>[^.;:!?]+)", re.IGNORECASE)
+_RELATIVE = re.compile(r"^(?:which|who|whose|that|where|in which|when|with)\b", re.IGNORECASE)
+_ORDINALS = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3, "4th": 3, "fifth": 4, "5th": 4,
+             "sixth": 5, "6th": 5, "last": -1, "final": -1}
+# Nouns a list is made of: "the third option". Any other noun after an ordinal ("the first album",
+# "the first time") is no pointer into a list.
+_LIST_NOUNS = _words(
+    "one ones option options choice choices method methods type types kind kinds step steps item items way ways approach "
+    "approaches suggestion suggestions idea ideas thing things point points tip tips example examples alternative "
+    "alternatives solution solutions plan plans treatment treatments"
+)
+_ORDINAL = re.compile(
+    r"\b(?:the|that)\s+(?P<ord>first|1st|second|2nd|third|3rd|fourth|4th|fifth|5th|sixth|6th|last|final)\b(?:\s+(?P<noun>[a-z]+))?"
+    r"|\b(?:number|no\.|#|option|step)\s?(?P<num>[1-9])\b"
+    r"|\bthe\s+(?P<pair>latter|former)\b(?:\s+(?P<pnoun>[a-z]+))?",
+    re.IGNORECASE,
+)
+# Verbs and the like that go on after "the second (one)": no tagger, so the common ones by name.
+_GOES_ON = _words("work works stay stays make makes cost costs worth hurt hurts help helps mean means need needs last lasts take takes "
+                 "affect affects cause causes compare apply")
+_OPENER_WORDS = _words("and but or so also what how about then instead too the same for with")
+_PERSON_PRONOUN = re.compile(r"\b(?P<p>he|she|him|his|her)\b", re.IGNORECASE)
+# A full name as people's are written: two or three capitalised words, an initial between them.
+_FULL_NAME = re.compile(r"(?<![\w.])(?P<name>[A-Z][a-z]+(?:\s+[A-Z]\.)?(?:\s+[A-Z][a-z]+){1,2})\b")
+# Words that end a name of a thing, not a person ("St Mary's Hospital", "Nobel Prize").
+_NOT_PERSON = _words(
+    "university college school hospital prize award war empire kingdom union states republic ocean sea river lake mountain "
+    "mountains street road company church museum park island islands city county state province bay reef canal bridge "
+    "tower building centre center institute society party army navy court house hall station airport"
+)
+_PLACE_NOUNS = _words("city town village country state capital island region province")
+_PLACE = re.compile(r"\b(?:in|at|near|from|to)\s+(?P<name>[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2})\b")
+_KIND = re.compile(r"\b(?:this|that|the)\s+(?P<kind>[a-z]+)\b", re.IGNORECASE)
+_CALLED = r"\b{kind}s?\s+(?:called|named|known as)\s+(?P<name>[\w-]+(?:\s+[\w-]+){{0,2}}?)(?=[,.;:!?]|\s+(?:which|that|is|was|and|in|to)\b|$)"
+_SUCH_AS = re.compile(r"\bsuch as\s+(?P<what>[^,.;:!?]+)")
+
+
+def enumeration(answer: str) -> tuple[str, ...]:
+    """The names of the items of the one list `answer` holds: its numbered or bulleted lines (one
+    run of them), else its one inline series of three or more items (two after "are"/"include"
+    with a relative clause each: "are the 401(k), which ..., and the IRA, which ..."); () when it
+    holds none, or two series that could each be meant."""
+    text = analysed_part(answer)
+    lines = list(_LINE_ITEM.finditer(text))
+    if len(lines) >= 2:
+        between = [text[a.end() : b.start()] for a, b in itertools.pairwise(lines)]
+        if any(gap.strip() for gap in between):
+            return ()  # two runs of lines: which list is meant is not clear
+        return tuple(_item_name(m.group(1)) for m in lines)
+    series = [items for m in _SERIES_CUE.finditer(text) if len(items := _series(m.group("rest"))) >= 2]
+    return series[0] if len(series) == 1 else ()
+
+
+def _item_name(line: str) -> str:
+    """An item's name: its words before its explanation, when they are few enough to be a name
+    (else empty: the item is there, but no name of it can be searched)."""
+    cut = _NAME_END.search(line)
+    name = (line[: cut.start()] if cut else line).strip()
+    words = name.split()
+    if not words or len(words) > ITEM_WORDS:
+        return ""
+    if words[0][1:].islower() and (len(words) == 1 or words[1].islower()):  # "Beta blockers": capitalised as a line starts
+        name = name[0].lower() + name[1:]
+    return name
+
+
+def _series(rest: str) -> tuple[str, ...]:
+    """The items of an inline series: the parts between commas and "and"/"or", less relative
+    clauses ("the 401(k), which an employer offers, and the IRA"); () when a part is too long to
+    be an item's name or the parts are not a series."""
+    parts = [p.strip() for p in rest.split(",")]
+    items: list[str] = []
+    joined = False
+    for n, part in enumerate(parts):
+        if not part or _RELATIVE.match(part):
+            continue
+        starts = re.match(r"^(?:and|or)\s+", part)
+        joined |= starts is not None
+        part = part[starts.end() :] if starts else part
+        if n == len(parts) - 1 or n == 0:
+            split = re.split(r"\s+(?:and|or)\s+", part)
+            joined |= len(split) > 1
+            items.extend(s.strip() for s in split)
+        else:
+            items.append(part)
+    if not joined or any(len(i.split()) > ITEM_WORDS // 2 + 1 or not i for i in items):
+        return ()
+    if len(items) == 2 and not any(_RELATIVE.match(p.strip()) for p in parts):
+        return ()  # "A and B" alone is a phrase as often as a list ("salt and pepper")
+    return tuple(items)
+
+
+def list_pointer(message: str, items: Sequence[str]) -> tuple[int, int, str] | None:
+    """(start, end, item) of the one pointer into `items` the message holds ("the third one",
+    "the last option", "number 2", "the latter" of two), or None: no pointer, two of them, a
+    position past the list, or an ordinal with a noun no list is made of ("the first album")."""
+    found = []
+    for m in _ORDINAL.finditer(message):
+        if m.group("pair"):
+            # "the latter" points back whatever follows it ("the latter grown", "the latter group").
+            noun = (m.group("pnoun") or "").lower()
+            if len(items) != 2:
+                return None
+            found.append((m.start(), m.end("pnoun") if noun in _LIST_NOUNS else m.end("pair"), 0 if m.group("pair").lower() == "former" else 1))
+            continue
+        if m.group("num"):
+            found.append((m.start(), m.end(), int(m.group("num")) - 1))
+            continue
+        noun = (m.group("noun") or "").lower()
+        end = m.end("ord")
+        if noun in _LIST_NOUNS:
+            end = m.end("noun")
+        elif noun and not _verbish(noun):
+            return None  # "the first album": an ordinal of its own noun
+        found.append((m.start(), end, _ORDINALS[m.group("ord").lower()]))
+    if len(found) != 1:
+        return None
+    start, end, at = found[0]
+    if at >= len(items) or not items[at]:
+        return None
+    return start, end, items[at]
+
+
+def _verbish(word: str) -> bool:
+    """A word after "the second" that goes on with the sentence, not a noun the ordinal modifies:
+    "does the second *stay*", "can the latter *be* reversed", "is the last *worth* it"."""
+    return word in FUNCTION or word in _GOES_ON
+
+
+def answer_referent(message: str, earlier: Sequence[Turn], tracker: Tracker, cues: Sequence[str], form: Standalone, *,
+                    previous: str | None = None) -> Standalone | None:
+    """The form of `message` after the `earlier` turns when it points at something only an answer
+    names (see the module's docstring); None when it does not, or the evidence is not clear, and
+    `form` (the tracker's) stands."""
+    pointed = listed_item(message, earlier)
+    if pointed is not None:
+        start, end, item, items = pointed
+        # "number 2" keeps its number beside the item: a number the user typed is never dropped (the guard).
+        numbered = message[start:end] if any(c.isdigit() for c in message[start:end]) else ""
+        said = message[:start] + item + (f" ({numbered})" if numbered else "") + message[end:]
+        referent = _referent(item)
+        if previous and _only_opener(message[:start] + message[end:]):
+            # "What about the third?": the previous question about the item, in place of the item it asked about.
+            other = next((hit for i in items if i and i != item and (hit := re.search(rf"\b{re.escape(i)}\b", previous, re.IGNORECASE))), None)
+            if other is not None:
+                return Standalone(previous[: other.start()] + item + previous[other.end() :], "ellipsis", (referent,),
+                                  f"the previous question about the list's {item!r} (in place of {other.group(0)!r})")
+            swapped = resolve(said, tracker, cues, previous=previous)
+            if swapped.method == "ellipsis":
+                return replace(swapped, referents=(referent, *swapped.referents), why=f"list item {item!r}; {swapped.why}")
+        return Standalone(said, "placed", (referent,), f"a pointer into the answer's list resolved to {item!r}")
+    answer = earlier[-1].text if earlier and earlier[-1].role == "assistant" else ""
+    if not answer:
+        return None
+    asked = {w for t in earlier if t.role == "user" for w in analyze(t.text)}
+    found = _answer_person(message, answer, tracker, form) or _introduced_kind(message, answer, tracker, asked)
+    if found is None:
+        return None
+    start, end, words, referent, why = found
+    said = message[:start] + words + message[end:]
+    rest = resolve(said, tracker, cues, previous=previous)
+    if rest.method == "placed":  # another pronoun of the message, resolved as before
+        return replace(rest, referents=(referent, *rest.referents), why=f"{why}; {rest.why}")
+    return Standalone(said, "placed", (referent,), why)
+
+
+def _only_opener(rest: str) -> bool:
+    """Whether the message less its pointer is an elliptical opener and nothing else ("What about
+    ...?", "And ...?"): a question of its own ("And is the third one good for a cold?") is not."""
+    words = re.findall(r"[a-z']+", rest.lower())
+    return bool(words) and set(words) <= _OPENER_WORDS
+
+
+def listed_item(message: str, earlier: Sequence[Turn]) -> tuple[int, int, str, tuple[str, ...]] | None:
+    """`list_pointer` into the latest of the last `LIST_ANSWERS` answers that holds a list ("is the
+    last one worth it?" after a list, a question and its answer), with the list's items."""
+    answers = [t.text for t in earlier if t.role == "assistant"][-LIST_ANSWERS:]
+    for answer in reversed(answers):
+        items = enumeration(answer)
+        if items:
+            pointed = list_pointer(message, items)
+            return None if pointed is None else (*pointed, items)
+    return None
+
+
+def _referent(text: str) -> Referent:
+    named = any(w[:1].isupper() for w in text.split())
+    return Referent(text, "name" if named else "phrase", tuple(analyze(text)) or (text.lower(),))
+
+
+def _owns(message: str, at: int) -> bool:
+    """Whether "her" before this point is a possessive: a content word follows ("her husband")."""
+    nxt = re.match(r"\s+([a-z]+)", message[at:])
+    return nxt is not None and nxt.group(1) not in {"to", "in", "at", "on", "for", "with", "from", "about", "and", "or", "when", "if"}
+
+
+# Where a pointer is in the message, the words that stand in for it, its referent, and why.
+_Found = tuple[int, int, str, Referent, str]
+
+
+def _answer_person(message: str, answer: str, tracker: Tracker, form: Standalone) -> _Found | None:
+    """"he"/"she" of the message as the first full name of a person in `answer`, when no referent
+    of the conversation can be a person (the tracker found none, and left the pronoun as typed)."""
+    who = _PERSON_PRONOUN.search(message)
+    if who is None or any(r.person for r in form.referents) or any(r.person for r in tracker.referents.values()):
+        return None
+    text = analysed_part(answer, ANSWER_CHARS)
+    for m in _FULL_NAME.finditer(text):
+        words = m.group("name").split()
+        before = text[: m.start()].rstrip().split()[-1:] or [""]
+        if before[0].lower() in {"the", "a", "an", "of"} or any(w.lower() in _NOT_PERSON for w in words):
+            continue
+        pronoun = who.group("p").lower()
+        possessive = pronoun == "his" or (pronoun == "her" and _owns(message, who.end()))
+        name = m.group("name")
+        return (who.start(), who.end(), f"{name}'s" if possessive else name, replace(_referent(name), person=True),
+                f"{who.group('p')!r} is {name!r}, whom the answer named: no one the user named can be")
+    return None
+
+
+def _introduced_kind(message: str, answer: str, tracker: Tracker, asked: set[str]) -> _Found | None:
+    """"this reaction" after "... a reaction called saponification"; "that drug" after the
+    answer's one "such as chlorthalidone"; "the city" after the answer's first place. Only for a
+    noun no earlier user turn said (`asked`: their words' stems; else it is the user's own thing)."""
+    text = analysed_part(answer, ANSWER_CHARS)
+    for m in _KIND.finditer(message):
+        kind, det = m.group("kind").lower(), message[m.start() : m.start("kind")].strip().lower()
+        stems = set(analyze(kind))
+        if not stems or stems & asked:
+            continue
+        found: str | None = None
+        if kind in _PLACE_NOUNS:
+            if any(r.place for r in tracker.referents.values()):
+                continue
+            place = _PLACE.search(text)
+            found = place.group("name") if place else None
+        elif det in {"this", "that"}:
+            called = re.search(_CALLED.format(kind=re.escape(kind)), text, re.IGNORECASE)
+            if called is not None:
+                found = called.group("name")
+            else:
+                such = [s.group("what").strip() for s in _SUCH_AS.finditer(text)]
+                if len(such) == 1 and not re.search(r"\s(?:and|or)\s", such[0]) and len(such[0].split()) <= 3:
+                    found = such[0]
+        if found:
+            referent = replace(_referent(found), place=kind in _PLACE_NOUNS)
+            return m.start(), m.end(), found, referent, f"{m.group(0)!r} is {found!r}, which only the answer names"
+    return None

@@ -1,0 +1,111 @@
+"""Referents only the assistant's answer names: list items ("the second one"), a person the user
+never named ("he"), a kind the answer introduced ("this reaction", "the city")."""
+
+from __future__ import annotations
+
+from querywise.conversation import Turn
+from querywise.understand.followup import check_follow_up, standalone_form
+from querywise.understand.followup.answer_refs import enumeration, list_pointer
+
+U, A = "user", "assistant"
+
+TEAS = Turn(role=A, text="Three teas suit the evening:\n1. Chamomile, which calms the stomach and helps sleep.\n"
+               "2. Rooibos tea, a red bush from South Africa with no caffeine.\n3. Peppermint tea, which eases bloating.")
+
+
+def form(message: str, history: list[Turn]) -> str:
+    gate = check_follow_up(message, history)
+    assert gate.needs_context, gate
+    return standalone_form(message, history, gate).text
+
+
+def test_the_second_one_after_numbered_lines_is_that_items_name_not_its_explanation() -> None:
+    history = [Turn(role=U, text="Which herbal teas are good before bed?"), TEAS]
+    assert form("Where does the second one come from?", history) == "Where does rooibos tea come from?"
+    assert form("Is the last one safe for children?", history) == "Is peppermint tea safe for children?"
+
+
+def test_bulleted_lines_and_a_named_ordinal_noun_point_into_the_list() -> None:
+    answer = Turn(role=A, text="You have a few options:\n- Solar panels, which cut the bill most in sunny places.\n"
+                     "- A heat pump that replaces the boiler.\n- Loft insulation.")
+    history = [Turn(role=U, text="How can I lower my heating costs?"), answer]
+    assert form("How much does the third option cost?", history) == "How much does loft insulation cost?"
+
+
+def test_an_inline_series_after_include_gives_its_items() -> None:
+    answer = "Common hard cheeses include parmesan, pecorino, gruyere, and manchego. They keep for months."
+    assert enumeration(answer) == ("parmesan", "pecorino", "gruyere", "manchego")
+    history = [Turn(role=U, text="What are some hard cheeses?"), Turn(role=A, text=answer)]
+    assert form("How long does the third one age?", history) == "How long does gruyere age?"
+
+
+def test_the_latter_and_the_former_name_one_of_two_items() -> None:
+    answer = Turn(role=A, text="The two main kinds are arabica, which grows high up and tastes sweeter, and robusta, which has more caffeine.")
+    history = [Turn(role=U, text="What kinds of coffee beans are there?"), answer]
+    assert form("Where is the latter grown?", history) == "Where is robusta grown?"
+    assert form("Is the former more expensive?", history) == "Is arabica more expensive?"
+
+
+def test_an_ordinal_without_a_list_in_the_answer_is_left_as_it_is() -> None:
+    history = [Turn(role=U, text="Tell me about the band Kraftwerk."), Turn(role=A, text="Kraftwerk are a German electronic band formed in Duesseldorf in 1970.")]
+    made = form("What was the first album?", history)
+    assert "first album" in made
+    assert list_pointer("What was the first album?", ("Autobahn", "Radio-Activity")) is None  # a noun no list is made of
+
+
+def test_a_list_the_answer_does_not_make_clear_is_not_pointed_into() -> None:
+    two_runs = "Before:\n- wash\n- dry\nAfter:\n- fold\n- iron"
+    assert enumeration(two_runs) == ()
+    assert list_pointer("And the fifth one?", ("wash", "dry", "fold")) is None  # past the list's end
+    assert list_pointer("Is the latter better?", ("wash", "dry", "fold")) is None  # "the latter" of three
+
+
+def test_number_n_keeps_the_number_the_user_typed_beside_the_item() -> None:
+    answer = Turn(role=A, text="Try these:\n1) Restart the router.\n2) Update the network driver.\n3) Reset the network settings.")
+    history = [Turn(role=U, text="My wifi keeps dropping."), answer]
+    gate = check_follow_up("How do I do number 2 on a Mac?", history)
+    assert gate.needs_context and "list:number 2" in gate.cues
+    assert standalone_form("How do I do number 2 on a Mac?", history, gate).text == "How do I do update the network driver (number 2) on a Mac?"
+
+
+def test_a_list_two_answers_back_is_still_the_list_pointed_at() -> None:
+    history = [Turn(role=U, text="Which herbal teas are good before bed?"), TEAS, Turn(role=U, text="Does chamomile have caffeine?"), Turn(role=A, text="No, it has none.")]
+    assert form("And is the third one good for a cold?", history) == "And is peppermint tea good for a cold?"
+
+
+def test_what_about_an_item_asks_the_previous_question_of_it() -> None:
+    history = [Turn(role=U, text="Which herbal teas are good before bed?"), TEAS, Turn(role=U, text="Is the first one safe in pregnancy?"),
+               Turn(role=A, text="Most doctors say a cup a day is fine.")]
+    assert form("What about the second?", history) == "Is rooibos tea safe in pregnancy?"
+
+
+def test_he_takes_the_person_the_answer_named_when_the_user_named_only_things() -> None:
+    history = [Turn(role=U, text="Who invented the telephone?"),
+               Turn(role=A, text="Alexander Graham Bell patented the telephone in 1876, after years of work on the harmonic telegraph.")]
+    assert form("Where was he born?", history) == "Where was Alexander Graham Bell born?"
+    history += [Turn(role=U, text="Where was he born?"), Turn(role=A, text="He was born in Edinburgh, Scotland, in 1847.")]
+    assert form("When did he move to Canada?", history) == "When did Alexander Graham Bell move to Canada?"
+
+
+def test_he_stays_with_the_person_the_user_named() -> None:
+    history = [Turn(role=U, text="What did Thomas Edison invent?"), Turn(role=A, text="Edison and his team, with Lewis Latimer, improved the light bulb.")]
+    assert "Thomas Edison" in form("When did he die?", history)
+
+
+def test_a_kind_the_answer_introduced_takes_its_name() -> None:
+    history = [Turn(role=U, text="Why does bread turn brown in the oven?"),
+               Turn(role=A, text="The crust browns in a reaction called the Maillard reaction, between sugars and amino acids above 140 degrees.")]
+    assert form("Who discovered this reaction?", history) == "Who discovered the Maillard reaction?"
+    history = [Turn(role=U, text="Where does the Tour de France end?"), Turn(role=A, text="It has finished in Paris since 1975, on the Champs-Elysees.")]
+    assert form("What else is there to see in the city?", history) == "What else is there to see in Paris?"
+
+
+def test_a_kind_the_user_named_first_is_the_users_own() -> None:
+    history = [Turn(role=U, text="Which city hosts the Tour de France finish?"), Turn(role=A, text="It has finished in Paris since 1975.")]
+    assert "Paris" not in form("How big is the city?", history)
+
+
+
+def test_his_becomes_the_answers_person_as_a_possessive() -> None:
+    history = [Turn(role=U, text="Who invented the telephone?"), Turn(role=A, text="Alexander Graham Bell patented the telephone in 1876.")]
+    assert form("What was his first invention?", history) == "What was Alexander Graham Bell's first invention?"
