@@ -255,7 +255,8 @@ def run_scifact(args: argparse.Namespace, systems: Sequence[System]) -> tuple[di
             _progress(args, f"{s.name} serving", workers[s.name].ready)
         _, cases = scifact_data("test", args.limit_docs, args.limit_queries)
         load_before = _load()
-        runs, seconds = interleave(workers, cases)
+        timed = interleave(workers, cases)
+        runs, seconds = timed.runs, timed.seconds
         load_after = _load()
         memories = {name: w.close() for name, w in workers.items()}
     finally:
@@ -267,6 +268,7 @@ def run_scifact(args: argparse.Namespace, systems: Sequence[System]) -> tuple[di
         lat = percentiles(seconds[name])
         row: dict[str, Any] = {**w.ready, "latency_p50_ms": lat["p50_ms"], "latency_p95_ms": lat["p95_ms"],
                                "load_avg_1min_latency": [load_before, load_after], "latency_interleaved_with": sorted(set(workers) - {name}),
+                               "quiet_after_call_ms": percentiles(timed.quiet_after[name]),
                                "serving_peak_rss_mb": memories[name]["peak_rss_mb"]}
         if name in user:
             figures = user[name]

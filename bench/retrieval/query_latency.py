@@ -36,6 +36,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from bench import ROOT, WORK, datasets, log, percentiles
 from bench.report import load_line, publish
 
@@ -214,12 +216,13 @@ def against(src: Path, index: Path, config: Path | None, queries: Sequence[str])
             cmd += ["--config", str(config)]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), str(ROOT)])}
         workers[name] = Worker(name, cmd, env)
-    runs, seconds = interleave(workers, cases)
+    timed = interleave(workers, cases)
     for w in workers.values():
         w.close()
-    same = sum(runs["before"][c.id] == runs["after"][c.id] for c in cases)
-    return {"before_src": str(src), "after_src": str(ROOT / "src"), **{n: percentiles(s) for n, s in seconds.items()},
-            "queries_ranked_identically": same, "n": len(cases)}
+    same = sum(timed.runs["before"][c.id] == timed.runs["after"][c.id] for c in cases)
+    before, after = (np.asarray(timed.seconds[n]) for n in ("before", "after"))
+    return {"before_src": str(src), "after_src": str(ROOT / "src"), **{n: percentiles(s) for n, s in timed.seconds.items()},
+            "paired_ratio": round(float(np.median(after / before)), 3), "queries_ranked_identically": same, "n": len(cases)}
 
 
 def summary(rows: Sequence[dict[str, float]]) -> dict[str, dict[str, float]]:
@@ -246,7 +249,8 @@ def render(data: dict[str, Any]) -> str:
         a = data["against"]
         out += ["", f"Before and after, two processes alternated query by query (`--against {a['before_src']}`): before p50 "
                 f"{a['before']['p50_ms']:.3f} ms, p95 {a['before']['p95_ms']:.3f}; after p50 {a['after']['p50_ms']:.3f} ms, p95 "
-                f"{a['after']['p95_ms']:.3f}; {a['queries_ranked_identically']} of {a['n']} queries ranked identically."]
+                f"{a['after']['p95_ms']:.3f}; after over before, the median over queries: {a.get('paired_ratio', float('nan')):.3f}; "
+                f"{a['queries_ranked_identically']} of {a['n']} queries ranked identically."]
     return "\n".join(out)
 
 
