@@ -226,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "load_avg_1min": [load_before, *loads],
         "search_ms": {n: percentiles(s) for n, s in seconds.items()},
         "paired_ratio": {n: round(float(np.median(np.asarray(s) / alone)), 3) for n, s in seconds.items()},
-        "spin_queries": 50, "cpu_after_answer_ms": spin,
+        "spin_queries": min(50, len(queries)), "cpu_after_answer_ms": spin,
     }
     for name, p in result["search_ms"].items():
         log(f"{name:55s} p50 {p['p50_ms']:7.2f}  p95 {p['p95_ms']:7.2f}  paired {result['paired_ratio'][name]:.2f}")
