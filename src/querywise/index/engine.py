@@ -129,8 +129,8 @@ def _edge_filter(where: Where | None) -> qe.Filter | None:
 TIE_MARGIN = 10
 
 # A ranked list's point: (point id, score). A hybrid search ranks two lists of 110 points or more
-# and keeps 100, so the lists stay plain pairs: an EngineHit (a dataclass) for each listed point
-# cost more than the fusion itself (SciFact, bench/results/query_latency.md).
+# and keeps 100, so the lists stay plain pairs: an EngineHit (a frozen dataclass, ~1 us to make)
+# for each listed point cost more than the fusion itself (cProfile of SciFact's hybrid searches).
 Scored = tuple[int, float]
 # What one ranked list asks for: (which list, how many hits); the engine answers each in order.
 Fetch = Callable[[Sequence[tuple[int, int]]], list[list[Scored]]]
