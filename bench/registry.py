@@ -122,6 +122,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               install=PEERS_INSTALL),
     Benchmark("retrieval.query_latency", "where a search's time goes: SciFact through Index.search, stage by stage, session options, before/after", 2,
               results=("query_latency",)),
+    Benchmark("retrieval.interference", "a search right after a torch model's call, same process or another: why interleaving slowed it", 5,
+              results=("interference",), needs=("sentence_transformers",), install="pip install 'querywise[torch]'"),
     Benchmark("retrieval.rerank", "the cross-encoder reranker's latency and cost", 2, quick=(), quick_minutes=0.5, results=("rerank",)),
     Benchmark("service.embed_batching", "embeddings under concurrency, batched and not", 2, quick=(), quick_minutes=1, results=("embed_batching",),
               aliases=("embed_batching",)),

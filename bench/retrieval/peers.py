@@ -43,8 +43,13 @@ One run: the systems are built one after the other (the user's path by its comma
 child that then serves it), then every test query goes through every system's public API in turn,
 the first system rotating query by query (a peer's retriever; querywise's
 `Index.open(DIR, settings=load_settings(TOML)).search(q, mode="hybrid", k=100)`), each child timing
-its own call, after 5 warm-up queries: the latencies share the machine's load. Every row records
-its date and the 1-minute load average around its build and around the interleaved queries.
+its own call, after 5 warm-up queries: the latencies share the machine's load. Between two calls
+the driver waits until no system's process runs (`peers_builders.wait_quiet`: under a tenth of a
+2 ms window, at most 1 s), the same rule for every system: PyTorch's OpenMP workers keep spinning
+after a peer's call, and a search timed right after it paid for their cores, a cost no user of
+either library pays in their own deployment (bench/results/interference.md). The wait after each
+system's calls is kept in its row (quiet_after_call_ms). Every row records its date and the
+1-minute load average around its build and around the interleaved queries.
 Memory: a peer's is the VmHWM of its one process (build and queries); querywise's the larger of
 its build's process tree (PSS sampled every 50 ms: the export's child and the BM25 workers
 included) and its serving process. A peer's build_s leaves model loading out (load_s).
@@ -255,7 +260,8 @@ def run_scifact(args: argparse.Namespace, systems: Sequence[System]) -> tuple[di
             _progress(args, f"{s.name} serving", workers[s.name].ready)
         _, cases = scifact_data("test", args.limit_docs, args.limit_queries)
         load_before = _load()
-        runs, seconds = interleave(workers, cases)
+        timed = interleave(workers, cases)
+        runs, seconds = timed.runs, timed.seconds
         load_after = _load()
         memories = {name: w.close() for name, w in workers.items()}
     finally:
@@ -267,6 +273,7 @@ def run_scifact(args: argparse.Namespace, systems: Sequence[System]) -> tuple[di
         lat = percentiles(seconds[name])
         row: dict[str, Any] = {**w.ready, "latency_p50_ms": lat["p50_ms"], "latency_p95_ms": lat["p95_ms"],
                                "load_avg_1min_latency": [load_before, load_after], "latency_interleaved_with": sorted(set(workers) - {name}),
+                               "quiet_after_call_ms": percentiles(timed.quiet_after[name]),
                                "serving_peak_rss_mb": memories[name]["peak_rss_mb"]}
         if name in user:
             figures = user[name]
@@ -453,8 +460,9 @@ def markdown(data: dict[str, Any], command: str) -> str:
              "## SciFact hybrid retrieval (BEIR test)", "",
              f"Command: `{commands.get('scifact', command)}`. One run: the systems built one after the other, then every test query "
              "through every system's public API in turn (the first system rotating query by query), so the latencies share the "
-             "machine's load; each row gives the 1-minute load average before and after its build and around the interleaved "
-             "queries. querywise's rows follow the README (the commands in the configuration table); their peak memory is the "
+             "machine's load, each call started once no system's process was running (threads a peer's call left spinning had "
+             "stopped: the same rule for every row, bench/results/interference.md); each row gives the 1-minute load average before "
+             "and after its build and around the interleaved queries. querywise's rows follow the README (the commands in the configuration table); their peak memory is the "
              "larger of the build's process tree (PSS, the ONNX export's child and the BM25 workers included) and the serving process; "
              "a peer's is the VmHWM of the one process that built and served it. A peer's build s leaves out loading its model "
              "(load_s in peers.json); querywise's is the whole `querywise index` command.", "",

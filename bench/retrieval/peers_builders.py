@@ -27,6 +27,12 @@ from bench import ROOT, datasets, log, peak_rss_mib
 K = 100  # retrieved per list and returned: recall@100 needs 100
 RRF_K = 60
 WARM_QUERIES = 5
+# Between two timed calls the driver waits until every system's process has run less than a tenth
+# of a QUIET_WINDOW_S window (at most QUIET_CAP_S): PyTorch's OpenMP threads keep spinning after a
+# call (libgomp's spin-wait), and timed right after a peer's call a search got those threads' cores
+# less (bench/results/interference.md). The same rule for every system: each call starts on cores
+# no other system is using.
+QUIET_WINDOW_S, QUIET_CAP_S = 0.002, 1.0
 
 
 def model_folder() -> Path:
@@ -281,6 +287,37 @@ def serve(args: argparse.Namespace) -> None:
     proto.close()
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds all threads of process `pid` have run so far (the scheduler's nanoseconds, not
+    clock ticks, which are too coarse for a few milliseconds of spinning); 0 without /proc."""
+    total = 0
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return 0.0
+    for task in tasks:
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):  # a thread that just ended
+            continue
+    return total / 1e9
+
+
+def wait_quiet(pids: Sequence[int], *, window: float = QUIET_WINDOW_S, cap: float = QUIET_CAP_S) -> float:
+    """Wait until the processes `pids` together run less than a tenth of `window` in one window of
+    that length (threads still spinning after a call have stopped), at most `cap` seconds; the
+    seconds waited."""
+    t0 = time.perf_counter()
+    before = sum(cpu_seconds(p) for p in pids)
+    while time.perf_counter() - t0 < cap:
+        time.sleep(window)
+        now = sum(cpu_seconds(p) for p in pids)
+        if now - before < window / 10:
+            break
+        before = now
+    return time.perf_counter() - t0
+
+
 class Worker:
     """The driver's side of `serve`: a child serving one SciFact system, over its pipes."""
 
@@ -316,17 +353,30 @@ class Worker:
         return dict(done)
 
 
-def interleave(workers: dict[str, Worker], cases: Sequence[Any]) -> tuple[dict[str, dict[str, list[str]]], dict[str, list[float]]]:
+@dataclass
+class Interleaved:
+    """What `interleave` measured: each system's ranked ids per case, the seconds of each of its
+    calls, and the seconds the driver then waited for every system's process to go quiet."""
+
+    runs: dict[str, dict[str, list[str]]]
+    seconds: dict[str, list[float]]
+    quiet_after: dict[str, list[float]]
+
+
+def interleave(workers: dict[str, Worker], cases: Sequence[Any]) -> Interleaved:
     """Every query through every system in turn, the first system rotating query by query, so a burst
-    of other work on the machine falls on all of them alike; a few warm-up queries first."""
+    of other work on the machine falls on all of them alike; a few warm-up queries first. Each call
+    starts once every system's process is quiet (`wait_quiet`)."""
     names = list(workers)
+    pids = [w.proc.pid for w in workers.values()]
     for case in cases[:WARM_QUERIES]:
         for name in names:
             workers[name].search(case.message)
-    runs: dict[str, dict[str, list[str]]] = {n: {} for n in names}
-    seconds: dict[str, list[float]] = {n: [] for n in names}
+            wait_quiet(pids)
+    out = Interleaved({n: {} for n in names}, {n: [] for n in names}, {n: [] for n in names})
     for i, case in enumerate(cases):
         for name in names[i % len(names):] + names[: i % len(names)]:
-            runs[name][case.id], took = workers[name].search(case.message)
-            seconds[name].append(took)
-    return runs, seconds
+            out.runs[name][case.id], took = workers[name].search(case.message)
+            out.seconds[name].append(took)
+            out.quiet_after[name].append(wait_quiet(pids))
+    return out

@@ -1,6 +1,6 @@
 """Where a search's time goes: SciFact's test queries through the public API, one at a time.
 
-    python -m bench.retrieval.query_latency [--index DIR] [--n 300] [--against SRC] [--cprofile]
+    python -m bench.retrieval.query_latency [--index DIR] [--n 300] [--against SRC [--before-index DIR]] [--cprofile]
 
 The index is SciFact as the README builds it (`querywise index SCIFACT --index DIR --skip-invalid`,
 default settings: 10,122 chunks), made once in bench/work/query-latency-scifact unless `--index`
@@ -18,7 +18,9 @@ each variant's ranking is compared with the default's.
 
 `--against SRC` also runs the public search of another querywise source tree (say the main
 branch's src/) and of this one in two child processes, alternated query by query: the before and
-after of a change on the same queries and load, with the ranked ids of both compared.
+after of a change on the same queries and load, with the ranked ids of both compared; each call
+starts once both children are quiet (bench/retrieval/peers' rule). A change to what a build writes
+is compared with `--before-index`, a folder SRC's own code built from the same corpus.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from bench import ROOT, WORK, datasets, log, percentiles
 from bench.report import load_line, publish
@@ -201,25 +205,28 @@ def embed_only(settings: Any) -> dict[str, Any]:
     return {"fp32": OnnxEmbedder.fp32(export_dir=models), "int8": OnnxEmbedder.int8(export_dir=models)}
 
 
-def against(src: Path, index: Path, config: Path | None, queries: Sequence[str]) -> dict[str, Any]:
+def against(src: Path, index: Path, config: Path | None, queries: Sequence[str], before_index: Path | None = None) -> dict[str, Any]:
     """The public search of `src`'s querywise and of this tree's, alternated query by query in two
-    children (bench/retrieval/peers' serving protocol); p50/p95 of each and whether they rank alike."""
+    children (bench/retrieval/peers' serving protocol); p50/p95 of each and whether they rank alike.
+    `before_index`: the folder `src` searches (one its own code built), when a change is in the build."""
     from bench.retrieval.peers_builders import Worker, interleave
 
     cases = [argparse.Namespace(id=str(i), message=q) for i, q in enumerate(queries)]
     workers = {}
-    for name, tree in (("before", src), ("after", ROOT / "src")):
-        cmd = [sys.executable, "-m", "bench.retrieval.peers", "--serve", "--system", "querywise", "--index-dir", str(index)]
+    for name, tree, folder in (("before", src, before_index or index), ("after", ROOT / "src", index)):
+        cmd = [sys.executable, "-m", "bench.retrieval.peers", "--serve", "--system", "querywise", "--index-dir", str(folder)]
         if config is not None:
             cmd += ["--config", str(config)]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), str(ROOT)])}
         workers[name] = Worker(name, cmd, env)
-    runs, seconds = interleave(workers, cases)
+    timed = interleave(workers, cases)
     for w in workers.values():
         w.close()
-    same = sum(runs["before"][c.id] == runs["after"][c.id] for c in cases)
-    return {"before_src": str(src), "after_src": str(ROOT / "src"), **{n: percentiles(s) for n, s in seconds.items()},
-            "queries_ranked_identically": same, "n": len(cases)}
+    same = sum(timed.runs["before"][c.id] == timed.runs["after"][c.id] for c in cases)
+    before, after = (np.asarray(timed.seconds[n]) for n in ("before", "after"))
+    return {"before_src": str(src), "after_src": str(ROOT / "src"), "before_index": str(before_index or index), "after_index": str(index),
+            **{n: percentiles(s) for n, s in timed.seconds.items()},
+            "paired_ratio": round(float(np.median(after / before)), 3), "queries_ranked_identically": same, "n": len(cases)}
 
 
 def summary(rows: Sequence[dict[str, float]]) -> dict[str, dict[str, float]]:
@@ -244,9 +251,12 @@ def render(data: dict[str, Any]) -> str:
         f"{n} p50 {p['p50_ms']:.3f} ms, p95 {p['p95_ms']:.3f} ms" for n, p in data["query_embedding_ms"].items()) + "."]
     if "against" in data:
         a = data["against"]
-        out += ["", f"Before and after, two processes alternated query by query (`--against {a['before_src']}`): before p50 "
+        folders = f" on {a['before_index']}, after on {a['after_index']}" if a.get("before_index", a.get("after_index")) != a.get("after_index") else ""
+        out += ["", f"Before and after, two processes alternated query by query (`--against {a['before_src']}`; before{folders or ' and after on the same index'}), "
+                "each call started once both were quiet (peers' `wait_quiet`): before p50 "
                 f"{a['before']['p50_ms']:.3f} ms, p95 {a['before']['p95_ms']:.3f}; after p50 {a['after']['p50_ms']:.3f} ms, p95 "
-                f"{a['after']['p95_ms']:.3f}; {a['queries_ranked_identically']} of {a['n']} queries ranked identically."]
+                f"{a['after']['p95_ms']:.3f}; after over before, the median over queries: {a.get('paired_ratio', float('nan')):.3f}; "
+                f"{a['queries_ranked_identically']} of {a['n']} queries ranked identically."]
     return "\n".join(out)
 
 
@@ -256,6 +266,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--config", type=Path, help="the TOML it is opened with (default settings when absent)")
     ap.add_argument("--n", type=int, default=300, help="test queries (SciFact has 300)")
     ap.add_argument("--against", type=Path, help="another querywise src/ to compare the public search with, alternated")
+    ap.add_argument("--before-index", type=Path, help="with --against: the index folder that src/ searches (default: --index)")
     ap.add_argument("--cprofile", action="store_true", help="profile the searches (their timings then carry the profiler)")
     ap.add_argument("--results-name", default="query_latency", help="the result files' stem in bench/results")
     args = ap.parse_args(argv)
@@ -291,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(25)
         result["cprofile_top"] = out.getvalue().splitlines()[:60]
     if args.against:
-        result["against"] = against(args.against, path, args.config, queries)
+        result["against"] = against(args.against, path, args.config, queries, args.before_index)
     names = list(result["search_stages_ms"])
     log(f"{'p50 / p95 ms':18s} " + " | ".join(f"{n[:22]:>22s}" for n in names))
     for stage in result["search_stages_ms"]["default"]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from querywise.conditions import parse_where
 from querywise.config import IndexSettings, Settings
 from querywise.corpus import Chunk
-from querywise.index import build_index
+from querywise.index import Index, build_index
 
 WORDS = ["warranty", "battery", "cushion", "shipping", "return", "refund", "hinge", "screen", "charger", "firmware", "case", "strap"]
 
@@ -42,3 +42,21 @@ def test_a_build_in_segments_ranks_as_one_segment_does(tmp_path: Path, hash_embe
             assert [h.id for h in dense] == [h.id for h in whole.search(query, mode="dense", k=10, where=where, exact=True)]
     whole.close()
     parts.close()
+
+
+def test_a_one_segment_build_searches_with_one_pool_thread_and_a_segmented_one_with_the_default(tmp_path: Path, hash_embedder) -> None:  # type: ignore[no-untyped-def]
+    """A single segment has nothing to search in parallel: its shard is written with one search
+    thread (fewer hand-offs on a busy machine); a segmented build leaves Qdrant's default pool.
+    Reopened, the shard keeps it and ranks as it did."""
+    chunks = _corpus(1_300)
+    whole = build_index(chunks, tmp_path / "whole", settings=Settings(index=IndexSettings(segment_chunks=0)), embedder=hash_embedder)
+    parts = build_index(chunks, tmp_path / "parts", settings=Settings(index=IndexSettings(segment_chunks=500)), embedder=hash_embedder)
+    threads = {name: json.loads((ix.build / "shard" / "edge_config.json").read_text()).get("max_search_threads")
+               for name, ix in (("whole", whole), ("parts", parts))}
+    assert threads == {"whole": 1, "parts": None}
+    ranked = {q: [h.id for h in whole.search(q, mode="hybrid", k=10)] for q in ("battery charger", "refund of the hinge")}
+    whole.close()
+    parts.close()
+    with Index.open(tmp_path / "whole", embedder=hash_embedder) as again:
+        assert {q: [h.id for h in again.search(q, mode="hybrid", k=10)] for q in ranked} == ranked
+        assert json.loads((again.build / "shard" / "edge_config.json").read_text())["max_search_threads"] == 1

@@ -26,11 +26,11 @@ def test_rrf_weights_must_match() -> None:
 
 
 def test_equal_fused_scores_rank_by_point_id_whatever_order_the_engine_returns() -> None:
-    from querywise.index.engine import EngineHit, fuse
+    from querywise.index.engine import fuse
 
     # Point 3 is at ranks (1, 2), point 9 at (2, 1): equal RRF scores; 1 and 7 likewise further down.
-    dense = [EngineHit(3, 0.9, {}), EngineHit(9, 0.8, {}), EngineHit(1, 0.7, {}), EngineHit(7, 0.6, {})]
-    bm25 = [EngineHit(9, 5.0, {}), EngineHit(3, 4.0, {}), EngineHit(7, 3.0, {}), EngineHit(1, 2.0, {})]
+    dense = [(3, 0.9), (9, 0.8), (1, 0.7), (7, 0.6)]
+    bm25 = [(9, 5.0), (3, 4.0), (7, 3.0), (1, 2.0)]
     for lists in ([dense, bm25], [bm25, dense]):
         assert [pid for pid, _ in fuse(lists, rrf_k=60, limit=3)] == [3, 9, 1]
 
@@ -38,9 +38,9 @@ def test_equal_fused_scores_rank_by_point_id_whatever_order_the_engine_returns()
 def test_a_list_cut_inside_a_tie_keeps_the_lowest_ids_whatever_the_engine_order() -> None:
     """The engine returns tied points in any order, and only as many as asked: the cut must see the
     whole tied group (here 30 points with one score, cut at 5, margin 10) before it keeps the lowest ids."""
-    from querywise.index.engine import TIE_MARGIN, EngineHit, tie_complete
+    from querywise.index.engine import TIE_MARGIN, tie_complete
 
-    points = [EngineHit(99, 2.0, {})] + [EngineHit(i, 1.0, {}) for i in range(30, 0, -1)]
+    points = [(99, 2.0)] + [(i, 1.0) for i in range(30, 0, -1)]
     asked: list[int] = []
 
     def fetch(requests):  # type: ignore[no-untyped-def]
@@ -48,7 +48,7 @@ def test_a_list_cut_inside_a_tie_keeps_the_lowest_ids_whatever_the_engine_order(
         return [points[:n] for _, n in requests]
 
     (kept,) = tie_complete(fetch, [5])
-    assert [h.id for h in kept] == [99, 1, 2, 3, 4]
+    assert [pid for pid, _ in kept] == [99, 1, 2, 3, 4]
     assert asked == [5 + TIE_MARGIN, 2 * (5 + TIE_MARGIN), 4 * (5 + TIE_MARGIN)]
 
 

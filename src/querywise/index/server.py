@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from querywise.conditions import AnyOf, Match, NoneOf, Range, Where
-from querywise.index.engine import DENSE, SENTENCES, SPARSE, EngineHit, EnginePoint, EngineQuery, PayloadKind, _floats, run_query
+from querywise.index.engine import DENSE, SENTENCES, SPARSE, EngineHit, EnginePoint, EngineQuery, PayloadKind, Scored, _floats, run_query
 
 if TYPE_CHECKING:  # imported at run time only when a server is used
     from qdrant_client import QdrantClient
@@ -176,9 +176,9 @@ class ServerEngine:
             indices, values = q.sparse or ([], [])
             return m.QueryRequest(query=m.SparseVector(indices=list(indices), values=list(values)), using=SPARSE, filter=flt, limit=n, with_payload=False)
 
-        def batch(requests: list[m.QueryRequest]) -> list[list[EngineHit]]:
+        def batch(requests: list[m.QueryRequest]) -> list[list[Scored]]:
             answers = self.client.query_batch_points(self.collection, requests=requests)
-            return [[EngineHit(int(p.id), float(p.score), dict(p.payload or {})) for p in a.points] for a in answers]
+            return [[(int(p.id), float(p.score)) for p in a.points] for a in answers]
 
         def payloads(ids: list[int]) -> dict[int, dict[str, Any]]:
             return {int(r.id): dict(r.payload or {}) for r in self.client.retrieve(self.collection, ids, with_payload=True)}
