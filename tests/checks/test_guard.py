@@ -218,6 +218,13 @@ def test_initials_and_abbreviations_end_no_sentence() -> None:
     assert _texts("Did Dr. Ruth Westheimer write it?") == ["Dr. Ruth Westheimer"]
 
 
+def test_a_name_without_its_legal_or_club_form_is_the_same_name() -> None:
+    assert check_rewrite("When did they win the league?", "When did Leeds United win the league?", ["Leeds United F.C. History"]).ok
+    assert check_rewrite("Who ran it?", "Who ran Halden Audio?", ["Halden Audio Ltd. was founded in 1990."]).ok
+    # a longer name is still another name: "Solace 7" is not the "Solace 7 Pro" said
+    assert not check_rewrite("Is it waterproof?", "Is the Solace 7 waterproof?", ["Tell me about the Solace 7 Pro."]).ok
+
+
 def test_a_name_written_in_another_case_is_the_same_name() -> None:
     assert check_rewrite("What caused it?", "What caused the English Civil war?", ["Tell me about the English Civil War."]).ok
     assert check_rewrite("What caused the English Civil War?", "What caused the English Civil war?", []).ok

@@ -111,6 +111,9 @@ _INITIAL = re.compile(r"[A-Z]\.")
 _ABBREVIATIONS = frozenset(
     ["mr.", "mrs.", "ms.", "dr.", "st.", "jr.", "sr.", "prof.", "gen.", "col.", "lt.", "sgt.", "capt.", "rev.", "hon.", "gov.", "sen.", "rep.", "pres.", "mt.", "ft.", "ave.", "vs.", "no.", "vol.", "fig.", "inc.", "co.", "corp.", "ltd.", "bros.", "approx.", "dept.", "univ.", "etc.", "e.g.", "i.e."]
 )
+# The legal or club form after a name ("Leeds United F.C.", "Apple Inc."): the name without it
+# names the same club or company, so a run may end before it.
+_NAME_SUFFIXES = frozenset(["fc", "afc", "cf", "sc", "inc", "ltd", "co", "corp", "plc", "llc", "llp", "gmbh", "ag", "sa", "nv", "bv"])
 # Number words, each to the digits a text may write instead ("first" / "1st", "two" / "2").
 _NUMBER_WORDS = {
     w: str(n)
@@ -176,6 +179,10 @@ def _words(text: str) -> list[_Word]:
 @lru_cache(maxsize=1 << 16)
 def _ends_sentence(token: str) -> bool:
     return token.endswith(".") and not (_ABBREVIATION.search(token) or _INITIAL.fullmatch(token) or token.lower() in _ABBREVIATIONS)
+
+
+def _legal_form(word: _Word | None) -> bool:
+    return word is not None and word.text.replace(".", "").lower() in _NAME_SUFFIXES and word.text[:1].isupper()
 
 
 @lru_cache(maxsize=1 << 12)
@@ -289,7 +296,7 @@ class _Runs:
             for i, w in enumerate(words):
                 self._add(w.stem)
                 after = words[i + 1] if i + 1 < len(words) else None
-                if not (after is not None and after.name_like and not after.initial and after.start - w.end <= 1):
+                if not (after is not None and after.name_like and not after.initial and after.start - w.end <= 1) or _legal_form(after):
                     self.ends_free[self.last] = True
         for v in sorted(range(1, len(self.length)), key=self.length.__getitem__, reverse=True):
             if self.ends_free[v]:
