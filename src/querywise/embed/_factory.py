@@ -64,10 +64,10 @@ def load_embedder(
             inner = SentenceTransformerEmbedder(batch_size=batch_size, model_folder=model_folder)
             inner.model_id = f"{model_id}/torch-fp32"
         elif kind == "onnx-int8":
-            from ._onnx import OnnxEmbedder
+            from ._onnx import OnnxEmbedder, int8_model_id
 
             export_dir = cache_dir / "models" if cache_dir is not None else None
-            inner = OnnxEmbedder.int8(export_dir=export_dir, batch_size=batch_size, model_folder=model_folder, model_id=f"{model_id}/onnx-int8", spinning=spinning)
+            inner = OnnxEmbedder.int8(export_dir=export_dir, batch_size=batch_size, model_folder=model_folder, model_id=int8_model_id(model_id), spinning=spinning)
         else:
             from ._onnx import OnnxEmbedder
 
