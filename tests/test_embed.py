@@ -125,14 +125,14 @@ def test_the_onnx_graph_written_from_the_weights_agrees_with_torch(
 
 @pytest.mark.model
 @pytest.mark.torch
-def test_int8_is_made_locally_stays_close_and_is_cached_beside_fp32(
+def test_int8_is_made_locally_per_channel_stays_close_and_is_cached_beside_fp32(
     torch_embedder: SentenceTransformerEmbedder, onnx_embedder: OnnxEmbedder, cache_dir: Path, tmp_path: Path
 ) -> None:
     (tmp_path / "models").mkdir()
     for exported in (cache_dir / "models").iterdir():  # the fp32 export, so it is not made again
         shutil.copy(exported, tmp_path / "models")
     int8 = load_embedder("onnx-int8", cache_dir=tmp_path)
-    assert int8.model_id == "all-MiniLM-L6-v2/onnx-int8-mixed"
+    assert int8.model_id == "all-MiniLM-L6-v2/onnx-int8"
     texts = [*SENTENCES, " ".join(SENTENCES * 8)]
     cosines = np.sum(torch_embedder.embed(texts) * int8.embed(texts), axis=1)
     assert 0.95 < cosines.min() < 1 - 1e-4  # close to fp32 (one- and two-word texts drift most), and not fp32

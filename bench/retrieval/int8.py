@@ -5,14 +5,14 @@
 
 Options (`querywise.embed.INT8_VARIANTS`): ONNX Runtime's dynamic quantization of the fp32 export
 with weights scaled per output channel, per tensor (the quantizer's default), per channel with
-`reduce_range` (7-bit weights), and "mixed" (what `onnx-int8` builds): per channel with the
-feed-forward output MatMuls of the first three layers kept in fp32 (chosen by
-`bench/retrieval/int8_rank.py` on SciFact + Medline samples). Each is measured on SciFact (5,183 abstracts, 300 test claims): the
+`reduce_range` (7-bit weights), and "mixed": per channel with the feed-forward output MatMuls of
+the first three layers kept in fp32 (chosen by `bench/retrieval/int8_rank.py` on SciFact + Medline
+samples). Each is measured on SciFact (5,183 abstracts, 300 test claims): the
 smallest and the 1st-percentile cosine between its vector and fp32's over the corpus' and the
 queries' texts, and hybrid nDCG@10 as typed (no move; plain RRF).
 
 Collections: the demo, Medline, SciFact and doc2dial, each built and asked exactly as a user
-does with `[embedding] kind = "onnx-int8"` ("mixed") against the default ("auto": fp32), every other
+does with `[embedding] kind = "onnx-int8"` against the default ("auto": fp32), every other
 setting the collection's own (the defaults gate's loaders): nDCG@10 of the default deployment
 (hybrid, default moves) and as typed. CLINC150: the defaults gate's routing row with each
 precision (answered accuracy at the default operating point, thresholds on val, reported on
@@ -182,7 +182,8 @@ def markdown(result: dict[str, Any]) -> str:
             lines.append(f"| {r['variant']} | {r['model_id']} | {r['as_typed']:.4f} | {r['default']:.4f} | {c.get('min', 1.0)} | {c.get('p1', 1.0)} | "
                          f"{q.get('min', 1.0)} | {r['build_s']} |")
         lines.append("")
-    lines += ["### Each collection, fp32 (`[embedding] kind = \"auto\"`) against int8 (`\"onnx-int8\"`: mixed, FFN outputs of layers 0-2 in fp32)", "",
+    measured = sorted({c["int8"]["model_id"] for c in result["collections"].values() if "model_id" in c.get("int8", {})})
+    lines += [f"### Each collection, fp32 (`[embedding] kind = \"auto\"`) against `\"onnx-int8\"` as it built then ({', '.join(measured)})", "",
               f"nDCG@10, paired over the same cases; the bar is a loss of at most {result['max_ndcg_loss']} of the mean (routing: "
               f"{result['max_routing_loss'] * 100:.1f} points). The interval is the paired bootstrap's 95% interval of the default "
               "deployment's delta and p the sign-flip test's (querywise.evaluation.stats, seed 42).", "",

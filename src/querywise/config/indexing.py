@@ -17,9 +17,8 @@ EMBEDDING_KINDS: tuple[str, ...] = ("auto", "torch", "onnx", "onnx-int8")
 class EmbeddingSettings(_Section):
     # "auto" is ONNX Runtime fp32 (the reference figures); "torch" (PyTorch: pip install
     # "querywise[torch]") and "onnx" are fp32 too;
-    # "onnx-int8" is the fp32 weights quantized to int8 per channel, the first three layers'
-    # feed-forward outputs kept in fp32 ("mixed"), made locally and cached beside the fp32 export:
-    # faster, and close to fp32 (bench/results/int8.md has what it costs).
+    # "onnx-int8" is the fp32 weights quantized to int8 per channel, made locally and cached beside
+    # the fp32 export: faster, and close to fp32 (bench/results/int8.md has what it costs).
     kind: str = "auto"  # An index is searched only with the precision that built it (fp32 or int8)
     batch_size: int = Field(64, ge=1)  # texts embedded per forward pass
     cache: bool = True  # on-disk cache keyed by model and text hash

@@ -68,13 +68,15 @@ SPIN_STOP = "session.force_spinning_stop"  # ONNX Runtime's session entry: threa
 # call). How the weights are scaled decides what it loses: on SciFact, one scale per output channel
 # of each MatMul gives hybrid nDCG@10 0.7191 against fp32's 0.7178 (smallest cosine to fp32 0.989),
 # one scale per tensor (the quantizer's default) 0.7067 (0.868), per channel with reduce_range
-# (7-bit weights) 0.7135 (bench/results/int8.md). Per channel alone still lost 0.0064 on the demo
-# and up to 0.007 on SciFact between runs; its error comes mostly from the feed-forward output
-# MatMuls of the first three layers, whose input (after GELU) has a heavy tail that one uint8 scale
-# per batch cannot resolve. "mixed" keeps those three in fp32: mean cosine error to fp32 on a fixed
-# SciFact + Medline sample 0.0051 -> 0.0027 (corpus), 0.0068 -> 0.0042 (queries), at 1.57x fp32's
-# tokens per CPU-second against 1.79x (bench/results/int8-rank.md, which ranks the candidates).
-# The embedder uses "mixed"; the others exist for the benchmarks.
+# (7-bit weights) 0.7135 (bench/results/int8.md, 2026-12-05 07:14). Per channel still lost 0.0064
+# on the demo and 0.007 on SciFact in a later run. "mixed" keeps the MatMuls whose int8 error is
+# largest in fp32: the feed-forward outputs of the first three layers, whose input (after GELU) has
+# a heavy tail that one uint8 scale per batch resolves poorly. Chosen on SciFact + Medline samples
+# (bench/results/int8-rank.md), it halves the cosine error to fp32 (mean 1 - cosine 0.0051 ->
+# 0.0027 over documents) at 1.57x fp32's tokens per CPU-second against 1.79x, but its nDCG@10 did
+# not follow: SciFact hybrid as typed 0.7108 against fp32's 0.7178, 25 claims down and 8 up (paired
+# p 0.03), Medline -0.0044 (bench/results/int8.md, 15:52). It holds nowhere the bar asks, so the
+# embedder stays "per-channel"; the others exist for the benchmarks.
 Int8Variant = Literal["mixed", "per-channel", "per-tensor", "reduce-range"]
 
 
@@ -100,15 +102,15 @@ INT8_VARIANTS: Final[dict[str, Int8Recipe]] = {
     "per-tensor": Int8Recipe(per_channel=False),
     "reduce-range": Int8Recipe(reduce_range=True),
 }
-INT8_DEFAULT: Final[Int8Variant] = "mixed"
+INT8_DEFAULT: Final[Int8Variant] = "per-channel"
 
 
 def int8_model_id(base: str, variant: Int8Variant = INT8_DEFAULT) -> str:
     """The model id of ``base`` (a model's name) quantized as ``variant``: vectors of different
     variants are not interchangeable, so each has its own id (and cache entries, and an index built
-    with one refuses the others by name). "per-channel" keeps the id it had when it was the default.
+    with one refuses the others by name). The default, "per-channel", is plain "onnx-int8".
 
-    >>> int8_model_id("all-MiniLM-L6-v2")
+    >>> int8_model_id("all-MiniLM-L6-v2", "mixed")
     'all-MiniLM-L6-v2/onnx-int8-mixed'
     """
     return f"{base}/onnx-int8" if variant == "per-channel" else f"{base}/onnx-int8-{variant}"
