@@ -68,12 +68,12 @@ SPIN_STOP = "session.force_spinning_stop"  # ONNX Runtime's session entry: threa
 # call). How the weights are scaled decides what it loses: on SciFact, one scale per output channel
 # of each MatMul gives hybrid nDCG@10 0.7191 against fp32's 0.7178 (smallest cosine to fp32 0.989),
 # one scale per tensor (the quantizer's default) 0.7067 (0.868), per channel with reduce_range
-# (7-bit weights) 0.7135 (bench/results/int8.md, 2026-12-05 07:14). Per channel still lost 0.0064
+# (7-bit weights) 0.7135 (bench/results/int8.md as of commit 54a0ccc). Per channel still lost 0.0064
 # on the demo and 0.007 on SciFact in a later run. "mixed" keeps the MatMuls whose int8 error is
 # largest in fp32: the feed-forward outputs of the first three layers, whose input (after GELU) has
 # a heavy tail that one uint8 scale per batch resolves poorly. Chosen on SciFact + Medline samples
 # (bench/results/int8-rank.md), it halves the cosine error to fp32 (mean 1 - cosine 0.0051 ->
-# 0.0027 over documents) at 1.57x fp32's tokens per CPU-second against 1.79x, but its nDCG@10 did
+# 0.0027 over documents) at 1.65x fp32's tokens per CPU-second against 2.02x, but its nDCG@10 did
 # not follow: SciFact hybrid as typed 0.7108 against fp32's 0.7178, 25 claims down and 8 up (paired
 # p 0.03), Medline -0.0044 (bench/results/int8.md, 15:52). It holds nowhere the bar asks, so the
 # embedder stays "per-channel"; the others exist for the benchmarks.
