@@ -77,6 +77,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               results=("cold_start",)),
     Benchmark("retrieval.int8", "the int8 embedder against fp32: quantizer options on SciFact, every collection, CLINC150 routing", 40,
               quick=("--quick",), quick_minutes=2, results=("int8", "int8-quick")),
+    Benchmark("retrieval.int8_rank", "int8 recipes (MatMuls kept in fp32) ranked by agreement with fp32 and speed on samples", 8,
+              results=("int8-rank",)),
     Benchmark("understanding.plan_latency", "routing and planning latency without an LLM", 1, ("--n", "1000"),
               quick=("--n", "1000"), quick_minutes=1, results=("latency",), smoke=("--n", "20"), loads_model=True, aliases=("latency",)),
     Benchmark("understanding.crafted_inputs", "bounded time per move on crafted 1-100 KB messages", 3, ("--repeats", "3"),

@@ -4,8 +4,10 @@
     python -m bench.retrieval.int8 --quick    # the demo and Medline, per channel only
 
 Options (`querywise.embed.INT8_VARIANTS`): ONNX Runtime's dynamic quantization of the fp32 export
-with weights scaled per output channel, per tensor (the quantizer's default), and per channel with
-`reduce_range` (7-bit weights). Each is measured on SciFact (5,183 abstracts, 300 test claims): the
+with weights scaled per output channel, per tensor (the quantizer's default), per channel with
+`reduce_range` (7-bit weights), and "mixed": per channel with the feed-forward output MatMuls of
+the first three layers kept in fp32 (chosen by `bench/retrieval/int8_rank.py` on SciFact + Medline
+samples). Each is measured on SciFact (5,183 abstracts, 300 test claims): the
 smallest and the 1st-percentile cosine between its vector and fp32's over the corpus' and the
 queries' texts, and hybrid nDCG@10 as typed (no move; plain RRF).
 
@@ -70,7 +72,8 @@ def variants() -> list[dict[str, Any]]:
     """Each quantization option on SciFact: agreement with fp32 and hybrid nDCG@10 as typed."""
     from bench import datasets
     from querywise.config import Settings
-    from querywise.embed import INT8_MODEL_ID, CachedEmbedder, Int8Variant, OnnxEmbedder, embedder_for
+    from querywise.embed import CachedEmbedder, Int8Variant, OnnxEmbedder, embedder_for, int8_model_id
+    from querywise.embed._onnx import MODEL_NAME
     from querywise.index.points import SearchTexts
 
     settings = Settings()
@@ -81,8 +84,7 @@ def variants() -> list[dict[str, Any]]:
     fp32 = embedder_for(settings)
     rows = [{"variant": "fp32", **_ndcg(settings, chunks, cases, "scifact-fp32", fp32)}]
     for variant in get_args(Int8Variant):
-        model_id = INT8_MODEL_ID if variant == "per-channel" else f"{INT8_MODEL_ID}-{variant}"
-        inner = OnnxEmbedder.int8(export_dir=cache / "models", variant=variant, model_id=model_id)
+        inner = OnnxEmbedder.int8(export_dir=cache / "models", variant=variant, model_id=int8_model_id(MODEL_NAME, variant))
         with CachedEmbedder(inner, cache) as embedder:
             row = {"variant": variant, **_ndcg(settings, chunks, cases, f"scifact-{variant}", embedder)}
             row["cosine_corpus"] = _cosines(fp32, embedder, texts)  # both cached by now: look-ups only
@@ -97,6 +99,7 @@ def collections(quick: bool, scifact: dict[str, Any] | None) -> dict[str, Any]:
     from bench import datasets
     from bench.understanding.defaults_gate import collections as loaders
     from bench.understanding.defaults_gate import routing_gate
+    from querywise.embed import INT8_DEFAULT
 
     out: dict[str, Any] = {}
     for name, load in loaders(quick).items():
@@ -106,7 +109,7 @@ def collections(quick: bool, scifact: dict[str, Any] | None) -> dict[str, Any]:
         cases = [c for c in cases if c.relevant]
         int8_settings = settings.model_copy(update={"embedding": settings.embedding.model_copy(update={"kind": "onnx-int8"})})
         if scifact is not None and name == "scifact":  # measured just above, same builds and cases
-            fp32, int8 = scifact["fp32"], scifact["per-channel"]
+            fp32, int8 = scifact["fp32"], scifact[INT8_DEFAULT]
         else:
             fp32 = _ndcg(settings, chunks, cases, f"{name}-fp32")
             int8 = _ndcg(int8_settings, chunks, cases, f"{name}-int8")
@@ -179,7 +182,8 @@ def markdown(result: dict[str, Any]) -> str:
             lines.append(f"| {r['variant']} | {r['model_id']} | {r['as_typed']:.4f} | {r['default']:.4f} | {c.get('min', 1.0)} | {c.get('p1', 1.0)} | "
                          f"{q.get('min', 1.0)} | {r['build_s']} |")
         lines.append("")
-    lines += ["### Each collection, fp32 (`[embedding] kind = \"auto\"`) against int8 (`\"onnx-int8\"`, per channel)", "",
+    measured = sorted({c["int8"]["model_id"] for c in result["collections"].values() if "model_id" in c.get("int8", {})})
+    lines += [f"### Each collection, fp32 (`[embedding] kind = \"auto\"`) against `\"onnx-int8\"` as it built then ({', '.join(measured)})", "",
               f"nDCG@10, paired over the same cases; the bar is a loss of at most {result['max_ndcg_loss']} of the mean (routing: "
               f"{result['max_routing_loss'] * 100:.1f} points). The interval is the paired bootstrap's 95% interval of the default "
               "deployment's delta and p the sign-flip test's (querywise.evaluation.stats, seed 42).", "",

@@ -14,13 +14,25 @@ from ._batching import BatchingEmbedder
 from ._cache import CachedEmbedder
 from ._factory import DEFAULT_KIND, EMBEDDER_KINDS, EmbedderKind, embedder_for, load_embedder
 from ._memory import MemoryCachedEmbedder, VectorLru, for_queries
-from ._onnx import INT8_MODEL_ID, INT8_VARIANTS, Int8Variant, OnnxEmbedder, export_fp32_onnx, export_int8_onnx
+from ._onnx import (
+    INT8_DEFAULT,
+    INT8_MODEL_ID,
+    INT8_VARIANTS,
+    Int8Recipe,
+    Int8Variant,
+    OnnxEmbedder,
+    export_fp32_onnx,
+    export_int8_onnx,
+    int8_model_id,
+    quantize_int8,
+)
 from ._torch import TORCH_EXTRA, SentenceTransformerEmbedder, torch_extra
 from .finetune import EncoderManifest, fine_tune_encoder, read_manifest
 
 __all__ = [
     "DEFAULT_KIND",
     "EMBEDDER_KINDS",
+    "INT8_DEFAULT",
     "INT8_MODEL_ID",
     "INT8_VARIANTS",
     "TORCH_EXTRA",
@@ -29,6 +41,7 @@ __all__ = [
     "Embedder",
     "EmbedderKind",
     "EncoderManifest",
+    "Int8Recipe",
     "Int8Variant",
     "MemoryCachedEmbedder",
     "OnnxEmbedder",
@@ -43,8 +56,10 @@ __all__ = [
     "export_int8_onnx",
     "fine_tune_encoder",
     "for_queries",
+    "int8_model_id",
     "load_embedder",
     "model_dir",
+    "quantize_int8",
     "read_manifest",
     "same_vectors",
     "torch_extra",

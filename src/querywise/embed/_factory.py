@@ -18,8 +18,9 @@ EMBEDDER_KINDS: Final[tuple[str, ...]] = get_args(EmbedderKind)
 #: (tests/accept/test_embeddings_reference.py; scores within 5e-7 of torch) and is the faster CPU
 #: path (bench/results/embed_throughput.json). "onnx-int8" (the fp32 export quantized per
 #: channel, made locally) is faster but not lossless everywhere: nDCG@10 within 0.003 of fp32 on
-#: SciFact, Medline and doc2dial, 0.0064 below on the demo's 59 cases (bench/results/int8.md; 5 one-rank
-#: swaps down, 3 up, 95% interval -0.026 to +0.013: int8-quick.md); its
+#: SciFact, Medline and doc2dial, 0.0064 below on the demo's 59 cases (int8.md at commit 54a0ccc; 5 one-rank
+#: swaps down, 3 up, 95% interval -0.026 to +0.013: int8-quick.md); keeping the first three
+#: feed-forward outputs in fp32 ("mixed") did not hold either (int8.md, int8-rank.md). Its
 #: vectors are not fp32's, so an index is searched only with the variant that built it.
 DEFAULT_KIND: Final[EmbedderKind] = "onnx"
 
@@ -64,10 +65,10 @@ def load_embedder(
             inner = SentenceTransformerEmbedder(batch_size=batch_size, model_folder=model_folder)
             inner.model_id = f"{model_id}/torch-fp32"
         elif kind == "onnx-int8":
-            from ._onnx import OnnxEmbedder
+            from ._onnx import OnnxEmbedder, int8_model_id
 
             export_dir = cache_dir / "models" if cache_dir is not None else None
-            inner = OnnxEmbedder.int8(export_dir=export_dir, batch_size=batch_size, model_folder=model_folder, model_id=f"{model_id}/onnx-int8", spinning=spinning)
+            inner = OnnxEmbedder.int8(export_dir=export_dir, batch_size=batch_size, model_folder=model_folder, model_id=int8_model_id(model_id), spinning=spinning)
         else:
             from ._onnx import OnnxEmbedder
 

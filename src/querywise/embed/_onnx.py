@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -29,9 +30,21 @@ from ._base import (
 )
 
 if TYPE_CHECKING:
+    import onnx
     from tokenizers import Encoding
 
-__all__ = ["INT8_VARIANTS", "Int8Variant", "OnnxEmbedder", "export_fp32_onnx", "export_int8_onnx"]
+__all__ = [
+    "INT8_DEFAULT",
+    "INT8_MODEL_ID",
+    "INT8_VARIANTS",
+    "Int8Recipe",
+    "Int8Variant",
+    "OnnxEmbedder",
+    "export_fp32_onnx",
+    "export_int8_onnx",
+    "int8_model_id",
+    "quantize_int8",
+]
 
 FP32_MODEL_ID = f"{MODEL_NAME}/onnx-fp32"
 # Small batches stay in the CPU's caches: capping a batch at 1,024 padded tokens (4 texts of
@@ -49,21 +62,61 @@ BATCH_TOKENS = 512
 # changes its vectors (smallest cosine 0.995 between the two), and bench/results/int8.md's
 # figures were measured at 1,024. 512 ran it 12-21% faster (embed_efficiency.md).
 INT8_BATCH_TOKENS = 1024
-INT8_MODEL_ID = f"{MODEL_NAME}/onnx-int8"
 SPIN_STOP = "session.force_spinning_stop"  # ONNX Runtime's session entry: threads stop spinning when a call returns
 
 # ONNX Runtime's dynamic quantization of the fp32 export (int8 weights, activations quantized per
 # call). How the weights are scaled decides what it loses: on SciFact, one scale per output channel
 # of each MatMul gives hybrid nDCG@10 0.7191 against fp32's 0.7178 (smallest cosine to fp32 0.989),
 # one scale per tensor (the quantizer's default) 0.7067 (0.868), per channel with reduce_range
-# (7-bit weights) 0.7135 (bench/results/int8.md). The embedder uses "per-channel"; the others
-# exist for that benchmark.
-Int8Variant = Literal["per-channel", "per-tensor", "reduce-range"]
-INT8_VARIANTS: Final[dict[str, tuple[bool, bool]]] = {  # variant -> (per_channel, reduce_range)
-    "per-channel": (True, False),
-    "per-tensor": (False, False),
-    "reduce-range": (True, True),
+# (7-bit weights) 0.7135 (bench/results/int8.md as of commit 54a0ccc). Per channel still lost 0.0064
+# on the demo and 0.007 on SciFact in a later run. "mixed" keeps the MatMuls whose int8 error is
+# largest in fp32: the feed-forward outputs of the first three layers, whose input (after GELU) has
+# a heavy tail that one uint8 scale per batch resolves poorly. Chosen on SciFact + Medline samples
+# (bench/results/int8-rank.md), it halves the cosine error to fp32 (mean 1 - cosine 0.0051 ->
+# 0.0027 over documents) at 1.65x fp32's tokens per CPU-second against 2.02x, but its nDCG@10 did
+# not follow: SciFact hybrid as typed 0.7108 against fp32's 0.7178, 25 claims down and 8 up (paired
+# p 0.03), Medline -0.0044 (bench/results/int8.md, 15:52). It holds nowhere the bar asks, so the
+# embedder stays "per-channel"; the others exist for the benchmarks.
+Int8Variant = Literal["mixed", "per-channel", "per-tensor", "reduce-range"]
+
+
+@dataclass(frozen=True)
+class Int8Recipe:
+    """How `quantize_int8` quantizes the fp32 export: weights per output channel or per tensor,
+    7-bit weights (``reduce_range``), and the MatMuls kept in fp32 (``fp32_matmuls``), each named
+    by its weight as the packaged model names it, e.g. ``"encoder.layer.0.output.dense"``."""
+
+    per_channel: bool = True
+    reduce_range: bool = False
+    fp32_matmuls: tuple[str, ...] = ()
+
+
+def ffn_output(i: int) -> str:
+    """The feed-forward output MatMul of BERT layer ``i`` (intermediate -> output), by its weight's name."""
+    return f"encoder.layer.{i}.output.dense"
+
+
+INT8_VARIANTS: Final[dict[str, Int8Recipe]] = {
+    "mixed": Int8Recipe(fp32_matmuls=tuple(ffn_output(i) for i in range(3))),
+    "per-channel": Int8Recipe(),
+    "per-tensor": Int8Recipe(per_channel=False),
+    "reduce-range": Int8Recipe(reduce_range=True),
 }
+INT8_DEFAULT: Final[Int8Variant] = "per-channel"
+
+
+def int8_model_id(base: str, variant: Int8Variant = INT8_DEFAULT) -> str:
+    """The model id of ``base`` (a model's name) quantized as ``variant``: vectors of different
+    variants are not interchangeable, so each has its own id (and cache entries, and an index built
+    with one refuses the others by name). The default, "per-channel", is plain "onnx-int8".
+
+    >>> int8_model_id("all-MiniLM-L6-v2", "mixed")
+    'all-MiniLM-L6-v2/onnx-int8-mixed'
+    """
+    return f"{base}/onnx-int8" if variant == "per-channel" else f"{base}/onnx-int8-{variant}"
+
+
+INT8_MODEL_ID = int8_model_id(MODEL_NAME)
 
 # Part of the exported file's name: bump it whenever export_fp32_onnx writes a different graph
 # ("1": torch's TorchScript exporter; "2": the graph written from the weights, `_graph.bert_onnx`).
@@ -165,16 +218,17 @@ class OnnxEmbedder:
         batch_size: int = 64,
         threads: int | None = None,
         model_folder: Path | None = None,
-        model_id: str = INT8_MODEL_ID,
-        variant: Int8Variant = "per-channel",
+        model_id: str | None = None,
+        variant: Int8Variant = INT8_DEFAULT,
         batch_tokens: int = INT8_BATCH_TOKENS,
         spinning: bool = True,
     ) -> OnnxEmbedder:
         """The fp32 export (of the packaged model or ``model_folder``) quantized to int8 weights
-        by ONNX Runtime (``variant``: see `INT8_VARIANTS`); kept in ``export_dir`` beside it."""
+        by ONNX Runtime (``variant``: see `INT8_VARIANTS`); kept in ``export_dir`` beside it.
+        ``model_id`` defaults to the packaged model's id for ``variant`` (`int8_model_id`)."""
         return cls(
             export_int8_onnx(export_dir, model_folder, variant=variant),
-            model_id=model_id,
+            model_id=model_id or int8_model_id(MODEL_NAME, variant),
             batch_size=batch_size,
             threads=threads,
             batch_tokens=batch_tokens,
@@ -245,31 +299,54 @@ def export_fp32_onnx(export_dir: Path | None, model_folder: Path | None = None) 
 
 
 def export_int8_onnx(
-    export_dir: Path | None, model_folder: Path | None = None, *, variant: Int8Variant = "per-channel"
+    export_dir: Path | None, model_folder: Path | None = None, *, variant: Int8Variant = INT8_DEFAULT
 ) -> Path | bytes:
-    """The fp32 export quantized by ONNX Runtime (`quantize_dynamic`, int8 weights); with
+    """The fp32 export quantized by ONNX Runtime as ``variant`` (`INT8_VARIANTS`); with
     ``export_dir`` written once, atomically, beside the fp32 file and keyed like it."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    per_channel, reduce_range = INT8_VARIANTS[variant]
     folder = model_folder or model_dir()
     if export_dir is not None:
         target = export_dir / f"{MODEL_NAME}-int8-{variant}-{_weights_key(folder)}.onnx"
         if target.is_file():
             return target
-    fp32 = export_fp32_onnx(export_dir, model_folder)
-    with tempfile.TemporaryDirectory() as tmp:
-        source = fp32 if isinstance(fp32, Path) else Path(tmp) / "fp32.onnx"
-        if isinstance(fp32, bytes):
-            source.write_bytes(fp32)
-        out = Path(tmp) / "int8.onnx"
-        with _root_logger_quiet():  # the quantizer advises pre-processing on the root logger; a library does not print
-            quantize_dynamic(source, out, weight_type=QuantType.QInt8, per_channel=per_channel, reduce_range=reduce_range)
-        data = out.read_bytes()
+    data = quantize_int8(export_fp32_onnx(export_dir, model_folder), INT8_VARIANTS[variant])
     if export_dir is None:
         return data
     write_atomic(target, data)
     return target
+
+
+def quantize_int8(fp32: Path | bytes, recipe: Int8Recipe) -> bytes:
+    """``fp32`` (an export of `export_fp32_onnx`) with int8 weights as ``recipe`` says
+    (`quantize_dynamic`: activations quantized per call); the MatMuls it names stay fp32."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    model = onnx.load_model_from_string(fp32 if isinstance(fp32, bytes) else fp32.read_bytes())
+    named = _name_weight_matmuls(model)
+    unknown = sorted(set(recipe.fp32_matmuls) - named)
+    if unknown:  # a typo would silently quantize everything
+        raise ValueError(f"no MatMul with the weight {', '.join(unknown)} in the model")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "int8.onnx"
+        with _root_logger_quiet():  # the quantizer advises pre-processing on the root logger; a library does not print
+            quantize_dynamic(model, out, weight_type=QuantType.QInt8, per_channel=recipe.per_channel,
+                             reduce_range=recipe.reduce_range, nodes_to_exclude=list(recipe.fp32_matmuls))
+        return out.read_bytes()
+
+
+def _name_weight_matmuls(model: onnx.ModelProto) -> set[str]:
+    """Name each MatMul by its weight (``<prefix>.weight_t`` -> ``<prefix>``), as the quantizer's
+    ``nodes_to_exclude`` reads names: the exported graph leaves its nodes unnamed. The names given."""
+    weights = {i.name for i in model.graph.initializer}
+    names: set[str] = set()
+    for node in model.graph.node:
+        if node.op_type == "MatMul" and node.input[1] in weights and node.input[1].endswith(_WEIGHT_SUFFIX):
+            node.name = node.input[1].removesuffix(_WEIGHT_SUFFIX)
+            names.add(node.name)
+    return names
+
+
+_WEIGHT_SUFFIX = ".weight_t"  # how `_graph` names a Linear's transposed weight
 
 
 @contextlib.contextmanager

@@ -1,0 +1,61 @@
+"""The int8 variants of the ONNX embedder: each its own model id, and the MatMuls a recipe keeps
+in fp32 left unquantized in the graph it writes."""
+
+from __future__ import annotations
+
+import pytest
+
+from querywise.embed import INT8_MODEL_ID, INT8_VARIANTS, Int8Recipe, int8_model_id, model_dir, quantize_int8, same_vectors
+from querywise.embed._graph import bert_onnx
+from querywise.embed._onnx import ffn_output
+
+
+def test_each_variant_has_its_own_model_id_so_vectors_of_another_are_refused() -> None:
+    ids = {v: int8_model_id("all-MiniLM-L6-v2", v) for v in INT8_VARIANTS}  # type: ignore[arg-type]
+    assert len(set(ids.values())) == len(INT8_VARIANTS)
+    # What `onnx-int8` builds keeps the id indexes were built with; any other variant is refused by name.
+    assert INT8_MODEL_ID == ids["per-channel"] == "all-MiniLM-L6-v2/onnx-int8"
+    assert ids["mixed"] == "all-MiniLM-L6-v2/onnx-int8-mixed"
+    assert not same_vectors(INT8_MODEL_ID, ids["mixed"])
+    assert not same_vectors(INT8_MODEL_ID, "all-MiniLM-L6-v2/onnx-fp32")
+
+
+def test_mixed_keeps_the_first_three_feed_forward_outputs_in_fp32() -> None:
+    assert INT8_VARIANTS["mixed"].fp32_matmuls == tuple(ffn_output(i) for i in range(3))
+    assert INT8_VARIANTS["mixed"].per_channel and not INT8_VARIANTS["mixed"].reduce_range
+
+
+@pytest.fixture(scope="module")
+def fp32_graph() -> bytes:
+    return bert_onnx(model_dir())
+
+
+def _weights_by_op(data: bytes) -> dict[str, set[str]]:
+    """The weight each MatMul / MatMulInteger multiplies by, by operator type (without the
+    quantizer's suffix)."""
+    import onnx
+
+    graph = onnx.load_model_from_string(data).graph
+    weights = {i.name for i in graph.initializer}
+    out: dict[str, set[str]] = {"MatMul": set(), "MatMulInteger": set()}
+    for node in graph.node:
+        if node.op_type in out and node.input[1] in weights:
+            out[node.op_type].add(node.input[1].removesuffix("_quantized").removesuffix(".weight_t"))
+    return out
+
+
+@pytest.mark.model
+def test_the_matmuls_a_recipe_names_stay_fp32_and_the_rest_are_int8(fp32_graph: bytes) -> None:
+    everything = _weights_by_op(fp32_graph)["MatMul"]
+    assert len(everything) == 36  # 6 layers: Q, K, V, attention output, FFN input and output
+    mixed = _weights_by_op(quantize_int8(fp32_graph, INT8_VARIANTS["mixed"]))
+    assert mixed["MatMul"] == {ffn_output(i) for i in range(3)}
+    assert mixed["MatMulInteger"] == everything - mixed["MatMul"]
+    per_channel = _weights_by_op(quantize_int8(fp32_graph, INT8_VARIANTS["per-channel"]))
+    assert per_channel == {"MatMul": set(), "MatMulInteger": everything}
+
+
+@pytest.mark.model
+def test_a_name_the_model_does_not_have_is_refused_rather_than_quantized(fp32_graph: bytes) -> None:
+    with pytest.raises(ValueError, match=r"encoder\.layer\.9\.output\.dense"):
+        quantize_int8(fp32_graph, Int8Recipe(fp32_matmuls=(ffn_output(9),)))
