@@ -57,8 +57,8 @@ HEDGE_WEIGHTS = (2.0, 4.0, 8.0)
 
 def _row(u: Any, message: str, history: Sequence[Any], **extra: Any) -> dict[str, Any] | None:
     from querywise.understand.followup import check_follow_up, flag_kind, names_its_subject
-    from querywise.understand.followup.referent import ANSWER_CHARS
     from querywise.understand.followup.shift import shift_features
+    from querywise.understand.followup.tracker import ANSWER_CHARS
 
     gate = check_follow_up(message, history, catalog=u.catalog)
     if not gate.needs_context:

@@ -10,7 +10,8 @@ from querywise.conversation import Turn
 from querywise.demo import demo_file
 from querywise.understand.followup import check_follow_up, standalone_form
 from querywise.understand.followup.message import Message
-from querywise.understand.followup.referent import Tracker, noun_phrases
+from querywise.understand.followup.referent import noun_phrases
+from querywise.understand.followup.tracker import Tracker
 
 CATALOG = Catalog.load(demo_file("catalog.jsonl"))
 

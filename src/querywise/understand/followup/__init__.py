@@ -1,7 +1,8 @@
 """The follow-up move: does a message lean on the conversation, and what does it stand for alone?
 
 - `gate.py`: the detectors that say which words need the history (pass-through otherwise);
-- `referent.py`: salience tracking and the deterministic standalone form;
+- `tracker.py`: salience tracking (what each turn mentions, the conversation's subject);
+- `referent.py`: the deterministic standalone form (pronouns, ellipsis, readings of two candidates);
 - `answer_refs.py`: referents only the assistant's answer names (an item of its list, a person, a kind);
 - `message.py`: the closed word classes and the tokenised message the detectors read;
 - `shift.py`: the topic-shift check and its hedge;

@@ -35,7 +35,8 @@ from dataclasses import replace
 from querywise.conversation import Turn
 from querywise.text import analysed_part, analyze
 from querywise.understand.followup.message import FUNCTION
-from querywise.understand.followup.referent import ANSWER_CHARS, Referent, Standalone, Tracker, resolve
+from querywise.understand.followup.referent import resolve
+from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
 
 __all__ = ["ITEM_WORDS", "LIST_ANSWERS", "answer_referent", "enumeration", "list_pointer", "listed_item"]
 

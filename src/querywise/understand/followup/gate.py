@@ -71,7 +71,8 @@ from querywise.understand.followup.message import (
     UNIQUE,
     Message,
 )
-from querywise.understand.followup.referent import ANSWER_CHARS, POINTING_CUES, Referent, Standalone, Tracker, joined, resolve
+from querywise.understand.followup.referent import POINTING_CUES, joined, resolve
+from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
 
 #: The RRF weight of the standalone form beside the message (weight 1) when only topic continuity
 #: flagged it: such a flag is as often a change of subject, and the form should add to the

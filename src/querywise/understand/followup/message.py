@@ -307,7 +307,7 @@ class Message:
         return any(self.low[i] in {"which", "what"} and self.toks[i + 1].content for i in range(len(self.toks) - 1))
 
 
-# The referent tracker's word lists (`referent.py`).
+# The referent tracker's word lists (`tracker.py`, `referent.py`).
 # Greetings and the words of asking itself ("Good afternoon", "I have questions", "tell me
 # something"): no conversation is about them, so no pronoun takes them.
 CHAT = frozenset(

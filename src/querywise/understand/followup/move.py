@@ -41,8 +41,8 @@ from querywise.understand.followup.gate import (
     points_back,
     standalone_form,
 )
-from querywise.understand.followup.referent import ANSWER_CHARS, Referent, Tracker
 from querywise.understand.followup.shift import Searched, shift_features, shift_model
+from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Tracker
 
 __all__ = ["ANSWER_MAX_CHANCE", "ANSWER_WEIGHT", "GUESSED_MESSAGE_WEIGHT", "JOINED_MESSAGE_WEIGHT", "Followed", "PointerReading", "follow_up", "shift_chance",
            "sure_referents"]

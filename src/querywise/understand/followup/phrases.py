@@ -1,5 +1,5 @@
 """Noun phrases of a turn without a tagger: runs of content words, less the verb the sentence's
-shape gives away (`noun_phrases`), for the referent tracker (`referent.py`)."""
+shape gives away (`noun_phrases`), for the referent tracker (`tracker.py`)."""
 
 from __future__ import annotations
 

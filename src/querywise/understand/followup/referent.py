@@ -1,29 +1,7 @@
 """The standalone form of a follow-up without an LLM: what the conversation is about, carried into
 the message.
 
-Salience tracking (an entity grid reduced to one column per referent): every earlier turn, user
-or assistant, oldest first, mentions referents --
-
-- catalog entities, longest name first, by their canonical name (an alias or a part number
-  names the entity); a partial name that completes the referent in focus ("the Pro" after the
-  Solace 7 is the Solace 7 Pro: "Solace 7" + "Pro" is a name the catalog knows);
-- identifiers (`[A-Z]{2,}-\\d{3,}` and the like: order, part and ticket numbers);
-- noun phrases: runs of content words, less a verb the sentence's shape gives away (after a
-  wh-word, a subject pronoun or "to": "what *causes* throat cancer"; a do-question's verb after its
-  subject: "why did the A380 *stop* being produced").
-
-A user turn's unresolved pronoun mentions the referent in focus again, so the conversation's
-subject survives a chain of "it"s. An answer mentions only what the deployment knows (a product,
-an identifier): its other words are searched beside the form, never made referents. One more
-thing is read off an answer: the place it gave to a where-question that did not name its own
-subject (`Tracker.answered`), which a following "there" takes. An "it" or "they" does not take
-the name an answer gave to a what-question ("Freak Out!" after "What was their first album?"):
-that rule gained on the dialogues it was chosen on (0.578/0.774 -> 0.636/0.867), nothing on the
-held-out QA dialogues and lost on the held-out passage dialogues (0.400/0.568 -> 0.382/0.538,
-bench/results/rewrite_passages.md). Each mention
-weighs `DECAY ** turns_back`, a user turn's more than an answer's (`ASSISTANT_WEIGHT`), an entity's or identifier's more than a phrase's
-(`PHRASE_WEIGHT`), the first phrase of a turn (its topic) more than the others. A turn with no
-content ("thanks!", "ok") mentions nothing.
+Salience tracking is `tracker.Tracker` (what each turn mentions, and how salient it is now).
 
 The message is then resolved to the most salient compatible referent (number agreement: "they"
 wants a plural or several entities, "it" a singular, never whom "he" or "she" took nor a noun of
@@ -57,35 +35,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Literal
+from dataclasses import replace
 
-from querywise.catalog import Catalog, Entity
-from querywise.text import analysed_part, analyze
+from querywise.catalog import Catalog
+from querywise.text import analyze
 from querywise.understand.followup.message import (
     ADJECTIVE_ENDINGS,
     DOMAIN_ADJ,
     PARTICIPLES,
     PERSON_NOUNS,
     PERSONAL,
-    PLACE_PREP,
     Message,
 )
-from querywise.understand.followup.phrases import Phrase, first_name, is_plural, noun_phrases
+from querywise.understand.followup.phrases import Phrase, noun_phrases
+from querywise.understand.followup.tracker import Referent, Standalone, Tracker
 
-__all__ = ["POINTING_CUES", "Phrase", "Referent", "Standalone", "Tracker", "joined", "noun_phrases", "resolve"]
+__all__ = ["POINTING_CUES", "Phrase", "joined", "noun_phrases", "resolve"]
 
-#: Weight of a mention one turn further back.
-DECAY = 0.6
-#: An answer mentions many things in passing; the user's words say what they are asking about. Only
-#: what the deployment knows (a product, an identifier) is taken from it: its other phrases are bits
-#: of sentences ("Construction finished in 1914"; bench/results/rewrite_dialogues.md).
-ASSISTANT_WEIGHT = 0.5
-_KNOWN_KINDS = ("entity", "identifier")
-#: A noun phrase is a weaker referent than a name the catalog or the identifier pattern knows.
-PHRASE_WEIGHT = 0.5
-#: The first noun phrase of a turn is its topic.
-TOPIC_BONUS = 1.5
 #: A pronoun weighs up the latest turn's referents by this (its centre fully, the others half) ...
 RECENT_BONUS = 1.0
 #: ... and down those of the other number by this. Both chosen on CAsT 2019's train topics.
@@ -95,15 +61,8 @@ NUMBER_PENALTY = 0.3
 #: the Ottoman Empire). Chosen on CAsT 2020 among 1, 1.5, 2 and 3 (added-term recall / precision
 #: 0.306 / 0.389 at 1, 0.333 / 0.411 at 3).
 NAME_BONUS = 3.0
-#: How many of the latest user turns (that named anything) the subject is read from: a name two
-#: of them named. Chosen on CAsT 2020's train and val topics and dialogues_read among 2 and 3.
-SUBJECT_TURNS = 3
 #: The longest message read as an opener and one noun phrase ("And the Pro?").
 ELLIPSIS_CHARS = 120
-#: Answers are long: only their first words are read for referents.
-ANSWER_CHARS = 600
-
-_IDENTIFIER = re.compile(r"\b[A-Za-z]{2,}-?\d{3,}\b|\b\d{6,}\b")
 _PLURAL_PRONOUNS = frozenset(["they", "them", "their", "theirs", "themselves", "these", "those"])
 _SINGULAR_PRONOUNS = frozenset(["it", "its", "itself", "this", "that"])
 _PERSON_PRONOUNS = frozenset(["he", "him", "his", "himself", "she", "her", "herself"])
@@ -117,232 +76,6 @@ _OPENER_CUES = ("opener:", "particle:", "short")
 POINTING_CUES = ("pronoun:", "demonstrative:", *_OPENER_CUES)
 _PLACED_CUES = ("pronoun:", "demonstrative:", "pro-form:one", "pro-form:ones")
 _POSSESSIVE_CUES = frozenset(f"pronoun:{p}" for p in ("its", "their", "his", "her"))
-
-Method = Literal["placed", "appended", "ellipsis", "previous_turn", "none"]
-
-
-@dataclass
-class Referent:
-    """Something the conversation has talked about, and how salient it is now."""
-
-    text: str  # the words to carry into a follow-up
-    kind: Literal["entity", "identifier", "name", "phrase"]  # name: a phrase with a proper name in it
-    key: tuple[str, ...]  # what makes two mentions the same referent (stems, or the entity id)
-    plural: bool = False
-    score: float = 0.0
-    last_turn: int = -1
-    last_rank: int = 0  # its place among the mentions of its last turn (0: the turn's centre)
-    definite: bool = False  # said with "the" (a phrase keeps it where it is placed)
-    person: bool = False  # "he" or "she" took it: "it" does not
-    place: bool = False  # a name said after "in", "at", ...: what "there" stands for
-
-    @property
-    def placed(self) -> str:
-        """The words that stand in for a pronoun: a product takes "the"."""
-        return f"the {self.text}" if self.kind == "entity" or self.definite else self.text
-
-
-@dataclass(frozen=True)
-class Standalone:
-    """The standalone form and how it was made (for the trace)."""
-
-    text: str
-    method: Method
-    referents: tuple[Referent, ...] = ()  # what it carried in, placed or appended
-    why: str = ""
-    # The assistant's last answer, less its filler, when the message replies to it: searched
-    # beside the form (its words are what the user is looking at), never copied into it.
-    answer: str = ""
-    # Two or more candidates and nothing to choose between them: the other readings (each
-    # searched beside `text`, fused), never one picked silently.
-    readings: tuple[str, ...] = ()
-    # An ellipsis that put its noun phrase where the conversation's subject stood ("What about a
-    # food truck?" after "How much does a used Lamborghini cost?"): the subject from then on.
-    new_subject: bool = False
-
-
-@dataclass
-class Tracker:
-    """Referents of a conversation, most salient first (see the module's docstring)."""
-
-    catalog: Catalog | None = None
-    referents: dict[tuple[str, ...], Referent] = field(default_factory=dict)
-    turn: int = 0
-    topic: tuple[str, ...] | None = None  # the first user turn's topic (its first referent)
-    user_turns: list[tuple[tuple[str, ...], ...]] = field(default_factory=list)  # what each user turn named, in order
-    # The name the latest turn gave in answer to a user's what/which/who/where question ("Where
-    # was it filmed?" -- "In Baltimore."): a place is what a "there" of the next question takes
-    # (`resolve`). None when the latest turn is no such answer.
-    answered: Referent | None = None
-    _asked: str | None = None  # the wh-word of the latest user turn, when it asks for a name
-
-    def read(self, text: str, role: str = "user", carried: Sequence[Referent] = (), appended: Sequence[Referent] = ()) -> None:
-        """Decay every referent by one turn, then add this turn's mentions: `carried` (what its
-        pronouns were resolved to: the turn's centre, first), its own, then `appended` (what its
-        standalone form added)."""
-        for r in self.referents.values():
-            r.score *= DECAY
-        weight = 1.0 if role == "user" else ASSISTANT_WEIGHT
-        said = text if role == "user" else text[:ANSWER_CHARS]
-        own = [r for r in self.mentions(said) if role == "user" or r.kind in _KNOWN_KINDS]
-        # What the deployment knows first, else the name a person would read as the answer.
-        self.answered = (own[0] if own else _answer_name(text, self._asked)) if role != "user" and self._asked else None
-        if role == "user":
-            self._asked = _asks_name(text)
-        mentions = [*carried, *own, *appended]
-        if role == "user" and mentions and self.topic is None:
-            self.topic = mentions[0].key
-        if role == "user" and (carried or own):
-            # What the turn named, itself or by a pronoun: not what its form appended, or an
-            # appended subject would keep itself the subject ("the last two turns both named it").
-            self.user_turns.append(tuple(dict.fromkeys(r.key for r in [*carried, *own])))
-        seen: set[tuple[str, ...]] = set()
-        for r in mentions:
-            if r.key in seen:
-                continue
-            w = weight * (PHRASE_WEIGHT if r.kind in ("name", "phrase") else 1.0) * (TOPIC_BONUS if not seen else 1.0)
-            kept = self.referents.setdefault(r.key, Referent(r.text, r.kind, r.key, r.plural, definite=r.definite))
-            kept.person |= r.person
-            kept.place |= r.place
-            kept.score += w
-            kept.last_turn, kept.last_rank = self.turn, len(seen)
-            seen.add(r.key)
-        self.turn += 1
-
-    def move_subject(self, referent: Referent) -> None:
-        """The conversation moved on to `referent` (an ellipsis put it where the subject stood):
-        it is the subject from now on, and what the turns before named no longer counts."""
-        self.topic = referent.key
-        del self.user_turns[:-1]
-
-    def latest_names(self) -> list[Referent]:
-        """The products and names the latest user turn named, when it named two or more of them
-        side by side ("Compare the Aero X2 and the Pulse Buds."), in its order; else none."""
-        if not self.user_turns:
-            return []
-        named = [self.referents[k] for k in self.user_turns[-1] if self.referents[k].kind in ("entity", "name")]
-        entities = [r for r in named if r.kind == "entity"]
-        picked = entities or [r for r in named if " and " not in f" {r.text} " and " on " not in f" {r.text} "]
-        return picked if len(picked) >= 2 else []
-
-    def subject(self) -> Referent | None:
-        """What the conversation is about: the latest name two of the last `SUBJECT_TURNS` user
-        turns that named anything both named, themselves or by a pronoun (the subject moves with
-        the conversation: "Salt Lake City" after two turns about it in a talk that opened on
-        Utah), else the first user turn's topic."""
-        recent = self.user_turns[-SUBJECT_TURNS:]
-        for n in range(len(recent) - 1, 0, -1):
-            kept = [k for k in recent[n] if any(k in earlier for earlier in recent[:n]) and self.referents[k].kind != "phrase"]
-            if kept:
-                return self.referents[kept[0]]
-        return self.referents.get(self.topic) if self.topic is not None else None
-
-    def by_salience(self) -> list[Referent]:
-        """Every referent, the conversation's focus (most mentioned, recently) first."""
-        return sorted((r for r in self.referents.values() if r.score > 0), key=lambda r: (-r.score, -r.last_turn))
-
-    def by_recency(self) -> list[Referent]:
-        """Every referent, the latest turn's centre first (Centering: a pronoun takes the highest
-        ranked referent of the turn before)."""
-        return sorted((r for r in self.referents.values() if r.score > 0), key=lambda r: (-r.last_turn, r.last_rank, -r.score))
-
-    def mentions(self, text: str) -> list[Referent]:
-        """The referents `text` names, in reading order (a noun phrase's "of" complement first).
-        Only the first `text.ANALYSIS_CHARS` are read, as by every move: bounded work at any length."""
-        text = analysed_part(text)
-        found: list[tuple[float, Referent]] = []
-        taken: list[tuple[int, int]] = []
-        if self.catalog is not None:
-            for m in self.catalog.mentions(text):
-                if len(m.entities) == 1:
-                    found.append((m.start, _entity(m.entities[0])))
-                    taken.append((m.start, m.end))
-            for start, end, entity in self._completions(text, taken):
-                found.append((start, _entity(entity)))
-                taken.append((start, end))
-        for hit in _IDENTIFIER.finditer(text):
-            if not any(a <= hit.start() < b for a, b in taken):
-                ident = hit.group(0).upper()
-                found.append((hit.start(), Referent(ident, "identifier", ("id", ident))))
-                taken.append((hit.start(), hit.end()))
-        msg = Message(text, taken, catalog=self.catalog is not None)
-        for p in noun_phrases(msg, taken):
-            key = tuple(analyze(p.words))
-            if key:
-                before = msg.at(p.first - 2 if p.definite else p.first - 1)
-                # A name's -s is no plural ("Serena Williams", "Paris"); with "the" it may be ("the Beatles").
-                proper = p.named and p.head.split()[-1][:1].isupper() and not p.definite and " and " not in p.head
-                found.append((p.at, Referent(p.words, "name" if p.named else "phrase", key, plural=is_plural(p.head) and not proper, definite=p.definite,
-                                             place=p.named and before in PLACE_PREP)))
-        # Names (catalog, identifiers, phrases with a proper name) rank before common nouns: "the
-        # warranty on the Vela X3" is about the Vela X3.
-        return [r for _, r in sorted(found, key=lambda x: (x[1].kind == "phrase", x[0]))]
-
-    def _completions(self, text: str, taken: list[tuple[int, int]]) -> list[tuple[int, int, Entity]]:
-        """A partial name that, after a surface form of an entity in focus, names another entity:
-        "the Pro" after the Solace 7 (the catalog knows "Solace 7 Pro")."""
-        assert self.catalog is not None
-        focus = [r for r in self.referents.values() if r.kind == "entity" and r.score > 0]
-        if not focus:
-            return []
-        focus.sort(key=lambda r: -r.score)
-        out: list[tuple[int, int, Entity]] = []
-        for m in re.finditer(r"\b(?:the|a|an)\s+((?:[A-Z0-9][\w-]*)(?:\s+[A-Z0-9][\w-]*){0,2})", text):
-            start, end = m.start(1), m.end(1)
-            if any(a < end and start < b for a, b in taken):
-                continue
-            for r in focus[:3]:
-                entity = self.catalog.get(r.key[1])
-                hit = next((e for form in entity.surface_forms if (e := self._whole_name(f"{form} {m.group(1)}")) is not None), None) if entity else None
-                if hit is not None and hit.id != r.key[1]:
-                    out.append((start, end, hit))
-                    break
-        return out
-
-    def _whole_name(self, text: str) -> Entity | None:
-        assert self.catalog is not None
-        found = self.catalog.mentions(text)
-        if len(found) == 1 and found[0].start == 0 and found[0].end == len(text) and len(found[0].entities) == 1:
-            return found[0].entities[0]
-        return None
-
-
-# A question whose answer is a name: "What was their first album?", "Who took over?", "Where did he
-# go?", "Is there one in our galaxy?"
-_ASKS_NAME = re.compile(r"^\W*(?:(?:and|so|ok|okay|oh),?\s+)?(what|which|who|whom|where|(?:is|are|was|were) there)\b", re.IGNORECASE)
-
-
-def _asks_name(question: str) -> str | None:
-    """The wh-word of a question that asks for a name; None for any other turn, and for a
-    question that names its own subject ("What is the Great Barrier Reef?": the answer describes
-    it, and a name in the answer is in passing)."""
-    found = _ASKS_NAME.match(question)
-    if found is None or any(t.named and t.text[:1].isupper() for t in Message(question, []).toks):
-        return None
-    return found.group(1).lower()
-
-
-def _answer_name(answer: str, asked: str) -> Referent | None:
-    """The first proper name of an answer's first sentence, as a referent (a place when the
-    question asked where): the name the user asked for, never the sentence around it."""
-    first = _SENTENCE.match(analysed_part(answer[:ANSWER_CHARS]))
-    found = first_name(Message(first.group(0), [])) if first else None
-    if found is None:
-        return None
-    words, definite = found
-    key = tuple(analyze(words))
-    if not key:
-        return None
-    proper_plural = definite and is_plural(words.split()[0])  # "the Mothers of Invention", "the Beatles"
-    return Referent(words, "name", key, plural=proper_plural, definite=definite, person=asked in ("who", "whom"), place=asked == "where")
-
-
-_SENTENCE = re.compile(r"\s*[^.?!]+[.?!]*")
-
-
-def _entity(e: Entity) -> Referent:
-    return Referent(e.name, "entity", ("entity", e.id))
-
 
 def _person(r: Referent) -> bool:
     """Whether "he" or "she" can take `r`: one person's name as names of people are written
@@ -433,7 +166,7 @@ def resolve(
     typed = message
     there = [t for i, t in enumerate(m.toks) if m.locative_there(i)] if "pro-form:there" in cues else []
     # The place the user just asked where to find, else the latest place named after "in", "at".
-    place = tracker.answered if tracker.answered is not None and tracker.answered.place else next((r for r in tracker.by_recency() if r.place), None)
+    place = tracker.answered_place or next((r for r in tracker.by_recency() if r.place), None)
     if there and place is not None:
         # "restaurants there" after "restaurants in Tokyo": the place, with its preposition.
         for t in reversed(there):
