@@ -232,6 +232,8 @@ def _only_opener(rest: str) -> bool:
 def listed_item(message: str, earlier: Sequence[Turn]) -> tuple[int, int, str, tuple[str, ...]] | None:
     """`list_pointer` into the latest of the last `LIST_ANSWERS` answers that holds a list ("is the
     last one worth it?" after a list, a question and its answer), with the list's items."""
+    if _ORDINAL.search(message) is None:  # most messages: no answer is parsed (the gate asks on every message)
+        return None
     answers = [t.text for t in earlier if t.role == "assistant"][-LIST_ANSWERS:]
     for answer in reversed(answers):
         items = enumeration(answer)
