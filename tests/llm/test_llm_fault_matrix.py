@@ -1,7 +1,7 @@
 """The fault matrix: every fault of the fake provider, through the real SDK clients and the real
 pipeline, on a fail-open route (kb_search) and a fail-closed route (account, high stakes).
 
-No crash; the plan answered within the route's deadline (+100 ms), whatever the server does
+No crash; the plan answered within the route's deadline (+250 ms), whatever the server does
 (hangs, asks to wait an hour, trickles its body, sends 30 MB or an HTML page); the right
 fallback per route policy; every fallback counted once under its reason; and no model output
 ever changes access.
@@ -53,7 +53,10 @@ INVENTED = {
 SESSION = {"market": "eu"}
 
 DEADLINE = 0.5  # each route's timeout: the deadline of every message's LLM moves
-SLACK = 0.1  # what the plan may take beyond it (the deterministic moves, a thread waking up)
+# What the plan may take beyond it (the deterministic moves, a thread waking up). 0.1 s failed once
+# in a fresh-clone CI on 2 cores (0.608 s for choices_null): the faults it must catch take 1 s or more
+# (a hang answers after 1 s, a trickle takes ~12 s), so 0.25 s still tells a missed deadline apart.
+SLACK = 0.25
 
 # fault -> (reply for a route, the fallback reason it must be counted under, or None: no fallback)
 MATRIX: dict[str, tuple[Callable[[str], Reply], str | None]] = {
