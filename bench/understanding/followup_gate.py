@@ -60,6 +60,10 @@ bench/results/rewrite_passages.{json,md}.
 `--year passages_dev` scores `dialogues_passages_dev.jsonl` the same way: the team's development set for
 #34's answer referents (list items, things only a passage names), read while those rules were
 chosen, so that the held-out set stays unread. Writes bench/results/rewrite_passages_dev.{json,md}.
+
+`--year passages_2` scores `dialogues_passages_2.jsonl` the same way: a second held-out set of the same two kinds, written once
+`dialogues_passages.jsonl` had been read, by an author who had read no follow-up code, and committed before any code ran on it.
+Writes bench/results/rewrite_passages_2.{json,md}.
 """
 
 from __future__ import annotations
@@ -561,37 +565,52 @@ def passages_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def passages_dev_markdown(result: dict[str, Any]) -> str:
-    lines = [
-        "# Follow-up forms on the development passage conversations (#34: referents only an answer names)",
-        "",
-        f"Command: `{result['machine']['command']} --year passages_dev` (from the repository root).",
-        "",
-        "**Development set, read while the rules were written.** `bench/understanding/dialogues_passages_dev.jsonl`: 16 "
-        "conversations the team wrote for #34's answer referents before any code ran on them -- answers that list options "
-        "(numbered, bulleted, an inline series) followed by \"the third one\", \"number 2\", \"the latter\", and passages "
-        "that alone name a drug, a reaction, a city or a person the next turn points at (\"that drug\", \"this reaction\", "
-        "\"the city\", \"he\"), beside turns whose pointer still means the user's own subject. The rules of "
-        "`understand/followup/answer_refs.py` were chosen on it: the held-out figures are `rewrite_passages.md`.",
-        "",
-        *passages_table(result),
-    ]
-    return "\n".join(lines) + "\n"
+def passage_page(year: str, title: str, about: str) -> Callable[[dict[str, Any]], str]:
+    """A page for one file of passage and QA conversations: its title, command, what it is, its figures."""
+    def render(result: dict[str, Any]) -> str:
+        lines = [f"# {title}", "", f"Command: `{result['machine']['command']} --year {year}` (from the repository root).", "",
+                 about, "", *passages_table(result)]
+        return "\n".join(lines) + "\n"
+
+    return render
+
+
+passages_dev_markdown = passage_page(
+    "passages_dev", "Follow-up forms on the development passage conversations (#34: referents only an answer names)",
+    "**Development set, read while the rules were written.** `bench/understanding/dialogues_passages_dev.jsonl`: 16 "
+    "conversations the team wrote for #34's answer referents before any code ran on them -- answers that list options "
+    "(numbered, bulleted, an inline series) followed by \"the third one\", \"number 2\", \"the latter\", and passages "
+    "that alone name a drug, a reaction, a city or a person the next turn points at (\"that drug\", \"this reaction\", "
+    "\"the city\", \"he\"), beside turns whose pointer still means the user's own subject. The rules of "
+    "`understand/followup/answer_refs.py` were chosen on it: the held-out figures are `rewrite_passages.md`.")
+passages_2_markdown = passage_page(
+    "passages_2", "Follow-up forms on a second held-out set of passage and QA conversations (#34's re-check)",
+    "**Held out.** `bench/understanding/dialogues_passages_2.jsonl` was written on 2026-12-05 by the `heldout-3` session, an engineer who had "
+    "read neither the follow-up code nor the earlier dialogue files beyond their first row (`dialogues_passages.jsonl` had been read since its "
+    "first run); it was committed (f4d3b17) before any code ran on its rows, and its figures were computed once and committed as they came. "
+    "35 conversations, 162 rows, 39 of them standalone turns kept as typed: 17 CAsT 2021/22-style (72 rows; every answer a passage of 90-250 "
+    "words: prose lists followed by \"the second one\" or \"the last\", a disease, a treaty, a drug or a person only the passage names, changes "
+    "of subject, \"which one ...?\" after a comparison of two, ellipsis such as \"and in Canada?\") and 18 QuAC-style (90 rows; a \"Title. "
+    "Section\" turn, sentence or \"I don't know.\" answers; people, bands, places, events, diseases, companies; pronoun chains; the subject "
+    "moving to an entity an answer named). All text is the author's own. A row is a passage row when its history holds an assistant turn of "
+    f"{PASSAGE_WORDS} words or more. Read the pooled and per-kind figures only, or the set stops being held out.")
+
+#: The passage and QA conversation files: `dialogues_<year>.jsonl` scored into `rewrite_<year>.{json,md}`.
+PASSAGE_PAGES = {"passages": passages_markdown, "passages_dev": passages_dev_markdown, "passages_2": passages_2_markdown}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--year", choices=("2019", "2020", "dialogues", "passages", "passages_dev", "both"), default="both",
-                        help="both: 2019, 2020, the dialogues, the held-out and the development passage conversations")
+    parser.add_argument("--year", choices=("2019", "2020", "dialogues", *PASSAGE_PAGES, "both"), default="both",
+                        help="both: 2019, 2020, the dialogues, the first held-out and the development passage conversations")
     args = parser.parse_args(argv)
+    # passages_2 is run on its own: its 162 rows would add about a third to the default run's CPU time.
     for year in ("2019", "2020", "dialogues", "passages", "passages_dev") if args.year == "both" else (args.year,):
         if year == "dialogues":
             path = publish("rewrite_dialogues", dialogues_result(), command=COMMAND, render=dialogues_markdown)
-        elif year == "passages":
-            path = publish("rewrite_passages", passages_result(), command=COMMAND, render=passages_markdown)
-        elif year == "passages_dev":
-            path = publish("rewrite_passages_dev", passages_result("passages_dev"), command=COMMAND, render=passages_dev_markdown)
+        elif year in PASSAGE_PAGES:
+            path = publish(f"rewrite_{year}", passages_result(year), command=COMMAND, render=PASSAGE_PAGES[year])
         else:
             path = publish(f"rewrite_cast{year}", year_result(year, args.data), command=COMMAND, render=markdown)
         print(path.with_suffix(".md").read_text(encoding="utf-8"))
