@@ -265,8 +265,8 @@ def asks_unanswered(t: Turn) -> bool:
 class Drift:
     """What the retriever says of a plan's answer query, read from the message's own dense list:
     its best cosine to any chunk, its 50th best, and its cosine to the answer query's first hit
-    (the list's last cosine when that hit is beyond `DENSE_DEPTH`: the drift is then at least the
-    message's clarity over 200, more than any threshold tried here)."""
+    (the list's last cosine when that hit is beyond `DENSE_DEPTH`: the drift is then counted at
+    the least it can be, the message's best over its 200th)."""
 
     best: float
     fiftieth: float
@@ -528,7 +528,9 @@ def markdown(result: dict[str, Any]) -> str:
     lines += ["", "## 4. Third round: the retriever's own signals, an unanswered question, the message leading", "",
               "Rules marked 'third round' in sections 2 and 3. Drift: the message's best cosine to any chunk less its cosine to the "
               "answer query's first hit (from the message's own dense list, 200 deep); clarity: its best cosine less its 50th. An "
-              "unanswered question: the assistant's last turn ends with '?' and the message does not lean on it.", "",
+              "unanswered question: the assistant's last turn ends with '?' and the message does not lean on it. The thresholds "
+              "were picked from an exploration that printed every split; the choice among the rules is train's alone. A drift rule "
+              "reads the searched lists, so it would run in execute, not in the plan.", "",
               f"- The train documents' choice (the largest gain after an answer on train with the follow-up slice >= 0.62 on train): "
               f"**{pick['rule'][len(THIRD):]}**: follow-up slice " + " / ".join(f"{pick['follow'][p]:.3f}" for p in (*SPLITS, "all"))
               + "; after an answer " + " / ".join(f"{pick['answered'][p] - typed['answered'][p]:+.3f} ({pick['se']['answered'][p]:.3f})" for p in (*SPLITS, "all"))
