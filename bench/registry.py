@@ -124,6 +124,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               install=PEERS_INSTALL),
     Benchmark("retrieval.query_latency", "where a search's time goes: SciFact through Index.search, stage by stage, session options, before/after", 2,
               results=("query_latency",)),
+    Benchmark("retrieval.query_gap", "a search interleaved with others against alone (sleep, a busy core, evicted caches, the peers' pipe); the query embedding's floor by length", 6,
+              results=("query_gap",)),
     Benchmark("retrieval.interference", "a search right after a torch model's call, same process or another: why interleaving slowed it", 5,
               results=("interference",), needs=("sentence_transformers",), install="pip install 'querywise[torch]'"),
     Benchmark("retrieval.rerank", "the cross-encoder reranker's latency and cost", 2, quick=(), quick_minutes=0.5, results=("rerank",)),
