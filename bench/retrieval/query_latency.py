@@ -1,6 +1,6 @@
 """Where a search's time goes: SciFact's test queries through the public API, one at a time.
 
-    python -m bench.retrieval.query_latency [--index DIR] [--n 300] [--against SRC [--before-index DIR]] [--cprofile]
+    python -m bench.retrieval.query_latency [--index DIR] [--n 300] [--against SRC [--before-index DIR]] [--cprofile] [--clock cpu]
 
 The index is SciFact as the README builds it (`querywise index SCIFACT --index DIR --skip-invalid`,
 default settings: 10,122 chunks), made once in bench/work/query-latency-scifact unless `--index`
@@ -9,6 +9,9 @@ query is searched once (`search(q, mode="hybrid", k=100)`, the query embedding i
 is new to the index's in-memory cache). Each stage of that call is timed where it runs, by timing
 proxies put around the objects the index calls (the tokenizer, the ONNX session, the lexicon, the
 Qdrant shard, the fusion and assembly steps), so the breakdown is of the real path, not a copy.
+`--clock cpu` times them on the searching thread's CPU clock instead of the wall: on a shared
+machine the wall is mostly its load, the CPU what each stage costs where it runs (bench/results/
+query_latency_cpu.md; ONNX Runtime's second intra-op thread is not in it).
 
 The same folder is opened once per query embedder compared (the default; ONNX Runtime's session as
 it was before its threads stopped spinning after each call; one intra-op thread; threads that never
