@@ -91,6 +91,32 @@ _PLACE = re.compile(r"\b(?:in|at|near|from|to)\s+(?P<name>[A-Z][a-z]+(?:\s+[A-Z]
 _KIND = re.compile(r"\b(?:this|that|the)\s+(?P<kind>[a-z]+)\b", re.IGNORECASE)
 _CALLED = r"\b{kind}s?\s+(?:called|named|known as)\s+(?P<name>[\w-]+(?:\s+[\w-]+){{0,2}}?)(?=[,.;:!?]|\s+(?:which|that|is|was|and|in|to)\b|$)"
 _SUCH_AS = re.compile(r"\bsuch as\s+(?P<what>[^,.;:!?]+)")
+# A series after a colon: "three kinds of solar panels: monocrystalline, polycrystalline and thin-film".
+_COLON_SERIES = re.compile(r"(?:^|(?<=[.!?\n]))(?P<before>[^.!?:\n]*):[ \t]+(?P<rest>[^.;:!?\n]+)")
+# A series that opens its sentence and is then said to be something: "A, B and C are the main causes of ...".
+_SERIES_SUBJECT = re.compile(r"(?:^|[.!?][ \t]+)(?P<rest>[^.;:!?\n]+?)\s+(?:are|were)\s+(?:the|all|among)\b")
+# "kinds of X" before a colon's series: X is what each item names a kind of ("polycrystalline solar panels").
+_CLASSIFIER = re.compile(r"\b(?:kinds?|types?|sorts?|forms?|classes|categories|varieties)\s+of\s+(?P<head>(?:[a-z-]+\s+){0,2}[a-z-]+)\s*$",
+                         re.IGNORECASE)
+# Steps told in prose: "First, cool the skin ... Second, ... Finally, ...": a marker opening a
+# sentence (or after an opening phrase: "For a minor burn, first, ..."), the step up to its end.
+_STEP = re.compile(r"(?:^|[.!?][ \t]+|,[ \t]+)(?P<mark>first(?:ly)?|second(?:ly)?|third(?:ly)?|fourth(?:ly)?|next|then|finally|lastly)"
+                   r",?[ \t]+(?P<step>[^.!?\n]+)", re.IGNORECASE)
+
+
+# A term the answer defines as it introduces it: "aplastic anaemia, a rare condition in which ...",
+# "the Peace of Westphalia, a set of treaties ...": the words before the comma, and the kind after.
+_APPOSITIVE = re.compile(r"(?:^|(?<=[,.;:!?\n]))(?P<before>[^,.;:!?\n]+),\s+(?:a|an)\s+(?P<mods>(?:[a-z-]+\s+){0,3}?)(?P<kind>[a-z]+)"
+                         r"(?=\s+(?:in which|of|that|which|where|whose|caused|used|made|with|from|signed|named)\b|[,.;])")
+# A bare demonstrative that stands for a thing ("what causes that?"), not one before its noun.
+_BARE_DEMONSTRATIVE = re.compile(r"\b(?P<p>this|that)\b(?=\s*(?:[?.!,]|$|\s+(?:is|was|be|been|mean|means|happen|happens|"
+                                 r"for|in|at|to|with|on|from|and|or|when|if)\b))", re.IGNORECASE)
+# What a bare "that" asks of a statement, not a thing: "Why is that?", "Is that true?".
+_OF_A_STATEMENT = _words("true right correct wrong possible enough okay ok sure so really certain case")
+_NAME_LINK = frozenset(["of", "the", "de", "du", "von", "van"])
+# Words before a defined term that are no part of it ("is often onychomycosis, a ...").
+_BEFORE_TERM = _words("often usually probably possibly mostly sometimes also still always just only mainly typically commonly "
+                      "called named known likely perhaps maybe")
 
 
 def enumeration(answer: str) -> tuple[str, ...]:
@@ -105,8 +131,42 @@ def enumeration(answer: str) -> tuple[str, ...]:
         if any(gap.strip() for gap in between):
             return ()  # two runs of lines: which list is meant is not clear
         return tuple(_item_name(m.group(1)) for m in lines)
+    steps = _steps(text)
+    if steps:
+        return steps
     series = [items for m in _SERIES_CUE.finditer(text) if len(items := _series(m.group("rest"))) >= 2]
+    series += [(_lower_first(items[0]), *items[1:]) for m in _SERIES_SUBJECT.finditer(text) if len(items := _series(m.group("rest"))) >= 2]
+    for m in _COLON_SERIES.finditer(text):
+        if len(items := _series(m.group("rest"))) >= 2:
+            kind = _CLASSIFIER.search(m.group("before"))
+            series.append(tuple(_of_kind(i, kind.group("head")) for i in items) if kind else items)
+    series = list(dict.fromkeys(series))
     return series[0] if len(series) == 1 else ()
+
+
+def _steps(text: str) -> tuple[str, ...]:
+    """The steps of an answer that tells them in prose ("First, ... Second, ... Finally, ..."):
+    two or more, the first marked as first; () otherwise."""
+    marks = [(m.group("mark").lower(), m.group("step")) for m in _STEP.finditer(text)]
+    if len(marks) < 2 or not marks[0][0].startswith("first"):
+        return ()
+    return tuple(_item_name(step) for _mark, step in marks)
+
+
+def _of_kind(item: str, head: str) -> str:
+    """An item of "kinds of X" with X after it, when the item is a word or two that does not
+    name X already: "polycrystalline" -> "polycrystalline solar panels"."""
+    last = head.split()[-1].lower()
+    return item if len(item.split()) > 2 or item.lower().endswith((last, last.rstrip("s"))) else f"{item} {head}"
+
+
+def _lower_first(item: str) -> str:
+    """A series' first item less the capital its sentence gave it ("Rising sea temperatures"; not
+    "London", which may be a name)."""
+    words = item.split()
+    if len(words) > 1 and words[0][1:].islower() and words[1].islower():
+        return item[0].lower() + item[1:]
+    return item
 
 
 def _item_name(line: str) -> str:
@@ -211,7 +271,8 @@ def answer_referent(message: str, earlier: Sequence[Turn], tracker: Tracker, cue
     if not answer:
         return None
     asked = {w for t in earlier if t.role == "user" for w in analyze(t.text)}
-    found = _answer_person(message, answer, tracker, form) or _introduced_kind(message, answer, tracker, asked)
+    found = (_answer_person(message, answer, tracker, form) or _introduced_kind(message, answer, tracker, asked)
+             or _defined_term(message, answer, asked))
     if found is None:
         return None
     start, end, words, referent, why = found
@@ -296,13 +357,62 @@ def _introduced_kind(message: str, answer: str, tracker: Tracker, asked: set[str
             found = place.group("name") if place else None
         elif det in {"this", "that"}:
             called = re.search(_CALLED.format(kind=re.escape(kind)), text, re.IGNORECASE)
+            defined = {term for term, said in _defined(text) if said in (kind, kind.rstrip("s"))}
             if called is not None:
                 found = called.group("name")
+            elif len(defined) == 1:  # "carpal tunnel syndrome, a condition in which ..." -> "this condition"
+                found = defined.pop()
             else:
                 such = [s.group("what").strip() for s in _SUCH_AS.finditer(text)]
                 if len(such) == 1 and not re.search(r"\s(?:and|or)\s", such[0]) and len(such[0].split()) <= 3:
                     found = such[0]
+        else:  # "the treaty" after "the Treaty of Paris"
+            found = _name_of_kind(kind, text)
         if found:
             referent = replace(_referent(found), place=kind in _PLACE_NOUNS)
             return m.start(), m.end(), found, referent, f"{m.group(0)!r} is {found!r}, which only the answer names"
     return None
+
+
+def _name_of_kind(kind: str, text: str) -> str | None:
+    """The one name of two words or more in `text` built on `kind` ("the Treaty of Paris" for
+    "treaty", "World War II" for "war"), with the "the" the text gives it; None for none or two."""
+    pattern = rf"\b(?P<name>(?:[A-Z][\w'-]+\s+)*{re.escape(kind.capitalize())}(?:\s+(?:of|de)\s+(?:the\s+)?[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*)?)\b"
+    names = {("the " if text[max(n.start() - 4, 0) : n.start()].lower() == "the " else "") + n.group("name")
+             for n in re.finditer(pattern, text) if " " in n.group("name")}
+    return names.pop() if len(names) == 1 else None
+
+
+def _defined(text: str) -> list[tuple[str, str]]:
+    """(term, kind) for each term `text` defines as it introduces it ("aplastic anaemia, a rare
+    condition in which ..."): the noun phrase that ends before the comma -- a name, with its "of"
+    ("the Peace of Westphalia"), or up to four content words ("carpal tunnel syndrome")."""
+    out: list[tuple[str, str]] = []
+    for m in _APPOSITIVE.finditer(text):
+        words = m.group("before").split()
+        kept: list[str] = []
+        while words and len(kept) < 4:
+            w = words[-1]
+            link = w.lower() in _NAME_LINK and kept and kept[0][:1].isupper() and len(words) > 1 and words[-2][:1].isupper()
+            adverb = w.lower() in _BEFORE_TERM or (w.islower() and len(w) > 4 and w.endswith("ly"))
+            if not link and (w.lower() in FUNCTION or adverb or not re.fullmatch(r"[\w'-]+", w)):
+                break
+            kept.insert(0, words.pop())
+        if kept and kept[0].lower() not in _NAME_LINK:
+            out.append((" ".join(kept), m.group("kind").lower()))
+    return out
+
+
+def _defined_term(message: str, answer: str, asked: set[str]) -> _Found | None:
+    """A bare "that"/"this" of the message ("what causes that?") as the one term the answer
+    defined as it introduced it ("... aplastic anaemia, a rare condition in which ..."), when no
+    earlier user turn says it: what a reply points at when the answer brought in one new thing."""
+    pointer = _BARE_DEMONSTRATIVE.search(message)
+    asks = {w for w in re.findall(r"[a-z']+", message.lower()) if w not in FUNCTION}
+    if pointer is None or not asks or asks <= _OF_A_STATEMENT:  # "Why is that?", "Is that true?": of what the answer said
+        return None
+    terms = {term for term, _kind in _defined(analysed_part(answer, ANSWER_CHARS)) if not set(analyze(term)) <= asked}
+    if len(terms) != 1:
+        return None
+    term = terms.pop()
+    return pointer.start(), pointer.end(), term, _referent(term), f"{pointer.group(0)!r} is {term!r}, which the answer defined as it brought it in"
