@@ -209,9 +209,11 @@ def resolve(
             text = f"{message.rstrip()} {' or '.join(r.placed for r in candidates)}"
             return Standalone(text, "appended", tuple(candidates), f"'which' between {both}: a comparison naming each")
         single = [slot for slot in slots if slot[2] is not True and not slot[4]]
-        if single and len(single) == len(slots):
-            texts = [_placed(message, slots, r) for r in candidates]
-            return Standalone(texts[0], "placed", tuple(candidates), f"two candidates, {both}: one query per reading", readings=tuple(texts[1:]))
+        things = [r for r in candidates if not r.person]  # "it" is never whom "he" took ("Did he win a Nobel Prize for it?")
+        if single and len(single) == len(slots) and len(things) >= 2:
+            texts = [_placed(message, slots, r) for r in things]
+            both = " and ".join(repr(r.text) for r in things)
+            return Standalone(texts[0], "placed", tuple(things), f"two candidates, {both}: one query per reading", readings=tuple(texts[1:]))
     # "she", "his": a person, whom a proper name or a noun of a person class names (not "Melania
     # Trump's religion", not "the Dead"); none said: the pronoun stays as typed. People first, so
     # that "it" in "how did he cook it?" is not whom "he" took.
@@ -256,6 +258,9 @@ _ELLIPSIS = re.compile(
     r"(?:,?\s+(?:in particular|instead|then|too|as well|though|now))?\s*[?.!]*\s*$",
     re.IGNORECASE,
 )
+# An ordinal is a modifier a pro-form's own replaces: "the second one" after "their first album".
+_ORDINAL_WORDS = frozenset(["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "last", "next", "previous",
+                           "latest"])
 _LEADING_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
 
 
@@ -279,6 +284,9 @@ def _ellipsis(message: str, previous: str, tracker: Tracker) -> Standalone | Non
         for old in olds:
             if old.kind == "phrase" and old.plural == plural and (at := _span(previous, old, None)) is not None:
                 text = f"{pro_form.group('mods')}{_noun_of(_LEADING_ARTICLE.sub('', old.text))}"
+                ordinal = re.search(r"\b(\w+)\s+$", previous[: at[0]])
+                if ordinal and ordinal.group(1).lower() in _ORDINAL_WORDS and set(pro_form.group("mods").lower().split()) & _ORDINAL_WORDS:
+                    at = (ordinal.start(1), at[1])  # "the second one" after "their first album": the ordinal gives way too
                 return Standalone(previous[: at[0]] + text + previous[at[1] :], "ellipsis", (), f"the previous question about {text!r} (in place of {old.text!r})")
         return None
     new = tracker.mentions(message)
@@ -348,7 +356,7 @@ def _noun_of(words: str) -> str:
 def _adjective(word: str) -> bool:
     """A word that reads as an adjective before a noun, without a tagger: a participle ("opened",
     "worn"), an adjective's ending ("wireless", "portable"), a relative adjective ("main")."""
-    return word.endswith(("ed", *ADJECTIVE_ENDINGS, "less")) or word in PARTICIPLES or word in DOMAIN_ADJ
+    return word.endswith(("ed", *ADJECTIVE_ENDINGS, "less")) or word in PARTICIPLES or word in DOMAIN_ADJ or word in _ORDINAL_WORDS
 
 
 def _span(text: str, referent: Referent, catalog: Catalog | None) -> tuple[int, int] | None:
