@@ -166,3 +166,29 @@ def test_that_of_a_statement_is_not_the_defined_term() -> None:
     for message in ("Why is that?", "Is that true?"):
         gate = check_follow_up(message, history)
         assert "onychomycosis" not in standalone_form(message, history, gate).text
+
+
+def test_both_is_the_two_items_of_the_answers_list() -> None:
+    history = [Turn(role=U, text="What savings accounts help with a first home?"),
+               Turn(role=A, text="The two usual choices are a Lifetime ISA, which adds a bonus, and a regular savings account, which pays interest.")]
+    assert form("Can I open both at once?", history) == "Can I open both a Lifetime ISA and a regular savings account at once?"
+
+
+def test_which_one_compares_the_items_of_the_answers_list() -> None:
+    history = [Turn(role=U, text="Which grains are gluten free?"),
+               Turn(role=A, text="Gluten-free grains include quinoa, buckwheat and millet. Oats are too when labelled so.")]
+    assert form("Which one has the most protein?", history) == "Which one has the most protein? quinoa or buckwheat or millet"
+
+
+def test_the_first_is_and_the_second_is_are_items_too() -> None:
+    answer = ("Volcanoes come in several shapes. The first is the shield volcano, with gentle slopes. "
+              "The second is the stratovolcano, steep and layered. The last is the cinder cone.")
+    assert enumeration(answer) == ("the shield volcano", "the stratovolcano", "the cinder cone")
+    history = [Turn(role=U, text="What shapes do volcanoes have?"), Turn(role=A, text=answer)]
+    assert form("How does the second type form?", history) == "How does the stratovolcano form?"
+
+
+def test_the_kind_the_answer_defined_a_term_as_is_that_term() -> None:
+    history = [Turn(role=U, text="Why do my knees ache in the morning?"),
+               Turn(role=A, text="Morning stiffness that eases within half an hour is typical of osteoarthritis, a condition in which cartilage wears down.")]
+    assert form("Is the condition hereditary?", history) == "Is osteoarthritis hereditary?"

@@ -38,7 +38,7 @@ from querywise.understand.followup.message import FUNCTION
 from querywise.understand.followup.referent import resolve
 from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
 
-__all__ = ["ITEM_WORDS", "LIST_ANSWERS", "answer_referent", "enumeration", "list_pointer", "listed_item"]
+__all__ = ["ITEM_WORDS", "LIST_ANSWERS", "answer_referent", "enumeration", "latest_list", "list_pointer", "listed_item"]
 
 
 def _words(text: str) -> frozenset[str]:
@@ -102,6 +102,13 @@ _CLASSIFIER = re.compile(r"\b(?:kinds?|types?|sorts?|forms?|classes|categories|v
 # sentence (or after an opening phrase: "For a minor burn, first, ..."), the step up to its end.
 _STEP = re.compile(r"(?:^|[.!?][ \t]+|,[ \t]+)(?P<mark>first(?:ly)?|second(?:ly)?|third(?:ly)?|fourth(?:ly)?|next|then|finally|lastly)"
                    r",?[ \t]+(?P<step>[^.!?\n]+)", re.IGNORECASE)
+# ... or as "The first is X. The second type is Y. The last is called Z."
+_THE_NTH = re.compile(r"(?:^|[.!?][ \t]+)the\s+(?P<mark>first|second|third|fourth|fifth|last|final)(?:\s+[a-z]+)?\s+(?:is|are|was|were)\s+"
+                      r"(?:called\s+|known as\s+)?(?P<step>[^.!?\n]+)", re.IGNORECASE)
+# Every item of a short list at once: "can I have both?", "which one is cheaper?".
+_BOTH = re.compile(r"\bboth(?:\s+of\s+(?:them|these|those))?\b(?!\s+[\w-]+(?:\s+[\w-]+)?\s+and\b)", re.IGNORECASE)
+_WHICH_OF = re.compile(r"^\W*(?:(?:and|so|ok|okay),?\s+)?which\s+(?:one|ones|of them|of these|of those|is|are|works?|would|should|do|does)\b",
+                       re.IGNORECASE)
 
 
 # A term the answer defines as it introduces it: "aplastic anaemia, a rare condition in which ...",
@@ -147,10 +154,11 @@ def enumeration(answer: str) -> tuple[str, ...]:
 def _steps(text: str) -> tuple[str, ...]:
     """The steps of an answer that tells them in prose ("First, ... Second, ... Finally, ..."):
     two or more, the first marked as first; () otherwise."""
-    marks = [(m.group("mark").lower(), m.group("step")) for m in _STEP.finditer(text)]
-    if len(marks) < 2 or not marks[0][0].startswith("first"):
-        return ()
-    return tuple(_item_name(step) for _mark, step in marks)
+    for told in (_STEP, _THE_NTH):
+        marks = [(m.group("mark").lower(), m.group("step")) for m in told.finditer(text)]
+        if len(marks) >= 2 and marks[0][0].startswith("first"):
+            return tuple(_item_name(step) for _mark, step in marks)
+    return ()
 
 
 def _of_kind(item: str, head: str) -> str:
@@ -270,6 +278,9 @@ def answer_referent(message: str, earlier: Sequence[Turn], tracker: Tracker, cue
     answer = earlier[-1].text if earlier and earlier[-1].role == "assistant" else ""
     if not answer:
         return None
+    every = _every_item(message, earlier, tracker)
+    if every is not None:
+        return every
     asked = {w for t in earlier if t.role == "user" for w in analyze(t.text)}
     found = (_answer_person(message, answer, tracker, form) or _introduced_kind(message, answer, tracker, asked)
              or _defined_term(message, answer, asked))
@@ -281,6 +292,26 @@ def answer_referent(message: str, earlier: Sequence[Turn], tracker: Tracker, cue
     if rest.method == "placed":  # another pronoun of the message, resolved as before
         return replace(rest, referents=(referent, *rest.referents), why=f"{why}; {rest.why}")
     return Standalone(said, "placed", (referent,), why)
+
+
+def _every_item(message: str, earlier: Sequence[Turn], tracker: Tracker) -> Standalone | None:
+    """"both" as both items of the answer's list of two ("Can I have both?" -> "Can I have both
+    the 401(k) and the IRA?"), and "which one ...?" as a comparison naming each item of a list of
+    two to four, when the user's own turn named no two things to choose between."""
+    both, which = _BOTH.search(message), _WHICH_OF.match(message)
+    if (both is None and which is None) or len(tracker.latest_names()) >= 2:
+        return None
+    items = latest_list(earlier)
+    if not items or not all(items):
+        return None
+    referents = tuple(_referent(i) for i in items)
+    if both is not None and len(items) == 2:
+        said = f"{message[: both.start()]}both {items[0]} and {items[1]}{message[both.end() :]}"
+        return Standalone(said, "placed", referents, f"'both' is the answer's two items, {items[0]!r} and {items[1]!r}")
+    if which is not None and 2 <= len(items) <= 4:
+        return Standalone(f"{message.rstrip()} {' or '.join(items)}", "appended", referents,
+                          f"'which' between the answer's items: a comparison naming each of {', '.join(map(repr, items))}")
+    return None
 
 
 def _only_opener(rest: str) -> bool:
@@ -295,13 +326,15 @@ def listed_item(message: str, earlier: Sequence[Turn]) -> tuple[int, int, str, t
     last one worth it?" after a list, a question and its answer), with the list's items."""
     if _ORDINAL.search(message) is None:  # most messages: no answer is parsed (the gate asks on every message)
         return None
+    items = latest_list(earlier)
+    pointed = list_pointer(message, items) if items else None
+    return None if pointed is None else (*pointed, items)
+
+
+def latest_list(earlier: Sequence[Turn]) -> tuple[str, ...]:
+    """The items of the latest of the last `LIST_ANSWERS` answers that holds a list; () for none."""
     answers = [t.text for t in earlier if t.role == "assistant"][-LIST_ANSWERS:]
-    for answer in reversed(answers):
-        items = enumeration(answer)
-        if items:
-            pointed = list_pointer(message, items)
-            return None if pointed is None else (*pointed, items)
-    return None
+    return next((items for answer in reversed(answers) if (items := enumeration(answer))), ())
 
 
 def _referent(text: str) -> Referent:
@@ -355,13 +388,12 @@ def _introduced_kind(message: str, answer: str, tracker: Tracker, asked: set[str
                 continue
             place = _PLACE.search(text)
             found = place.group("name") if place else None
+        elif len(defined := {term for term, said in _defined(text) if said in (kind, kind.rstrip("s"))}) == 1:
+            found = defined.pop()  # "carpal tunnel syndrome, a condition in which ..." -> "this condition", "the condition"
         elif det in {"this", "that"}:
             called = re.search(_CALLED.format(kind=re.escape(kind)), text, re.IGNORECASE)
-            defined = {term for term, said in _defined(text) if said in (kind, kind.rstrip("s"))}
             if called is not None:
                 found = called.group("name")
-            elif len(defined) == 1:  # "carpal tunnel syndrome, a condition in which ..." -> "this condition"
-                found = defined.pop()
             else:
                 such = [s.group("what").strip() for s in _SUCH_AS.finditer(text)]
                 if len(such) == 1 and not re.search(r"\s(?:and|or)\s", such[0]) and len(such[0].split()) <= 3:
