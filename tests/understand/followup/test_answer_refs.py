@@ -192,3 +192,24 @@ def test_the_kind_the_answer_defined_a_term_as_is_that_term() -> None:
     history = [Turn(role=U, text="Why do my knees ache in the morning?"),
                Turn(role=A, text="Morning stiffness that eases within half an hour is typical of osteoarthritis, a condition in which cartilage wears down.")]
     assert form("Is the condition hereditary?", history) == "Is osteoarthritis hereditary?"
+
+
+def test_the_first_with_its_name_between_commas_and_a_pair_after_a_colon() -> None:
+    answer = "Doctors use two approaches. The first, watchful waiting, suits small stones. The second, lithotripsy, breaks them up."
+    assert enumeration(answer) == ("watchful waiting", "lithotripsy")
+    assert enumeration("Bees make two kinds of wax: comb wax and cappings wax. Both melt easily.") == ("comb wax", "cappings wax")
+    assert enumeration("Season it with salt and pepper.") == ()
+
+
+def test_an_ordinal_with_a_noun_the_answer_says_points_into_its_list() -> None:
+    history = [Turn(role=U, text="Why do bridges rust?"),
+               Turn(role=A, text="Salt spray, standing water and cracked paint are the main causes of rust on steel bridges.")]
+    assert form("How can engineers stop the second cause?", history) == "How can engineers stop standing water?"
+    album = [Turn(role=U, text="Tell me about the Kinks."), Turn(role=A, text="Their records include Face to Face, Something Else and Arthur.")]
+    assert "Something Else" not in form("When did the second album chart?", album)
+
+
+def test_an_ordinal_with_a_noun_the_answer_only_mentions_is_its_own() -> None:
+    history = [Turn(role=U, text="Which vaccines do babies get?"),
+               Turn(role=A, text="Babies get vaccines such as rotavirus, hepatitis B and polio. Most are injections.")]
+    assert "rotavirus" not in form("When was the first vaccine invented?", history)

@@ -103,8 +103,12 @@ _CLASSIFIER = re.compile(r"\b(?:kinds?|types?|sorts?|forms?|classes|categories|v
 _STEP = re.compile(r"(?:^|[.!?][ \t]+|,[ \t]+)(?P<mark>first(?:ly)?|second(?:ly)?|third(?:ly)?|fourth(?:ly)?|next|then|finally|lastly)"
                    r",?[ \t]+(?P<step>[^.!?\n]+)", re.IGNORECASE)
 # ... or as "The first is X. The second type is Y. The last is called Z."
-_THE_NTH = re.compile(r"(?:^|[.!?][ \t]+)the\s+(?P<mark>first|second|third|fourth|fifth|last|final)(?:\s+[a-z]+)?\s+(?:is|are|was|were)\s+"
-                      r"(?:called\s+|known as\s+)?(?P<step>[^.!?\n]+)", re.IGNORECASE)
+_THE_NTH = re.compile(r"(?:^|[.!?][ \t]+)the\s+(?P<mark>first|second|third|fourth|fifth|last|final)(?:\s+[a-z]+)?"
+                      r"(?:\s+(?:is|are|was|were)\s+(?:called\s+|known as\s+)?|,\s+)(?P<step>[^.!?\n]+)", re.IGNORECASE)
+# What a list is announced as being of: "the main causes", "three presidents", "several approaches".
+_ANNOUNCED = re.compile(r"\b(?:main|major|most common|common|key|following|these|two|three|four|five|six|several|different|primary|leading)"
+                        r"\s+(?:[a-z-]+\s+)?(?P<noun>[a-z]+s)\b", re.IGNORECASE)
+_TWO = re.compile(r"\b(?:two|both|pair of)\b", re.IGNORECASE)
 # Every item of a short list at once: "can I have both?", "which one is cheaper?".
 _BOTH = re.compile(r"\bboth(?:\s+of\s+(?:them|these|those))?\b(?!\s+[\w-]+(?:\s+[\w-]+)?\s+and\b)", re.IGNORECASE)
 _WHICH_OF = re.compile(r"^\W*(?:(?:and|so|ok|okay),?\s+)?which\s+(?:one|ones|of them|of these|of those|is|are|works?|would|should|do|does)\b",
@@ -144,8 +148,9 @@ def enumeration(answer: str) -> tuple[str, ...]:
     series = [items for m in _SERIES_CUE.finditer(text) if len(items := _series(m.group("rest"))) >= 2]
     series += [(_lower_first(items[0]), *items[1:]) for m in _SERIES_SUBJECT.finditer(text) if len(items := _series(m.group("rest"))) >= 2]
     for m in _COLON_SERIES.finditer(text):
-        if len(items := _series(m.group("rest"))) >= 2:
-            kind = _CLASSIFIER.search(m.group("before"))
+        kind = _CLASSIFIER.search(m.group("before"))
+        # Two items are a list when the words before the colon say so ("two kinds of ...:").
+        if len(items := _series(m.group("rest"), pair=kind is not None or _TWO.search(m.group("before")) is not None)) >= 2:
             series.append(tuple(_of_kind(i, kind.group("head")) for i in items) if kind else items)
     series = list(dict.fromkeys(series))
     return series[0] if len(series) == 1 else ()
@@ -190,7 +195,7 @@ def _item_name(line: str) -> str:
     return name
 
 
-def _series(rest: str) -> tuple[str, ...]:
+def _series(rest: str, *, pair: bool = False) -> tuple[str, ...]:
     """The items of an inline series: the parts between commas and "and"/"or", less relative
     clauses ("the 401(k), which an employer offers, and the IRA"); () when a part is too long to
     be an item's name or the parts are not a series."""
@@ -211,15 +216,17 @@ def _series(rest: str) -> tuple[str, ...]:
             items.append(part)
     if not joined or any(len(i.split()) > ITEM_WORDS // 2 + 1 or not i for i in items):
         return ()
-    if len(items) == 2 and not any(_RELATIVE.match(p.strip()) for p in parts):
+    if len(items) == 2 and not pair and not any(_RELATIVE.match(p.strip()) for p in parts):
         return ()  # "A and B" alone is a phrase as often as a list ("salt and pepper")
     return tuple(items)
 
 
-def list_pointer(message: str, items: Sequence[str]) -> tuple[int, int, str] | None:
+def list_pointer(message: str, items: Sequence[str], *, heads: frozenset[str] = frozenset()) -> tuple[int, int, str] | None:
     """(start, end, item) of the one pointer into `items` the message holds ("the third one",
     "the last option", "number 2", "the latter" of two), or None: no pointer, two of them, a
-    position past the list, or an ordinal with a noun no list is made of ("the first album")."""
+    position past the list, or an ordinal with a noun no list is made of ("the first album").
+    `heads`: the stems of the nouns the answer announced its list as ("the second cause" after
+    "... are the main causes")."""
     found = []
     for m in _ORDINAL.finditer(message):
         if m.group("pair"):
@@ -234,7 +241,7 @@ def list_pointer(message: str, items: Sequence[str]) -> tuple[int, int, str] | N
             continue
         noun = (m.group("noun") or "").lower()
         end = m.end("ord")
-        if noun in _LIST_NOUNS:
+        if noun in _LIST_NOUNS or (noun and set(analyze(noun)) & heads and (not _verbish(noun) or _ends_phrase(message, m.end("noun")))):
             end = m.end("noun")
         elif noun and not _verbish(noun):
             return None  # "the first album": an ordinal of its own noun
@@ -245,6 +252,12 @@ def list_pointer(message: str, items: Sequence[str]) -> tuple[int, int, str] | N
     if at >= len(items) or not items[at]:
         return None
     return start, end, items[at]
+
+
+def _ends_phrase(message: str, at: int) -> bool:
+    """Whether the words before `at` end a noun phrase: the message ends, or a preposition or
+    punctuation follows ("stop the second cause?", not "does the second cause cancer?")."""
+    return re.match(r"\s*(?:[?.!,;]|$|(?:of|for|in|on|to|with|and|or|is|was|be)\b)", message[at:]) is not None
 
 
 def _verbish(word: str) -> bool:
@@ -326,15 +339,25 @@ def listed_item(message: str, earlier: Sequence[Turn]) -> tuple[int, int, str, t
     last one worth it?" after a list, a question and its answer), with the list's items."""
     if _ORDINAL.search(message) is None:  # most messages: no answer is parsed (the gate asks on every message)
         return None
-    items = latest_list(earlier)
-    pointed = list_pointer(message, items) if items else None
+    answer, items = _latest_listing(earlier)
+    pointed = list_pointer(message, items, heads=_announced(answer)) if items else None
     return None if pointed is None else (*pointed, items)
 
 
 def latest_list(earlier: Sequence[Turn]) -> tuple[str, ...]:
     """The items of the latest of the last `LIST_ANSWERS` answers that holds a list; () for none."""
+    return _latest_listing(earlier)[1]
+
+
+def _announced(answer: str) -> frozenset[str]:
+    """The stems of the nouns an answer announces a list of ("the main causes", "the first three
+    presidents"): an ordinal with one of them points into its list ("the second cause")."""
+    return frozenset(w for m in _ANNOUNCED.finditer(analysed_part(answer)) for w in analyze(m.group("noun")))
+
+
+def _latest_listing(earlier: Sequence[Turn]) -> tuple[str, tuple[str, ...]]:
     answers = [t.text for t in earlier if t.role == "assistant"][-LIST_ANSWERS:]
-    return next((items for answer in reversed(answers) if (items := enumeration(answer))), ())
+    return next(((answer, items) for answer in reversed(answers) if (items := enumeration(answer))), ("", ()))
 
 
 def _referent(text: str) -> Referent:
