@@ -369,3 +369,16 @@ def test_it_is_never_the_person_he_took_though_the_turn_named_two_names() -> Non
     gate = check_follow_up("Why is it so expensive today?", history)
     form_ = standalone_form("Why is it so expensive today?", history, gate)
     assert "Banting" not in form_.text and not any("Banting" in r for r in form_.readings)
+
+
+def test_topic_continuity_alone_puts_the_subject_beside_the_message_not_the_last_focus() -> None:
+    history: list[str | Turn] = [
+        Turn(role="user", text="How is gout treated?"),
+        Turn(role="assistant", text="Gout is treated in three ways:\n1. Colchicine, which calms an attack.\n2. Allopurinol, which lowers uric acid.\n"
+                                    "3. Diet changes, such as less red meat."),
+        Turn(role="user", text="How fast does the first one work?"),
+        Turn(role="assistant", text="It usually eases the pain within a day."),
+    ]
+    gate = check_follow_up("Is cherry juice useful?", history)
+    assert gate.strength == "weak"
+    assert standalone_form("Is cherry juice useful?", history, gate).text == "Is cherry juice useful? gout"
