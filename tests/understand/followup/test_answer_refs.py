@@ -163,7 +163,7 @@ def test_the_kind_a_name_of_the_answer_is_built_on_is_that_name() -> None:
 def test_that_of_a_statement_is_not_the_defined_term() -> None:
     history = [Turn(role=U, text="Why are my toenails thick and yellow?"),
                Turn(role=A, text="That is often onychomycosis, a fungal infection that grows slowly under the nail.")]
-    for message in ("Why is that?", "Is that true?"):
+    for message in ("Why is that?", "Is that true?", "What happened after that?", "Did anything else change besides that?"):
         gate = check_follow_up(message, history)
         assert "onychomycosis" not in standalone_form(message, history, gate).text
 
@@ -213,3 +213,12 @@ def test_an_ordinal_with_a_noun_the_answer_only_mentions_is_its_own() -> None:
     history = [Turn(role=U, text="Which vaccines do babies get?"),
                Turn(role=A, text="Babies get vaccines such as rotavirus, hepatitis B and polio. Most are injections.")]
     assert "rotavirus" not in form("When was the first vaccine invented?", history)
+
+
+def test_both_before_its_own_noun_and_which_of_a_fact_are_no_pointers() -> None:
+    history = [Turn(role=U, text="What savings accounts help with a first home?"),
+               Turn(role=A, text="The two usual choices are a Lifetime ISA, which adds a bonus, and a regular savings account, which pays interest.")]
+    gate = check_follow_up("Do both partners need to sign?", history)
+    assert "Lifetime ISA" not in standalone_form("Do both partners need to sign?", history, gate).text
+    gate = check_follow_up("Which is the oldest bank in the country?", history)
+    assert not gate.needs_context or "Lifetime ISA" not in standalone_form("Which is the oldest bank in the country?", history, gate).text

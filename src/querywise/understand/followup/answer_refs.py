@@ -8,18 +8,30 @@ where the message itself says it points into the answer:
 
 - **an item of a list**: "the second one", "the third option", "the last", "number 2", and "the
   latter" / "the former" of two, when the answer holds one enumeration -- numbered or bulleted
-  lines ("1.", "2)", "-", "•"), or else one inline series after "such as", "include", "are", ...
-  ("include carbon dioxide, methane, nitrous oxide, and water vapour"). The item's name is what
-  its line or place in the series says before its explanation ("Beta blockers, which are taken
-  daily ..." -> "Beta blockers"). Two inline series, a position the list does not have, or an
-  ordinal with a noun no list is made of ("the first album") leave the message as it is;
+  lines ("1.", "2)", "-", "•"), else steps told in prose ("First, ... Second, ... Finally, ...",
+  "The first is X. The second, Y, ..."), else one series of its prose: after "such as",
+  "include", "are", ... ("include carbon dioxide, methane, nitrous oxide, and water vapour"),
+  after a colon ("three kinds of solar panels: monocrystalline, polycrystalline and thin-film",
+  each item then named with its kind: "polycrystalline solar panels"; two items when the words
+  before the colon announce two), or opening its sentence ("A, B and C are the main causes").
+  The item's name is what its line or place in the series says before its explanation ("Beta
+  blockers, which are taken daily ..." -> "Beta blockers"). Two series, a position the list
+  does not have, or an ordinal with a noun no list is made of ("the first album"; a noun the
+  answer announced its list as is one: "the second cause" after "the main causes") leave the
+  message as it is. "both" names the two items of a list of two, and "which one ...?" each item
+  of a list of two to four, when the user's own turn named no two things;
 - **a person**: "he" / "she" when no referent of the conversation can be a person (the tracker
   left the pronoun as typed), the first full name of the answer ("Neil Armstrong commanded the
   mission" -> "Where did Neil Armstrong grow up?");
 - **a kind the answer just introduced**: "this reaction" after "... in a reaction called
   saponification", "that drug" after the answer's one "such as chlorthalidone", "the city" (a
-  place noun) after the answer's first place ("in Dubai") -- only when no earlier user turn says
-  that noun or names a place.
+  place noun) after the answer's first place ("in Dubai"), "this condition" or "the condition"
+  after the one term the answer defined as one ("carpal tunnel syndrome, a condition in which
+  ..."), "the treaty" after the answer's one name built on it ("the Treaty of Paris") -- only when
+  no earlier user turn says that noun or names a place;
+- **a term the answer defined**: a bare "that" or "this" ("What causes that?") after an answer
+  that defined one new term as it brought it in ("aplastic anaemia, a rare condition in which
+  ..."), when no user turn said it; not a "that" of a statement ("Why is that?", "Is that true?").
 
 `answer_referent` returns the form, or None and the tracker's form stands. What is left of the
 message after the substitution (another pronoun, an elliptical opener) is resolved as before.
@@ -110,9 +122,12 @@ _ANNOUNCED = re.compile(r"\b(?:main|major|most common|common|key|following|these
                         r"\s+(?:[a-z-]+\s+)?(?P<noun>[a-z]+s)\b", re.IGNORECASE)
 _TWO = re.compile(r"\b(?:two|both|pair of)\b", re.IGNORECASE)
 # Every item of a short list at once: "can I have both?", "which one is cheaper?".
-_BOTH = re.compile(r"\bboth(?:\s+of\s+(?:them|these|those))?\b(?!\s+[\w-]+(?:\s+[\w-]+)?\s+and\b)", re.IGNORECASE)
-_WHICH_OF = re.compile(r"^\W*(?:(?:and|so|ok|okay),?\s+)?which\s+(?:one|ones|of them|of these|of those|is|are|works?|would|should|do|does)\b",
-                       re.IGNORECASE)
+# "both" as a pronoun: at the end, before "of them", or before a function word ("have both at once"),
+# not before its noun ("both sexes") or "both A and B".
+_BOTH = re.compile(r"\bboth(?:\s+of\s+(?:them|these|those))?(?=\s*(?:[?.!,]|$)|\s+(?P<next>[a-z]+)\b)", re.IGNORECASE)
+# "which one ...?", "which of them ...?", "which is cheaper?": not "which is the capital of ...?".
+_WHICH_OF = re.compile(r"^\W*(?:(?:and|so|ok|okay),?\s+)?which\s+(?:one|ones|of them|of these|of those|(?:is|are)\s+(?:more|less|better|best|worse|worst|"
+                       r"[a-z]+(?:er|est)))\b", re.IGNORECASE)
 
 
 # A term the answer defines as it introduces it: "aplastic anaemia, a rare condition in which ...",
@@ -123,7 +138,10 @@ _APPOSITIVE = re.compile(r"(?:^|(?<=[,.;:!?\n]))(?P<before>[^,.;:!?\n]+),\s+(?:a
 _BARE_DEMONSTRATIVE = re.compile(r"\b(?P<p>this|that)\b(?=\s*(?:[?.!,]|$|\s+(?:is|was|be|been|mean|means|happen|happens|"
                                  r"for|in|at|to|with|on|from|and|or|when|if)\b))", re.IGNORECASE)
 # What a bare "that" asks of a statement, not a thing: "Why is that?", "Is that true?".
-_OF_A_STATEMENT = _words("true right correct wrong possible enough okay ok sure so really certain case")
+_OF_A_STATEMENT = _words("true right correct wrong possible enough okay ok sure so really certain case else happen happens happened "
+                         "occur occurred")
+# "after that", "besides that": the events or words the answer told, not a term of it.
+_AFTER_THAT = re.compile(r"\b(?:after|before|since|besides|than|from|beyond|despite|like|until|till)\s+(?:all\s+)?(?:this|that)\b", re.IGNORECASE)
 _NAME_LINK = frozenset(["of", "the", "de", "du", "von", "van"])
 # Words before a defined term that are no part of it ("is often onychomycosis, a ...").
 _BEFORE_TERM = _words("often usually probably possibly mostly sometimes also still always just only mainly typically commonly "
@@ -312,6 +330,8 @@ def _every_item(message: str, earlier: Sequence[Turn], tracker: Tracker) -> Stan
     the 401(k) and the IRA?"), and "which one ...?" as a comparison naming each item of a list of
     two to four, when the user's own turn named no two things to choose between."""
     both, which = _BOTH.search(message), _WHICH_OF.match(message)
+    if both is not None and both.group("next") and (both.group("next").lower() not in FUNCTION or both.group("next").lower() in {"the", "a", "an"}):
+        both = None
     if (both is None and which is None) or len(tracker.latest_names()) >= 2:
         return None
     items = latest_list(earlier)
@@ -464,8 +484,8 @@ def _defined_term(message: str, answer: str, asked: set[str]) -> _Found | None:
     earlier user turn says it: what a reply points at when the answer brought in one new thing."""
     pointer = _BARE_DEMONSTRATIVE.search(message)
     asks = {w for w in re.findall(r"[a-z']+", message.lower()) if w not in FUNCTION}
-    if pointer is None or not asks or asks <= _OF_A_STATEMENT:  # "Why is that?", "Is that true?": of what the answer said
-        return None
+    if pointer is None or not asks or asks <= _OF_A_STATEMENT or _AFTER_THAT.search(message):
+        return None  # "Why is that?", "Is that true?", "What happened after that?": of what the answer said
     terms = {term for term, _kind in _defined(analysed_part(answer, ANSWER_CHARS)) if not set(analyze(term)) <= asked}
     if len(terms) != 1:
         return None
