@@ -151,7 +151,10 @@ def passages_markdown(result: dict[str, Any]) -> str:
         "being held out. What has been seen since: its author's error categories (no rows), which named the guard's misreading "
         "of a name before 'F.C.' (fixed from that category); and its pooled figure with and without one rule (an 'it' taking "
         "the name an answer gave: 0.382 / 0.538 with it, 0.400 / 0.568 without), which was dropped -- for that rule the set "
-        "is no longer held out.",
+        "is no longer held out. Then the author's guessed categories for the rules that fired on none of its rows (prose "
+        "series in an answer, terms only an answer names; no rows), from which the `prose-refs` branch wrote its own "
+        "development conversations (`rewrite_passages_dev.md`) and rules; this set was scored once, at that branch's end, "
+        "and the figures below are that run's, committed as they came.",
         "",
         "Two kinds of conversation, 15 of each, all text the team's own: CAsT 2021/22-style, where each assistant turn is a "
         "whole web or encyclopaedia passage of 95-250 words (health, cooking, history, finance, science, travel, technology) "
