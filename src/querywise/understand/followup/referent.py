@@ -15,8 +15,8 @@ what the new one replaces (a product for a product, a word both share, a proper 
 conversation's subject itself, which then moves to the new one); without that evidence ("What
 about the locks?" after "How many workers died?") and for a "what about" with words of its own,
 the message is kept with the subject beside it. A longer opener keeps the previous turn in front
-of it; any other reference (a definite with no anchor, a bare comparative, topic continuity) gets
-the referent appended. The conversation's subject (`Tracker.subject`: the latest name two of the
+of it; any other reference (a definite with no anchor, a bare comparative) gets the referent
+appended, and topic continuity alone (weak evidence) the conversation's subject only. The conversation's subject (`Tracker.subject`: the latest name two of the
 last `SUBJECT_TURNS` user turns named, themselves or by a pronoun -- not what a form appended --,
 else the first user turn's topic) follows a form whose message names nothing of its own and whose
 referents do not already speak of it. Two products or names of the latest user turn and a pointer to one of them are two
