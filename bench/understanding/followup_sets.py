@@ -151,7 +151,10 @@ def passages_markdown(result: dict[str, Any]) -> str:
         "being held out. What has been seen since: its author's error categories (no rows), which named the guard's misreading "
         "of a name before 'F.C.' (fixed from that category); and its pooled figure with and without one rule (an 'it' taking "
         "the name an answer gave: 0.382 / 0.538 with it, 0.400 / 0.568 without), which was dropped -- for that rule the set "
-        "is no longer held out.",
+        "is no longer held out. Then the author's guessed categories for the rules that fired on none of its rows (prose "
+        "series in an answer, terms only an answer names; no rows), from which the `prose-refs` branch wrote its own "
+        "development conversations (`rewrite_passages_dev.md`) and rules; this set was scored once, at that branch's end, "
+        "and the figures below are that run's, committed as they came.",
         "",
         "Two kinds of conversation, 15 of each, all text the team's own: CAsT 2021/22-style, where each assistant turn is a "
         "whole web or encyclopaedia passage of 95-250 words (health, cooking, history, finance, science, travel, technology) "
@@ -185,11 +188,14 @@ def passage_page(year: str, title: str, about: str) -> Callable[[dict[str, Any]]
 
 passages_dev_markdown = passage_page(
     "passages_dev", "Follow-up forms on the development passage conversations (#34: referents only an answer names)",
-    "**Development set, read while the rules were written.** `bench/understanding/dialogues_passages_dev.jsonl`: 16 "
+    "**Development set, read while the rules were written.** `bench/understanding/dialogues_passages_dev.jsonl`: 24 "
     "conversations the team wrote for #34's answer referents before any code ran on them -- answers that list options "
     "(numbered, bulleted, an inline series) followed by \"the third one\", \"number 2\", \"the latter\", and passages "
     "that alone name a drug, a reaction, a city or a person the next turn points at (\"that drug\", \"this reaction\", "
-    "\"the city\", \"he\"), beside turns whose pointer still means the user's own subject. The rules of "
+    "\"the city\", \"he\"), beside turns whose pointer still means the user's own subject (the first 16, 36 rows); "
+    "then 8 more (17 rows), written before the rules for them: series told in prose (after a colon, \"first ... second "
+    "... finally\", a series before \"are the main causes\"), a condition and a treaty only the answer names (\"what "
+    "causes that?\", \"the treaty\", \"this condition\"), and pointers that still mean the user's subject. The rules of "
     "`understand/followup/answer_refs.py` were chosen on it: the held-out figures are `rewrite_passages.md`.")
 passages_2_markdown = passage_page(
     "passages_2", "Follow-up forms on a second held-out set of passage and QA conversations (#34's re-check)",
