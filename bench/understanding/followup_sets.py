@@ -201,7 +201,9 @@ passages_2_markdown = passage_page(
     "passages_2", "Follow-up forms on a second held-out set of passage and QA conversations (#34's re-check)",
     "**Held out.** `bench/understanding/dialogues_passages_2.jsonl` was written on 2026-12-05 by the `heldout-3` session, an engineer who had "
     "read neither the follow-up code nor the earlier dialogue files beyond their first row (`dialogues_passages.jsonl` had been read since its "
-    "first run); it was committed (f4d3b17) before any code ran on its rows, and its figures were computed once and committed as they came. "
+    "first run); it was committed (f4d3b17) before any code ran on its rows, and its figures were computed once and committed as they came (0.359 / 0.528 added terms, on the code of c100134). "
+    "It was scored again once when the `prose-refs` branch (prose lists, terms an answer defines; chosen on the development set) was "
+    "merged, with that branch decided before the run: the figures below. "
     "35 conversations, 162 rows, 39 of them standalone turns kept as typed: 17 CAsT 2021/22-style (72 rows; every answer a passage of 90-250 "
     "words: prose lists followed by \"the second one\" or \"the last\", a disease, a treaty, a drug or a person only the passage names, changes "
     "of subject, \"which one ...?\" after a comparison of two, ellipsis such as \"and in Canada?\") and 18 QuAC-style (90 rows; a \"Title. "
