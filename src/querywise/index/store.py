@@ -383,10 +383,12 @@ class Index:
         sparse: tuple[list[int], list[float]] | None = None,
         where: Where | None = None,
         exact: bool = False,
+        feedback: bool = True,
     ) -> list[Hit]:
-        """Search with precomputed query vectors (the plan executor reuses them)."""
+        """Search with precomputed query vectors (the plan executor reuses them); `feedback`: as
+        `[index] feedback_docs` says (False: never, as `tune` measures the lists without it)."""
         with self._using() as gen:
-            return self._run(gen, mode, k, dense, sparse, where, exact)
+            return self._run(gen, mode, k, dense, sparse, where, exact, feedback=feedback)
 
     def _run(self, gen: _Generation, mode: Mode | Literal["sentences"], k: int, dense: Sequence[float] | None,
              sparse: tuple[list[int], list[float]] | None, where: Where | None, exact: bool, *, feedback: bool = True) -> list[Hit]:
