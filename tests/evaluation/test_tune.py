@@ -152,3 +152,19 @@ def test_without_feedback_asked_tune_measures_none(built: Path, tmp_path: Path, 
     with Index.open(built, settings=off, embedder=hash_embedder) as ix, QueryWise(off, ix) as qw:
         plain = tune(CASES, qw, NDCG, folds=3)
     assert on.feedback is None and [x.score for x in on.scores] == [x.score for x in plain.scores]
+
+
+@pytest.mark.model
+def test_the_cli_with_feedback_writes_the_feedback_it_chose(tmp_path: Path, shop: list[Chunk]) -> None:
+    build_index(shop, tmp_path / "real", settings=Settings(cache_dir=tmp_path / "c")).close()
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(c.model_dump_json(include={"id", "message", "relevant"}) + "\n" for c in CASES), encoding="utf-8")
+    source, target = tmp_path / "querywise.toml", tmp_path / "tuned.toml"
+    source.write_text(f'cache_dir = "{tmp_path / "c"}"\n\n[index]\nfeedback_docs = 7\n', encoding="utf-8")
+    result = CliRunner().invoke(cli.app, ["tune", str(cases), "-i", str(tmp_path / "real"), "-c", str(source), "--folds", "3",
+                                          "--feedback", "--write-config", str(target)])
+    assert result.exit_code == 0, result.output
+    assert "feedback on" in result.stdout and "held-out gain" in result.stdout
+    tuned = load_settings(target)
+    # six cases: feedback is written only if it held out above none at the 95% bound; else it is off, not the 7 copied
+    assert tuned.index.feedback_docs in {0, 3, 5, 10} and "feedback_docs = " in target.read_text(encoding="utf-8")

@@ -227,7 +227,8 @@ def tune(
         best_fb = int(np.argmax(fb_means[1:]))
         fb_earned = fb_gain.low > 0 if len(judged) < MIN_CASES else fb_gain.delta > 0
         if not fb_earned:
-            warnings.append(f"no feedback written: with it the procedure held out {fb_gain.delta:+.4f} against {chosen.label} alone")
+            warnings.append(f"no feedback written: its best setting ({FEEDBACK_GRID[best_fb].label}) scored {fb_means[1 + best_fb]:.4f} against "
+                            f"{fb_means[0]:.4f} without, and choosing it on the other folds held out {fb_gain.delta:+.4f}")
         tuned_feedback = FeedbackTuned(
             scores={fb.label: round(float(m), 4) for fb, m in zip(FEEDBACK_GRID, fb_means[1:], strict=True)}, without=round(float(fb_means[0]), 4),
             best=FEEDBACK_GRID[best_fb], chosen=FEEDBACK_GRID[best_fb] if fb_earned else None,

@@ -11,8 +11,8 @@ share of the best one's score; the query's own terms keep their count over the l
 The dense list is searched as it was: the query's vector does not change.
 
 It is off by default: on a collection whose first hits are often wrong it drifts the query
-(SciFact's claims lost with every setting tried), while on Medline's topical queries it gained
-(bench/results/feedback.md). `querywise tune` measures it on labelled queries and writes it only
+(SciFact's claims and doc2dial's questions lost with every setting tried), while on Medline's
+topical queries it gained (bench/results/feedback.md). `querywise tune` measures it on labelled queries and writes it only
 when it held out above the tuned fusion without it.
 """
 
