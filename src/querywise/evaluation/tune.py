@@ -22,6 +22,10 @@ more, when the held-out gain is above 0. Otherwise the default stays, and `warni
 also say when the tuned procedure held out below the best single mode. Nothing here reads a test
 split: give `tune` the dev (or train) queries and report the chosen config on test with
 `eval --config`.
+
+With `feedback` (`tune --feedback`), pseudo-relevance feedback is measured on top of the chosen
+fusion (`tune_feedback`): each setting's score against none, cross-validated by the same rule,
+and written only when it held out above none.
 """
 
 from __future__ import annotations
