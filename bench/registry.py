@@ -117,6 +117,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               results=("first_contact_faq", "first_contact_scifact")),
     Benchmark("retrieval.fusion", "fusion tuned on train, reported on test (reads first_contact's indexes)", 5,
               results=("fusion",)),
+    Benchmark("retrieval.feedback", "pseudo-relevance feedback for BM25 (tune --feedback) chosen on dev, reported on test: SciFact, doc2dial, Medline", 10,
+              results=("feedback",)),
     Benchmark("triage.remote_retriever", "triage through a retriever served over HTTP (reads first_contact's index)", 3,
               results=("triage_retriever",), aliases=("triage_retriever",)),
     Benchmark("retrieval.peers", "LlamaIndex, LangChain (and Haystack when installed) beside querywise as its README runs it, on SciFact", 30,
