@@ -63,6 +63,13 @@ BATCH_TOKENS = 512
 # figures were measured at 1,024. 512 ran it 12-21% faster (embed_efficiency.md).
 INT8_BATCH_TOKENS = 1024
 SPIN_STOP = "session.force_spinning_stop"  # ONNX Runtime's session entry: threads stop spinning when a call returns
+# ONNX Runtime fuses residual Add + LayerNormalization into SkipLayerNormalization in the int8 graph
+# (not in the fp32 one, whose optimized graph is the same with or without this fusion). Its CPU
+# kernel ran 3.7x slower than the Add + Add + LayerNormalization it replaces (1.80 ms against 0.49
+# ms on one (4, 256, 384) batch, one thread, ONNX Runtime 1.32) and took 18% of the int8 model's
+# time; without it the int8 embedder did 242 useful GFLOP per CPU-second against 199 on SciFact
+# abstracts (one thread, alternated, load 11-18; bench/results/build_breakdown.md).
+UNFUSED = ("SkipLayerNormFusion",)
 
 # ONNX Runtime's dynamic quantization of the fp32 export (int8 weights, activations quantized per
 # call). How the weights are scaled decides what it loses: on SciFact, one scale per output channel
@@ -179,7 +186,7 @@ class OnnxEmbedder:
         # sleep throughout made it 10.14 ms, one thread 10.63.
         options.add_session_config_entry(SPIN_STOP, "1")
         source = model if isinstance(model, bytes) else str(model)
-        self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+        self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"], disabled_optimizers=list(UNFUSED))
         self._inputs = {i.name for i in self._session.get_inputs()}
         (output,) = (o for o in self._session.get_outputs() if o.name == "last_hidden_state")
         if not isinstance(output.shape[-1], int):
