@@ -1,7 +1,7 @@
 """Where a cold `querywise index` spends its time (#39): CPU seconds by phase, so others' load does not count.
 
     .venv/bin/python -m bench.retrieval.build_breakdown                       # SciFact, int8 then fp32
-    .venv/bin/python -m bench.retrieval.build_breakdown --kinds onnx-int8 --limit-docs 500   # a quick look, written to /tmp
+    .venv/bin/python -m bench.retrieval.build_breakdown --kinds onnx-int8+skiplayernorm,onnx-int8 --limit-docs 1000   # before/after, a sample
 
 Each build is the README's command, `querywise index SOURCE --index DIR --skip-invalid` (one TOML
 line for the embedder kind), in a fresh interpreter against an empty cache folder of its own, as
@@ -17,7 +17,7 @@ count), so the embedding's rate per CPU-second is comparable with bench/results/
 The peers embed each abstract once, truncated at 256 tokens: their token count is reported beside
 querywise's (the README path embeds chunks of at most 1,000 characters, each whole up to the window).
 
-Writes bench/results/build_breakdown.json and .md (a run with --limit-docs writes to /tmp).
+Writes bench/results/build_breakdown.json and .md.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -40,6 +41,9 @@ from bench.report import publish
 
 COMMAND = ".venv/bin/python -m bench.retrieval.build_breakdown"
 KINDS = ("onnx-int8", "onnx")
+# A kind with this suffix runs as main did before d0ae077: ONNX Runtime's SkipLayerNormalization
+# fusion on (the embedder turns it off, `_onnx.UNFUSED`).
+FUSED_SLN = "+skiplayernorm"
 
 
 class _Clock:
@@ -101,6 +105,14 @@ def _child(kind: str, source: Path, index: Path, out: Path) -> None:
     from querywise.index.store import Index
 
     tokens = {"useful": 0, "padded": 0, "texts": 0, "useful_gflop": 0.0}
+    if kind.endswith(FUSED_SLN):
+        kind = kind.removesuffix(FUSED_SLN)
+        init = onnx_mod.OnnxEmbedder.__init__
+
+        def fused_init(self: Any, *args: Any, **kwargs: Any) -> None:
+            init(self, *args, **{**kwargs, "unfused": ()})
+
+        onnx_mod.OnnxEmbedder.__init__ = fused_init  # type: ignore[method-assign]
 
     def count_batch(_self: Any, batch: Sequence[Any]) -> None:
         lengths = [len(e.ids) for e in batch]
@@ -146,7 +158,7 @@ def build(kind: str, source: Path, work: Path) -> dict[str, Any]:
     env = {**os.environ, "QUERYWISE_CACHE_DIR": str(folder / "cache"), "HF_HUB_OFFLINE": "1",
            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     load = [round(os.getloadavg()[0], 2)]
-    started = time.perf_counter()
+    started, cpu_before = time.perf_counter(), _children_cpu_s()
     proc = subprocess.Popen([sys.executable, "-m", "bench.retrieval.build_breakdown", "--child", kind, str(source),
                              str(folder / "index"), str(out)], env=env, cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -156,24 +168,17 @@ def build(kind: str, source: Path, work: Path) -> dict[str, Any]:
         raise RuntimeError(f"the build of {kind} failed: {stderr[-2000:]}")
     load.append(round(os.getloadavg()[0], 2))
     data = json.loads(out.read_text(encoding="utf-8"))
-    usage = resource_usage_of_last_child()
+    usage = round(_children_cpu_s() - cpu_before, 2)
     phases = {name: {k: round(v, 3) for k, v in row.items()} for name, row in data["phases"].items()}
     start = phases.setdefault("process start: interpreter and imports", {"wall_s": 0.0, "cpu_s": 0.0, "child_cpu_s": 0.0, "calls": 1})
     start["cpu_s"] = round(start["cpu_s"] + data["start_cpu_s"], 3)  # before the child's first line ran, too
     return {"kind": kind, "wall_s": round(wall, 2), "cpu_s": usage, "load_avg_1min": load, "phases": phases, "tokens": data["tokens"]}
 
 
-_seen_children = [0.0]
-
-
-def resource_usage_of_last_child() -> float:
-    """CPU seconds of the child (and its children) that ended last (RUSAGE_CHILDREN grows by it)."""
-    import resource
-
+def _children_cpu_s() -> float:
+    """CPU seconds of every child process that has ended and been waited for (and theirs)."""
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    total = r.ru_utime + r.ru_stime
-    spent, _seen_children[0] = total - _seen_children[0], total
-    return round(spent, 2)
+    return r.ru_utime + r.ru_stime
 
 
 def peer_tokens(source: Path, limit: int | None) -> dict[str, int]:
@@ -212,7 +217,8 @@ def markdown(result: dict[str, Any]) -> str:
         tok = b["tokens"]
         model = next((r for n, r in b["phases"].items() if n.startswith("embedding: the model")), None)
         rate = f"{tok['useful_gflop'] / model['cpu_s']:.1f}" if model and model["cpu_s"] else "-"
-        lines += [f"### `[embedding] kind = \"{b['kind']}\"`: {b['wall_s']} s wall, {b['cpu_s']} CPU s (process tree), "
+        kind = b["kind"].removesuffix(FUSED_SLN) + ("\"` with SkipLayerNormalization fused (before d0ae077)" if b["kind"].endswith(FUSED_SLN) else "\"`")
+        lines += [f"### `[embedding] kind = \"{kind}: {b['wall_s']} s wall, {b['cpu_s']} CPU s (process tree), "
                   f"1-minute load {b['load_avg_1min'][0]} before, {b['load_avg_1min'][1]} after", "",
                   f"Tokens run: {tok['useful']:,} useful of {tok['padded']:,} padded ({1 - tok['useful'] / max(tok['padded'], 1):.1%} padding) in "
                   f"{tok['texts']:,} texts; {tok['useful_gflop']:,.0f} useful GFLOP, **{rate} per CPU-second of the model phase**.", "",
@@ -232,8 +238,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         _child(kind, *(Path(p) for p in paths))
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kinds", default=",".join(KINDS), help="embedder kinds, built in this order")
-    ap.add_argument("--limit-docs", type=int, default=0, help="only the first N abstracts (a smoke run, written to /tmp)")
+    ap.add_argument("--kinds", default=",".join(KINDS), help=f"embedder kinds, built in this order ({FUSED_SLN} after one: that fusion on)")
+    ap.add_argument("--limit-docs", type=int, default=0, help="only the first N abstracts")
     opts = ap.parse_args(args)
     source = datasets.SCIFACT
     work = WORK / "build_breakdown"
@@ -250,8 +256,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     result = {"source": f"SciFact ({opts.limit_docs or 'all'} abstracts)", "builds": builds,
               "peer_tokens": peer_tokens(source, opts.limit_docs or None)}
     command = COMMAND + (f" --kinds {opts.kinds}" if opts.kinds != ",".join(KINDS) else "") + (f" --limit-docs {opts.limit_docs}" if opts.limit_docs else "")
-    publish("build_breakdown", result, command=command, render=markdown,
-            **({"folder": Path(tempfile.gettempdir())} if opts.limit_docs else {}))
+    publish("build_breakdown", result, command=command, render=markdown)
     log("wrote build_breakdown.json and .md")
 
 

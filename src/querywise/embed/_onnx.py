@@ -151,13 +151,15 @@ class OnnxEmbedder:
         threads: int | None = None,
         batch_tokens: int = BATCH_TOKENS,
         spinning: bool = True,
+        unfused: Sequence[str] = UNFUSED,
     ) -> None:
         """Wrap ``model``, an ONNX file or its bytes, mapping input_ids, attention_mask (and
         token_type_ids) to last_hidden_state. ``threads`` caps ONNX Runtime's intra-op threads
         (default: one per core). A batch holds at most ``batch_size`` texts and, padded, at most
         ``batch_tokens`` tokens (0: no token limit). ``spinning``: idle intra-op threads spin
         while a call runs (ONNX Runtime's default; a build's sleep: `load_embedder`'s ``bulk``);
-        either way they stop when the call returns."""
+        either way they stop when the call returns. ``unfused``: ONNX Runtime's graph optimizers
+        turned off (`UNFUSED`; the benchmarks measure the session without it)."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -186,7 +188,7 @@ class OnnxEmbedder:
         # sleep throughout made it 10.14 ms, one thread 10.63.
         options.add_session_config_entry(SPIN_STOP, "1")
         source = model if isinstance(model, bytes) else str(model)
-        self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"], disabled_optimizers=list(UNFUSED))
+        self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"], disabled_optimizers=list(unfused))
         self._inputs = {i.name for i in self._session.get_inputs()}
         (output,) = (o for o in self._session.get_outputs() if o.name == "last_hidden_state")
         if not isinstance(output.shape[-1], int):
