@@ -77,6 +77,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               results=("cold_start",)),
     Benchmark("retrieval.build_breakdown", "a cold `querywise index` of SciFact (int8, fp32) by phase, in CPU seconds", 10,
               results=("build_breakdown",)),
+    Benchmark("retrieval.int8_fusion", "int8 with ONNX Runtime's SkipLayerNormalization fusion on and off: SciFact nDCG@10, cosine", 25,
+              results=("int8_fusion",)),
     Benchmark("retrieval.int8", "the int8 embedder against fp32: quantizer options on SciFact, every collection, CLINC150 routing", 40,
               quick=("--quick",), quick_minutes=2, results=("int8", "int8-quick")),
     Benchmark("retrieval.int8_rank", "int8 recipes (MatMuls kept in fp32) ranked by agreement with fp32 and speed on samples", 8,

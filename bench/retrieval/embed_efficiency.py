@@ -138,7 +138,7 @@ def gemm_peaks(repeats: int) -> dict[str, Any]:
 
 
 def _embedder(model: Path | bytes, threads: int, spinning: bool, batch_tokens: int, unfused: Sequence[str] | None = None) -> Any:
-    """The embedder as it runs ``model``; ``unfused``: other graph optimizers off than its own."""
+    """The embedder on ``model``; ``unfused``: the graph optimizers turned off (None: its own, `UNFUSED`)."""
     from querywise.embed import OnnxEmbedder
     from querywise.embed._onnx import UNFUSED
 
@@ -147,7 +147,8 @@ def _embedder(model: Path | bytes, threads: int, spinning: bool, batch_tokens: i
 
 
 def _variants(models: dict[str, Path | bytes]) -> dict[str, Any]:
-    """Each configuration measured, by its row's name: (model, threads, spinning, batch tokens)."""
+    """Each configuration measured, by its row's name: (model, threads, spinning, batch tokens[,
+    graph optimizers turned off: the embedder's own when not given])."""
     specs: dict[str, tuple[str, int, bool, int] | tuple[str, int, bool, int, tuple[str, ...]]] = {
         "fp32, 1 thread, 1,024-token batches (the former default)": ("fp32", 1, True, 1024),
         "fp32 fused graph, 1 thread, 1,024-token batches": ("fused", 1, True, 1024),

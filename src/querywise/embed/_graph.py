@@ -15,9 +15,10 @@ keeps measuring it; +0.3% and +0.2% in another run). ONNX Runtime's quantizer re
 told the contrib operators' output type (``extra_options={"DefaultTensorType": FLOAT}``: QAttention
 then quantizes the query, key and value products), and that int8 graph ran within the noise of the
 plain one's (+4% best, -3% median, SciFact abstracts, one thread, load 11-18, 2026-12-05), so the
-embedder runs the plain graph: one graph for fp32 and int8, and exports already on disk stay valid. `SkipLayerNormalization` for residual +
-LayerNorm ran slower than LayerNormalization after an Add (3.7x on one thread), so the embedder
-also keeps ONNX Runtime from fusing it in the int8 graph (`_onnx.UNFUSED`). Building it from the weights,
+embedder runs the plain graph: one graph for fp32 and int8, and exports already on disk stay valid.
+`SkipLayerNormalization` for residual + LayerNorm ran slower than LayerNormalization after an Add
+(3.7x on one thread), so the embedder also keeps ONNX Runtime from fusing it in the int8 graph
+(`_onnx.UNFUSED`). Building it from the weights,
 rather than tracing torch, is what lets the runtime install without torch (Python 3.12 and 3.13
 have only CUDA builds of several GB on PyPI); tests/test_embed.py checks the graph against
 sentence-transformers where the `torch` extra is installed.

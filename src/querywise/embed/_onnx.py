@@ -66,9 +66,11 @@ SPIN_STOP = "session.force_spinning_stop"  # ONNX Runtime's session entry: threa
 # ONNX Runtime fuses residual Add + LayerNormalization into SkipLayerNormalization in the int8 graph
 # (not in the fp32 one, whose optimized graph is the same with or without this fusion). Its CPU
 # kernel ran 3.7x slower than the Add + Add + LayerNormalization it replaces (1.80 ms against 0.49
-# ms on one (4, 256, 384) batch, one thread, ONNX Runtime 1.32) and took 18% of the int8 model's
-# time; without it the int8 embedder did 242 useful GFLOP per CPU-second against 199 on SciFact
-# abstracts (one thread, alternated, load 11-18; bench/results/build_breakdown.md).
+# ms on one (4, 256, 384) batch, one thread, ONNX Runtime 1.32) and took 16-18% of the int8 model's
+# time. Without it int8 did 243.8 useful GFLOP per CPU-second against 187.5 on SciFact abstracts and
+# 271.4 against 209.4 on Medline (one thread, best of 5 alternated turns, load 9:
+# bench/results/embed_efficiency.md), and a cold int8 build's model phase 197.1 against 155.6 (two
+# threads; bench/results/build_breakdown.md). Its vectors move a little (see int8.md), not fp32's.
 UNFUSED = ("SkipLayerNormFusion",)
 
 # ONNX Runtime's dynamic quantization of the fp32 export (int8 weights, activations quantized per
