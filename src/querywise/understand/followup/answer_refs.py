@@ -20,9 +20,15 @@ where the message itself says it points into the answer:
   answer announced its list as is one: "the second cause" after "the main causes") leave the
   message as it is. "both" names the two items of a list of two, and "which one ...?" each item
   of a list of two to four, when the user's own turn named no two things;
-- **a person**: "he" / "she" when no referent of the conversation can be a person (the tracker
-  left the pronoun as typed), the first full name of the answer ("Neil Armstrong commanded the
-  mission" -> "Where did Neil Armstrong grow up?");
+- **a person**: "he" / "she" when no referent of the conversation can take it (the tracker left
+  the pronoun as typed: no person the user named, or none of the pronoun's gender, which the
+  answers' own pronouns give; a place, band or event never takes it), the answer's first person
+  of that gender the conversation had not named before ("Neil Armstrong commanded the mission"
+  -> "Where did Neil Armstrong grow up?"; "Ada Lovelace ... designed by Charles Babbage" -> "Did
+  Charles Babbage ..."); two pronouns of two genders, two people (`people.answer_people`);
+- **people named together**: "they"/"them" as the answer's one run of people joined by "and"
+  ("Neil Armstrong and Buzz Aldrin"), when the tracker gave it one name that is neither plural
+  nor a person (the Apollo 11 mission);
 - **a kind the answer just introduced**: "this reaction" after "... in a reaction called
   saponification", "that drug" after the answer's one "such as chlorthalidone", "the city" (a
   place noun) after the answer's first place ("in Dubai"), "this condition" or "the condition"
@@ -47,6 +53,7 @@ from dataclasses import replace
 from querywise.conversation import Turn
 from querywise.text import analysed_part, analyze
 from querywise.understand.followup.message import FUNCTION
+from querywise.understand.followup.people import Gender, answer_pair, answer_people, pronoun_gender
 from querywise.understand.followup.referent import resolve
 from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
 
@@ -90,14 +97,8 @@ _GOES_ON = _words("work works stay stays make makes cost costs worth hurt hurts 
                  "affect affects cause causes compare apply")
 _OPENER_WORDS = _words("and but or so also what how about then instead too the same for with")
 _PERSON_PRONOUN = re.compile(r"\b(?P<p>he|she|him|his|her)\b", re.IGNORECASE)
-# A full name as people's are written: two or three capitalised words, an initial between them.
-_FULL_NAME = re.compile(r"(?<![\w.])(?P<name>[A-Z][a-z]+(?:\s+[A-Z]\.)?(?:\s+[A-Z][a-z]+){1,2})\b")
-# Words that end a name of a thing, not a person ("St Mary's Hospital", "Nobel Prize").
-_NOT_PERSON = _words(
-    "university college school hospital prize award war empire kingdom union states republic ocean sea river lake mountain "
-    "mountains street road company church museum park island islands city county state province bay reef canal bridge "
-    "tower building centre center institute society party army navy court house hall station airport"
-)
+# "their" is left out: "What was their first product?" is the company's as often as its founders'.
+_GROUP_PRONOUN = re.compile(r"\b(?P<p>they|them)\b", re.IGNORECASE)
 _PLACE_NOUNS = _words("city town village country state capital island region province")
 _PLACE = re.compile(r"\b(?:in|at|near|from|to)\s+(?P<name>[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2})\b")
 _KIND = re.compile(r"\b(?:this|that|the)\s+(?P<kind>[a-z]+)\b", re.IGNORECASE)
@@ -312,9 +313,15 @@ def answer_referent(message: str, earlier: Sequence[Turn], tracker: Tracker, cue
     every = _every_item(message, earlier, tracker)
     if every is not None:
         return every
+    people = _answer_persons(message, answer, tracker, form) or _answer_group(message, answer, form)
+    if people is not None:
+        said, referents, why = people
+        rest = resolve(said, tracker, cues, previous=previous)
+        if rest.method == "placed":  # another pronoun of the message ("it"), resolved as before
+            return replace(rest, referents=(*referents, *rest.referents), why=f"{why}; {rest.why}")
+        return Standalone(said, "placed", referents, why)
     asked = {w for t in earlier if t.role == "user" for w in analyze(t.text)}
-    found = (_answer_person(message, answer, tracker, form) or _introduced_kind(message, answer, tracker, asked)
-             or _defined_term(message, answer, asked))
+    found = _introduced_kind(message, answer, tracker, asked) or _defined_term(message, answer, asked)
     if found is None:
         return None
     start, end, words, referent, why = found
@@ -395,26 +402,6 @@ def _owns(message: str, at: int) -> bool:
 _Found = tuple[int, int, str, Referent, str]
 
 
-def _answer_person(message: str, answer: str, tracker: Tracker, form: Standalone) -> _Found | None:
-    """"he"/"she" of the message as the first full name of a person in `answer`, when no referent
-    of the conversation can be a person (the tracker found none, and left the pronoun as typed)."""
-    who = _PERSON_PRONOUN.search(message)
-    if who is None or any(r.person for r in form.referents) or any(r.person for r in tracker.referents.values()):
-        return None
-    text = analysed_part(answer, ANSWER_CHARS)
-    for m in _FULL_NAME.finditer(text):
-        words = m.group("name").split()
-        before = text[: m.start()].rstrip().split()[-1:] or [""]
-        if before[0].lower() in {"the", "a", "an", "of"} or any(w.lower() in _NOT_PERSON for w in words):
-            continue
-        pronoun = who.group("p").lower()
-        possessive = pronoun == "his" or (pronoun == "her" and _owns(message, who.end()))
-        name = m.group("name")
-        return (who.start(), who.end(), f"{name}'s" if possessive else name, replace(_referent(name), person=True),
-                f"{who.group('p')!r} is {name!r}, whom the answer named: no one the user named can be")
-    return None
-
-
 def _introduced_kind(message: str, answer: str, tracker: Tracker, asked: set[str]) -> _Found | None:
     """"this reaction" after "... a reaction called saponification"; "that drug" after the
     answer's one "such as chlorthalidone"; "the city" after the answer's first place. Only for a
@@ -491,3 +478,66 @@ def _defined_term(message: str, answer: str, asked: set[str]) -> _Found | None:
         return None
     term = terms.pop()
     return pointer.start(), pointer.end(), term, _referent(term), f"{pointer.group(0)!r} is {term!r}, which the answer defined as it brought it in"
+
+
+# The form of a message with its people put in, what they are, and why.
+_People = tuple[str, tuple[Referent, ...], str]
+
+
+def _answer_persons(message: str, answer: str, tracker: Tracker, form: Standalone) -> _People | None:
+    """Each "he"/"she" of the message that no person the user named can take (none of its
+    gender: "he" after Ada Lovelace; no person at all: the Woodstock festival) as a person the answer named (`people.answer_people`): one the conversation had not named before
+    it, of the pronoun's gender (the answer's own pronouns say it), the first such; two pronouns
+    of two genders, two people ("Did she show him the draft?")."""
+    pronouns = list(_PERSON_PRONOUN.finditer(message))
+    if not pronouns:
+        return None
+    held = [r for r in form.referents if r.person]
+    taken = {r.gender for r in held}
+    open_genders = list(dict.fromkeys(g for p in pronouns if (g := pronoun_gender(p.group("p"))) not in taken))
+    if not open_genders:
+        return None
+    people = answer_people(analysed_part(answer, ANSWER_CHARS))
+    used = {r.key for r in held}
+    chosen: dict[Gender, str] = {}
+    for gender in open_genders:
+        fits = [p for p in people if p.key not in used and (p.gender or _known_gender(p.key, tracker)) in ("", gender)]
+        # Someone the answer brought in before someone the user named; a gender the answer gave before none.
+        fits.sort(key=lambda p: (p.key in tracker.referents, not (p.gender or _known_gender(p.key, tracker))))
+        if fits:
+            chosen[gender] = fits[0].name
+            used.add(fits[0].key)
+    if not chosen:
+        return None
+    said = message
+    for p in reversed(pronouns):
+        name = chosen.get(pronoun_gender(p.group("p")))
+        if name is None:
+            continue
+        pronoun = p.group("p").lower()
+        possessive = pronoun == "his" or (pronoun == "her" and _owns(message, p.end()))
+        said = said[: p.start()] + (f"{name}'s" if possessive else name) + said[p.end() :]
+    referents = tuple(replace(_referent(name), person=True, gender=g) for g, name in chosen.items())
+    names = " and ".join(repr(n) for n in chosen.values())
+    return said, referents, f"the person pronoun is {names}, whom the answer named: no one the user named can be"
+
+
+def _known_gender(key: tuple[str, ...], tracker: Tracker) -> str:
+    kept = tracker.referents.get(key)
+    return kept.gender if kept is not None else ""
+
+
+def _answer_group(message: str, answer: str, form: Standalone) -> _People | None:
+    """"they"/"them"/"their" as the people the answer named together ("Neil Armstrong and Buzz
+    Aldrin"), when `resolve` gave it one thing that is neither plural nor a person (the event
+    the conversation is about: "How long did the Apollo 11 mission stay on the Moon?")."""
+    pronouns = list(_GROUP_PRONOUN.finditer(message))
+    if not pronouns or form.method != "placed" or not form.referents or any(r.plural or r.person or r.kind == "phrase" for r in form.referents):
+        return None
+    pair = answer_pair(analysed_part(answer, ANSWER_CHARS))
+    if pair is None:
+        return None
+    said = message
+    for p in reversed(pronouns):
+        said = said[: p.start()] + (f"{pair}'s" if p.group("p").lower() == "their" else pair) + said[p.end() :]
+    return said, (replace(_referent(pair), plural=True, person=True),), f"{pronouns[0].group('p')!r} is {pair!r}, the people the answer named together"
