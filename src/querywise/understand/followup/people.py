@@ -9,8 +9,8 @@ Only text is read here (no tracker): the tracker marks the gender of the user's 
   after a place's preposition or a place it is the region of ("in Bethel, New York"), no word of
   a thing's name ("Nobel Prize", "Florence Cathedral", "Medici family"): a personal pronoun never
   takes a place, a band or an event.
-- **Its gender** is the first "he"/"him"/"his" or "she"/"her" after its mention and before the
-  next person's ("Pierre Curie ... In 1895 he married Marie Sklodowska, ... famous for her
+- **Its gender** is the first "he"/"she" (else "him"/"his"/"her") after its mention and before
+  the next person's ("Pierre Curie ... In 1895 he married Marie Sklodowska, ... famous for her
   work": Pierre "he", Marie "she"); no such pronoun, no gender (`""`), and the name stays a
   candidate for either.
 """
@@ -46,6 +46,7 @@ NOT_PERSON = _words(
 )
 _MALE = frozenset(["he", "him", "his", "himself"])
 _FEMALE = frozenset(["she", "her", "hers", "herself"])
+_NOMINATIVE = re.compile(r"\b(?:he|she|himself|herself)\b", re.IGNORECASE)
 _GENDERED = re.compile(r"\b(?:he|him|his|himself|she|her|hers|herself)\b", re.IGNORECASE)
 # What comes before a place's name, not a person's ("in Bethel", "from Aberdeen").
 _PLACE_BEFORE = frozenset(["in", "at", "near", "from", "to", "of", "the", "a", "an", "into", "across", "outside", "around"])
@@ -90,7 +91,9 @@ def answer_people(text: str) -> list[Person]:
     people: dict[tuple[str, ...], Person] = {}
     for n, (start, end, name) in enumerate(found):
         upto = found[n + 1][0] if n + 1 < len(found) else len(text)
-        pronoun = _GENDERED.search(text, end, upto)
+        # A subject's "he"/"she" says whom it is about; a "his" or "her" after a name may be
+        # another's ("Ingrid Moller, who later ran his gallery herself").
+        pronoun = _NOMINATIVE.search(text, end, upto) or _GENDERED.search(text, end, upto)
         person = Person(name, start, pronoun_gender(pronoun.group(0)) if pronoun else "")
         kept = people.get(person.key)
         if kept is None:

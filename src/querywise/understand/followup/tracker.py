@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from querywise.catalog import Catalog, Entity
@@ -127,7 +127,7 @@ class Tracker:
             r.score *= DECAY
         weight = 1.0 if role == "user" else ASSISTANT_WEIGHT
         said = text if role == "user" else text[:ANSWER_CHARS]
-        own = [r for r in self.mentions(said) if role == "user" or r.kind in _KNOWN_KINDS]
+        own = [self._whole(r) if role == "user" else r for r in self.mentions(said) if role == "user" or r.kind in _KNOWN_KINDS]
         self.answered_place = _answer_place(text) if role != "user" and self._asked_where else None
         if role == "user":
             self._asked_where = _asks_where(text)
@@ -162,6 +162,15 @@ class Tracker:
             if kept is not None and person.gender and not kept.gender:
                 kept.gender = person.gender
 
+    def _whole(self, part: Referent) -> Referent:
+        """The first turn's topic when `part` is a name that says part of its name: "Philips"
+        after the title "Philips Hue lighting system" still speaks of the system the title names
+        (a title's company alone became the subject and the focus: #34)."""
+        topic = self.referents.get(self.topic) if self.topic is not None else None
+        if topic is not None and topic.kind == "name" and part.kind == "name" and set(part.key) < set(topic.key):
+            return replace(topic, score=0.0)
+        return part
+
     def move_subject(self, referent: Referent) -> None:
         """The conversation moved on to `referent` (an ellipsis put it where the subject stood):
         it is the subject from now on, and what the turns before named no longer counts."""
@@ -182,22 +191,13 @@ class Tracker:
         """What the conversation is about: the latest name two of the last `SUBJECT_TURNS` user
         turns that named anything both named, themselves or by a pronoun (the subject moves with
         the conversation: "Salt Lake City" after two turns about it in a talk that opened on
-        Utah) -- the first turn's whole name when it names part of it (`_whole`) --, else the
-        first user turn's topic."""
+        Utah), else the first user turn's topic."""
         recent = self.user_turns[-SUBJECT_TURNS:]
         for n in range(len(recent) - 1, 0, -1):
             kept = [k for k in recent[n] if any(k in earlier for earlier in recent[:n]) and self.referents[k].kind != "phrase"]
             if kept:
-                return self._whole(self.referents[kept[0]])
+                return self.referents[kept[0]]
         return self.referents.get(self.topic) if self.topic is not None else None
-
-    def _whole(self, part: Referent) -> Referent:
-        """The first turn's topic when `part` names a part of it: "Philips" said twice after the
-        title "Philips Hue lighting system" is still about the system the title names."""
-        topic = self.referents.get(self.topic) if self.topic is not None else None
-        if topic is not None and topic.kind == "name" and set(part.key) < set(topic.key):
-            return topic
-        return part
 
     def by_salience(self) -> list[Referent]:
         """Every referent, the conversation's focus (most mentioned, recently) first."""
