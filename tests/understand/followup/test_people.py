@@ -78,3 +78,18 @@ def test_the_subject_is_the_titles_whole_name_after_turns_that_name_part_of_it()
                Turn(role=A, text="Sales grew slowly at first.")]
     assert form("What other models were added?", history) == "What other models were added? Fenwick Aura heat pump"
     assert form("Was it sold abroad?", history) == "Was Fenwick Aura heat pump sold abroad?"
+
+
+def test_a_predicate_before_an_appositive_is_never_copied_as_a_term() -> None:
+    history = [Turn(role=U, text="Jonas Ek. Later career"),
+               Turn(role=A, text="In 1981 he was traded, a decision that angered the fans of the club.")]
+    said = form("Did he agree with that?", history)
+    assert "traded" not in said and "1981" not in said
+
+
+def test_a_step_told_as_a_command_is_put_in_as_a_gerund() -> None:
+    history = [Turn(role=U, text="How do I descale a kettle?"),
+               Turn(role=A, text="First, fill the kettle halfway with white vinegar. Second, boil the water and let it stand "
+                                 "for an hour. Finally, rinse the kettle twice with clean water.")]
+    assert form("Is lemon juice better than the first one?", history) == (
+        "Is lemon juice better than filling the kettle halfway with white vinegar?")

@@ -52,7 +52,7 @@ from dataclasses import replace
 
 from querywise.conversation import Turn
 from querywise.text import analysed_part, analyze
-from querywise.understand.followup.message import FUNCTION
+from querywise.understand.followup.message import ADJECTIVE_ENDINGS, AUX, FUNCTION, PARTICIPLES, PERSONAL
 from querywise.understand.followup.people import Gender, answer_pair, answer_people, pronoun_gender
 from querywise.understand.followup.referent import resolve
 from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
@@ -143,6 +143,8 @@ _OF_A_STATEMENT = _words("true right correct wrong possible enough okay ok sure 
                          "occur occurred")
 # "after that", "besides that": the events or words the answer told, not a term of it.
 _AFTER_THAT = re.compile(r"\b(?:after|before|since|besides|than|from|beyond|despite|like|until|till)\s+(?:all\s+)?(?:this|that)\b", re.IGNORECASE)
+# Words of degree before an adjective: "very popular, a fact that ..." is a predicate, no term.
+_DEGREE = _words("very so too quite rather more most less least really extremely fairly highly")
 _NAME_LINK = frozenset(["of", "the", "de", "du", "von", "van"])
 # Words before a defined term that are no part of it ("is often onychomycosis, a ...").
 _BEFORE_TERM = _words("often usually probably possibly mostly sometimes also still always just only mainly typically commonly "
@@ -181,8 +183,27 @@ def _steps(text: str) -> tuple[str, ...]:
     for told in (_STEP, _THE_NTH):
         marks = [(m.group("mark").lower(), m.group("step")) for m in told.finditer(text)]
         if len(marks) >= 2 and marks[0][0].startswith("first"):
-            return tuple(_item_name(step) for _mark, step in marks)
+            return tuple(_gerund(_item_name(step)) for _mark, step in marks)
     return ()
+
+
+# What follows an imperative's verb: its object's determiner ("cool *the* skin", "take *your* pills").
+_OBJECT_START = _words("the a an your his her their its it them this that these those any some off out up")
+
+
+def _gerund(step: str) -> str:
+    """A step told as a command, as the noun phrase a question puts it in: "cool the skin ..." ->
+    "cooling the skin ..." ("Is butter better than cooling the skin ...?"), never the bare
+    command (a verb is no referent); a step that does not open on a verb and its object stays."""
+    words = step.split()
+    if len(words) < 2 or not words[0].isalpha() or not words[0].islower() or words[0] in FUNCTION or words[1].lower() not in _OBJECT_START:
+        return step
+    verb = words[0]
+    if verb.endswith("e") and not verb.endswith(("ee", "ye", "oe")):
+        verb = verb[:-1]
+    elif len(verb) <= 4 and re.fullmatch(r"[^aeiou]*[aeiou][bdgmnpt]", verb):
+        verb += verb[-1]  # "cut" -> "cutting", "stop" -> "stopping"
+    return " ".join([verb + "ing", *words[1:]])
 
 
 def _of_kind(item: str, head: str) -> str:
@@ -460,9 +481,19 @@ def _defined(text: str) -> list[tuple[str, str]]:
             if not link and (w.lower() in FUNCTION or adverb or not re.fullmatch(r"[\w'-]+", w)):
                 break
             kept.insert(0, words.pop())
-        if kept and kept[0].lower() not in _NAME_LINK:
+        # A predicate is no term: "He was traded, a decision that ..." ("traded" after an auxiliary
+        # or a subject pronoun), a year ("in 1975, a move that ..."), an adverb.
+        before = words[-1].lower() if words else ""
+        predicate = before in PERSONAL or before in _DEGREE or (before in AUX and len(kept) == 1 and _verb_or_adjective(kept[0].lower()))
+        if kept and kept[0].lower() not in _NAME_LINK and not predicate and any(c.isalpha() for c in kept[-1]):
             out.append((" ".join(kept), m.group("kind").lower()))
     return out
+
+
+def _verb_or_adjective(word: str) -> bool:
+    """A word after "was" that is no noun, without a tagger: a participle ("traded", "taken",
+    "playing") or an adjective's ending ("popular", "famous"); "may be eczema" keeps its noun."""
+    return word.endswith(("ed", "en", "ing", "ar", *ADJECTIVE_ENDINGS)) or word in PARTICIPLES
 
 
 def _defined_term(message: str, answer: str, asked: set[str]) -> _Found | None:
