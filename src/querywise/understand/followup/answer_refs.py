@@ -20,15 +20,8 @@ where the message itself says it points into the answer:
   answer announced its list as is one: "the second cause" after "the main causes") leave the
   message as it is. "both" names the two items of a list of two, and "which one ...?" each item
   of a list of two to four, when the user's own turn named no two things;
-- **a person**: "he" / "she" when no referent of the conversation can take it (the tracker left
-  the pronoun as typed: no person the user named, or none of the pronoun's gender, which the
-  answers' own pronouns give; a place, band or event never takes it), the answer's first person
-  of that gender the conversation had not named before ("Neil Armstrong commanded the mission"
-  -> "Where did Neil Armstrong grow up?"; "Ada Lovelace ... designed by Charles Babbage" -> "Did
-  Charles Babbage ..."); two pronouns of two genders, two people (`people.answer_people`);
-- **people named together**: "they"/"them" as the answer's one run of people joined by "and"
-  ("Neil Armstrong and Buzz Aldrin"), when the tracker gave it one name that is neither plural
-  nor a person (the Apollo 11 mission);
+- **a person**, **people named together**: "he" / "she" no one the user named can take, "they"
+  for the people the answer named together (`answer_people`);
 - **a kind the answer just introduced**: "this reaction" after "... in a reaction called
   saponification", "that drug" after the answer's one "such as chlorthalidone", "the city" (a
   place noun) after the answer's first place ("in Dubai"), "this condition" or "the condition"
@@ -52,8 +45,8 @@ from dataclasses import replace
 
 from querywise.conversation import Turn
 from querywise.text import analysed_part, analyze
+from querywise.understand.followup.answer_people import answer_group, answer_persons
 from querywise.understand.followup.message import ADJECTIVE_ENDINGS, AUX, FUNCTION, PARTICIPLES, PERSONAL
-from querywise.understand.followup.people import Gender, answer_pair, answer_people, pronoun_gender
 from querywise.understand.followup.referent import resolve
 from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
 
@@ -96,9 +89,6 @@ _ORDINAL = re.compile(
 _GOES_ON = _words("work works stay stays make makes cost costs worth hurt hurts help helps mean means need needs last lasts take takes "
                  "affect affects cause causes compare apply")
 _OPENER_WORDS = _words("and but or so also what how about then instead too the same for with")
-_PERSON_PRONOUN = re.compile(r"\b(?P<p>he|she|him|his|her)\b", re.IGNORECASE)
-# "their" is left out: "What was their first product?" is the company's as often as its founders'.
-_GROUP_PRONOUN = re.compile(r"\b(?P<p>they|them)\b", re.IGNORECASE)
 _PLACE_NOUNS = _words("city town village country state capital island region province")
 _PLACE = re.compile(r"\b(?:in|at|near|from|to)\s+(?P<name>[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2})\b")
 _KIND = re.compile(r"\b(?:this|that|the)\s+(?P<kind>[a-z]+)\b", re.IGNORECASE)
@@ -334,7 +324,7 @@ def answer_referent(message: str, earlier: Sequence[Turn], tracker: Tracker, cue
     every = _every_item(message, earlier, tracker)
     if every is not None:
         return every
-    people = _answer_persons(message, answer, tracker, form) or _answer_group(message, answer, form)
+    people = answer_persons(message, answer, tracker, form) or answer_group(message, answer, form)
     if people is not None:
         said, referents, why = people
         rest = resolve(said, tracker, cues, previous=previous)
@@ -411,12 +401,6 @@ def _latest_listing(earlier: Sequence[Turn]) -> tuple[str, tuple[str, ...]]:
 def _referent(text: str) -> Referent:
     named = any(w[:1].isupper() for w in text.split())
     return Referent(text, "name" if named else "phrase", tuple(analyze(text)) or (text.lower(),))
-
-
-def _owns(message: str, at: int) -> bool:
-    """Whether "her" before this point is a possessive: a content word follows ("her husband")."""
-    nxt = re.match(r"\s+([a-z]+)", message[at:])
-    return nxt is not None and nxt.group(1) not in {"to", "in", "at", "on", "for", "with", "from", "about", "and", "or", "when", "if"}
 
 
 # Where a pointer is in the message, the words that stand in for it, its referent, and why.
@@ -510,65 +494,3 @@ def _defined_term(message: str, answer: str, asked: set[str]) -> _Found | None:
     term = terms.pop()
     return pointer.start(), pointer.end(), term, _referent(term), f"{pointer.group(0)!r} is {term!r}, which the answer defined as it brought it in"
 
-
-# The form of a message with its people put in, what they are, and why.
-_People = tuple[str, tuple[Referent, ...], str]
-
-
-def _answer_persons(message: str, answer: str, tracker: Tracker, form: Standalone) -> _People | None:
-    """Each "he"/"she" of the message that no person the user named can take (none of its
-    gender: "he" after Ada Lovelace; no person at all: the Woodstock festival) as a person the answer named (`people.answer_people`): one the conversation had not named before
-    it, of the pronoun's gender (the answer's own pronouns say it), the first such; two pronouns
-    of two genders, two people ("Did she show him the draft?")."""
-    pronouns = list(_PERSON_PRONOUN.finditer(message))
-    if not pronouns:
-        return None
-    held = [r for r in form.referents if r.person]
-    taken = {r.gender for r in held}
-    open_genders = list(dict.fromkeys(g for p in pronouns if (g := pronoun_gender(p.group("p"))) not in taken))
-    if not open_genders:
-        return None
-    people = answer_people(analysed_part(answer, ANSWER_CHARS))
-    used = {r.key for r in held}
-    chosen: dict[Gender, str] = {}
-    for gender in open_genders:
-        fits = [p for p in people if p.key not in used and (p.gender or _known_gender(p.key, tracker)) in ("", gender)]
-        # Someone the answer brought in before someone the user named; a gender the answer gave before none.
-        fits.sort(key=lambda p: (p.key in tracker.referents, not (p.gender or _known_gender(p.key, tracker))))
-        if fits:
-            chosen[gender] = fits[0].name
-            used.add(fits[0].key)
-    if not chosen:
-        return None
-    said = message
-    for p in reversed(pronouns):
-        name = chosen.get(pronoun_gender(p.group("p")))
-        if name is None:
-            continue
-        pronoun = p.group("p").lower()
-        possessive = pronoun == "his" or (pronoun == "her" and _owns(message, p.end()))
-        said = said[: p.start()] + (f"{name}'s" if possessive else name) + said[p.end() :]
-    referents = tuple(replace(_referent(name), person=True, gender=g) for g, name in chosen.items())
-    names = " and ".join(repr(n) for n in chosen.values())
-    return said, referents, f"the person pronoun is {names}, whom the answer named: no one the user named can be"
-
-
-def _known_gender(key: tuple[str, ...], tracker: Tracker) -> str:
-    kept = tracker.referents.get(key)
-    return kept.gender if kept is not None else ""
-
-
-def _answer_group(message: str, answer: str, form: Standalone) -> _People | None:
-    """"they"/"them"/"their" as the people the answer named together ("Neil Armstrong and Buzz
-    Aldrin"), when `resolve` gave it one thing that is neither plural nor a person (the event
-    the conversation is about: "How long did the Apollo 11 mission stay on the Moon?")."""
-    pronouns = list(_GROUP_PRONOUN.finditer(message))
-    if not pronouns or form.method != "placed" or not form.referents or any(r.plural or r.person or r.kind == "phrase" for r in form.referents):
-        return None
-    pair = answer_pair(analysed_part(answer, ANSWER_CHARS))
-    if pair is None:
-        return None
-    said = message
-    for p in reversed(pronouns):
-        said = said[: p.start()] + (f"{pair}'s" if p.group("p").lower() == "their" else pair) + said[p.end() :]
-    return said, (replace(_referent(pair), plural=True, person=True),), f"{pronouns[0].group('p')!r} is {pair!r}, the people the answer named together"
