@@ -4,6 +4,8 @@
 - `tracker.py`: salience tracking (what each turn mentions, the conversation's subject);
 - `referent.py`: the deterministic standalone form (pronouns, ellipsis, readings of two candidates);
 - `answer_refs.py`: referents only the assistant's answer names (an item of its list, a person, a kind, a term it defined);
+- `answer_people.py`: a "he"/"she"/"they" only the answer's people can take;
+- `people.py`: the people an answer names and the gender its pronouns give each;
 - `message.py`: the closed word classes and the tokenised message the detectors read;
 - `shift.py`: the topic-shift check and its hedge;
 - `move.py`: the move as a plan runs it.

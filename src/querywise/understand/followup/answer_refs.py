@@ -20,9 +20,8 @@ where the message itself says it points into the answer:
   answer announced its list as is one: "the second cause" after "the main causes") leave the
   message as it is. "both" names the two items of a list of two, and "which one ...?" each item
   of a list of two to four, when the user's own turn named no two things;
-- **a person**: "he" / "she" when no referent of the conversation can be a person (the tracker
-  left the pronoun as typed), the first full name of the answer ("Neil Armstrong commanded the
-  mission" -> "Where did Neil Armstrong grow up?");
+- **a person**, **people named together**: "he" / "she" no one the user named can take, "they"
+  for the people the answer named together (`answer_people`);
 - **a kind the answer just introduced**: "this reaction" after "... in a reaction called
   saponification", "that drug" after the answer's one "such as chlorthalidone", "the city" (a
   place noun) after the answer's first place ("in Dubai"), "this condition" or "the condition"
@@ -46,7 +45,8 @@ from dataclasses import replace
 
 from querywise.conversation import Turn
 from querywise.text import analysed_part, analyze
-from querywise.understand.followup.message import FUNCTION
+from querywise.understand.followup.answer_people import answer_group, answer_persons
+from querywise.understand.followup.message import ADJECTIVE_ENDINGS, AUX, FUNCTION, PARTICIPLES, PERSONAL
 from querywise.understand.followup.referent import resolve
 from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
 
@@ -89,15 +89,6 @@ _ORDINAL = re.compile(
 _GOES_ON = _words("work works stay stays make makes cost costs worth hurt hurts help helps mean means need needs last lasts take takes "
                  "affect affects cause causes compare apply")
 _OPENER_WORDS = _words("and but or so also what how about then instead too the same for with")
-_PERSON_PRONOUN = re.compile(r"\b(?P<p>he|she|him|his|her)\b", re.IGNORECASE)
-# A full name as people's are written: two or three capitalised words, an initial between them.
-_FULL_NAME = re.compile(r"(?<![\w.])(?P<name>[A-Z][a-z]+(?:\s+[A-Z]\.)?(?:\s+[A-Z][a-z]+){1,2})\b")
-# Words that end a name of a thing, not a person ("St Mary's Hospital", "Nobel Prize").
-_NOT_PERSON = _words(
-    "university college school hospital prize award war empire kingdom union states republic ocean sea river lake mountain "
-    "mountains street road company church museum park island islands city county state province bay reef canal bridge "
-    "tower building centre center institute society party army navy court house hall station airport"
-)
 _PLACE_NOUNS = _words("city town village country state capital island region province")
 _PLACE = re.compile(r"\b(?:in|at|near|from|to)\s+(?P<name>[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2})\b")
 _KIND = re.compile(r"\b(?:this|that|the)\s+(?P<kind>[a-z]+)\b", re.IGNORECASE)
@@ -142,6 +133,8 @@ _OF_A_STATEMENT = _words("true right correct wrong possible enough okay ok sure 
                          "occur occurred")
 # "after that", "besides that": the events or words the answer told, not a term of it.
 _AFTER_THAT = re.compile(r"\b(?:after|before|since|besides|than|from|beyond|despite|like|until|till)\s+(?:all\s+)?(?:this|that)\b", re.IGNORECASE)
+# Words of degree before an adjective: "very popular, a fact that ..." is a predicate, no term.
+_DEGREE = _words("very so too quite rather more most less least really extremely fairly highly")
 _NAME_LINK = frozenset(["of", "the", "de", "du", "von", "van"])
 # Words before a defined term that are no part of it ("is often onychomycosis, a ...").
 _BEFORE_TERM = _words("often usually probably possibly mostly sometimes also still always just only mainly typically commonly "
@@ -180,8 +173,27 @@ def _steps(text: str) -> tuple[str, ...]:
     for told in (_STEP, _THE_NTH):
         marks = [(m.group("mark").lower(), m.group("step")) for m in told.finditer(text)]
         if len(marks) >= 2 and marks[0][0].startswith("first"):
-            return tuple(_item_name(step) for _mark, step in marks)
+            return tuple(_gerund(_item_name(step)) for _mark, step in marks)
     return ()
+
+
+# What follows an imperative's verb: its object's determiner ("cool *the* skin", "take *your* pills").
+_OBJECT_START = _words("the a an your his her their its it them this that these those any some off out up")
+
+
+def _gerund(step: str) -> str:
+    """A step told as a command, as the noun phrase a question puts it in: "cool the skin ..." ->
+    "cooling the skin ..." ("Is butter better than cooling the skin ...?"), never the bare
+    command (a verb is no referent); a step that does not open on a verb and its object stays."""
+    words = step.split()
+    if len(words) < 2 or not words[0].isalpha() or not words[0].islower() or words[0] in FUNCTION or words[1].lower() not in _OBJECT_START:
+        return step
+    verb = words[0]
+    if verb.endswith("e") and not verb.endswith(("ee", "ye", "oe")):
+        verb = verb[:-1]
+    elif len(verb) <= 4 and re.fullmatch(r"[^aeiou]*[aeiou][bdgmnpt]", verb):
+        verb += verb[-1]  # "cut" -> "cutting", "stop" -> "stopping"
+    return " ".join([verb + "ing", *words[1:]])
 
 
 def _of_kind(item: str, head: str) -> str:
@@ -312,9 +324,15 @@ def answer_referent(message: str, earlier: Sequence[Turn], tracker: Tracker, cue
     every = _every_item(message, earlier, tracker)
     if every is not None:
         return every
+    people = answer_persons(message, answer, tracker, form) or answer_group(message, answer, form)
+    if people is not None:
+        said, referents, why = people
+        rest = resolve(said, tracker, cues, previous=previous)
+        if rest.method == "placed":  # another pronoun of the message ("it"), resolved as before
+            return replace(rest, referents=(*referents, *rest.referents), why=f"{why}; {rest.why}")
+        return Standalone(said, "placed", referents, why)
     asked = {w for t in earlier if t.role == "user" for w in analyze(t.text)}
-    found = (_answer_person(message, answer, tracker, form) or _introduced_kind(message, answer, tracker, asked)
-             or _defined_term(message, answer, asked))
+    found = _introduced_kind(message, answer, tracker, asked) or _defined_term(message, answer, asked)
     if found is None:
         return None
     start, end, words, referent, why = found
@@ -385,34 +403,8 @@ def _referent(text: str) -> Referent:
     return Referent(text, "name" if named else "phrase", tuple(analyze(text)) or (text.lower(),))
 
 
-def _owns(message: str, at: int) -> bool:
-    """Whether "her" before this point is a possessive: a content word follows ("her husband")."""
-    nxt = re.match(r"\s+([a-z]+)", message[at:])
-    return nxt is not None and nxt.group(1) not in {"to", "in", "at", "on", "for", "with", "from", "about", "and", "or", "when", "if"}
-
-
 # Where a pointer is in the message, the words that stand in for it, its referent, and why.
 _Found = tuple[int, int, str, Referent, str]
-
-
-def _answer_person(message: str, answer: str, tracker: Tracker, form: Standalone) -> _Found | None:
-    """"he"/"she" of the message as the first full name of a person in `answer`, when no referent
-    of the conversation can be a person (the tracker found none, and left the pronoun as typed)."""
-    who = _PERSON_PRONOUN.search(message)
-    if who is None or any(r.person for r in form.referents) or any(r.person for r in tracker.referents.values()):
-        return None
-    text = analysed_part(answer, ANSWER_CHARS)
-    for m in _FULL_NAME.finditer(text):
-        words = m.group("name").split()
-        before = text[: m.start()].rstrip().split()[-1:] or [""]
-        if before[0].lower() in {"the", "a", "an", "of"} or any(w.lower() in _NOT_PERSON for w in words):
-            continue
-        pronoun = who.group("p").lower()
-        possessive = pronoun == "his" or (pronoun == "her" and _owns(message, who.end()))
-        name = m.group("name")
-        return (who.start(), who.end(), f"{name}'s" if possessive else name, replace(_referent(name), person=True),
-                f"{who.group('p')!r} is {name!r}, whom the answer named: no one the user named can be")
-    return None
 
 
 def _introduced_kind(message: str, answer: str, tracker: Tracker, asked: set[str]) -> _Found | None:
@@ -473,9 +465,19 @@ def _defined(text: str) -> list[tuple[str, str]]:
             if not link and (w.lower() in FUNCTION or adverb or not re.fullmatch(r"[\w'-]+", w)):
                 break
             kept.insert(0, words.pop())
-        if kept and kept[0].lower() not in _NAME_LINK:
+        # A predicate is no term: "He was traded, a decision that ..." ("traded" after an auxiliary
+        # or a subject pronoun), a year ("in 1975, a move that ..."), an adverb.
+        before = words[-1].lower() if words else ""
+        predicate = before in PERSONAL or before in _DEGREE or (before in AUX and len(kept) == 1 and _verb_or_adjective(kept[0].lower()))
+        if kept and kept[0].lower() not in _NAME_LINK and not predicate and any(c.isalpha() for c in kept[-1]):
             out.append((" ".join(kept), m.group("kind").lower()))
     return out
+
+
+def _verb_or_adjective(word: str) -> bool:
+    """A word after "was" that is no noun, without a tagger: a participle ("traded", "taken",
+    "playing") or an adjective's ending ("popular", "famous"); "may be eczema" keeps its noun."""
+    return word.endswith(("ed", "en", "ing", "ar", *ADJECTIVE_ENDINGS)) or word in PARTICIPLES
 
 
 def _defined_term(message: str, answer: str, asked: set[str]) -> _Found | None:
@@ -491,3 +493,4 @@ def _defined_term(message: str, answer: str, asked: set[str]) -> _Found | None:
         return None
     term = terms.pop()
     return pointer.start(), pointer.end(), term, _referent(term), f"{pointer.group(0)!r} is {term!r}, which the answer defined as it brought it in"
+

@@ -47,6 +47,7 @@ from querywise.understand.followup.message import (
     PERSONAL,
     Message,
 )
+from querywise.understand.followup.people import NOT_PERSON, pronoun_gender
 from querywise.understand.followup.phrases import Phrase, noun_phrases
 from querywise.understand.followup.tracker import Referent, Standalone, Tracker
 
@@ -86,6 +87,8 @@ def _person(r: Referent) -> bool:
         return True
     if r.plural or "'s" in r.text or r.kind not in ("name", "phrase"):
         return False
+    if r.place or any(w.lower() in NOT_PERSON for w in words):
+        return False  # a place, an event, a band: a personal pronoun never takes a non-person
     if r.kind == "phrase":
         return _person_noun(r)
     return not r.definite and len(words) <= 4 and all(w[0].isupper() and not w.isupper() for w in words)
@@ -220,13 +223,15 @@ def resolve(
     took: dict[int, Referent] = {}
     for n in sorted(range(len(slots) if recent else 0), key=lambda n: not slots[n][4]):
         plural, person = slots[n][2], slots[n][4]
+        gender = pronoun_gender(message[slots[n][0] : slots[n][1]])
         # "it" takes a thing: not whom "he" or "she" took, nor a noun of a person class ("How did it
         # affect her work?" after "Was she the first woman ...?"), while anything else is there.
-        people = _full_names([r for r in recent if _person(r)]) if person else [
-            r for r in recent if not (r.person or any(t.person and t.key == r.key for t in took.values()) or _person_noun(r)) or plural] or recent
+        # "he" never takes whom "she" took or an answer called "she" ("Did he ...?" after Ada Lovelace).
+        people = _full_names([r for r in recent if _person(r) and r.gender in ("", gender)]) if person else [
+            r for r in recent if not (r.person or r.gender or any(t.person and t.key == r.key for t in took.values()) or _person_noun(r)) or plural] or [r for r in recent if not r.gender]
         if people:
             chosen = _choose(people, plural, tracker.turn - 1)
-            took[n] = replace(chosen, person=True) if person else chosen
+            took[n] = replace(chosen, person=True, gender=gender or chosen.gender) if person else chosen
     out, used = message, [took[n] for n in sorted(took)]
     for n in sorted(took, reverse=True):  # right to left: offsets stay valid
         start, end, _plural, possessive, _person_slot = slots[n]

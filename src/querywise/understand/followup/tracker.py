@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from querywise.catalog import Catalog, Entity
 from querywise.text import analysed_part, analyze
-from querywise.understand.followup.message import PLACE_PREP, Message
-from querywise.understand.followup.phrases import first_name, is_plural, noun_phrases
+from querywise.understand.followup.message import PERSON_NOUNS, PLACE_PREP, Message
+from querywise.understand.followup.people import Gender, answer_people
+from querywise.understand.followup.phrases import Phrase, first_name, is_plural, noun_phrases
 
 __all__ = ["ANSWER_CHARS", "DECAY", "SUBJECT_TURNS", "Method", "Referent", "Standalone", "Tracker"]
 
@@ -76,6 +77,7 @@ class Referent:
     definite: bool = False  # said with "the" (a phrase keeps it where it is placed)
     person: bool = False  # "he" or "she" took it: "it" does not
     place: bool = False  # a name said after "in", "at", ...: what "there" stands for
+    gender: Gender = ""  # "m" or "f" once "he" or "she" took it, or an answer's pronoun after it said so
 
     @property
     def placed(self) -> str:
@@ -125,10 +127,12 @@ class Tracker:
             r.score *= DECAY
         weight = 1.0 if role == "user" else ASSISTANT_WEIGHT
         said = text if role == "user" else text[:ANSWER_CHARS]
-        own = [r for r in self.mentions(said) if role == "user" or r.kind in _KNOWN_KINDS]
+        own = [self._whole(r) if role == "user" else r for r in self.mentions(said) if role == "user" or r.kind in _KNOWN_KINDS]
         self.answered_place = _answer_place(text) if role != "user" and self._asked_where else None
         if role == "user":
             self._asked_where = _asks_where(text)
+        if role != "user":
+            self._genders(said)
         mentions = [*carried, *own, *appended]
         if role == "user" and mentions and self.topic is None:
             self.topic = mentions[0].key
@@ -144,10 +148,28 @@ class Tracker:
             kept = self.referents.setdefault(r.key, Referent(r.text, r.kind, r.key, r.plural, definite=r.definite))
             kept.person |= r.person
             kept.place |= r.place
+            kept.gender = r.gender or kept.gender
             kept.score += w
             kept.last_turn, kept.last_rank = self.turn, len(seen)
             seen.add(r.key)
         self.turn += 1
+
+    def _genders(self, answer: str) -> None:
+        """The gender an answer's pronouns give a person the user named ("Ada Lovelace was ...
+        She is remembered ..."): a "he" of a later message then never takes her."""
+        for person in answer_people(answer):
+            kept = self.referents.get(person.key)
+            if kept is not None and person.gender and not kept.gender:
+                kept.gender = person.gender
+
+    def _whole(self, part: Referent) -> Referent:
+        """The first turn's topic when `part` is a name that says part of its name: "Philips"
+        after the title "Philips Hue lighting system" still speaks of the system the title names
+        (a title's company alone became the subject and the focus: #34)."""
+        topic = self.referents.get(self.topic) if self.topic is not None else None
+        if topic is not None and topic.kind == "name" and part.kind == "name" and set(part.key) < set(topic.key):
+            return replace(topic, score=0.0)
+        return part
 
     def move_subject(self, referent: Referent) -> None:
         """The conversation moved on to `referent` (an ellipsis put it where the subject stood):
@@ -213,7 +235,7 @@ class Tracker:
                 # A name's -s is no plural ("Serena Williams", "Paris"); with "the" it may be ("the Beatles").
                 proper = p.named and p.head.split()[-1][:1].isupper() and not p.definite and " and " not in p.head
                 found.append((p.at, Referent(p.words, "name" if p.named else "phrase", key, plural=is_plural(p.head) and not proper, definite=p.definite,
-                                             place=p.named and before in PLACE_PREP)))
+                                             place=p.named and (before in PLACE_PREP or _of_a_thing(msg, p)))))
         # Names (catalog, identifiers, phrases with a proper name) rank before common nouns: "the
         # warranty on the Vela X3" is about the Vela X3.
         return [r for _, r in sorted(found, key=lambda x: (x[1].kind == "phrase", x[0]))]
@@ -245,6 +267,14 @@ class Tracker:
         if len(found) == 1 and found[0].start == 0 and found[0].end == len(text) and len(found[0].entities) == 1:
             return found[0].entities[0]
         return None
+
+
+def _of_a_thing(msg: Message, p: Phrase) -> bool:
+    """A one-word name after "of" and a word that is no person's ("the city of Florence", "the
+    Battle of Hastings"): a place, never whom "he" or "she" takes ("the wife of Henry" is a person)."""
+    if p.definite or " " in p.words.strip() or msg.at(p.first - 1) != "of":
+        return False
+    return msg.at(p.first - 2) not in PERSON_NOUNS
 
 
 # A where-question: "Where did he go?", "And where was it filmed?"

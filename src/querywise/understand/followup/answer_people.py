@@ -1,0 +1,102 @@
+"""People only the assistant's answer names, as a personal pronoun of the message takes them (#34):
+
+- each "he"/"she" no person the user named can take (none of its gender: "he" after Ada
+  Lovelace, whom the answer called "she"; no person at all: the Woodstock festival, a place, a
+  band) is the answer's first person of its gender the conversation had not named
+  (`people.answer_people`); two pronouns of two genders are two people ("Did she show him the
+  draft?"), never one twice;
+- "they"/"them" is the answer's one run of people named together ("Neil Armstrong and Buzz
+  Aldrin") when the tracker gave it one name that is neither plural nor a person (the event
+  the conversation is about).
+
+`answer_refs.answer_referent` tries these before a kind or a term the answer introduced.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from querywise.text import analysed_part, analyze
+from querywise.understand.followup.people import Gender, answer_pair, answer_people, pronoun_gender
+from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
+
+__all__ = ["answer_group", "answer_persons"]
+
+_PERSON_PRONOUN = re.compile(r"\b(?P<p>he|she|him|his|her)\b", re.IGNORECASE)
+# "their" is left out: "What was their first product?" is the company's as often as its founders'.
+_GROUP_PRONOUN = re.compile(r"\b(?P<p>they|them)\b", re.IGNORECASE)
+
+
+# The form of a message with its people put in, what they are, and why.
+_People = tuple[str, tuple[Referent, ...], str]
+
+
+def answer_persons(message: str, answer: str, tracker: Tracker, form: Standalone) -> _People | None:
+    """Each "he"/"she" of the message that no person the user named can take (none of its
+    gender: "he" after Ada Lovelace; no person at all: the Woodstock festival) as a person the answer named (`people.answer_people`): one the conversation had not named before
+    it, of the pronoun's gender (the answer's own pronouns say it), the first such; two pronouns
+    of two genders, two people ("Did she show him the draft?")."""
+    pronouns = list(_PERSON_PRONOUN.finditer(message))
+    if not pronouns:
+        return None
+    held = [r for r in form.referents if r.person]
+    taken = {r.gender for r in held}
+    open_genders = list(dict.fromkeys(g for p in pronouns if (g := pronoun_gender(p.group("p"))) not in taken))
+    if not open_genders:
+        return None
+    people = answer_people(analysed_part(answer, ANSWER_CHARS))
+    used = {r.key for r in held}
+    chosen: dict[Gender, str] = {}
+    for gender in open_genders:
+        fits = [p for p in people if p.key not in used and (p.gender or _known_gender(p.key, tracker)) in ("", gender)]
+        # Someone the answer brought in before someone the user named; a gender the answer gave before none.
+        fits.sort(key=lambda p: (p.key in tracker.referents, not (p.gender or _known_gender(p.key, tracker))))
+        if fits:
+            chosen[gender] = fits[0].name
+            used.add(fits[0].key)
+    if not chosen:
+        return None
+    said = message
+    for p in reversed(pronouns):
+        name = chosen.get(pronoun_gender(p.group("p")))
+        if name is None:
+            continue
+        pronoun = p.group("p").lower()
+        possessive = pronoun == "his" or (pronoun == "her" and _owns(message, p.end()))
+        said = said[: p.start()] + (f"{name}'s" if possessive else name) + said[p.end() :]
+    referents = tuple(replace(_referent(name), person=True, gender=g) for g, name in chosen.items())
+    names = " and ".join(repr(n) for n in chosen.values())
+    return said, referents, f"the person pronoun is {names}, whom the answer named: no one the user named can be"
+
+
+def _known_gender(key: tuple[str, ...], tracker: Tracker) -> str:
+    kept = tracker.referents.get(key)
+    return kept.gender if kept is not None else ""
+
+
+def answer_group(message: str, answer: str, form: Standalone) -> _People | None:
+    """"they"/"them"/"their" as the people the answer named together ("Neil Armstrong and Buzz
+    Aldrin"), when `resolve` gave it one thing that is neither plural nor a person (the event
+    the conversation is about: "How long did the Apollo 11 mission stay on the Moon?")."""
+    pronouns = list(_GROUP_PRONOUN.finditer(message))
+    if not pronouns or form.method != "placed" or not form.referents or any(r.plural or r.person or r.kind == "phrase" for r in form.referents):
+        return None
+    pair = answer_pair(analysed_part(answer, ANSWER_CHARS))
+    if pair is None:
+        return None
+    said = message
+    for p in reversed(pronouns):
+        said = said[: p.start()] + (f"{pair}'s" if p.group("p").lower() == "their" else pair) + said[p.end() :]
+    return said, (replace(_referent(pair), plural=True, person=True),), f"{pronouns[0].group('p')!r} is {pair!r}, the people the answer named together"
+
+
+def _referent(text: str) -> Referent:
+    """A person's name (or people's, joined by "and") as a referent the tracker keeps."""
+    return Referent(text, "name", tuple(analyze(text)) or (text.lower(),))
+
+
+def _owns(message: str, at: int) -> bool:
+    """Whether "her" before this point is a possessive: a content word follows ("her husband")."""
+    nxt = re.match(r"\s+([a-z]+)", message[at:])
+    return nxt is not None and nxt.group(1) not in {"to", "in", "at", "on", "for", "with", "from", "about", "and", "or", "when", "if"}

@@ -1,0 +1,111 @@
+"""People in an assistant's answer, as a personal pronoun of the next message may take them: their
+full names, and the gender the answer's own pronouns give each.
+
+Only text is read here (no tracker): the tracker marks the gender of the user's referents with it
+(`Tracker.read` of an answer), and `answer_refs` chooses among the answer's people with it.
+
+- **A person's name** is written as people's are: two or three capitalised words, an initial
+  between them ("Joseph S. Cook"), not after an article or "of" ("the Battle of Hastings"), not
+  after a place's preposition or a place it is the region of ("in Bethel, New York"), no word of
+  a thing's name ("Nobel Prize", "Florence Cathedral", "Medici family"): a personal pronoun never
+  takes a place, a band or an event.
+- **Its gender** is the first "he"/"she" (else "him"/"his"/"her") after its mention and before
+  the next person's ("Pierre Curie ... In 1895 he married Marie Sklodowska, ... famous for her
+  work": Pierre "he", Marie "she"); no such pronoun, no gender (`""`), and the name stays a
+  candidate for either.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from querywise.text import analyze
+from querywise.understand.followup.message import FUNCTION
+
+__all__ = ["FULL_NAME", "NOT_PERSON", "Gender", "Person", "answer_pair", "answer_people", "pronoun_gender"]
+
+Gender = Literal["m", "f", ""]
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# A full name as people's are written: two or three capitalised words, an initial between them.
+FULL_NAME = re.compile(r"(?<![\w.])(?P<name>[A-Z][a-z]+(?:\s+[A-Z]\.)?(?:\s+[A-Z][a-z]+){1,2})\b")
+#: Words that end or make a name of a thing, a group or an event, not a person ("St Mary's
+#: Hospital", "Nobel Prize", "Woodstock Festival", "Medici family").
+NOT_PERSON = _words(
+    "university college school hospital prize award war empire kingdom union states republic ocean sea river lake mountain "
+    "mountains street road company church museum park island islands city county state province bay reef canal bridge "
+    "tower building centre center institute society party army navy court house hall station airport festival band "
+    "battle cathedral palace castle family dynasty mission album records games cup league club team treaty revolution "
+    "stores store engine system day north south east west new san los las st saint"
+)
+_MALE = frozenset(["he", "him", "his", "himself"])
+_FEMALE = frozenset(["she", "her", "hers", "herself"])
+_NOMINATIVE = re.compile(r"\b(?:he|she|himself|herself)\b", re.IGNORECASE)
+_GENDERED = re.compile(r"\b(?:he|him|his|himself|she|her|hers|herself)\b", re.IGNORECASE)
+# What comes before a place's name, not a person's ("in Bethel", "from Aberdeen").
+_PLACE_BEFORE = frozenset(["in", "at", "near", "from", "to", "of", "the", "a", "an", "into", "across", "outside", "around"])
+# Two people joined: "Neil Armstrong and Buzz Aldrin", whom a "they" may mean.
+_PAIR = re.compile(rf"{FULL_NAME.pattern}(?:,\s+{FULL_NAME.pattern.replace('?P<name>', '?:')})*,?\s+and\s+(?P<last>[A-Z][a-z]+(?:\s+[A-Z]\.)?(?:\s+[A-Z][a-z]+){{1,2}})\b")
+
+
+@dataclass(frozen=True)
+class Person:
+    """A person an answer names: the name as written, where, and the gender its pronouns give."""
+
+    name: str
+    start: int
+    gender: Gender = ""
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        return tuple(analyze(self.name))
+
+
+def pronoun_gender(pronoun: str) -> Gender:
+    """"m" for he/him/his, "f" for she/her, "" for any other word."""
+    low = pronoun.lower()
+    return "m" if low in _MALE else "f" if low in _FEMALE else ""
+
+
+def _is_person(text: str, start: int, words: list[str]) -> bool:
+    if words[0].lower() in FUNCTION:
+        return False  # "The English king ...": a capital that opens a sentence, not a first name
+    before = text[:start].rstrip()
+    prev = before.split()[-1:] or [""]
+    if prev[0].lower().strip(",") in _PLACE_BEFORE or any(w.lower().strip(".") in NOT_PERSON for w in words):
+        return False
+    # "Bethel, New York": a name after a capitalised word and a comma is the place's region.
+    return not (before.endswith(",") and prev[0][:1].isupper())
+
+
+def answer_people(text: str) -> list[Person]:
+    """The people `text` names, in order, each with the gender its pronouns give (see the module's
+    docstring); a name said twice is one person, at its first mention."""
+    found = [(m.start(), m.end(), m.group("name")) for m in FULL_NAME.finditer(text) if _is_person(text, m.start(), m.group("name").split())]
+    people: dict[tuple[str, ...], Person] = {}
+    for n, (start, end, name) in enumerate(found):
+        upto = found[n + 1][0] if n + 1 < len(found) else len(text)
+        # A subject's "he"/"she" says whom it is about; a "his" or "her" after a name may be
+        # another's ("Ingrid Moller, who later ran his gallery herself").
+        pronoun = _NOMINATIVE.search(text, end, upto) or _GENDERED.search(text, end, upto)
+        person = Person(name, start, pronoun_gender(pronoun.group(0)) if pronoun else "")
+        kept = people.get(person.key)
+        if kept is None:
+            people[person.key] = person
+        elif not kept.gender and person.gender:
+            people[person.key] = Person(kept.name, kept.start, person.gender)
+    return list(people.values())
+
+
+def answer_pair(text: str) -> str | None:
+    """The one run of two or more people joined by "and" that `text` names ("Neil Armstrong and
+    Buzz Aldrin"), as written; None for none or two such runs."""
+    runs = [m.group(0) for m in _PAIR.finditer(text) if _is_person(text, m.start(), m.group("name").split())
+            and not any(w.lower() in NOT_PERSON for w in m.group("last").split())]
+    return runs[0] if len(runs) == 1 else None
