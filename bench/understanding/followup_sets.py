@@ -153,8 +153,10 @@ def passages_markdown(result: dict[str, Any]) -> str:
         "the name an answer gave: 0.382 / 0.538 with it, 0.400 / 0.568 without), which was dropped -- for that rule the set "
         "is no longer held out. Then the author's guessed categories for the rules that fired on none of its rows (prose "
         "series in an answer, terms only an answer names; no rows), from which the `prose-refs` branch wrote its own "
-        "development conversations (`rewrite_passages_dev.md`) and rules; this set was scored once, at that branch's end, "
-        "and the figures below are that run's, committed as they came.",
+        "development conversations (`rewrite_passages_dev.md`) and rules; this set was scored once, at that branch's end "
+        "(0.400 / 0.570). Then the `heldout-3` author's error categories on the second held-out set (person pronouns, titles, "
+        "answer fragments, 'they'; no rows), from which the `person-refs` branch wrote development rows and rules; this set "
+        "was scored once more when that branch was merged, decided before the run: the figures below.",
         "",
         "Two kinds of conversation, 15 of each, all text the team's own: CAsT 2021/22-style, where each assistant turn is a "
         "whole web or encyclopaedia passage of 95-250 words (health, cooking, history, finance, science, travel, technology) "
@@ -203,7 +205,9 @@ passages_2_markdown = passage_page(
     "read neither the follow-up code nor the earlier dialogue files beyond their first row (`dialogues_passages.jsonl` had been read since its "
     "first run); it was committed (f4d3b17) before any code ran on its rows, and its figures were computed once and committed as they came (0.359 / 0.528 added terms, on the code of c100134). "
     "It was scored again once when the `prose-refs` branch (prose lists, terms an answer defines; chosen on the development set) was "
-    "merged, with that branch decided before the run: the figures below. "
+    "merged, with that branch decided before the run (0.357 / 0.515). The set's author then reported error categories in their own "
+    "words (no rows): list items, person pronouns, part-title subjects, answer fragments, 'they' for people; the `person-refs` branch "
+    "wrote its own development rows for them and was merged, decided before this set was scored once more: the figures below. "
     "35 conversations, 162 rows, 39 of them standalone turns kept as typed: 17 CAsT 2021/22-style (72 rows; every answer a passage of 90-250 "
     "words: prose lists followed by \"the second one\" or \"the last\", a disease, a treaty, a drug or a person only the passage names, changes "
     "of subject, \"which one ...?\" after a comparison of two, ellipsis such as \"and in Canada?\") and 18 QuAC-style (90 rows; a \"Title. "
