@@ -41,7 +41,8 @@ def load_embedder(
     encoder fine-tuned by `querywise.embed.finetune`, served by torch for "torch" and by its own
     ONNX export otherwise (quantized for "onnx-int8"); its vectors are cached under its own id.
     ``bulk``: the embedder only embeds large batches (a build), so ONNX Runtime's idle threads
-    sleep instead of spinning.
+    sleep instead of spinning. ``batch_size`` does not apply to "onnx-int8", which embeds each
+    text alone (`OnnxEmbedder.int8`).
 
     >>> embedder = load_embedder("onnx", cache_dir=Path(".cache/querywise"))
     """
@@ -65,10 +66,10 @@ def load_embedder(
             inner = SentenceTransformerEmbedder(batch_size=batch_size, model_folder=model_folder)
             inner.model_id = f"{model_id}/torch-fp32"
         elif kind == "onnx-int8":
-            from ._onnx import OnnxEmbedder, int8_model_id
+            from ._onnx import OnnxEmbedder
 
             export_dir = cache_dir / "models" if cache_dir is not None else None
-            inner = OnnxEmbedder.int8(export_dir=export_dir, batch_size=batch_size, model_folder=model_folder, model_id=int8_model_id(model_id), spinning=spinning)
+            inner = OnnxEmbedder.int8(export_dir=export_dir, model_folder=model_folder, base_id=model_id, spinning=spinning)
         else:
             from ._onnx import OnnxEmbedder
 
@@ -87,7 +88,7 @@ def load_embedder(
         from ._onnx import OnnxEmbedder
 
         export_dir = cache_dir / "models" if cache_dir is not None else None
-        inner = OnnxEmbedder.int8(export_dir=export_dir, batch_size=batch_size, spinning=spinning)
+        inner = OnnxEmbedder.int8(export_dir=export_dir, spinning=spinning)
     else:
         known = ", ".join(repr(k) for k in EMBEDDER_KINDS)
         raise ValueError(f"unknown embedder kind {kind!r}; expected one of {known}")
