@@ -13,9 +13,11 @@ repeats, every configuration taking its turn in each repeat:
 - the embedder on SciFact abstracts (title + text; the set that chose the defaults) and Medline
   abstracts (the set that reports them): the plain graph the embedder runs against the fused one
   (`_graph.bert_onnx(fused=True)`: ONNX Runtime's Attention and BiasGelu), on batches capped at
-  1,024, 512 and 256 padded tokens; int8; two threads sleeping, as a build runs; useful tokens
-  against the padded tokens each cap runs;
-- where an fp32 embedding's time goes, by operator type (ONNX Runtime's profiler), both graphs.
+  1,024, 512 and 256 padded tokens; int8, and int8 with ONNX Runtime's SkipLayerNormalization
+  fusion on (the embedder turns it off: `_onnx.UNFUSED`); two threads sleeping, as a build runs;
+  useful tokens against the padded tokens each cap runs;
+- where an embedding's time goes, by operator type (ONNX Runtime's profiler): both fp32 graphs,
+  int8 with and without that fusion.
 Writes bench/results/embed_efficiency.json and .md.
 """
 
@@ -64,6 +66,24 @@ def _matmul(k: int, n: int, int8: bool) -> Any:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def _dynamic_matmul(k: int, n: int) -> Any:
+    """What the int8 embedder runs for a projection: ONNX Runtime's DynamicQuantizeMatMul (fp32 in,
+    the activations quantized to uint8 per call, int8 weights scaled per output channel, the bias
+    added, fp32 out), the product the quantizer's MatMulInteger + scale + bias fuse into."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    a = helper.make_tensor_value_info("a", TensorProto.FLOAT, ["m", k])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["m", n])
+    inits = [numpy_helper.from_array(rng.integers(-127, 128, (k, n)).astype(np.int8), "b"),
+             numpy_helper.from_array((rng.random(n) * 0.01).astype(np.float32), "scale"),
+             numpy_helper.from_array(np.zeros(n, dtype=np.int8), "zero"),
+             numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), "bias")]
+    node = helper.make_node("DynamicQuantizeMatMul", ["a", "b", "scale", "zero", "bias"], ["y"], domain="com.microsoft")
+    graph = helper.make_graph([node], "g", [a], [y], initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+
+
 def _batched(shape_a: tuple[int, ...], shape_b: tuple[int, ...]) -> Any:
     from onnx import TensorProto, helper
 
@@ -97,6 +117,9 @@ def gemm_peaks(repeats: int) -> dict[str, Any]:
             s = _session(_matmul(k, n, int8), 1)
             x = rng.integers(0, 256, (TOKENS, k)).astype(np.uint8) if int8 else rng.standard_normal((TOKENS, k)).astype(np.float32)
             rates[f"{'int8' if int8 else 'fp32'} {TOKENS}x{k}x{n}"] = _thread_rate(_runner(s, {"a": x}), 2 * TOKENS * k * n, repeats)
+    for k, n in ((HIDDEN, HIDDEN), (HIDDEN, FFN), (FFN, HIDDEN)):
+        x = rng.standard_normal((TOKENS, k)).astype(np.float32)
+        rates[f"int8-dynamic {TOKENS}x{k}x{n}"] = _thread_rate(_runner(_session(_dynamic_matmul(k, n), 1), {"a": x}), 2 * TOKENS * k * n, repeats)
     heads = BATCH * HEADS
     attention = {"QK^T": ((heads, SEQ, HEAD_DIM), (heads, HEAD_DIM, SEQ)), "PV": ((heads, SEQ, SEQ), (heads, SEQ, HEAD_DIM))}
     for name, (sa, sb) in attention.items():
@@ -106,7 +129,7 @@ def gemm_peaks(repeats: int) -> dict[str, Any]:
     # One layer's work at 1,024 tokens, each part at its own rate: the time the mix needs.
     parts = {"proj": 4 * 2 * TOKENS * HIDDEN * HIDDEN, "ffn": 2 * TOKENS * HIDDEN * FFN, "att": 2 * heads * SEQ * SEQ * HEAD_DIM}
     mix = {}
-    for p in ("fp32", "int8"):
+    for p in ("fp32", "int8", "int8-dynamic"):
         seconds = (parts["proj"] / rates[f"{p} {TOKENS}x{HIDDEN}x{HIDDEN}"] + parts["ffn"] / rates[f"{p} {TOKENS}x{HIDDEN}x{FFN}"]
                    + parts["ffn"] / rates[f"{p} {TOKENS}x{FFN}x{HIDDEN}"] + parts["att"] / rates["fp32 attention QK^T"]
                    + parts["att"] / rates["fp32 attention PV"])
@@ -114,25 +137,30 @@ def gemm_peaks(repeats: int) -> dict[str, Any]:
     return {"per_shape": rates, "model_mix": mix}
 
 
-def _embedder(model: Path | bytes, threads: int, spinning: bool, batch_tokens: int) -> Any:
+def _embedder(model: Path | bytes, threads: int, spinning: bool, batch_tokens: int, unfused: Sequence[str] | None = None) -> Any:
+    """The embedder on ``model``; ``unfused``: the graph optimizers turned off (None: its own, `UNFUSED`)."""
     from querywise.embed import OnnxEmbedder
+    from querywise.embed._onnx import UNFUSED
 
-    return OnnxEmbedder(model, model_id="bench", threads=threads, spinning=spinning, batch_tokens=batch_tokens)
+    return OnnxEmbedder(model, model_id="bench", threads=threads, spinning=spinning, batch_tokens=batch_tokens,
+                        unfused=UNFUSED if unfused is None else unfused)
 
 
 def _variants(models: dict[str, Path | bytes]) -> dict[str, Any]:
-    """Each configuration measured, by its row's name: (model, threads, spinning, batch tokens)."""
-    specs: dict[str, tuple[str, int, bool, int]] = {
+    """Each configuration measured, by its row's name: (model, threads, spinning, batch tokens[,
+    graph optimizers turned off: the embedder's own when not given])."""
+    specs: dict[str, tuple[str, int, bool, int] | tuple[str, int, bool, int, tuple[str, ...]]] = {
         "fp32, 1 thread, 1,024-token batches (the former default)": ("fp32", 1, True, 1024),
         "fp32 fused graph, 1 thread, 1,024-token batches": ("fused", 1, True, 1024),
         "fp32, 1 thread, 512-token batches (the default)": ("fp32", 1, True, 512),
         "fp32 fused graph, 1 thread, 512-token batches": ("fused", 1, True, 512),
         "fp32, 1 thread, 256-token batches": ("fp32", 1, True, 256),
         "int8, 1 thread, 1,024-token batches (the default)": ("int8", 1, True, 1024),
+        "int8, 1 thread, 1,024-token batches, SkipLayerNormalization fused (before d0ae077)": ("int8", 1, True, 1024, ()),
         "int8, 1 thread, 512-token batches": ("int8", 1, True, 512),
         "fp32, 2 threads sleeping, 512-token batches (a build's)": ("fp32", 2, False, 512),
     }
-    return {name: _embedder(models[m], threads, spin, tokens) for name, (m, threads, spin, tokens) in specs.items()}
+    return {name: _embedder(models[spec[0]], spec[1], spec[2], spec[3], spec[4] if len(spec) > 4 else None) for name, spec in specs.items()}
 
 
 def padding(lengths: Sequence[int], caps: Sequence[int]) -> dict[str, Any]:
@@ -181,9 +209,12 @@ def embedder_rates(texts: Sequence[str], variants: dict[str, Any], repeats: int,
                          "per_wall_second": round(flops / min(wall[n]) / 1e9, 1)} for n in variants}}
 
 
-def operator_profile(texts: Sequence[str], model: Path | bytes) -> dict[str, float]:
-    """Share of the model's kernel time by operator type, on one thread."""
+def operator_profile(texts: Sequence[str], model: Path | bytes, unfused: Sequence[str] | None = None) -> dict[str, float]:
+    """Share of the model's kernel time by operator type, on one thread (``unfused``: the
+    optimizers turned off; None: the embedder's own)."""
     import onnxruntime as ort
+
+    from querywise.embed._onnx import UNFUSED
 
     e = _embedder(model, 1, True, 1024)
     with tempfile.TemporaryDirectory() as tmp:
@@ -193,7 +224,8 @@ def operator_profile(texts: Sequence[str], model: Path | bytes) -> dict[str, flo
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.enable_profiling = True
         options.profile_file_prefix = str(Path(tmp) / "profile")
-        e._session = ort.InferenceSession(model if isinstance(model, bytes) else str(model), options, providers=["CPUExecutionProvider"])
+        e._session = ort.InferenceSession(model if isinstance(model, bytes) else str(model), options, providers=["CPUExecutionProvider"],
+                                          disabled_optimizers=list(UNFUSED if unfused is None else unfused))
         e.embed(texts)
         events = json.loads(Path(e._session.end_profiling()).read_text(encoding="utf-8"))
     by: Counter[str] = Counter()
@@ -240,11 +272,15 @@ def run(n_texts: int, repeats: int, n_agreement: int) -> dict[str, Any]:
     agreement = _agreement([*whole, *(t.split(". ")[0] for t in whole)], plain, fused)
     peaks = gemm_peaks(repeats * 5)
     rates = {name: embedder_rates(texts, variants, repeats, n_texts) for name, texts in sets.items()}
-    profiles = {g: operator_profile(sets["scifact"][:n_texts], models[m]) for g, m in (("plain", "fp32"), ("fused", "fused"))}
+    profiled: dict[str, tuple[str, tuple[str, ...] | None]] = {
+        "plain fp32": ("fp32", None), "fused fp32": ("fused", None), "int8": ("int8", None),
+        "int8 (SkipLayerNormalization fused, before d0ae077)": ("int8", ()),
+    }
+    profiles = {g: operator_profile(sets["scifact"][:n_texts], models[m], unfused) for g, (m, unfused) in profiled.items()}
     for per_set in rates.values():
         for name, row in per_set["rows"].items():
             for key, suffix in (("per_cpu_second", ""), ("median_per_cpu_second", "_median")):
-                for kind in ("fp32", "int8") if name.startswith("int8") else ("fp32",):
+                for kind in ("fp32", "int8", "int8-dynamic") if name.startswith("int8") else ("fp32",):
                     row[f"share_of_{kind}_mix{suffix}"] = round(row[key] / peaks["model_mix"][kind], 3)
     log(f"peaks {peaks['model_mix']}, embedder {rates}")
     return {"texts": n_texts, "repeats": repeats, "gemm": peaks, "embedder": rates, "fused_agreement": agreement,
@@ -261,7 +297,9 @@ def markdown(result: dict[str, Any]) -> str:
              "(their contention for the caches does). SciFact chose the defaults, Medline reports them.", "",
              "Realistic peaks, one thread of ONNX Runtime at the model's shapes (G(FL)OP per CPU-second): "
              + ", ".join(f"{k} {v}" for k, v in g["per_shape"].items())
-             + f"; the model's mix: **fp32 {g['model_mix']['fp32']}**, **int8 {g['model_mix']['int8']}** (attention stays fp32).", "",
+             + f"; the model's mix: **fp32 {g['model_mix']['fp32']}**, **int8 {g['model_mix']['int8']}** (attention stays fp32)"
+             + (f", **int8 with dynamic quantization {g['model_mix']['int8-dynamic']}** (each projection as the embedder runs it: "
+                "DynamicQuantizeMatMul, the activations quantized per call)" if "int8-dynamic" in g["model_mix"] else "") + ".", "",
              f"The fused graph against the plain one (the embedder's) on {a['texts']:,} texts (SciFact and Medline abstracts, half whole, half their first sentence): smallest cosine "
              f"{a['min_cosine']}, largest absolute difference {a['max_abs_difference']:.1e}.", ""]
     for name, per_set in result["embedder"].items():
@@ -272,15 +310,17 @@ def markdown(result: dict[str, Any]) -> str:
                   "Padded share of the tokens run, this sample / the whole set embedded in one call: "
                   + ", ".join(f"{cap} tokens a batch {r['padded_share']:.1%} / {whole['by_batch_tokens'][cap]['padded_share']:.1%}"
                               for cap, r in pad["by_batch_tokens"].items()) + ".", "",
-                  "| embedder | useful GFLOP per CPU-second, best (median) | per wall second | share of the fp32 mix, best (median) | share of the int8 mix |",
-                  "|---|---|---|---|---|"]
+                  "| embedder | useful GFLOP per CPU-second, best (median) | per wall second | share of the fp32 mix, best (median) | share of the int8 mix "
+                  "| share of the int8 mix with dynamic quantization |",
+                  "|---|---|---|---|---|---|"]
         for row_name, r in per_set["rows"].items():
-            int8 = (f"{r['share_of_int8_mix']:.0%} ({r['share_of_int8_mix_median']:.0%})" if "share_of_int8_mix" in r else "-")
+            int8, dynamic = ((f"{r[f'share_of_{k}_mix']:.0%} ({r[f'share_of_{k}_mix_median']:.0%})" if f"share_of_{k}_mix" in r else "-")
+                             for k in ("int8", "int8-dynamic"))
             lines.append(f"| {row_name} | {r['per_cpu_second']} ({r['median_per_cpu_second']}) | {r['per_wall_second']} | "
-                         f"{r['share_of_fp32_mix']:.0%} ({r['share_of_fp32_mix_median']:.0%}) | {int8} |")
+                         f"{r['share_of_fp32_mix']:.0%} ({r['share_of_fp32_mix_median']:.0%}) | {int8} | {dynamic} |")
         lines.append("")
     for graph, share in result["operator_share"].items():
-        lines.append(f"Where the {graph} graph's fp32 time goes (ONNX Runtime's profiler, one thread, SciFact): "
+        lines.append(f"Where the {graph} graph's time goes (ONNX Runtime's profiler, one thread, SciFact): "
                      + ", ".join(f"{op} {v:.1%}" for op, v in share.items()) + ".")
     return "\n".join(lines)
 

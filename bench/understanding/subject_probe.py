@@ -22,6 +22,11 @@ fused list is recomputed under other rules, so a rule costs no new plan: execute
    it leans on it (`leans_on_answer`), its cosine to it, the topic-shift chance, the answer's
    words after the message rather than the form). Train chooses, val confirms, test reports.
 3. What each rule costs the follow-up slice against the plan as made, with its paired standard error.
+4. The third round (#34 item 5): the retriever's own signals (the overlap of the message's and the
+   answer query's lists; how clearly the message alone finds something and how far the answer
+   query's first hit is from it, `Drift`), an unanswered question of the assistant, the message
+   leading the answer query; the rule the train documents choose among them (`chosen`), and how
+   often a follow-up's gold is the passage just answered (`same_passage`).
 
 Writes bench/results/subject_probe.json and .md; reuses bench/work/eval-doc2dial (built by
 `followup_recall` when missing).
@@ -46,6 +51,7 @@ COMMAND = ".venv/bin/python -m bench.understanding.subject_probe"
 CACHE = WORK / "subject_probe"
 DEPTH = 50  # execute's depth for a plan of more than one query
 TOP = 10  # the harness asks k=10: a plan of one query is searched that deep
+DENSE_DEPTH = 200  # the message's dense list read for the retriever's own signals (`Drift`)
 GROUPS = {"follow": "follow-up slice", "subject": "changes of subject", "answered": "changes of subject after an answer"}
 MECHANISMS = ("answer", "form", "reading")
 #: A message that opens by replying to what the assistant said ("yes, ...", "not", "that's right")
@@ -125,6 +131,8 @@ class Searcher:
         self.rrf_k: int = self.retriever.rrf_k
         self.path = CACHE / "searches.pkl"
         self.done: dict[tuple[str, int], list[str]] = pickle.loads(self.path.read_bytes()) if self.path.exists() else {}
+        self.dense_path = CACHE / "dense.pkl"
+        self.cosines: dict[str, list[tuple[str, float]]] = pickle.loads(self.dense_path.read_bytes()) if self.dense_path.exists() else {}
 
     def __call__(self, text: str, k: int) -> list[str]:
         from querywise.retrieve.protocol import checked
@@ -133,9 +141,18 @@ class Searcher:
             self.done[(text, k)] = [h.id for h in checked(self.retriever, text, k=k, where=None, mode="hybrid").hits]
         return self.done[(text, k)]
 
+    def dense(self, text: str) -> list[tuple[str, float]]:
+        """`text`'s first `DENSE_DEPTH` chunks by cosine alone (the dense list), with their cosines."""
+        from querywise.retrieve.protocol import checked
+
+        if text not in self.cosines:
+            self.cosines[text] = [(h.id, h.score) for h in checked(self.retriever, text, k=DENSE_DEPTH, where=None, mode="dense").hits]
+        return self.cosines[text]
+
     def save(self) -> None:
         CACHE.mkdir(parents=True, exist_ok=True)
         self.path.write_bytes(pickle.dumps(self.done))
+        self.dense_path.write_bytes(pickle.dumps(self.cosines))
 
 
 Fuse = Callable[[Sequence[Searched], Searcher], list[str]]
@@ -237,6 +254,84 @@ def answer_after_message(t: Turn) -> tuple[Searched, ...]:
     return tuple(Searched(f"{t.message.rstrip()} {t.answer}", q.weight, q.label) if q.label == "answer" else q for q in t.queries)
 
 
+def asks_unanswered(t: Turn) -> bool:
+    """The assistant's last turn asks the user something ("Would you like to know how to order
+    personalized plates?") and the message does not lean on it (`leans_on_answer`): a question
+    left unanswered, whose words are not what the message asks about."""
+    return t.answer.rstrip().endswith("?") and not leans_on_answer(t)
+
+
+@dataclass(frozen=True)
+class Drift:
+    """What the retriever says of a plan's answer query, read from the message's own dense list:
+    its best cosine to any chunk, its 50th best, and its cosine to the answer query's first hit
+    (the list's last cosine when that hit is beyond `DENSE_DEPTH`: the drift is then counted at
+    the least it can be, the message's best over its 200th)."""
+
+    best: float
+    fiftieth: float
+    to_answer_top: float
+
+    @property
+    def clarity(self) -> float:
+        """How clearly the message alone finds something: its best cosine over its 50th."""
+        return self.best - self.fiftieth
+
+    @property
+    def drift(self) -> float:
+        """How far the answer query's first hit is from what the message alone finds best."""
+        return self.best - self.to_answer_top
+
+
+def drift(t: Turn, search: Searcher) -> Drift | None:
+    """The `Drift` of a turn whose plan has an answer query (None otherwise)."""
+    answer = next((q for q in t.queries if q.label == "answer"), None)
+    own = search.dense(t.message)
+    top = search(answer.text, DEPTH) if answer is not None else []
+    if not top or len(own) < 50:
+        return None
+    cosine = dict(own)
+    return Drift(own[0][1], own[49][1], cosine.get(top[0], own[-1][1]))
+
+
+def drifted(search: Searcher, clarity: float, away: float) -> Callable[[Turn], bool]:
+    """The message alone finds something clearly (`Drift.clarity` >= `clarity`) and the answer
+    query's first hit is far from it (`Drift.drift` >= `away`)."""
+    def when(t: Turn) -> bool:
+        d = drift(t, search)
+        return d is not None and d.clarity >= clarity and d.drift >= away
+    return when
+
+
+def disjoint(search: Searcher, depth: int = 10) -> Callable[[Turn], bool]:
+    """The message's and the answer query's first `depth` hits share no chunk."""
+    def when(t: Turn) -> bool:
+        answer = next((q for q in t.queries if q.label == "answer"), None)
+        return answer is not None and not set(search(t.message, DEPTH)[:depth]) & set(search(answer.text, DEPTH)[:depth])
+    return when
+
+
+def message_leads(when: Callable[[Turn], bool], weight: float = 10.0) -> Rule:
+    """Where `when` holds of a plan with an answer query, the message as typed at `weight`: the
+    answer query (and the form) a second list beside it rather than the list that decides."""
+    def rule(t: Turn) -> tuple[Searched, ...]:
+        if not any(q.label == "answer" for q in t.queries) or not when(t):
+            return t.queries
+        if not any(q.label == "message" for q in t.queries):
+            return (Searched(t.message, weight, "message"), *t.queries)
+        return tuple(Searched(q.text, weight, q.label) if q.label == "message" else q for q in t.queries)
+    return rule
+
+
+def no_answer_when(when: Callable[[Turn], bool]) -> Rule:
+    """Where `when` holds, no answer query."""
+    return lambda t: without("answer")(t) if when(t) else t.queries
+
+
+def _either(*conditions: Callable[[Turn], bool]) -> Callable[[Turn], bool]:
+    return lambda t: any(c(t) for c in conditions)
+
+
 def _flat(a: float) -> Callable[[Turn], float]:
     return lambda t: a
 
@@ -259,7 +354,7 @@ def _unless(lean: Callable[[Turn], bool], low: float) -> Callable[[Turn], float]
     return lambda t: step(t) if lean(t) else low
 
 
-def points() -> dict[str, tuple[Rule, Fuse]]:
+def points(search: Searcher) -> dict[str, tuple[Rule, Fuse]]:
     """The rules on the curve: the answer query's weight (none, a flat multiple of the form's, or
     a function of the topic-shift chance), how much of the answer it holds, the message's floor
     beside it, its top hit kept."""
@@ -296,7 +391,52 @@ def points() -> dict[str, tuple[Rule, Fuse]]:
     out["answer x10 when the message leans on it under chance 0.6, else none"] = (
         answer_weight(lambda t: 10.0 if (t.chance or 0.0) < 0.6 and leans_on_answer(t) else 0.0), fused)
     out["as made, the answer's words after the message, not the form"] = (answer_after_message, fused)
+    out.update(third_round(search))
     return out
+
+
+#: The third round's rules (`third_round`): what the retriever itself says and the fusion's shape.
+THIRD = "third round: "
+
+
+def third_round(search: Searcher) -> dict[str, tuple[Rule, Fuse]]:
+    """The retriever's own signals (the message's and the answer query's lists: their overlap, how
+    clearly the message alone finds something and how far the answer query's first hit is from
+    it), an unanswered question of the assistant, and the message always leading."""
+    out: dict[str, tuple[Rule, Fuse]] = {f"{THIRD}message x10 beside every answer query": (message_leads(lambda _: True), fused),
+                                         f"{THIRD}no answer query when its top 10 and the message's share no chunk": (no_answer_when(disjoint(search)), fused),
+                                         f"{THIRD}no answer query after an unanswered question": (no_answer_when(asks_unanswered), fused),
+                                         f"{THIRD}message x10 after an unanswered question": (message_leads(asks_unanswered), fused)}
+    for clarity, away in ((0.15, 0.2), (0.2, 0.1), (0.2, 0.15), (0.25, 0.1)):
+        when = drifted(search, clarity, away)
+        out[f"{THIRD}no answer query on a drift (clarity >= {clarity:g}, drift >= {away:g})"] = (no_answer_when(when), fused)
+        out[f"{THIRD}message x10 on a drift (clarity >= {clarity:g}, drift >= {away:g})"] = (message_leads(when), fused)
+        both = _either(asks_unanswered, when)
+        out[f"{THIRD}no answer query on a drift (clarity >= {clarity:g}, drift >= {away:g}) or an unanswered question"] = (no_answer_when(both), fused)
+        out[f"{THIRD}message x10 on a drift (clarity >= {clarity:g}, drift >= {away:g}) or an unanswered question"] = (message_leads(both), fused)
+    return out
+
+
+def chosen(rows: Sequence[dict[str, Any]], *, floor: float = 0.62) -> str:
+    """The train documents' choice among the third round's rules: the largest gain after an answer
+    on train whose follow-up slice stays at `floor` or over on train (val and test only report)."""
+    third = [r for r in rows if r["rule"].startswith(THIRD) and r["follow"]["train"] >= floor]
+    return max(third, key=lambda r: (r["answered"]["train"], r["follow"]["train"]))["rule"]
+
+
+def same_passage(cases: Sequence[Any]) -> tuple[int, int]:
+    """Of the follow-up turns after an earlier user turn of the same dialogue, how many have that
+    turn's gold chunk as their own: what down-weighting the passage just answered would cost."""
+    by_turn = {(tuple(h.text for h in c.history), c.message): c for c in cases}
+    same = total = 0
+    for c in cases:
+        if "follow_up" not in c.slices or len(c.history) < 2:
+            continue
+        previous = by_turn.get((tuple(h.text for h in c.history[:-2]), c.history[-2].text))
+        if previous is not None:
+            total += 1
+            same += bool(set(previous.relevant) & set(c.relevant))
+    return same, total
 
 
 def attribution(turns: Sequence[Turn], search: Searcher, *, lose: bool) -> Counter[str]:
@@ -318,7 +458,7 @@ def curve(groups: dict[str, list[Turn]], search: Searcher) -> list[dict[str, Any
     typed = {id(t): recall5(t, fused(as_typed(t), search)) for turns in groups.values() for t in turns}
     made = {id(t): recall5(t, fused(t.queries, search)) for t in groups["follow"]}
     rows = []
-    for name, (rule, fuse) in points().items():
+    for name, (rule, fuse) in points(search).items():
         row: dict[str, Any] = {"rule": name, "se": {}, "follow_vs_made_se": {}}
         for group, turns in groups.items():
             row[group], row["se"][group] = {}, {}
@@ -383,6 +523,21 @@ def markdown(result: dict[str, Any]) -> str:
               "cluster). Per split: train / val / test / all.", "", "| rule | follow-up slice against the plan as made |", "|---|---|"]
     lines += [f"| {r['rule']} | " + " / ".join(f"{r['follow'][p] - made['follow'][p]:+.3f} ({r['follow_vs_made_se'][p]:.3f})" for p in (*SPLITS, "all")) + " |"
               for r in result["curve"] if r is not made and r["rule"] != "as typed"]
+    pick = next(r for r in result["curve"] if r["rule"] == result["chosen"])
+    same, total = result["same_passage"]
+    lines += ["", "## 4. Third round: the retriever's own signals, an unanswered question, the message leading", "",
+              "Rules marked 'third round' in sections 2 and 3. Drift: the message's best cosine to any chunk less its cosine to the "
+              "answer query's first hit (from the message's own dense list, 200 deep); clarity: its best cosine less its 50th. An "
+              "unanswered question: the assistant's last turn ends with '?' and the message does not lean on it. The thresholds "
+              "were picked from an exploration that printed every split; the choice among the rules is train's alone. A drift rule "
+              "reads the searched lists, so it would run in execute, not in the plan.", "",
+              f"- The train documents' choice (the largest gain after an answer on train with the follow-up slice >= 0.62 on train): "
+              f"**{pick['rule'][len(THIRD):]}**: follow-up slice " + " / ".join(f"{pick['follow'][p]:.3f}" for p in (*SPLITS, "all"))
+              + "; after an answer " + " / ".join(f"{pick['answered'][p] - typed['answered'][p]:+.3f} ({pick['se']['answered'][p]:.3f})" for p in (*SPLITS, "all"))
+              + " (train / val / test / all).",
+              f"- The passage just answered is what most follow-ups need: {same} of {total} follow-up turns after an earlier user turn "
+              f"of the same dialogue have that turn's gold chunk as their own ({same / max(total, 1):.0%}), so the passage the user has "
+              "read is not down-weighted."]
     return "\n".join(lines) + "\n"
 
 
@@ -394,9 +549,10 @@ def main() -> None:
         groups = load(moved, cases)
         search = Searcher(ix)
         try:
-            result = {"attribution": {g: dict(attribution([t for t in groups[g] if t.split == "train"], search, lose=g != "follow"))
-                                      for g in ("subject", "answered", "follow")},
-                      "curve": curve(groups, search)}
+            rows = curve(groups, search)
+            result: dict[str, Any] = {"attribution": {g: dict(attribution([t for t in groups[g] if t.split == "train"], search, lose=g != "follow"))
+                                                      for g in ("subject", "answered", "follow")},
+                                      "curve": rows, "same_passage": same_passage(cases), "chosen": chosen(rows)}
         finally:
             search.save()
     out = publish("subject_probe", result, command=COMMAND, render=markdown)

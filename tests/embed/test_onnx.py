@@ -92,3 +92,24 @@ def test_the_matmuls_a_recipe_names_stay_fp32_and_the_rest_are_int8(fp32_graph: 
 def test_a_name_the_model_does_not_have_is_refused_rather_than_quantized(fp32_graph: bytes) -> None:
     with pytest.raises(ValueError, match=r"encoder\.layer\.9\.output\.dense"):
         quantize_int8(fp32_graph, Int8Recipe(fp32_matmuls=(ffn_output(9),)))
+
+
+@pytest.mark.model
+def test_fp32_vectors_are_those_onnx_runtime_gives_with_every_fusion(fp32_graph: bytes) -> None:
+    # The embedder turns one fusion off (SkipLayerNormalization: slow in the int8 graph); the fp32
+    # graph never gets it, so the default embedder's vectors are what they were, bit for bit.
+    import numpy as np
+    import onnxruntime as ort
+
+    from querywise.embed import OnnxEmbedder
+    from querywise.embed._onnx import mean_pool_normalise
+
+    embedder = OnnxEmbedder(fp32_graph, model_id="fp32", threads=1)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(fp32_graph, options, providers=["CPUExecutionProvider"])
+    for text in ("Where is my parcel?", "Aspirin lowers the risk of a second heart attack in adults over 50. " * 8):
+        ids = np.array([embedder._tokenizer.encode(text).ids], dtype=np.int64)
+        mask = np.ones_like(ids)
+        (hidden,) = session.run(["last_hidden_state"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
+        assert np.array_equal(embedder.embed([text]), mean_pool_normalise(np.asarray(hidden, dtype=np.float32), mask))

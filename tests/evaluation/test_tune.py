@@ -120,3 +120,51 @@ def test_on_an_index_with_sentence_vectors_each_choice_written_ranks_as_scored(t
             run = run_arm(cases, qw, Arm(name=scored.label, mode="hybrid"), [NDCG])
         engine = sum(r.scores["ndcg@10"] or 0.0 for r in run.cases) / len(cases)
         assert scored.score == pytest.approx(engine, abs=1e-4), scored.label
+
+
+def test_each_feedback_setting_scores_what_the_engine_gives_with_it(built: Path, tmp_path: Path, hash_embedder: Any) -> None:
+    from querywise.evaluation.tune_feedback import FEEDBACK_GRID
+
+    cases = [c.model_copy(update={"id": f"{c.id}-{i}"}) for i in range(5) for c in CASES]  # 30: the held-out gain must be above 0
+    base = Settings(cache_dir=tmp_path / "c")
+    with Index.open(built, settings=base, embedder=hash_embedder) as ix, QueryWise(base, ix) as qw:
+        result = tune(cases, qw, NDCG, folds=3, feedback=True)
+    fb = result.feedback
+    assert fb is not None and set(fb.scores) == {f.label for f in FEEDBACK_GRID}
+    assert fb.without == pytest.approx(next(s.score for s in result.scores if s.candidate == result.chosen), abs=1e-4)
+    assert fb.chosen == (fb.best if fb.cv_gain > 0 else None)
+    assert fb.cv_gain_low <= fb.cv_gain <= fb.cv_gain_high
+    c = result.chosen
+    for setting in FEEDBACK_GRID[:3]:
+        s = base.model_copy(update={"index": IndexSettings(fusion=c.fusion, dense_weight=c.dense_weight, feedback_docs=setting.docs,
+                                                           feedback_terms=setting.terms, feedback_weight=setting.weight)})
+        with Index.open(built, settings=s, embedder=hash_embedder) as ix, QueryWise(s, ix) as qw:
+            run = run_arm(CASES, qw, Arm(name=setting.label, mode=c.mode), [NDCG])
+        engine = sum(r.scores["ndcg@10"] or 0.0 for r in run.cases) / len(CASES)
+        assert fb.scores[setting.label] == pytest.approx(engine, abs=1e-4), setting.label
+
+
+def test_without_feedback_asked_tune_measures_none(built: Path, tmp_path: Path, hash_embedder: Any) -> None:
+    s = Settings(cache_dir=tmp_path / "c", index=IndexSettings(feedback_docs=3))  # a config with it on: tune's lists are without it
+    with Index.open(built, settings=s, embedder=hash_embedder) as ix, QueryWise(s, ix) as qw:
+        on = tune(CASES, qw, NDCG, folds=3)
+    off = Settings(cache_dir=tmp_path / "c")
+    with Index.open(built, settings=off, embedder=hash_embedder) as ix, QueryWise(off, ix) as qw:
+        plain = tune(CASES, qw, NDCG, folds=3)
+    assert on.feedback is None and [x.score for x in on.scores] == [x.score for x in plain.scores]
+
+
+@pytest.mark.model
+def test_the_cli_with_feedback_writes_the_feedback_it_chose(tmp_path: Path, shop: list[Chunk]) -> None:
+    build_index(shop, tmp_path / "real", settings=Settings(cache_dir=tmp_path / "c")).close()
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(c.model_dump_json(include={"id", "message", "relevant"}) + "\n" for c in CASES), encoding="utf-8")
+    source, target = tmp_path / "querywise.toml", tmp_path / "tuned.toml"
+    source.write_text(f'cache_dir = "{tmp_path / "c"}"\n\n[index]\nfeedback_docs = 7\n', encoding="utf-8")
+    result = CliRunner().invoke(cli.app, ["tune", str(cases), "-i", str(tmp_path / "real"), "-c", str(source), "--folds", "3",
+                                          "--feedback", "--write-config", str(target)])
+    assert result.exit_code == 0, result.output
+    assert "feedback on" in result.stdout and "held-out gain" in result.stdout
+    tuned = load_settings(target)
+    # six cases: feedback is written only if it held out above none at the 95% bound; else it is off, not the 7 copied
+    assert tuned.index.feedback_docs in {0, 3, 5, 10} and "feedback_docs = " in target.read_text(encoding="utf-8")

@@ -351,3 +351,34 @@ def test_two_names_without_a_catalog_are_two_readings_and_a_request_s_verb_is_no
     assert form("Which one is faster?", history) == "Which one is faster? Python or Rust"
     made = standalone_form("Is it memory safe?", history, check_follow_up("Is it memory safe?", history))
     assert (made.text, made.readings) == ("Is Python memory safe?", ("Is Rust memory safe?",))
+
+
+def test_the_second_one_after_a_first_thing_asks_of_the_second() -> None:
+    history: list[str | Turn] = [Turn(role="user", text="Tell me about the Kinks."), Turn(role="assistant", text="The Kinks were a London rock band."),
+                                 Turn(role="user", text="What was their first single?"), Turn(role="assistant", text="Their first single was a cover.")]
+    assert form("And the second one?", history) == "What was the Kinks' second single?"
+
+
+def test_it_is_never_the_person_he_took_though_the_turn_named_two_names() -> None:
+    history: list[str | Turn] = [
+        Turn(role="user", text="Who discovered insulin?"),
+        Turn(role="assistant", text="Insulin was isolated in 1921 by Frederick Banting, a Canadian surgeon working in Toronto."),
+        Turn(role="user", text="Did he win a Nobel Prize for it?"),
+        Turn(role="assistant", text="Yes. Banting shared the 1923 Nobel Prize with John Macleod."),
+    ]
+    gate = check_follow_up("Why is it so expensive today?", history)
+    form_ = standalone_form("Why is it so expensive today?", history, gate)
+    assert "Banting" not in form_.text and not any("Banting" in r for r in form_.readings)
+
+
+def test_topic_continuity_alone_puts_the_subject_beside_the_message_not_the_last_focus() -> None:
+    history: list[str | Turn] = [
+        Turn(role="user", text="How is gout treated?"),
+        Turn(role="assistant", text="Gout is treated in three ways:\n1. Colchicine, which calms an attack.\n2. Allopurinol, which lowers uric acid.\n"
+                                    "3. Diet changes, such as less red meat."),
+        Turn(role="user", text="How fast does the first one work?"),
+        Turn(role="assistant", text="It usually eases the pain within a day."),
+    ]
+    gate = check_follow_up("Is cherry juice useful?", history)
+    assert gate.strength == "weak"
+    assert standalone_form("Is cherry juice useful?", history, gate).text == "Is cherry juice useful? gout"

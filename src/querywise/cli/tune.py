@@ -48,6 +48,10 @@ def _render(result: TuneResult) -> None:
               f"held out: tuned {result.cv_score:.4f}, best single mode {result.cv_single_best:.4f}", highlight=False)
     out.print(f"held-out gain over plain RRF: {result.cv_gain:+.4f} (95% interval {result.cv_gain_low:+.4f} to {result.cv_gain_high:+.4f}); "
               f"written: {esc(result.chosen.label)}", highlight=False)
+    if (fb := result.feedback) is not None:
+        out.print(f"feedback on {esc(result.chosen.label)}: none {fb.without:.4f} · best {esc(fb.best.label)} {fb.scores[fb.best.label]:.4f} · "
+                  f"held-out gain {fb.cv_gain:+.4f} (95% interval {fb.cv_gain_low:+.4f} to {fb.cv_gain_high:+.4f}); "
+                  f"written: {esc(fb.chosen.label) if fb.chosen else 'none'}", highlight=False)
     for w in result.warnings:
         err.print(f"[yellow]warning:[/] {esc(w)}", highlight=False)
 
@@ -73,12 +77,13 @@ def _render_moves(result: MovesTuneResult) -> None:
 def tune_cmd(
     cases: Annotated[Path, typer.Argument(help="Labelled cases as `eval` reads them: a JSONL case file or a BEIR folder.", exists=True)],
     index: IndexOpt,
-    write_config: Annotated[Path | None, typer.Option("--write-config", help="Write --config (or an empty config) here with the chosen [index] fusion, dense_weight (and sentence_share).")] = None,
+    write_config: Annotated[Path | None, typer.Option("--write-config", help="Write --config (or an empty config) here with the chosen [index] fusion, dense_weight (and sentence_share; with --feedback, feedback_docs, feedback_terms, feedback_weight).")] = None,
     config: ConfigOpt = None,
     split: Annotated[str, typer.Option(help="BEIR qrels split to tune on (qrels/SPLIT.tsv): dev or train, never the test you report.")] = "dev",
     metric: Annotated[str, typer.Option(help="The metric to maximise, e.g. ndcg@10 or recall@100.")] = "ndcg@10",
     folds: Annotated[int, typer.Option(min=2, max=20, help="Cross-validation folds.")] = 5,
     session: SessionOpt = None,
+    feedback: Annotated[bool, typer.Option("--feedback", help="Then measure pseudo-relevance feedback on top of the chosen fusion ([index] feedback_docs, feedback_terms, feedback_weight; 12 settings, one more BM25 search each per case) and write the best when it held out above none.")] = False,
     moves: Annotated[bool, typer.Option("--moves", help="Choose instead, per slice of traffic (follow-up, standalone, weak cue, identifier, prose), which of the configured moves run: [understanding.off_in].")] = False,
     mode: Annotated[str, typer.Option(help="With --moves: the search mode the cases are asked in (dense, bm25 or hybrid).")] = "hybrid",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
@@ -108,14 +113,21 @@ def tune_cmd(
         with ix, QueryWise(settings, ix) as deployment, progress() as phase:
             sentences = ix.manifest.n_sentences is not None
             lists = "dense, best-sentence and BM25" if sentences else "dense and BM25"
-            result = tune(loaded, deployment, wanted, folds=folds, on_case=phase(f"searching {lists}", sum(1 for c in loaded if c.relevant)))
+            judged = sum(1 for c in loaded if c.relevant)
+            result = tune(loaded, deployment, wanted, folds=folds, on_case=phase(f"searching {lists}", judged), feedback=feedback)
     except ValueError as exc:
         raise fail(str(exc)) from None
     _show(result, _render, as_json)
     if write_config is not None:
         chosen = as_index_settings(result.chosen, sentences=sentences)
+        label = result.chosen.label
+        if result.feedback is not None:
+            fb = result.feedback.chosen
+            # No feedback chosen writes feedback_docs = 0: a copied config that had it on gets what was measured.
+            chosen |= {"feedback_docs": 0} if fb is None else {"feedback_docs": fb.docs, "feedback_terms": fb.terms, "feedback_weight": fb.weight}
+            label += "" if fb is None else f", {fb.label}"
         keys = ", ".join(f"{k} = {json.dumps(v)}" for k, v in chosen.items())
-        _write_copy(config, write_config, {"index": chosen}, f"[index] {keys} ({result.chosen.label})", index)
+        _write_copy(config, write_config, {"index": chosen}, f"[index] {keys} ({label})", index)
 
 
 def _show(result: TuneResult | MovesTuneResult, render: Callable[[Any], None], as_json: bool) -> None:

@@ -108,6 +108,17 @@ class IndexSettings(_Section):
     sentence_vectors: bool = False
     sentence_share: float = Field(0.5, ge=0.0, le=1.0)
     depth: int = Field(100, ge=1)  # how deep each list goes into hybrid fusion
+    # Pseudo-relevance feedback for BM25 (hybrid and bm25 searches): the `feedback_terms` terms that
+    # weigh most in the search's first `feedback_docs` hits (hybrid: the fused ones) are added to
+    # the BM25 query at `feedback_weight` (the best added term's weight; a query term weighs 1), and
+    # the search runs again: one more search of `feedback_docs` hits. 0: off. It can help topical
+    # queries whose first hits are right (Medline +0.013 nDCG@10, 30 queries, SE 0.011) and hurts
+    # where they often are not (SciFact's claims and doc2dial's questions -0.024 on test): run
+    # `querywise tune --feedback`, which writes it only when it held out above the fusion without
+    # it (it wrote none on SciFact's train or doc2dial's dev queries; bench/results/feedback.md).
+    feedback_docs: int = Field(0, ge=0, le=100)
+    feedback_terms: int = Field(10, ge=1, le=100)
+    feedback_weight: float = Field(0.5, gt=0.0, le=10.0)
     # Payload fields to index for fast filtering; None = every short scalar field.
     payload_indexes: list[str] | None = None
     # Builds kept in the index folder, the live one included: the previous one stays for readers

@@ -11,10 +11,14 @@ query, key and value weights side by side; scaling, the padding mask, read as ea
 and softmax in one kernel) and the feed-forward's bias and exact GELU as `BiasGelu`: the same
 vectors within 2e-7, and 0-4% faster on one thread (148.2 against 144.2 useful GFLOP per
 CPU-second on SciFact, 140.2 against 139.2 on Medline, bench/results/embed_efficiency.md, which
-keeps measuring it; +0.3% and +0.2% in another run). ONNX Runtime's quantizer cannot read it
-(it cannot type contrib operators' outputs), so the embedder runs the plain graph: one graph for
-fp32 and int8, and exports already on disk stay valid. `SkipLayerNormalization` for residual +
-LayerNorm ran slower than LayerNormalization after an Add. Building it from the weights,
+keeps measuring it; +0.3% and +0.2% in another run). ONNX Runtime's quantizer reads it only when
+told the contrib operators' output type (``extra_options={"DefaultTensorType": FLOAT}``: QAttention
+then quantizes the query, key and value products), and that int8 graph ran within the noise of the
+plain one's (+4% best, -3% median, SciFact abstracts, one thread, load 11-18, 2026-12-05), so the
+embedder runs the plain graph: one graph for fp32 and int8, and exports already on disk stay valid.
+`SkipLayerNormalization` for residual + LayerNorm ran slower than LayerNormalization after an Add
+(3.7x on one thread), so the embedder also keeps ONNX Runtime from fusing it in the int8 graph
+(`_onnx.UNFUSED`). Building it from the weights,
 rather than tracing torch, is what lets the runtime install without torch (Python 3.12 and 3.13
 have only CUDA builds of several GB on PyPI); tests/test_embed.py checks the graph against
 sentence-transformers where the `torch` extra is installed.

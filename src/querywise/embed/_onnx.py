@@ -60,6 +60,17 @@ FP32_MODEL_ID = f"{MODEL_NAME}/onnx-fp32"
 BATCH_TOKENS = 512
 # (int8 embeds each text alone, whatever these say: `OnnxEmbedder.int8`.)
 SPIN_STOP = "session.force_spinning_stop"  # ONNX Runtime's session entry: threads stop spinning when a call returns
+# ONNX Runtime fuses residual Add + LayerNormalization into SkipLayerNormalization in the int8 graph
+# (not in the fp32 one, whose optimized graph is the same with or without this fusion). Its CPU
+# kernel ran 3.7x slower than the Add + Add + LayerNormalization it replaces (1.80 ms against 0.49
+# ms on one (4, 256, 384) batch, one thread, ONNX Runtime 1.32) and took 16-18% of the int8 model's
+# time. Without it int8 did 243.8 useful GFLOP per CPU-second against 187.5 on SciFact abstracts and
+# 271.4 against 209.4 on Medline (one thread, best of 5 alternated turns, load 9:
+# bench/results/embed_efficiency.md), and a cold int8 build's model phase 197.1 against 155.6 (two
+# threads; bench/results/build_breakdown.md). int8's vectors move (cosine to the fused session's:
+# min 0.9957, mean 0.9986 on SciFact) and lose nothing: SciFact hybrid nDCG@10 as typed 0.7112
+# against 0.7091 with the fusion (fp32 0.7178; bench/results/int8_fusion.json). fp32's do not move.
+UNFUSED = ("SkipLayerNormFusion",)
 
 # ONNX Runtime's dynamic quantization of the fp32 export (int8 weights, activations quantized per
 # call). How the weights are scaled decides what it loses: on SciFact, one scale per output channel
@@ -148,13 +159,15 @@ class OnnxEmbedder:
         threads: int | None = None,
         batch_tokens: int = BATCH_TOKENS,
         spinning: bool = True,
+        unfused: Sequence[str] = UNFUSED,
     ) -> None:
         """Wrap ``model``, an ONNX file or its bytes, mapping input_ids, attention_mask (and
         token_type_ids) to last_hidden_state. ``threads`` caps ONNX Runtime's intra-op threads
         (default: one per core). A batch holds at most ``batch_size`` texts and, padded, at most
         ``batch_tokens`` tokens (0: no token limit). ``spinning``: idle intra-op threads spin
         while a call runs (ONNX Runtime's default; a build's sleep: `load_embedder`'s ``bulk``);
-        either way they stop when the call returns."""
+        either way they stop when the call returns. ``unfused``: ONNX Runtime's graph optimizers
+        turned off (`UNFUSED`; the benchmarks measure the session without it)."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -183,7 +196,7 @@ class OnnxEmbedder:
         # sleep throughout made it 10.14 ms, one thread 10.63.
         options.add_session_config_entry(SPIN_STOP, "1")
         source = model if isinstance(model, bytes) else str(model)
-        self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+        self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"], disabled_optimizers=list(unfused))
         self._inputs = {i.name for i in self._session.get_inputs()}
         (output,) = (o for o in self._session.get_outputs() if o.name == "last_hidden_state")
         if not isinstance(output.shape[-1], int):

@@ -22,23 +22,31 @@ more, when the held-out gain is above 0. Otherwise the default stays, and `warni
 also say when the tuned procedure held out below the best single mode. Nothing here reads a test
 split: give `tune` the dev (or train) queries and report the chosen config on test with
 `eval --config`.
+
+With `feedback` (`tune --feedback`), pseudo-relevance feedback is measured on top of the chosen
+fusion (`tune_feedback`): each setting's score against none, cross-validated by the same rule,
+and written only when it held out above none.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from querywise.conditions import Where
 from querywise.evaluation.cases import Case
 from querywise.evaluation.harness import JudgedIds
 from querywise.evaluation.metrics import Metric, score
 from querywise.evaluation.stats import paired_difference
+from querywise.evaluation.tune_feedback import FEEDBACK_GRID, FeedbackTuned, feedback_table
 from querywise.index import Hit
 from querywise.index.engine import Mode
 from querywise.index.fusion import Fusion, fuse_scored
+from querywise.index.lexical import SparseVec
 from querywise.service import QueryWise
 from querywise.understand.access import access_from_session
 
@@ -96,6 +104,7 @@ class TuneResult(BaseModel):
     plain_rrf: float
     bm25: float
     dense: float
+    feedback: FeedbackTuned | None = None  # with `feedback=True`: pseudo-relevance feedback on top of `chosen`
 
 
 def candidates(*, sentences: bool = False) -> list[Candidate]:
@@ -110,6 +119,28 @@ def fold_of(case_id: str, folds: int) -> int:
     return int(hashlib.sha1(case_id.encode()).hexdigest(), 16) % folds
 
 
+@dataclass(frozen=True)
+class _Searched:
+    """One case's lists, searched once: every candidate is ranked from them."""
+
+    dense: list[Hit]
+    bm25: list[Hit]
+    best: list[Hit]  # the best-sentence list ([] on an index without sentence vectors)
+    sparse: SparseVec
+    where: Where | None
+
+    def ranked(self, cand: Candidate, position: dict[str, int], rrf_k: int, depth: int) -> list[Hit]:
+        """The hits as `cand` ranks them: as the engine fuses, equal scores to the chunk first in the corpus."""
+        if cand.mode != "hybrid":
+            return self.dense if cand.mode == "dense" else self.bm25
+        by_id = {h.id: h for h in [*self.best, *self.bm25, *self.dense]}
+        fused = fuse_scored([[(h.id, h.score) for h in self.dense], [(h.id, h.score) for h in self.bm25]], fusion=cand.fusion,
+                            dense_weight=cand.dense_weight, rrf_k=rrf_k, sentence_share=cand.sentence_share or 0.0,
+                            sentences=None if cand.sentence_share is None else [(h.id, h.score) for h in self.best])
+        fused.sort(key=lambda kv: (-kv[1], position.get(kv[0], len(position))))
+        return [by_id[i] for i, _ in fused[:depth]]
+
+
 def tune(
     cases: Sequence[Case],
     deployment: QueryWise,
@@ -117,8 +148,11 @@ def tune(
     *,
     folds: int = 5,
     on_case: Callable[[int], None] | None = None,
+    feedback: bool = False,
 ) -> TuneResult:
-    """Score every candidate on `cases` (those with a relevant id) through the deployment's index."""
+    """Score every candidate on `cases` (those with a relevant id) through the deployment's index;
+    with `feedback`, then measure pseudo-relevance feedback on top of the chosen one
+    (`tune_feedback`: every setting's expanded BM25 list searched for every case)."""
     index = deployment.index
     if index is None:
         raise ValueError("tune compares fusions of the querywise index's own dense and BM25 lists: give it an index")
@@ -133,31 +167,26 @@ def tune(
     grid = candidates(sentences=sentences)
     table = np.zeros((len(judged), len(grid)))
     vectors = np.asarray(index.embedder.embed([c.message for c in judged]), dtype=np.float32)
+    searched: list[_Searched] = []
     for row, case in enumerate(judged):
         where = access_from_session(case.session, settings.access) or None
-        dense = index.query(mode="dense", k=depth, dense=vectors[row].tolist(), where=where)
-        bm25 = index.query(mode="bm25", k=depth, sparse=index.lexicon.query_vector(case.message), where=where)
+        sparse = index.lexicon.query_vector(case.message)
+        dense = index.query(mode="dense", k=depth, dense=vectors[row].tolist(), where=where, feedback=False)
+        bm25 = index.query(mode="bm25", k=depth, sparse=sparse, where=where, feedback=False)
         best = index.sentence_query(vectors[row].tolist(), k=depth, where=where) if sentences else []
-        by_id = {h.id: h for h in [*best, *bm25, *dense]}
-        lists = [[(h.id, h.score) for h in dense], [(h.id, h.score) for h in bm25]]
-        best_list = [(h.id, h.score) for h in best]
+        lists = _Searched(dense, bm25, best, sparse, where)
         for col, cand in enumerate(grid):
-            if cand.mode != "hybrid":
-                ranked: list[Hit] = dense if cand.mode == "dense" else bm25
-            else:
-                fused = fuse_scored(lists, fusion=cand.fusion, dense_weight=cand.dense_weight, rrf_k=settings.index.rrf_k,
-                                    sentences=None if cand.sentence_share is None else best_list, sentence_share=cand.sentence_share or 0.0)
-                fused.sort(key=lambda kv: (-kv[1], position.get(kv[0], len(position))))
-                ranked = [by_id[i] for i, _ in fused[:depth]]
-            table[row, col] = score(metric, ids.ranked(ranked, case.relevant), case.relevant) or 0.0
+            table[row, col] = score(metric, ids.ranked(lists.ranked(cand, position, settings.index.rrf_k, depth), case.relevant), case.relevant) or 0.0
+        if feedback:
+            searched.append(lists)
         if on_case:
             on_case(1)
 
     fold = np.array([fold_of(c.id, folds) for c in judged])
     singles = [i for i, c in enumerate(grid) if c.mode != "hybrid"]
 
-    def held_out(allowed: Sequence[int]) -> np.ndarray:
-        """Each case's score under the candidate chosen on the other folds."""
+    def held_out(allowed: Sequence[int], table: np.ndarray = table) -> np.ndarray:
+        """Each case's score under the candidate (a column of `table`) chosen on the other folds."""
         per_case = np.zeros(len(judged))
         for f in range(folds):
             train, test = fold != f, fold == f
@@ -184,11 +213,36 @@ def tune(
     if tuned.mean() < single.mean():
         warnings.append(f"the tuned choice held out at {tuned.mean():.4f}, below choosing a single mode ({single.mean():.4f}): "
                         f"on these queries one list alone ({'dense' if means[dense_col] >= means[bm25_col] else 'BM25'}) may be the safer setting")
+    chosen = top if earned else default
+    tuned_feedback = None
+    if feedback and chosen.mode != "dense":
+        first = [lists.ranked(chosen, position, settings.index.rrf_k, depth) for lists in searched]
+
+        def rescore(row: int, bm25: list[Hit]) -> float:
+            lists = searched[row]
+            again = _Searched(lists.dense, bm25, lists.best, lists.sparse, lists.where)
+            return score(metric, ids.ranked(again.ranked(chosen, position, settings.index.rrf_k, depth), judged[row].relevant), judged[row].relevant) or 0.0
+
+        with_fb = feedback_table(index, [x.sparse for x in searched], [x.where for x in searched], first, rescore, depth=depth)
+        both = np.column_stack([table[:, grid.index(chosen)], with_fb])  # column 0: no feedback
+        fb_held = held_out(range(both.shape[1]), both)
+        fb_gain = paired_difference(both[:, 0], fb_held)
+        fb_means = both.mean(axis=0)
+        best_fb = int(np.argmax(fb_means[1:]))
+        fb_earned = fb_gain.low > 0 if len(judged) < MIN_CASES else fb_gain.delta > 0
+        if not fb_earned:
+            warnings.append(f"no feedback written: its best setting ({FEEDBACK_GRID[best_fb].label}) scored {fb_means[1 + best_fb]:.4f} against "
+                            f"{fb_means[0]:.4f} without, and choosing it on the other folds held out {fb_gain.delta:+.4f}")
+        tuned_feedback = FeedbackTuned(
+            scores={fb.label: round(float(m), 4) for fb, m in zip(FEEDBACK_GRID, fb_means[1:], strict=True)}, without=round(float(fb_means[0]), 4),
+            best=FEEDBACK_GRID[best_fb], chosen=FEEDBACK_GRID[best_fb] if fb_earned else None,
+            cv_gain=round(fb_gain.delta, 4), cv_gain_low=round(fb_gain.low, 4), cv_gain_high=round(fb_gain.high, 4))
     return TuneResult(
         metric=metric.label, n=len(judged), folds=folds,
         scores=[CandidateScore(candidate=grid[i], label=grid[i].label, score=round(float(means[i]), 4)) for i in order],
-        chosen=top if earned else default, best=top, cv_score=round(float(tuned.mean()), 4),
+        chosen=chosen, best=top, cv_score=round(float(tuned.mean()), 4),
         cv_gain=round(gain.delta, 4), cv_gain_low=round(gain.low, 4), cv_gain_high=round(gain.high, 4), warnings=warnings,
         cv_single_best=round(float(single.mean()), 4),
         plain_rrf=round(float(means[plain]), 4), bm25=round(float(means[bm25_col]), 4), dense=round(float(means[dense_col]), 4),
+        feedback=tuned_feedback,
     )

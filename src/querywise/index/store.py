@@ -65,6 +65,7 @@ from querywise.index.builds import (
 )
 from querywise.index.engine import EdgeEngine, Engine, EngineHit, EngineQuery, Mode
 from querywise.index.errors import IndexStoreError, damaged
+from querywise.index.feedback import with_feedback
 from querywise.index.integrity import BlockDigest, FileSum, digest_bytes
 from querywise.index.lexical import Lexicon
 from querywise.index.server import ServerEngine, collection_of, connect
@@ -382,25 +383,29 @@ class Index:
         sparse: tuple[list[int], list[float]] | None = None,
         where: Where | None = None,
         exact: bool = False,
+        feedback: bool = True,
     ) -> list[Hit]:
-        """Search with precomputed query vectors (the plan executor reuses them)."""
+        """Search with precomputed query vectors (the plan executor reuses them); `feedback`: as
+        `[index] feedback_docs` says (False: never, as `tune` measures the lists without it)."""
         with self._using() as gen:
-            return self._run(gen, mode, k, dense, sparse, where, exact)
+            return self._run(gen, mode, k, dense, sparse, where, exact, feedback=feedback)
 
     def _run(self, gen: _Generation, mode: Mode | Literal["sentences"], k: int, dense: Sequence[float] | None,
-             sparse: tuple[list[int], list[float]] | None, where: Where | None, exact: bool) -> list[Hit]:
+             sparse: tuple[list[int], list[float]] | None, where: Where | None, exact: bool, *, feedback: bool = True) -> list[Hit]:
         if dense is not None and mode != "bm25" and len(dense) != gen.manifest.dim:
             raise ValueError(f"a {len(dense)}-dimensional query vector for an index of dimension {gen.manifest.dim}")
         s = self.settings.index
-        hits = gen.engine.query(
-            EngineQuery(
-                mode=mode, limit=k, dense=dense, sparse=sparse, where=where,
-                depth=max(s.depth, k), rrf_k=s.rrf_k, fusion=s.fusion, dense_weight=s.dense_weight,
-                sentences=gen.manifest.n_sentences is not None, sentence_share=s.sentence_share,
-                hnsw_ef=max(s.hnsw_ef_filtered if where else s.hnsw_ef, k),
-                **_filtered_plan(s.filtered_search, gen.linked, where, exact),
-            )
+        q = EngineQuery(
+            mode=mode, limit=k, dense=dense, sparse=sparse, where=where,
+            depth=max(s.depth, k), rrf_k=s.rrf_k, fusion=s.fusion, dense_weight=s.dense_weight,
+            sentences=gen.manifest.n_sentences is not None, sentence_share=s.sentence_share,
+            hnsw_ef=max(s.hnsw_ef_filtered if where else s.hnsw_ef, k),
+            **_filtered_plan(s.filtered_search, gen.linked, where, exact),
         )
+        if feedback and s.feedback_docs and mode in ("hybrid", "bm25"):  # `holds` reads hits for one word: never expanded
+            q = with_feedback(gen.engine, q, gen.lexicon, docs=s.feedback_docs, terms=s.feedback_terms, weight=s.feedback_weight,
+                              k1=gen.manifest.k1, b=gen.manifest.b)
+        hits = gen.engine.query(q)
         return _HITS.validate_python([_hit(h, rank) for rank, h in enumerate(hits, start=1)])
 
     def sentence_query(self, dense: Sequence[float], *, k: int = 10, where: Where | None = None) -> list[Hit]:
@@ -443,7 +448,7 @@ class Index:
             if not ids:
                 return False
             rarest = min(ids, key=lambda i: lexicon.df[i])
-            hits = self._run(gen, "bm25", _HOLDS_SCAN, None, ([rarest], [1.0]), where, False)
+            hits = self._run(gen, "bm25", _HOLDS_SCAN, None, ([rarest], [1.0]), where, False, feedback=False)
         return any(wanted <= set(words(f"{h.title}\n{h.text}")) for h in hits)
 
     def field_presence(self) -> FieldPresence:

@@ -3,7 +3,7 @@
 - `gate.py`: the detectors that say which words need the history (pass-through otherwise);
 - `tracker.py`: salience tracking (what each turn mentions, the conversation's subject);
 - `referent.py`: the deterministic standalone form (pronouns, ellipsis, readings of two candidates);
-- `answer_refs.py`: referents only the assistant's answer names (an item of its list, a person, a kind);
+- `answer_refs.py`: referents only the assistant's answer names (an item of its list, a person, a kind, a term it defined);
 - `message.py`: the closed word classes and the tokenised message the detectors read;
 - `shift.py`: the topic-shift check and its hedge;
 - `move.py`: the move as a plan runs it.

@@ -8,18 +8,30 @@ where the message itself says it points into the answer:
 
 - **an item of a list**: "the second one", "the third option", "the last", "number 2", and "the
   latter" / "the former" of two, when the answer holds one enumeration -- numbered or bulleted
-  lines ("1.", "2)", "-", "•"), or else one inline series after "such as", "include", "are", ...
-  ("include carbon dioxide, methane, nitrous oxide, and water vapour"). The item's name is what
-  its line or place in the series says before its explanation ("Beta blockers, which are taken
-  daily ..." -> "Beta blockers"). Two inline series, a position the list does not have, or an
-  ordinal with a noun no list is made of ("the first album") leave the message as it is;
+  lines ("1.", "2)", "-", "•"), else steps told in prose ("First, ... Second, ... Finally, ...",
+  "The first is X. The second, Y, ..."), else one series of its prose: after "such as",
+  "include", "are", ... ("include carbon dioxide, methane, nitrous oxide, and water vapour"),
+  after a colon ("three kinds of solar panels: monocrystalline, polycrystalline and thin-film",
+  each item then named with its kind: "polycrystalline solar panels"; two items when the words
+  before the colon announce two), or opening its sentence ("A, B and C are the main causes").
+  The item's name is what its line or place in the series says before its explanation ("Beta
+  blockers, which are taken daily ..." -> "Beta blockers"). Two series, a position the list
+  does not have, or an ordinal with a noun no list is made of ("the first album"; a noun the
+  answer announced its list as is one: "the second cause" after "the main causes") leave the
+  message as it is. "both" names the two items of a list of two, and "which one ...?" each item
+  of a list of two to four, when the user's own turn named no two things;
 - **a person**: "he" / "she" when no referent of the conversation can be a person (the tracker
   left the pronoun as typed), the first full name of the answer ("Neil Armstrong commanded the
   mission" -> "Where did Neil Armstrong grow up?");
 - **a kind the answer just introduced**: "this reaction" after "... in a reaction called
   saponification", "that drug" after the answer's one "such as chlorthalidone", "the city" (a
-  place noun) after the answer's first place ("in Dubai") -- only when no earlier user turn says
-  that noun or names a place.
+  place noun) after the answer's first place ("in Dubai"), "this condition" or "the condition"
+  after the one term the answer defined as one ("carpal tunnel syndrome, a condition in which
+  ..."), "the treaty" after the answer's one name built on it ("the Treaty of Paris") -- only when
+  no earlier user turn says that noun or names a place;
+- **a term the answer defined**: a bare "that" or "this" ("What causes that?") after an answer
+  that defined one new term as it brought it in ("aplastic anaemia, a rare condition in which
+  ..."), when no user turn said it; not a "that" of a statement ("Why is that?", "Is that true?").
 
 `answer_referent` returns the form, or None and the tracker's form stands. What is left of the
 message after the substitution (another pronoun, an elliptical opener) is resolved as before.
@@ -38,7 +50,7 @@ from querywise.understand.followup.message import FUNCTION
 from querywise.understand.followup.referent import resolve
 from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
 
-__all__ = ["ITEM_WORDS", "LIST_ANSWERS", "answer_referent", "enumeration", "list_pointer", "listed_item"]
+__all__ = ["ITEM_WORDS", "LIST_ANSWERS", "answer_referent", "enumeration", "latest_list", "list_pointer", "listed_item"]
 
 
 def _words(text: str) -> frozenset[str]:
@@ -91,6 +103,49 @@ _PLACE = re.compile(r"\b(?:in|at|near|from|to)\s+(?P<name>[A-Z][a-z]+(?:\s+[A-Z]
 _KIND = re.compile(r"\b(?:this|that|the)\s+(?P<kind>[a-z]+)\b", re.IGNORECASE)
 _CALLED = r"\b{kind}s?\s+(?:called|named|known as)\s+(?P<name>[\w-]+(?:\s+[\w-]+){{0,2}}?)(?=[,.;:!?]|\s+(?:which|that|is|was|and|in|to)\b|$)"
 _SUCH_AS = re.compile(r"\bsuch as\s+(?P<what>[^,.;:!?]+)")
+# A series after a colon: "three kinds of solar panels: monocrystalline, polycrystalline and thin-film".
+_COLON_SERIES = re.compile(r"(?:^|(?<=[.!?\n]))(?P<before>[^.!?:\n]*):[ \t]+(?P<rest>[^.;:!?\n]+)")
+# A series that opens its sentence and is then said to be something: "A, B and C are the main causes of ...".
+_SERIES_SUBJECT = re.compile(r"(?:^|[.!?][ \t]+)(?P<rest>[^.;:!?\n]+?)\s+(?:are|were)\s+(?:the|all|among)\b")
+# "kinds of X" before a colon's series: X is what each item names a kind of ("polycrystalline solar panels").
+_CLASSIFIER = re.compile(r"\b(?:kinds?|types?|sorts?|forms?|classes|categories|varieties)\s+of\s+(?P<head>(?:[a-z-]+\s+){0,2}[a-z-]+)\s*$",
+                         re.IGNORECASE)
+# Steps told in prose: "First, cool the skin ... Second, ... Finally, ...": a marker opening a
+# sentence (or after an opening phrase: "For a minor burn, first, ..."), the step up to its end.
+_STEP = re.compile(r"(?:^|[.!?][ \t]+|,[ \t]+)(?P<mark>first(?:ly)?|second(?:ly)?|third(?:ly)?|fourth(?:ly)?|next|then|finally|lastly)"
+                   r",?[ \t]+(?P<step>[^.!?\n]+)", re.IGNORECASE)
+# ... or as "The first is X. The second type is Y. The last is called Z."
+_THE_NTH = re.compile(r"(?:^|[.!?][ \t]+)the\s+(?P<mark>first|second|third|fourth|fifth|last|final)(?:\s+[a-z]+)?"
+                      r"(?:\s+(?:is|are|was|were)\s+(?:called\s+|known as\s+)?|,\s+)(?P<step>[^.!?\n]+)", re.IGNORECASE)
+# What a list is announced as being of: "the main causes", "three presidents", "several approaches".
+_ANNOUNCED = re.compile(r"\b(?:main|major|most common|common|key|following|these|two|three|four|five|six|several|different|primary|leading)"
+                        r"\s+(?:[a-z-]+\s+)?(?P<noun>[a-z]+s)\b", re.IGNORECASE)
+_TWO = re.compile(r"\b(?:two|both|pair of)\b", re.IGNORECASE)
+# Every item of a short list at once: "can I have both?", "which one is cheaper?".
+# "both" as a pronoun: at the end, before "of them", or before a function word ("have both at once"),
+# not before its noun ("both sexes") or "both A and B".
+_BOTH = re.compile(r"\bboth(?:\s+of\s+(?:them|these|those))?(?=\s*(?:[?.!,]|$)|\s+(?P<next>[a-z]+)\b)", re.IGNORECASE)
+# "which one ...?", "which of them ...?", "which is cheaper?": not "which is the capital of ...?".
+_WHICH_OF = re.compile(r"^\W*(?:(?:and|so|ok|okay),?\s+)?which\s+(?:one|ones|of them|of these|of those|(?:is|are)\s+(?:more|less|better|best|worse|worst|"
+                       r"[a-z]+(?:er|est)))\b", re.IGNORECASE)
+
+
+# A term the answer defines as it introduces it: "aplastic anaemia, a rare condition in which ...",
+# "the Peace of Westphalia, a set of treaties ...": the words before the comma, and the kind after.
+_APPOSITIVE = re.compile(r"(?:^|(?<=[,.;:!?\n]))(?P<before>[^,.;:!?\n]+),\s+(?:a|an)\s+(?P<mods>(?:[a-z-]+\s+){0,3}?)(?P<kind>[a-z]+)"
+                         r"(?=\s+(?:in which|of|that|which|where|whose|caused|used|made|with|from|signed|named)\b|[,.;])")
+# A bare demonstrative that stands for a thing ("what causes that?"), not one before its noun.
+_BARE_DEMONSTRATIVE = re.compile(r"\b(?P<p>this|that)\b(?=\s*(?:[?.!,]|$|\s+(?:is|was|be|been|mean|means|happen|happens|"
+                                 r"for|in|at|to|with|on|from|and|or|when|if)\b))", re.IGNORECASE)
+# What a bare "that" asks of a statement, not a thing: "Why is that?", "Is that true?".
+_OF_A_STATEMENT = _words("true right correct wrong possible enough okay ok sure so really certain case else happen happens happened "
+                         "occur occurred")
+# "after that", "besides that": the events or words the answer told, not a term of it.
+_AFTER_THAT = re.compile(r"\b(?:after|before|since|besides|than|from|beyond|despite|like|until|till)\s+(?:all\s+)?(?:this|that)\b", re.IGNORECASE)
+_NAME_LINK = frozenset(["of", "the", "de", "du", "von", "van"])
+# Words before a defined term that are no part of it ("is often onychomycosis, a ...").
+_BEFORE_TERM = _words("often usually probably possibly mostly sometimes also still always just only mainly typically commonly "
+                      "called named known likely perhaps maybe")
 
 
 def enumeration(answer: str) -> tuple[str, ...]:
@@ -105,8 +160,44 @@ def enumeration(answer: str) -> tuple[str, ...]:
         if any(gap.strip() for gap in between):
             return ()  # two runs of lines: which list is meant is not clear
         return tuple(_item_name(m.group(1)) for m in lines)
+    steps = _steps(text)
+    if steps:
+        return steps
     series = [items for m in _SERIES_CUE.finditer(text) if len(items := _series(m.group("rest"))) >= 2]
+    series += [(_lower_first(items[0]), *items[1:]) for m in _SERIES_SUBJECT.finditer(text) if len(items := _series(m.group("rest"))) >= 2]
+    for m in _COLON_SERIES.finditer(text):
+        kind = _CLASSIFIER.search(m.group("before"))
+        # Two items are a list when the words before the colon say so ("two kinds of ...:").
+        if len(items := _series(m.group("rest"), pair=kind is not None or _TWO.search(m.group("before")) is not None)) >= 2:
+            series.append(tuple(_of_kind(i, kind.group("head")) for i in items) if kind else items)
+    series = list(dict.fromkeys(series))
     return series[0] if len(series) == 1 else ()
+
+
+def _steps(text: str) -> tuple[str, ...]:
+    """The steps of an answer that tells them in prose ("First, ... Second, ... Finally, ..."):
+    two or more, the first marked as first; () otherwise."""
+    for told in (_STEP, _THE_NTH):
+        marks = [(m.group("mark").lower(), m.group("step")) for m in told.finditer(text)]
+        if len(marks) >= 2 and marks[0][0].startswith("first"):
+            return tuple(_item_name(step) for _mark, step in marks)
+    return ()
+
+
+def _of_kind(item: str, head: str) -> str:
+    """An item of "kinds of X" with X after it, when the item is a word or two that does not
+    name X already: "polycrystalline" -> "polycrystalline solar panels"."""
+    last = head.split()[-1].lower()
+    return item if len(item.split()) > 2 or item.lower().endswith((last, last.rstrip("s"))) else f"{item} {head}"
+
+
+def _lower_first(item: str) -> str:
+    """A series' first item less the capital its sentence gave it ("Rising sea temperatures"; not
+    "London", which may be a name)."""
+    words = item.split()
+    if len(words) > 1 and words[0][1:].islower() and words[1].islower():
+        return item[0].lower() + item[1:]
+    return item
 
 
 def _item_name(line: str) -> str:
@@ -122,7 +213,7 @@ def _item_name(line: str) -> str:
     return name
 
 
-def _series(rest: str) -> tuple[str, ...]:
+def _series(rest: str, *, pair: bool = False) -> tuple[str, ...]:
     """The items of an inline series: the parts between commas and "and"/"or", less relative
     clauses ("the 401(k), which an employer offers, and the IRA"); () when a part is too long to
     be an item's name or the parts are not a series."""
@@ -143,15 +234,17 @@ def _series(rest: str) -> tuple[str, ...]:
             items.append(part)
     if not joined or any(len(i.split()) > ITEM_WORDS // 2 + 1 or not i for i in items):
         return ()
-    if len(items) == 2 and not any(_RELATIVE.match(p.strip()) for p in parts):
+    if len(items) == 2 and not pair and not any(_RELATIVE.match(p.strip()) for p in parts):
         return ()  # "A and B" alone is a phrase as often as a list ("salt and pepper")
     return tuple(items)
 
 
-def list_pointer(message: str, items: Sequence[str]) -> tuple[int, int, str] | None:
+def list_pointer(message: str, items: Sequence[str], *, heads: frozenset[str] = frozenset()) -> tuple[int, int, str] | None:
     """(start, end, item) of the one pointer into `items` the message holds ("the third one",
     "the last option", "number 2", "the latter" of two), or None: no pointer, two of them, a
-    position past the list, or an ordinal with a noun no list is made of ("the first album")."""
+    position past the list, or an ordinal with a noun no list is made of ("the first album").
+    `heads`: the stems of the nouns the answer announced its list as ("the second cause" after
+    "... are the main causes")."""
     found = []
     for m in _ORDINAL.finditer(message):
         if m.group("pair"):
@@ -166,7 +259,7 @@ def list_pointer(message: str, items: Sequence[str]) -> tuple[int, int, str] | N
             continue
         noun = (m.group("noun") or "").lower()
         end = m.end("ord")
-        if noun in _LIST_NOUNS:
+        if noun in _LIST_NOUNS or (noun and set(analyze(noun)) & heads and (not _verbish(noun) or _ends_phrase(message, m.end("noun")))):
             end = m.end("noun")
         elif noun and not _verbish(noun):
             return None  # "the first album": an ordinal of its own noun
@@ -177,6 +270,12 @@ def list_pointer(message: str, items: Sequence[str]) -> tuple[int, int, str] | N
     if at >= len(items) or not items[at]:
         return None
     return start, end, items[at]
+
+
+def _ends_phrase(message: str, at: int) -> bool:
+    """Whether the words before `at` end a noun phrase: the message ends, or a preposition or
+    punctuation follows ("stop the second cause?", not "does the second cause cancer?")."""
+    return re.match(r"\s*(?:[?.!,;]|$|(?:of|for|in|on|to|with|and|or|is|was|be)\b)", message[at:]) is not None
 
 
 def _verbish(word: str) -> bool:
@@ -210,8 +309,12 @@ def answer_referent(message: str, earlier: Sequence[Turn], tracker: Tracker, cue
     answer = earlier[-1].text if earlier and earlier[-1].role == "assistant" else ""
     if not answer:
         return None
+    every = _every_item(message, earlier, tracker)
+    if every is not None:
+        return every
     asked = {w for t in earlier if t.role == "user" for w in analyze(t.text)}
-    found = _answer_person(message, answer, tracker, form) or _introduced_kind(message, answer, tracker, asked)
+    found = (_answer_person(message, answer, tracker, form) or _introduced_kind(message, answer, tracker, asked)
+             or _defined_term(message, answer, asked))
     if found is None:
         return None
     start, end, words, referent, why = found
@@ -220,6 +323,28 @@ def answer_referent(message: str, earlier: Sequence[Turn], tracker: Tracker, cue
     if rest.method == "placed":  # another pronoun of the message, resolved as before
         return replace(rest, referents=(referent, *rest.referents), why=f"{why}; {rest.why}")
     return Standalone(said, "placed", (referent,), why)
+
+
+def _every_item(message: str, earlier: Sequence[Turn], tracker: Tracker) -> Standalone | None:
+    """"both" as both items of the answer's list of two ("Can I have both?" -> "Can I have both
+    the 401(k) and the IRA?"), and "which one ...?" as a comparison naming each item of a list of
+    two to four, when the user's own turn named no two things to choose between."""
+    both, which = _BOTH.search(message), _WHICH_OF.match(message)
+    if both is not None and both.group("next") and (both.group("next").lower() not in FUNCTION or both.group("next").lower() in {"the", "a", "an"}):
+        both = None
+    if (both is None and which is None) or len(tracker.latest_names()) >= 2:
+        return None
+    items = latest_list(earlier)
+    if not items or not all(items):
+        return None
+    referents = tuple(_referent(i) for i in items)
+    if both is not None and len(items) == 2:
+        said = f"{message[: both.start()]}both {items[0]} and {items[1]}{message[both.end() :]}"
+        return Standalone(said, "placed", referents, f"'both' is the answer's two items, {items[0]!r} and {items[1]!r}")
+    if which is not None and 2 <= len(items) <= 4:
+        return Standalone(f"{message.rstrip()} {' or '.join(items)}", "appended", referents,
+                          f"'which' between the answer's items: a comparison naming each of {', '.join(map(repr, items))}")
+    return None
 
 
 def _only_opener(rest: str) -> bool:
@@ -234,13 +359,25 @@ def listed_item(message: str, earlier: Sequence[Turn]) -> tuple[int, int, str, t
     last one worth it?" after a list, a question and its answer), with the list's items."""
     if _ORDINAL.search(message) is None:  # most messages: no answer is parsed (the gate asks on every message)
         return None
+    answer, items = _latest_listing(earlier)
+    pointed = list_pointer(message, items, heads=_announced(answer)) if items else None
+    return None if pointed is None else (*pointed, items)
+
+
+def latest_list(earlier: Sequence[Turn]) -> tuple[str, ...]:
+    """The items of the latest of the last `LIST_ANSWERS` answers that holds a list; () for none."""
+    return _latest_listing(earlier)[1]
+
+
+def _announced(answer: str) -> frozenset[str]:
+    """The stems of the nouns an answer announces a list of ("the main causes", "the first three
+    presidents"): an ordinal with one of them points into its list ("the second cause")."""
+    return frozenset(w for m in _ANNOUNCED.finditer(analysed_part(answer)) for w in analyze(m.group("noun")))
+
+
+def _latest_listing(earlier: Sequence[Turn]) -> tuple[str, tuple[str, ...]]:
     answers = [t.text for t in earlier if t.role == "assistant"][-LIST_ANSWERS:]
-    for answer in reversed(answers):
-        items = enumeration(answer)
-        if items:
-            pointed = list_pointer(message, items)
-            return None if pointed is None else (*pointed, items)
-    return None
+    return next(((answer, items) for answer in reversed(answers) if (items := enumeration(answer))), ("", ()))
 
 
 def _referent(text: str) -> Referent:
@@ -294,6 +431,8 @@ def _introduced_kind(message: str, answer: str, tracker: Tracker, asked: set[str
                 continue
             place = _PLACE.search(text)
             found = place.group("name") if place else None
+        elif len(defined := {term for term, said in _defined(text) if said in (kind, kind.rstrip("s"))}) == 1:
+            found = defined.pop()  # "carpal tunnel syndrome, a condition in which ..." -> "this condition", "the condition"
         elif det in {"this", "that"}:
             called = re.search(_CALLED.format(kind=re.escape(kind)), text, re.IGNORECASE)
             if called is not None:
@@ -302,7 +441,53 @@ def _introduced_kind(message: str, answer: str, tracker: Tracker, asked: set[str
                 such = [s.group("what").strip() for s in _SUCH_AS.finditer(text)]
                 if len(such) == 1 and not re.search(r"\s(?:and|or)\s", such[0]) and len(such[0].split()) <= 3:
                     found = such[0]
+        else:  # "the treaty" after "the Treaty of Paris"
+            found = _name_of_kind(kind, text)
         if found:
             referent = replace(_referent(found), place=kind in _PLACE_NOUNS)
             return m.start(), m.end(), found, referent, f"{m.group(0)!r} is {found!r}, which only the answer names"
     return None
+
+
+def _name_of_kind(kind: str, text: str) -> str | None:
+    """The one name of two words or more in `text` built on `kind` ("the Treaty of Paris" for
+    "treaty", "World War II" for "war"), with the "the" the text gives it; None for none or two."""
+    pattern = rf"\b(?P<name>(?:[A-Z][\w'-]+\s+)*{re.escape(kind.capitalize())}(?:\s+(?:of|de)\s+(?:the\s+)?[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*)?)\b"
+    names = {("the " if text[max(n.start() - 4, 0) : n.start()].lower() == "the " else "") + n.group("name")
+             for n in re.finditer(pattern, text) if " " in n.group("name")}
+    return names.pop() if len(names) == 1 else None
+
+
+def _defined(text: str) -> list[tuple[str, str]]:
+    """(term, kind) for each term `text` defines as it introduces it ("aplastic anaemia, a rare
+    condition in which ..."): the noun phrase that ends before the comma -- a name, with its "of"
+    ("the Peace of Westphalia"), or up to four content words ("carpal tunnel syndrome")."""
+    out: list[tuple[str, str]] = []
+    for m in _APPOSITIVE.finditer(text):
+        words = m.group("before").split()
+        kept: list[str] = []
+        while words and len(kept) < 4:
+            w = words[-1]
+            link = w.lower() in _NAME_LINK and kept and kept[0][:1].isupper() and len(words) > 1 and words[-2][:1].isupper()
+            adverb = w.lower() in _BEFORE_TERM or (w.islower() and len(w) > 4 and w.endswith("ly"))
+            if not link and (w.lower() in FUNCTION or adverb or not re.fullmatch(r"[\w'-]+", w)):
+                break
+            kept.insert(0, words.pop())
+        if kept and kept[0].lower() not in _NAME_LINK:
+            out.append((" ".join(kept), m.group("kind").lower()))
+    return out
+
+
+def _defined_term(message: str, answer: str, asked: set[str]) -> _Found | None:
+    """A bare "that"/"this" of the message ("what causes that?") as the one term the answer
+    defined as it introduced it ("... aplastic anaemia, a rare condition in which ..."), when no
+    earlier user turn says it: what a reply points at when the answer brought in one new thing."""
+    pointer = _BARE_DEMONSTRATIVE.search(message)
+    asks = {w for w in re.findall(r"[a-z']+", message.lower()) if w not in FUNCTION}
+    if pointer is None or not asks or asks <= _OF_A_STATEMENT or _AFTER_THAT.search(message):
+        return None  # "Why is that?", "Is that true?", "What happened after that?": of what the answer said
+    terms = {term for term, _kind in _defined(analysed_part(answer, ANSWER_CHARS)) if not set(analyze(term)) <= asked}
+    if len(terms) != 1:
+        return None
+    term = terms.pop()
+    return pointer.start(), pointer.end(), term, _referent(term), f"{pointer.group(0)!r} is {term!r}, which the answer defined as it brought it in"

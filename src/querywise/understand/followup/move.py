@@ -62,7 +62,11 @@ __all__ = ["ANSWER_MAX_CHANCE", "ANSWER_WEIGHT", "GUESSED_MESSAGE_WEIGHT", "JOIN
 #: word of the answer, two words or fewer; its cosine to the answer; the topic-shift chance): the
 #: train documents' one rule meeting both targets there (x10 when the message leans on the answer
 #: under chance 0.6, else no answer query: 0.622 / -0.010) loses 0.031 of the follow-ups on val
-#: (SE 0.011) and 0.015 after an answer on test (subject_probe.md, paired standard errors).
+#: (SE 0.011) and 0.015 after an answer on test (subject_probe.md, paired standard errors). Nor,
+#: a third round, does the retriever's own word: train's choice (no answer query when the message
+#: alone finds something clearly and the answer query's first hit is far from it, or after a
+#: question of the assistant the message does not lean on) holds train and val and loses 0.015
+#: after an answer on test (SE 0.010), the follow-ups 0.667 there (subject_probe.md, section 4).
 ANSWER_WEIGHT = 10.0
 #: More likely a continuation than a new subject: a natural point, not fitted (0.2, 0.3 and 0.4
 #: trade follow-ups for changes of subject at the same rate as a lower weight: subject_probe.md).

@@ -1,0 +1,264 @@
+"""Where a cold `querywise index` spends its time (#39): CPU seconds by phase, so others' load does not count.
+
+    .venv/bin/python -m bench.retrieval.build_breakdown                       # SciFact, int8 then fp32
+    .venv/bin/python -m bench.retrieval.build_breakdown --kinds onnx-int8+skiplayernorm,onnx-int8 --limit-docs 1000   # before/after, a sample
+
+Each build is the README's command, `querywise index SOURCE --index DIR --skip-invalid` (one TOML
+line for the embedder kind), in a fresh interpreter against an empty cache folder of its own, as
+bench/retrieval/peers_cli.py runs it: the ONNX export (a child process), the quantization and
+every vector are inside it. The child runs the command in-process (the CLI's typer app) with each
+phase's function wrapped by a timer: wall seconds and the process's CPU seconds (every thread:
+ONNX Runtime's intra-op threads included; a child process's — the export — counted apart), each
+phase's own time with the phases it calls taken out. What no phase covers is "other" (writing
+chunks.jsonl, the manifest, the progress bars). Interpreter start and the imports are counted
+before the command runs. The embedder phases also count the tokens they run: useful (each text's,
+after truncation at the model's window) and padded, and the model's useful GFLOP (machine_peak's
+count), so the embedding's rate per CPU-second is comparable with bench/results/embed_efficiency.md.
+The peers embed each abstract once, truncated at 256 tokens: their token count is reported beside
+querywise's (the README path embeds chunks of at most 1,000 characters, each whole up to the window).
+
+Writes bench/results/build_breakdown.json and .md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from bench import ROOT, WORK, datasets, log
+from bench.report import publish
+
+COMMAND = ".venv/bin/python -m bench.retrieval.build_breakdown"
+KINDS = ("onnx-int8", "onnx")
+# A kind with this suffix runs as main did before d0ae077: ONNX Runtime's SkipLayerNormalization
+# fusion on (the embedder turns it off, `_onnx.UNFUSED`).
+FUSED_SLN = "+skiplayernorm"
+
+
+class _Clock:
+    """Nested phase timers: each phase's own wall and CPU seconds (its callees' taken out)."""
+
+    def __init__(self) -> None:
+        self.own: dict[str, dict[str, float]] = {}
+        self._stack: list[list[float]] = []  # per open phase: the inner phases' [wall, cpu, children]
+
+    @staticmethod
+    def now() -> tuple[float, float, float]:
+        t = os.times()
+        return time.perf_counter(), t.user + t.system, t.children_user + t.children_system
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = self.now()
+        self._stack.append([0.0, 0.0, 0.0])
+        try:
+            yield
+        finally:
+            inner = self._stack.pop()
+            spent = [b - a for a, b in zip(start, self.now(), strict=True)]
+            row = self.own.setdefault(name, {"wall_s": 0.0, "cpu_s": 0.0, "child_cpu_s": 0.0, "calls": 0})
+            for key, total, nested in zip(("wall_s", "cpu_s", "child_cpu_s"), spent, inner, strict=True):
+                row[key] += total - nested
+            row["calls"] += 1
+            if self._stack:
+                for i, total in enumerate(spent):
+                    self._stack[-1][i] += total
+
+    def wrap(self, owner: Any, attr: str, name: str, count: Callable[..., None] | None = None) -> None:
+        """Time every call of ``owner.attr`` as phase ``name``; ``count(*args)`` sees its arguments."""
+        original = getattr(owner, attr)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if count is not None:
+                count(*args)
+            with self.phase(name):
+                return original(*args, **kwargs)
+
+        setattr(owner, attr, timed)
+
+
+def _child(kind: str, source: Path, index: Path, out: Path) -> None:
+    """One build, timed by phase (runs in a fresh interpreter: `--child`)."""
+    started = os.times()
+    start_cpu = started.user + started.system  # the interpreter's start and this module's imports
+    clock = _Clock()
+    with clock.phase("process start: interpreter and imports"):
+        from querywise.cli import app
+    import querywise.cli.index as cli_index
+    import querywise.embed._onnx as onnx_mod
+    import querywise.index.writing as writing
+    from bench.retrieval.machine_peak import model_flops
+    from querywise.embed._cache import CachedEmbedder
+    from querywise.index.analysis import Analysis
+    from querywise.index.engine import EdgeEngine
+    from querywise.index.store import Index
+
+    tokens = {"useful": 0, "padded": 0, "texts": 0, "useful_gflop": 0.0}
+    if kind.endswith(FUSED_SLN):
+        kind = kind.removesuffix(FUSED_SLN)
+        init = onnx_mod.OnnxEmbedder.__init__
+
+        def fused_init(self: Any, *args: Any, **kwargs: Any) -> None:
+            init(self, *args, **{**kwargs, "unfused": ()})
+
+        onnx_mod.OnnxEmbedder.__init__ = fused_init  # type: ignore[method-assign]
+
+    def count_batch(_self: Any, batch: Sequence[Any]) -> None:
+        lengths = [len(e.ids) for e in batch]
+        tokens["useful"] += sum(lengths)
+        tokens["padded"] += max(lengths) * len(lengths)
+        tokens["texts"] += len(lengths)
+        tokens["useful_gflop"] += model_flops(lengths) / 1e9
+
+    clock.wrap(cli_index, "read_corpus", "read and chunk the corpus")
+    clock.wrap(onnx_mod, "export_fp32_onnx", "ONNX export (its child's CPU apart)")
+    clock.wrap(onnx_mod, "quantize_int8", "int8 quantization")
+    clock.wrap(onnx_mod.OnnxEmbedder, "__init__", "embedder load: tokenizer, ONNX Runtime session")
+    clock.wrap(writing, "analyse", "BM25 analysis")
+    clock.wrap(Analysis, "vectors", "BM25 weights")
+    clock.wrap(writing, "count_over_window", "token counts for the window report")
+    clock.wrap(onnx_mod.OnnxEmbedder, "embed", "embedding: tokenizer and batching")
+    clock.wrap(onnx_mod.OnnxEmbedder, "_run", "embedding: the model (padding, ONNX Runtime, pooling)", count_batch)
+    clock.wrap(CachedEmbedder, "_lookup", "embedding cache: look-ups")
+    clock.wrap(CachedEmbedder, "_store", "embedding cache: writes")
+    clock.wrap(writing, "check_vectors", "vector checks")
+    clock.wrap(EdgeEngine, "upsert", "Qdrant upserts")
+    clock.wrap(EdgeEngine, "finish", "Qdrant: HNSW graph and segment")
+    clock.wrap(EdgeEngine, "open", "Qdrant: open (the build's check, the index returned)")
+    clock.wrap(writing, "seal", "seal: file digests")
+    clock.wrap(Index, "open", "open the new build")
+    with clock.phase("other (chunks.jsonl, manifest, progress)"):
+        app(["index", str(source), "--index", str(index), "-c", str(_toml(kind, index.parent)), "--skip-invalid"], standalone_mode=False)
+    out.write_text(json.dumps({"phases": clock.own, "tokens": tokens, "start_cpu_s": round(start_cpu, 3)}), encoding="utf-8")
+
+
+def _toml(kind: str, folder: Path) -> Path:
+    path = folder / "querywise.toml"
+    path.write_text(f'[embedding]\nkind = "{kind}"\n', encoding="utf-8")
+    return path
+
+
+def build(kind: str, source: Path, work: Path) -> dict[str, Any]:
+    """One cold build of ``source`` with embedder ``kind``, in a child: its phases and totals."""
+    folder = work / kind
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    out = folder / "phases.json"
+    env = {**os.environ, "QUERYWISE_CACHE_DIR": str(folder / "cache"), "HF_HUB_OFFLINE": "1",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    load = [round(os.getloadavg()[0], 2)]
+    started, cpu_before = time.perf_counter(), _children_cpu_s()
+    proc = subprocess.Popen([sys.executable, "-m", "bench.retrieval.build_breakdown", "--child", kind, str(source),
+                             str(folder / "index"), str(out)], env=env, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _, stderr = proc.communicate()
+    wall = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise RuntimeError(f"the build of {kind} failed: {stderr[-2000:]}")
+    load.append(round(os.getloadavg()[0], 2))
+    data = json.loads(out.read_text(encoding="utf-8"))
+    usage = round(_children_cpu_s() - cpu_before, 2)
+    phases = {name: {k: round(v, 3) for k, v in row.items()} for name, row in data["phases"].items()}
+    start = phases.setdefault("process start: interpreter and imports", {"wall_s": 0.0, "cpu_s": 0.0, "child_cpu_s": 0.0, "calls": 1})
+    start["cpu_s"] = round(start["cpu_s"] + data["start_cpu_s"], 3)  # before the child's first line ran, too
+    return {"kind": kind, "wall_s": round(wall, 2), "cpu_s": usage, "load_avg_1min": load, "phases": phases, "tokens": data["tokens"]}
+
+
+def _children_cpu_s() -> float:
+    """CPU seconds of every child process that has ended and been waited for (and theirs)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def peer_tokens(source: Path, limit: int | None) -> dict[str, int]:
+    """Tokens the peers embed (one text per abstract: title, newline, text; truncated at the window)
+    against the README path's chunks, useful tokens only."""
+    from querywise.chunking import Chunker
+    from querywise.config import Settings
+    from querywise.corpus import read_corpus
+    from querywise.embed._base import max_seq_length, model_dir, token_counter
+
+    folder = model_dir()
+    window, count = max_seq_length(folder), token_counter(folder)
+    records = [r for _, r in zip(range(limit or 10**9), datasets.scifact_records(), strict=False)]
+    abstracts = [f"{r['title']}\n{r['text']}".strip() for r in records]
+    c = Settings().chunking
+    chunks = read_corpus(source, chunker=Chunker(max_chars=c.max_chars, overlap=c.overlap, identifier_pattern=c.identifier_pattern),
+                         skip_invalid=True).chunks
+    from querywise.index.points import SearchTexts
+
+    texts = list(SearchTexts(chunks))
+    return {"peer_texts": len(abstracts), "peer_tokens": sum(min(n, window) for n in count(abstracts)),
+            "querywise_texts": len(texts), "querywise_tokens": sum(min(n, window) for n in count(texts))}
+
+
+def markdown(result: dict[str, Any]) -> str:
+    m = result["machine"]
+    lines = ["## Where a cold build's time goes (`bench/retrieval/build_breakdown.py`)", "",
+             f"Command: `{m['command']}`; {m['date']}, {m['cores']} cores ({m['cpu']}). `querywise index` on {result['source']} "
+             "(README path, `--skip-invalid`), each in a fresh interpreter with an empty cache folder: CPU seconds by phase "
+             "(every thread of the process; the export's child apart), each phase without the phases it calls. "
+             "Wall seconds are the share of 2 shared cores the build got: read them with the load.", ""]
+    t = result["peer_tokens"]
+    lines += [f"Tokens embedded (useful, truncated at 256): the peers {t['peer_tokens']:,} ({t['peer_texts']:,} abstracts), "
+              f"querywise {t['querywise_tokens']:,} ({t['querywise_texts']:,} chunks), {t['querywise_tokens'] / t['peer_tokens']:.2f}x.", ""]
+    for b in result["builds"]:
+        tok = b["tokens"]
+        model = next((r for n, r in b["phases"].items() if n.startswith("embedding: the model")), None)
+        rate = f"{tok['useful_gflop'] / model['cpu_s']:.1f}" if model and model["cpu_s"] else "-"
+        kind = b["kind"].removesuffix(FUSED_SLN) + ("\"` with SkipLayerNormalization fused (before d0ae077)" if b["kind"].endswith(FUSED_SLN) else "\"`")
+        lines += [f"### `[embedding] kind = \"{kind}: {b['wall_s']} s wall, {b['cpu_s']} CPU s (process tree), "
+                  f"1-minute load {b['load_avg_1min'][0]} before, {b['load_avg_1min'][1]} after", "",
+                  f"Tokens run: {tok['useful']:,} useful of {tok['padded']:,} padded ({1 - tok['useful'] / max(tok['padded'], 1):.1%} padding) in "
+                  f"{tok['texts']:,} texts; {tok['useful_gflop']:,.0f} useful GFLOP, **{rate} per CPU-second of the model phase**.", "",
+                  "| phase | CPU s | share of CPU | child CPU s | wall s | calls |", "|---|---|---|---|---|---|"]
+        total = sum(r["cpu_s"] + r["child_cpu_s"] for r in b["phases"].values()) or 1.0
+        for name, r in sorted(b["phases"].items(), key=lambda kv: -(kv[1]["cpu_s"] + kv[1]["child_cpu_s"])):
+            lines.append(f"| {name} | {r['cpu_s']:.1f} | {(r['cpu_s'] + r['child_cpu_s']) / total:.1%} | {r['child_cpu_s']:.1f} | "
+                         f"{r['wall_s']:.1f} | {int(r['calls'])} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "--child":
+        kind, *paths = args[1:]
+        _child(kind, *(Path(p) for p in paths))
+        return
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kinds", default=",".join(KINDS), help=f"embedder kinds, built in this order ({FUSED_SLN} after one: that fusion on)")
+    ap.add_argument("--limit-docs", type=int, default=0, help="only the first N abstracts")
+    opts = ap.parse_args(args)
+    source = datasets.SCIFACT
+    work = WORK / "build_breakdown"
+    if opts.limit_docs:
+        from bench.retrieval.peers_cli import beir_subset
+
+        ids = {str(r["_id"]) for _, r in zip(range(opts.limit_docs), datasets.scifact_records(), strict=False)}
+        source = beir_subset(source, Path(tempfile.gettempdir()) / "querywise-breakdown-subset", ids, set())
+        work = Path(tempfile.gettempdir()) / "querywise-breakdown"
+    builds = []
+    for kind in opts.kinds.split(","):
+        log(f"cold build with {kind}")
+        builds.append(build(kind, source, work))
+    result = {"source": f"SciFact ({opts.limit_docs or 'all'} abstracts)", "builds": builds,
+              "peer_tokens": peer_tokens(source, opts.limit_docs or None)}
+    command = COMMAND + (f" --kinds {opts.kinds}" if opts.kinds != ",".join(KINDS) else "") + (f" --limit-docs {opts.limit_docs}" if opts.limit_docs else "")
+    publish("build_breakdown", result, command=command, render=markdown)
+    log("wrote build_breakdown.json and .md")
+
+
+if __name__ == "__main__":
+    main()
