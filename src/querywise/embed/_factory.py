@@ -17,11 +17,12 @@ EMBEDDER_KINDS: Final[tuple[str, ...]] = get_args(EmbedderKind)
 #: ONNX Runtime fp32 reproduces every reference figure of the help-centre world that torch does
 #: (tests/accept/test_embeddings_reference.py; scores within 5e-7 of torch) and is the faster CPU
 #: path (bench/results/embed_throughput.json). "onnx-int8" (the fp32 export quantized per
-#: channel, made locally) is faster but not lossless everywhere: nDCG@10 within 0.003 of fp32 on
-#: SciFact, Medline and doc2dial, 0.0064 below on the demo's 59 cases (int8.md at commit 54a0ccc; 5 one-rank
-#: swaps down, 3 up, 95% interval -0.026 to +0.013: int8-quick.md); keeping the first three
-#: feed-forward outputs in fp32 ("mixed") did not hold either (int8.md, int8-rank.md). Its
-#: vectors are not fp32's, so an index is searched only with the variant that built it.
+#: channel, made locally, each text embedded alone) is faster but not lossless everywhere: measured
+#: fresh, the default deployment's nDCG@10 0.0033 below fp32 on SciFact, 0.0062 on Medline, 0.0030
+#: on doc2dial, 0.0025 above on the demo, each within about one paired SE (bench/results/int8.md,
+#: 2026-12-05 18:57); keeping the first three feed-forward outputs in fp32 ("mixed") did not hold
+#: either (int8-rank.md). Its vectors are not fp32's, so an index is searched only with the
+#: variant (and recipe: `int8_key`) that built it.
 DEFAULT_KIND: Final[EmbedderKind] = "onnx"
 
 

@@ -84,7 +84,11 @@ UNFUSED = ("SkipLayerNormFusion",)
 # 0.0027 over documents) at 1.65x fp32's tokens per CPU-second against 2.02x, but its nDCG@10 did
 # not follow: SciFact hybrid as typed 0.7108 against fp32's 0.7178, 25 claims down and 8 up (paired
 # p 0.03), Medline -0.0044 (bench/results/int8.md, 15:52). It holds nowhere the bar asks, so the
-# embedder stays "per-channel"; the others exist for the benchmarks.
+# embedder stays "per-channel"; the others exist for the benchmarks. Those runs read int8 vectors
+# from a cache that mixed two exports under one id (`_QUANTIZE_RECIPE`); fresh, each text alone,
+# per channel lost 0.0033 on SciFact's default deployment (paired SE 0.0040), 0.0062 on Medline
+# (0.0062), 0.0030 on doc2dial, and gained 0.0025 on the demo (int8.md, 18:57): still short of
+# the bar, within about one SE everywhere.
 Int8Variant = Literal["mixed", "per-channel", "per-tensor", "reduce-range"]
 
 
@@ -246,8 +250,10 @@ class OnnxEmbedder:
         largest value over the whole call, so a text embedded beside others (and their padding)
         came out other than the same text alone, as a query is at search: mean cosine 0.9961
         between the two over 500 SciFact + Medline abstracts, 0.9921 over SciFact's train claims,
-        as far apart as int8 is from fp32. Alone, a text's vector is its own, slightly closer to
-        fp32, and costs less CPU (no padding): 10.4 against 12.0 CPU-s for those abstracts."""
+        as far apart as int8 is from fp32. Alone, a text's vector is its own, no further from fp32,
+        at about the same CPU cost (no padding): 10.9 against 11.0 CPU-s for those abstracts on one
+        thread; SciFact's train claims lost 0.0052 dense nDCG@10 to fp32 searched alone against a
+        corpus embedded in batches, 0.0022 with both alone (bench/results/int8-batch.md)."""
         folder = model_folder or model_dir()
         recipe = INT8_VARIANTS[variant]
         return cls(
@@ -343,13 +349,14 @@ def export_int8_onnx(
 
 def int8_key(folder: Path, recipe: Int8Recipe) -> str:
     """What an int8 model's vectors depend on, hashed: the weights in ``folder`` and the fp32
-    export's recipe, ``recipe``, how `quantize_int8` applies it and runs it (`_QUANTIZE_RECIPE`),
-    and the version of ONNX Runtime's quantizer. Part of the quantized file's name and of its
-    model id, so a change of any of them neither reuses an older file nor mixes its vectors with
-    the cached ones of an older file, and an index built with the older one is refused by name."""
+    export's recipe, ``recipe``, how `quantize_int8` applies it and runs it (`_QUANTIZE_RECIPE`;
+    the session's optimizers turned off, `UNFUSED`), and the version of ONNX Runtime's quantizer.
+    Part of the quantized file's name and of its model id, so a change of any of them neither
+    reuses an older file nor mixes its vectors with the cached ones of an older file, and an index
+    built with the older one is refused by name."""
     from importlib.metadata import version
 
-    parts = (_weights_key(folder), _QUANTIZE_RECIPE, version("onnxruntime"), repr(recipe))
+    parts = (_weights_key(folder), _QUANTIZE_RECIPE, version("onnxruntime"), repr(recipe), ",".join(UNFUSED))
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
 
 
