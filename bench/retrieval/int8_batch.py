@@ -39,15 +39,11 @@ import numpy as np
 
 from bench import DATA, log
 from bench.report import publish
+from bench.retrieval.int8_rank import _agreement
 
 COMMAND = "python -m bench.retrieval.int8_batch"
 CALIBRATION = Path(__file__).with_name("int8_calibration.txt")
 BATCH_TOKENS = 1024  # what a build's int8 batches held before each text was embedded alone
-
-
-def _agreement(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> dict[str, float]:
-    cos = np.sum(a * b, axis=1)
-    return {"min": round(float(cos.min()), 4), "p1": round(float(np.percentile(cos, 1)), 4), "mean": round(float(cos.mean()), 5)}
 
 
 def _alone(embedder: Any, texts: Sequence[str]) -> np.ndarray[Any, Any]:

@@ -18,9 +18,9 @@ EMBEDDER_KINDS: Final[tuple[str, ...]] = get_args(EmbedderKind)
 #: (tests/accept/test_embeddings_reference.py; scores within 5e-7 of torch) and is the faster CPU
 #: path (bench/results/embed_throughput.json). "onnx-int8" (the fp32 export quantized per
 #: channel, made locally, each text embedded alone) is faster but not lossless everywhere: measured
-#: fresh, the default deployment's nDCG@10 0.0033 below fp32 on SciFact, 0.0062 on Medline, 0.0030
-#: on doc2dial, 0.0025 above on the demo, each within about one paired SE (bench/results/int8.md,
-#: 2026-12-05 18:57); keeping the first three feed-forward outputs in fp32 ("mixed") did not hold
+#: fresh, the default deployment's nDCG@10 0.0018 below fp32 on SciFact, 0.0092 on Medline
+#: (paired SE 0.0054), 0.0040 on doc2dial (0.0016), 0.0023 above on the demo (bench/results/int8.md,
+#: 2026-12-05 19:20); keeping the first three feed-forward outputs in fp32 ("mixed") did not hold
 #: either (int8-rank.md). Its vectors are not fp32's, so an index is searched only with the
 #: variant (and recipe: `int8_key`) that built it.
 DEFAULT_KIND: Final[EmbedderKind] = "onnx"
