@@ -19,6 +19,7 @@ import pytest
 
 from querywise.embed import (
     EMBEDDER_KINDS,
+    INT8_VARIANTS,
     CachedEmbedder,
     Embedder,
     OnnxEmbedder,
@@ -27,7 +28,10 @@ from querywise.embed import (
     TokenWindow,
     Vectors,
     count_over_window,
+    int8_key,
+    int8_model_id,
     load_embedder,
+    model_dir,
 )
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -132,10 +136,15 @@ def test_int8_is_made_locally_per_channel_stays_close_and_is_cached_beside_fp32(
     for exported in (cache_dir / "models").iterdir():  # the fp32 export, so it is not made again
         shutil.copy(exported, tmp_path / "models")
     int8 = load_embedder("onnx-int8", cache_dir=tmp_path)
-    assert int8.model_id == "all-MiniLM-L6-v2/onnx-int8"
+    assert int8.model_id == int8_model_id("all-MiniLM-L6-v2", int8_key(model_dir(), INT8_VARIANTS["per-channel"]))
     texts = [*SENTENCES, " ".join(SENTENCES * 8)]
-    cosines = np.sum(torch_embedder.embed(texts) * int8.embed(texts), axis=1)
+    together = int8.embed(texts)
+    cosines = np.sum(torch_embedder.embed(texts) * together, axis=1)
     assert 0.95 < cosines.min() < 1 - 1e-4  # close to fp32 (one- and two-word texts drift most), and not fp32
+    # A text's int8 vector is its own, whatever it is embedded with: a query alone at search gets
+    # the vector the same text got in a build's batch.
+    alone = np.vstack([int8.inner.embed([text]) for text in texts])  # type: ignore[attr-defined]
+    np.testing.assert_allclose(alone, together, atol=1e-6)
     names = sorted(p.name for p in (tmp_path / "models").iterdir())
     assert [n.split("-")[4] for n in names] == ["fp32", "int8"]  # the int8 file is kept beside the export
     written = (tmp_path / "models" / names[1]).stat().st_mtime_ns

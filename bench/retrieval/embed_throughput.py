@@ -74,7 +74,7 @@ def build(kind: str, batch_size: int, export_dir: Path) -> Embedder:
     if kind == "onnx":
         return OnnxEmbedder.fp32(export_dir=export_dir, batch_size=batch_size)
     if kind == "onnx-int8":
-        return OnnxEmbedder.int8(export_dir=export_dir, batch_size=batch_size)
+        return OnnxEmbedder.int8(export_dir=export_dir)  # each text alone: its vectors do not depend on the batch
     raise SystemExit(f"unknown kind {kind!r}")
 
 

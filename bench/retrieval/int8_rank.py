@@ -10,7 +10,8 @@ set, SciFact + Medline (seed 0: 300 SciFact and 200 Medline documents, every tes
 - agreement with fp32: the smallest, 1st-percentile and mean cosine between a text's vector and
   fp32's, over the documents and over the queries;
 - speed: tokens (truncated at 256) embedded per CPU-second on one thread, 120 other documents of
-  the same collections (seed 1), in the same batches (1,024 padded tokens) as fp32, each round
+  the same collections (seed 1), each text alone (as `OnnxEmbedder.int8` runs; before 2026-12-05
+  18:30, in batches of 1,024 padded tokens) for fp32 and the candidate, each round
   timing fp32 then the candidate back to back; the median of the rounds' ratios. CPU time on one
   thread, not wall time on two, so the other processes of a shared machine cancel out.
 
@@ -113,13 +114,12 @@ def _cpu_seconds(embedder: Any, texts: Sequence[str]) -> float:
 
 def run(rounds: int) -> dict[str, Any]:
     from querywise.embed import OnnxEmbedder, export_fp32_onnx, quantize_int8
-    from querywise.embed._onnx import INT8_BATCH_TOKENS
 
     docs, queries, speed = _sample()
     fp32_model = export_fp32_onnx(None)
 
     def embedder(model: Any, name: str) -> Any:
-        return OnnxEmbedder(model, model_id=name, threads=1, batch_tokens=INT8_BATCH_TOKENS)
+        return OnnxEmbedder(model, model_id=name, threads=1, batch_size=1, batch_tokens=0)  # each text alone, as OnnxEmbedder.int8
 
     fp32 = embedder(fp32_model, "fp32")
     ref_docs, ref_queries = fp32.embed(docs), fp32.embed(queries)
@@ -151,7 +151,7 @@ def markdown(result: dict[str, Any]) -> str:
              f"Command: `{m['command']}`; {m['date']}, {m['cores']} cores ({m['cpu']}), load average at the end {m['load_avg_at_write']}.", "",
              f"Choosing set SciFact + Medline: {s['documents']} documents and {s['queries']} test queries for agreement; "
              f"speed on {s['speed_texts']} other documents ({s['speed_tokens']:,} tokens), one thread, tokens per CPU-second, "
-             f"median of {s['rounds']} rounds each timing fp32 then the candidate in the same batches. "
+             f"median of {s['rounds']} rounds each timing fp32 then the candidate on the same texts. "
              "fp32 share: the encoder's weight FLOPs left in fp32.", "",
              "| candidate (MatMuls kept in fp32) | fp32 share | documents: min cosine | 1st pct | mean | queries: min | 1st pct | mean | "
              "speed-up over fp32 | tokens / CPU-s |",

@@ -3,21 +3,57 @@ in fp32 left unquantized in the graph it writes."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from querywise.embed import INT8_MODEL_ID, INT8_VARIANTS, Int8Recipe, int8_model_id, model_dir, quantize_int8, same_vectors
+from querywise.embed import INT8_VARIANTS, Int8Recipe, int8_key, int8_model_id, model_dir, quantize_int8, same_vectors
 from querywise.embed._graph import bert_onnx
 from querywise.embed._onnx import ffn_output
 
 
-def test_each_variant_has_its_own_model_id_so_vectors_of_another_are_refused() -> None:
-    ids = {v: int8_model_id("all-MiniLM-L6-v2", v) for v in INT8_VARIANTS}  # type: ignore[arg-type]
+@pytest.fixture
+def weights(tmp_path: Path) -> Path:
+    """A model folder as `int8_key` reads it: its weights file."""
+    (tmp_path / "model.safetensors").write_bytes(b"weights")
+    return tmp_path
+
+
+def test_each_variant_has_its_own_model_id_so_vectors_of_another_are_refused(weights: Path) -> None:
+    ids = {v: int8_model_id("all-MiniLM-L6-v2", int8_key(weights, r), v) for v, r in INT8_VARIANTS.items()}  # type: ignore[arg-type]
     assert len(set(ids.values())) == len(INT8_VARIANTS)
-    # What `onnx-int8` builds keeps the id indexes were built with; any other variant is refused by name.
-    assert INT8_MODEL_ID == ids["per-channel"] == "all-MiniLM-L6-v2/onnx-int8"
-    assert ids["mixed"] == "all-MiniLM-L6-v2/onnx-int8-mixed"
-    assert not same_vectors(INT8_MODEL_ID, ids["mixed"])
-    assert not same_vectors(INT8_MODEL_ID, "all-MiniLM-L6-v2/onnx-fp32")
+    assert ids["per-channel"].startswith("all-MiniLM-L6-v2/onnx-int8-")
+    assert ids["mixed"].startswith("all-MiniLM-L6-v2/onnx-int8-mixed-")
+    assert not same_vectors(ids["per-channel"], ids["mixed"])
+    assert not same_vectors(ids["per-channel"], "all-MiniLM-L6-v2/onnx-fp32")
+    assert same_vectors(ids["per-channel"], int8_model_id("all-MiniLM-L6-v2", int8_key(weights, Int8Recipe())))
+
+
+def test_a_new_export_quantizer_or_weights_give_the_int8_model_a_new_id(weights: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Vectors of an int8 file made by an older recipe never meet fresh ones in the shared cache:
+    the id (the cache's key, the manifest's embedder) changes with everything the vectors depend on."""
+    recipe = INT8_VARIANTS["per-channel"]
+    before = int8_key(weights, recipe)
+    assert int8_key(weights, recipe) == before  # the same inputs, the same key
+    changed = []
+    with monkeypatch.context() as m:
+        m.setattr("querywise.embed._onnx._EXPORT_RECIPE", "fp32 graph written another way")
+        changed.append(int8_key(weights, recipe))
+    with monkeypatch.context() as m:
+        m.setattr("querywise.embed._onnx._QUANTIZE_RECIPE", "quantized or run another way")
+        changed.append(int8_key(weights, recipe))
+    with monkeypatch.context() as m:
+        m.setattr("querywise.embed._onnx.UNFUSED", ())  # the session runs the graph with other fusions
+        changed.append(int8_key(weights, recipe))
+    with monkeypatch.context() as m:
+        m.setattr("importlib.metadata.version", lambda name: "0.0.1")
+        changed.append(int8_key(weights, recipe))
+    changed.append(int8_key(weights, Int8Recipe(fp32_matmuls=(ffn_output(0),))))
+    (weights / "model.safetensors").write_bytes(b"fine-tuned weights")
+    changed.append(int8_key(weights, recipe))
+    assert len({before, *changed}) == 1 + len(changed)
+    old_id, new_ids = int8_model_id("all-MiniLM-L6-v2", before), [int8_model_id("all-MiniLM-L6-v2", k) for k in changed]
+    assert not any(same_vectors(old_id, new) for new in new_ids)
 
 
 def test_mixed_keeps_the_first_three_feed_forward_outputs_in_fp32() -> None:

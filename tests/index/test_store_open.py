@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from querywise.conditions import parse_where
 from querywise.config import Settings
 from querywise.corpus import Chunk
+from querywise.embed import Embedder
 from querywise.index import Index, IndexStoreError, build_index
 
 
@@ -215,16 +217,19 @@ def test_a_lazily_loaded_embedder_of_another_model_is_refused_when_it_embeds_a_q
             ix.search("warranty", mode="hybrid")
 
 
+def _variant(model_id: str) -> Embedder:
+    """A test embedder that calls itself ``model_id``."""
+    from tests.conftest import HashEmbedder
+
+    embedder = HashEmbedder()
+    embedder.model_id = model_id  # type: ignore[misc]
+    return embedder
+
+
 def test_an_index_is_searched_only_with_the_precision_that_built_it(tmp_path: Path, shop: list[Chunk], settings: Settings) -> None:
     """fp32 and int8 vectors of one model are not interchangeable: a mismatch is refused by name;
     torch and ONNX fp32 (which agree within 5e-7) may be mixed."""
-    from tests.conftest import HashEmbedder
-
-    def variant(model_id: str) -> HashEmbedder:
-        embedder = HashEmbedder()
-        embedder.model_id = model_id  # type: ignore[misc]
-        return embedder
-
+    variant = _variant
     build_index(shop, tmp_path / "int8", settings=settings, embedder=variant("all-MiniLM-L6-v2/onnx-int8")).close()
     with pytest.raises(IndexStoreError, match=r"embedded with all-MiniLM-L6-v2/onnx-int8, not all-MiniLM-L6-v2/onnx-fp32.*onnx-int8"):
         Index.open(tmp_path / "int8", settings=settings, embedder=variant("all-MiniLM-L6-v2/onnx-fp32"))
@@ -233,3 +238,22 @@ def test_an_index_is_searched_only_with_the_precision_that_built_it(tmp_path: Pa
         assert ix.search("warranty", mode="dense")
     with pytest.raises(IndexStoreError, match="embedded with all-MiniLM-L6-v2/torch-fp32, not all-MiniLM-L6-v2/onnx-int8"):
         Index.open(tmp_path / "fp32", settings=settings, embedder=variant("all-MiniLM-L6-v2/onnx-int8"))
+
+
+def test_an_int8_index_built_from_an_older_export_or_recipe_is_refused_by_name(
+    tmp_path: Path, shop: list[Chunk], settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The int8 model id names the recipe (`int8_key`): after a new fp32 export, an index built
+    with the older int8 file is refused by name, not searched with vectors of another model."""
+    from querywise.embed import INT8_VARIANTS, int8_key, int8_model_id
+
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "model.safetensors").write_bytes(b"weights")
+    old = int8_model_id("all-MiniLM-L6-v2", int8_key(tmp_path / "model", INT8_VARIANTS["per-channel"]))
+    monkeypatch.setattr("querywise.embed._onnx._EXPORT_RECIPE", "a newer export")
+    new = int8_model_id("all-MiniLM-L6-v2", int8_key(tmp_path / "model", INT8_VARIANTS["per-channel"]))
+    build_index(shop, tmp_path / "int8", settings=settings, embedder=_variant(old)).close()
+    with pytest.raises(IndexStoreError, match=f"embedded with {re.escape(old)}, not {re.escape(new)}"):
+        Index.open(tmp_path / "int8", settings=settings, embedder=_variant(new))
+    with Index.open(tmp_path / "int8", settings=settings, embedder=_variant(old)) as ix:
+        assert ix.search("warranty", mode="dense")

@@ -18,9 +18,13 @@ class EmbeddingSettings(_Section):
     # "auto" is ONNX Runtime fp32 (the reference figures); "torch" (PyTorch: pip install
     # "querywise[torch]") and "onnx" are fp32 too;
     # "onnx-int8" is the fp32 weights quantized to int8 per channel, made locally and cached beside
-    # the fp32 export: faster, and close to fp32 (bench/results/int8.md has what it costs).
+    # the fp32 export, each text embedded alone (its vector does not depend on what it is embedded
+    # with): faster, and close to fp32 (bench/results/int8.md has what it costs). Its model id names
+    # its recipe (`all-MiniLM-L6-v2/onnx-int8-<key>`, `embed.int8_key`: the weights, the fp32
+    # export, the quantization, ONNX Runtime's version), so a change of any of them makes new
+    # cached vectors and refuses an index built before it.
     kind: str = "auto"  # An index is searched only with the precision that built it (fp32 or int8)
-    batch_size: int = Field(64, ge=1)  # texts embedded per forward pass
+    batch_size: int = Field(64, ge=1)  # texts embedded per forward pass (fp32; "onnx-int8" embeds each text alone)
     cache: bool = True  # on-disk cache keyed by model and text hash
 
     @model_validator(mode="after")

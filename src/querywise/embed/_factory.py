@@ -17,11 +17,12 @@ EMBEDDER_KINDS: Final[tuple[str, ...]] = get_args(EmbedderKind)
 #: ONNX Runtime fp32 reproduces every reference figure of the help-centre world that torch does
 #: (tests/accept/test_embeddings_reference.py; scores within 5e-7 of torch) and is the faster CPU
 #: path (bench/results/embed_throughput.json). "onnx-int8" (the fp32 export quantized per
-#: channel, made locally) is faster but not lossless everywhere: nDCG@10 within 0.003 of fp32 on
-#: SciFact, Medline and doc2dial, 0.0064 below on the demo's 59 cases (int8.md at commit 54a0ccc; 5 one-rank
-#: swaps down, 3 up, 95% interval -0.026 to +0.013: int8-quick.md); keeping the first three
-#: feed-forward outputs in fp32 ("mixed") did not hold either (int8.md, int8-rank.md). Its
-#: vectors are not fp32's, so an index is searched only with the variant that built it.
+#: channel, made locally, each text embedded alone) is faster but not lossless everywhere: measured
+#: fresh, the default deployment's nDCG@10 0.0018 below fp32 on SciFact, 0.0092 on Medline
+#: (paired SE 0.0054), 0.0040 on doc2dial (0.0016), 0.0023 above on the demo (bench/results/int8.md,
+#: 2026-12-05 19:20); keeping the first three feed-forward outputs in fp32 ("mixed") did not hold
+#: either (int8-rank.md). Its vectors are not fp32's, so an index is searched only with the
+#: variant (and recipe: `int8_key`) that built it.
 DEFAULT_KIND: Final[EmbedderKind] = "onnx"
 
 
@@ -41,7 +42,8 @@ def load_embedder(
     encoder fine-tuned by `querywise.embed.finetune`, served by torch for "torch" and by its own
     ONNX export otherwise (quantized for "onnx-int8"); its vectors are cached under its own id.
     ``bulk``: the embedder only embeds large batches (a build), so ONNX Runtime's idle threads
-    sleep instead of spinning.
+    sleep instead of spinning. ``batch_size`` does not apply to "onnx-int8", which embeds each
+    text alone (`OnnxEmbedder.int8`).
 
     >>> embedder = load_embedder("onnx", cache_dir=Path(".cache/querywise"))
     """
@@ -65,10 +67,10 @@ def load_embedder(
             inner = SentenceTransformerEmbedder(batch_size=batch_size, model_folder=model_folder)
             inner.model_id = f"{model_id}/torch-fp32"
         elif kind == "onnx-int8":
-            from ._onnx import OnnxEmbedder, int8_model_id
+            from ._onnx import OnnxEmbedder
 
             export_dir = cache_dir / "models" if cache_dir is not None else None
-            inner = OnnxEmbedder.int8(export_dir=export_dir, batch_size=batch_size, model_folder=model_folder, model_id=int8_model_id(model_id), spinning=spinning)
+            inner = OnnxEmbedder.int8(export_dir=export_dir, model_folder=model_folder, base_id=model_id, spinning=spinning)
         else:
             from ._onnx import OnnxEmbedder
 
@@ -87,7 +89,7 @@ def load_embedder(
         from ._onnx import OnnxEmbedder
 
         export_dir = cache_dir / "models" if cache_dir is not None else None
-        inner = OnnxEmbedder.int8(export_dir=export_dir, batch_size=batch_size, spinning=spinning)
+        inner = OnnxEmbedder.int8(export_dir=export_dir, spinning=spinning)
     else:
         known = ", ".join(repr(k) for k in EMBEDDER_KINDS)
         raise ValueError(f"unknown embedder kind {kind!r}; expected one of {known}")

@@ -35,13 +35,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INT8_DEFAULT",
-    "INT8_MODEL_ID",
     "INT8_VARIANTS",
     "Int8Recipe",
     "Int8Variant",
     "OnnxEmbedder",
     "export_fp32_onnx",
     "export_int8_onnx",
+    "int8_key",
     "int8_model_id",
     "quantize_int8",
 ]
@@ -58,10 +58,7 @@ FP32_MODEL_ID = f"{MODEL_NAME}/onnx-fp32"
 # alternated turns, load 6-9: 600 CLINC150 utterances 543 against 505 a second, 200 passages of
 # 100 words 38.5 against 35.7.
 BATCH_TOKENS = 512
-# int8 keeps 1,024: its activations are quantized per batch (dynamic quantization), so the batch
-# changes its vectors (smallest cosine 0.995 between the two), and bench/results/int8.md's
-# figures were measured at 1,024. 512 ran it 12-21% faster (embed_efficiency.md).
-INT8_BATCH_TOKENS = 1024
+# (int8 embeds each text alone, whatever these say: `OnnxEmbedder.int8`.)
 SPIN_STOP = "session.force_spinning_stop"  # ONNX Runtime's session entry: threads stop spinning when a call returns
 # ONNX Runtime fuses residual Add + LayerNormalization into SkipLayerNormalization in the int8 graph
 # (not in the fp32 one, whose optimized graph is the same with or without this fusion). Its CPU
@@ -87,7 +84,11 @@ UNFUSED = ("SkipLayerNormFusion",)
 # 0.0027 over documents) at 1.65x fp32's tokens per CPU-second against 2.02x, but its nDCG@10 did
 # not follow: SciFact hybrid as typed 0.7108 against fp32's 0.7178, 25 claims down and 8 up (paired
 # p 0.03), Medline -0.0044 (bench/results/int8.md, 15:52). It holds nowhere the bar asks, so the
-# embedder stays "per-channel"; the others exist for the benchmarks.
+# embedder stays "per-channel"; the others exist for the benchmarks. Those runs read int8 vectors
+# from a cache that mixed two exports under one id (`_QUANTIZE_RECIPE`); fresh, each text alone,
+# per channel lost 0.0018 on SciFact's default deployment (paired SE 0.0042), 0.0092 on Medline
+# (0.0054), 0.0040 on doc2dial (0.0016), and gained 0.0023 on the demo (int8.md, 19:20): short
+# of the bar on Medline and doc2dial.
 Int8Variant = Literal["mixed", "per-channel", "per-tensor", "reduce-range"]
 
 
@@ -116,22 +117,29 @@ INT8_VARIANTS: Final[dict[str, Int8Recipe]] = {
 INT8_DEFAULT: Final[Int8Variant] = "per-channel"
 
 
-def int8_model_id(base: str, variant: Int8Variant = INT8_DEFAULT) -> str:
-    """The model id of ``base`` (a model's name) quantized as ``variant``: vectors of different
-    variants are not interchangeable, so each has its own id (and cache entries, and an index built
-    with one refuses the others by name). The default, "per-channel", is plain "onnx-int8".
+def int8_model_id(base: str, key: str, variant: Int8Variant = INT8_DEFAULT) -> str:
+    """The model id of ``base`` (a model's name) quantized as ``variant`` by the recipe ``key``
+    names (`int8_key`): vectors of different variants, or of one variant quantized from another
+    export or by another recipe, are not interchangeable, so each has its own id (and cache entries,
+    and an index built with one refuses the others by name).
 
-    >>> int8_model_id("all-MiniLM-L6-v2", "mixed")
-    'all-MiniLM-L6-v2/onnx-int8-mixed'
+    >>> int8_model_id("all-MiniLM-L6-v2", "0123456789ab", "mixed")
+    'all-MiniLM-L6-v2/onnx-int8-mixed-0123456789ab'
     """
-    return f"{base}/onnx-int8" if variant == "per-channel" else f"{base}/onnx-int8-{variant}"
+    kind = "onnx-int8" if variant == INT8_DEFAULT else f"onnx-int8-{variant}"
+    return f"{base}/{kind}-{key}"
 
-
-INT8_MODEL_ID = int8_model_id(MODEL_NAME)
 
 # Part of the exported file's name: bump it whenever export_fp32_onnx writes a different graph
 # ("1": torch's TorchScript exporter; "2": the graph written from the weights, `_graph.bert_onnx`).
 _EXPORT_RECIPE = "2"
+# Part of the int8 file's name and of its model id (`int8_key`), beside the fp32 export's recipe,
+# the weights, the `Int8Recipe` and the quantizer's version: bump it whenever `quantize_int8`
+# writes a different graph for the same recipe, or `OnnxEmbedder.int8` runs it differently. An
+# int8 id that stayed the same across such a change let vectors of the old file and of the new one
+# meet in one shared embedding cache (issue #39). "1": activations scaled per batch of 1,024
+# tokens; "2": each text embedded alone.
+_QUANTIZE_RECIPE = "2"
 
 
 class OnnxEmbedder:
@@ -228,23 +236,32 @@ class OnnxEmbedder:
         cls,
         *,
         export_dir: Path | None,
-        batch_size: int = 64,
         threads: int | None = None,
         model_folder: Path | None = None,
-        model_id: str | None = None,
+        base_id: str = MODEL_NAME,
         variant: Int8Variant = INT8_DEFAULT,
-        batch_tokens: int = INT8_BATCH_TOKENS,
         spinning: bool = True,
     ) -> OnnxEmbedder:
         """The fp32 export (of the packaged model or ``model_folder``) quantized to int8 weights
-        by ONNX Runtime (``variant``: see `INT8_VARIANTS`); kept in ``export_dir`` beside it.
-        ``model_id`` defaults to the packaged model's id for ``variant`` (`int8_model_id`)."""
+        by ONNX Runtime (``variant``: see `INT8_VARIANTS`); kept in ``export_dir`` beside it. Its
+        model id is ``base_id``'s for this variant and recipe (`int8_model_id`, `int8_key`).
+
+        Each text is embedded alone: the quantized graph scales a MatMul's activations by their
+        largest value over the whole call, so a text embedded beside others (and their padding)
+        came out other than the same text alone, as a query is at search: mean cosine 0.9961
+        between the two over 500 SciFact + Medline abstracts, 0.9921 over SciFact's train claims,
+        as far apart as int8 is from fp32. Alone, a text's vector is its own, no further from fp32,
+        at about the same CPU cost (no padding): 10.9 against 11.0 CPU-s for those abstracts on one
+        thread; SciFact's train claims lost 0.0052 dense nDCG@10 to fp32 searched alone against a
+        corpus embedded in batches, 0.0022 with both alone (bench/results/int8-batch.md)."""
+        folder = model_folder or model_dir()
+        recipe = INT8_VARIANTS[variant]
         return cls(
             export_int8_onnx(export_dir, model_folder, variant=variant),
-            model_id=model_id or int8_model_id(MODEL_NAME, variant),
-            batch_size=batch_size,
+            model_id=int8_model_id(base_id, int8_key(folder, recipe), variant),
+            batch_size=1,
             threads=threads,
-            batch_tokens=batch_tokens,
+            batch_tokens=0,
             spinning=spinning,
         )
 
@@ -315,17 +332,32 @@ def export_int8_onnx(
     export_dir: Path | None, model_folder: Path | None = None, *, variant: Int8Variant = INT8_DEFAULT
 ) -> Path | bytes:
     """The fp32 export quantized by ONNX Runtime as ``variant`` (`INT8_VARIANTS`); with
-    ``export_dir`` written once, atomically, beside the fp32 file and keyed like it."""
+    ``export_dir`` written once, atomically, beside the fp32 file, under a name keyed by
+    `int8_key`: a new recipe writes a new file instead of reusing the old one."""
     folder = model_folder or model_dir()
+    recipe = INT8_VARIANTS[variant]
     if export_dir is not None:
-        target = export_dir / f"{MODEL_NAME}-int8-{variant}-{_weights_key(folder)}.onnx"
+        target = export_dir / f"{MODEL_NAME}-int8-{variant}-{int8_key(folder, recipe)}.onnx"
         if target.is_file():
             return target
-    data = quantize_int8(export_fp32_onnx(export_dir, model_folder), INT8_VARIANTS[variant])
+    data = quantize_int8(export_fp32_onnx(export_dir, model_folder), recipe)
     if export_dir is None:
         return data
     write_atomic(target, data)
     return target
+
+
+def int8_key(folder: Path, recipe: Int8Recipe) -> str:
+    """What an int8 model's vectors depend on, hashed: the weights in ``folder`` and the fp32
+    export's recipe, ``recipe``, how `quantize_int8` applies it and runs it (`_QUANTIZE_RECIPE`;
+    the session's optimizers turned off, `UNFUSED`), and the version of ONNX Runtime's quantizer.
+    Part of the quantized file's name and of its model id, so a change of any of them neither
+    reuses an older file nor mixes its vectors with the cached ones of an older file, and an index
+    built with the older one is refused by name."""
+    from importlib.metadata import version
+
+    parts = (_weights_key(folder), _QUANTIZE_RECIPE, version("onnxruntime"), repr(recipe), ",".join(UNFUSED))
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
 
 
 def quantize_int8(fp32: Path | bytes, recipe: Int8Recipe) -> bytes:
