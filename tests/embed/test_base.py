@@ -33,3 +33,22 @@ def test_rows_come_back_in_input_order_whatever_the_batches() -> None:
     out = embed_in_batches(lengths, 64, 2, run, None, max_tokens=600)
     assert out[:, 0].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
     assert seen == [2, 3]
+
+
+def test_batches_run_by_workers_come_back_in_input_order_and_are_all_counted() -> None:
+    import threading
+
+    lengths = [5, 300, 40, 300, 7, 12, 90]
+    threads: set[str] = set()
+    progress: list[int] = []
+    started = threading.Barrier(2, timeout=5)  # two batches in flight at once, or this times out
+
+    def run(positions: np.ndarray) -> np.ndarray:
+        threads.add(threading.current_thread().name)
+        if int(positions[0]) in (1, 3):  # the two longest, the first two batches
+            started.wait()
+        return np.asarray([[float(i), 1.0] for i in positions], dtype=np.float32)
+
+    out = embed_in_batches(lengths, 1, 2, run, progress.append, workers=2)
+    assert out[:, 0].tolist() == [float(i) for i in range(len(lengths))]
+    assert sum(progress) == len(lengths) and len(threads) == 2

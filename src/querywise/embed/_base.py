@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -182,14 +182,27 @@ def embed_in_batches(
     run_batch: Callable[[npt.NDArray[np.intp]], Vectors],
     on_progress: ProgressCallback | None,
     max_tokens: int = 0,
+    workers: int = 1,
 ) -> Vectors:
     """Drive ``run_batch`` over length-sorted batches and put rows back in input order.
 
     ``lengths`` has one entry per text; ``run_batch`` gets the input positions of one batch.
+    ``workers`` > 1 runs that many batches at once (``run_batch`` must then be thread-safe).
     """
     out = np.empty((len(lengths), dim), dtype=np.float32)
-    for positions in length_sorted_batches(lengths, batch_size, max_tokens):
-        out[positions] = run_batch(positions)
+    batches = list(length_sorted_batches(lengths, batch_size, max_tokens))
+    if workers <= 1 or len(batches) <= 1:
+        done: Iterable[tuple[npt.NDArray[np.intp], Vectors]] = ((p, run_batch(p)) for p in batches)
+        return _gather(out, done, on_progress)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(workers, thread_name_prefix="querywise-embed") as pool:
+        return _gather(out, zip(batches, pool.map(run_batch, batches), strict=True), on_progress)
+
+
+def _gather(out: Vectors, done: Iterable[tuple[npt.NDArray[np.intp], Vectors]], on_progress: ProgressCallback | None) -> Vectors:
+    for positions, rows in done:
+        out[positions] = rows
         if on_progress is not None:
             on_progress(len(positions))
     return out

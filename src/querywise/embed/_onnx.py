@@ -31,6 +31,7 @@ from ._base import (
 
 if TYPE_CHECKING:
     import onnx
+    import onnxruntime as ort
     from tokenizers import Encoding
 
 __all__ = [
@@ -172,7 +173,6 @@ class OnnxEmbedder:
         while a call runs (ONNX Runtime's default; a build's sleep: `load_embedder`'s ``bulk``);
         either way they stop when the call returns. ``unfused``: ONNX Runtime's graph optimizers
         turned off (`UNFUSED`; the benchmarks measure the session without it)."""
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         folder = model_dir()
@@ -186,21 +186,15 @@ class OnnxEmbedder:
         self._tokenizer.enable_truncation(max_length=self.window)
         self._count = token_counter(folder)
 
-        options = ort.SessionOptions()
-        options.log_severity_level = 3  # errors only: a library does not write to stderr
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if threads is not None:
-            options.intra_op_num_threads = threads
         self.spinning = spinning
-        if not spinning:
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        # Threads left spinning after a call take the cores the search that follows needs. SciFact's
-        # 300 test queries, interleaved (bench/results/query_latency.md, load 4): the whole search
-        # p50 8.38 ms, 8.78 with them left spinning. Within a call they still spin: threads that
-        # sleep throughout made it 10.14 ms, one thread 10.63.
-        options.add_session_config_entry(SPIN_STOP, "1")
-        source = model if isinstance(model, bytes) else str(model)
-        self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"], disabled_optimizers=list(unfused))
+        self._source, self._unfused = (model if isinstance(model, bytes) else str(model)), list(unfused)
+        self._session = self._new_session(threads)
+        # Texts embedded alone (int8: batches of one) are run `_workers` at once on a session of one
+        # intra-op thread each call: 240 SciFact abstracts took 1.65-1.76 s against 2.88-2.92 s on
+        # the two-thread session, the same vectors (smallest cosine 0.9999998; load 0.2-0.5). A
+        # single text (a query) keeps the session of ``threads``.
+        self._workers = threads if threads is not None else (os.cpu_count() or 1)
+        self._solo: ort.InferenceSession | None = None
         self._inputs = {i.name for i in self._session.get_inputs()}
         (output,) = (o for o in self._session.get_outputs() if o.name == "last_hidden_state")
         if not isinstance(output.shape[-1], int):
@@ -269,21 +263,42 @@ class OnnxEmbedder:
         """Each text's length in tokens before truncation at ``window``."""
         return self._count(texts)
 
+    def _new_session(self, threads: int | None) -> ort.InferenceSession:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.log_severity_level = 3  # errors only: a library does not write to stderr
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if threads is not None:
+            options.intra_op_num_threads = threads
+        if not self.spinning:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # Threads left spinning after a call take the cores the search that follows needs. SciFact's
+        # 300 test queries, interleaved (bench/results/query_latency.md, load 4): the whole search
+        # p50 8.38 ms, 8.78 with them left spinning. Within a call they still spin: threads that
+        # sleep throughout made it 10.14 ms, one thread 10.63.
+        options.add_session_config_entry(SPIN_STOP, "1")
+        return ort.InferenceSession(self._source, options, providers=["CPUExecutionProvider"], disabled_optimizers=self._unfused)
+
     def embed(
         self, texts: Sequence[str], *, on_progress: ProgressCallback | None = None
     ) -> Vectors:
         """Embed ``texts``; rows are unit length and in input order."""
         encodings = self._tokenizer.encode_batch(list(texts))
+        workers = self._workers if self.batch_size == 1 and len(encodings) > 1 else 1
+        if workers > 1 and self._solo is None:
+            self._solo = self._new_session(1)
+        session = self._solo if workers > 1 and self._solo is not None else self._session
 
         def run_batch(positions: npt.NDArray[np.intp]) -> Vectors:
-            return self._run([encodings[i] for i in positions])
+            return self._run([encodings[i] for i in positions], session)
 
         return embed_in_batches(
             [len(e.ids) for e in encodings], self.batch_size, self.dim, run_batch, on_progress,
-            self.batch_tokens,
+            self.batch_tokens, workers=workers,
         )
 
-    def _run(self, batch: Sequence[Encoding]) -> Vectors:
+    def _run(self, batch: Sequence[Encoding], session: ort.InferenceSession | None = None) -> Vectors:
         width = max(len(e.ids) for e in batch)
         ids = np.zeros((len(batch), width), dtype=np.int64)  # 0 is [PAD]
         mask = np.zeros_like(ids)
@@ -291,7 +306,7 @@ class OnnxEmbedder:
             ids[row, : len(encoding.ids)] = encoding.ids
             mask[row, : len(encoding.ids)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        (hidden,) = self._session.run(
+        (hidden,) = (session or self._session).run(
             ["last_hidden_state"], {k: v for k, v in feeds.items() if k in self._inputs}
         )
         return mean_pool_normalise(np.asarray(hidden, dtype=np.float32), mask)
