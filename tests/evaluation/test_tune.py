@@ -168,3 +168,46 @@ def test_the_cli_with_feedback_writes_the_feedback_it_chose(tmp_path: Path, shop
     tuned = load_settings(target)
     # six cases: feedback is written only if it held out above none at the 95% bound; else it is off, not the 7 copied
     assert tuned.index.feedback_docs in {0, 3, 5, 10} and "feedback_docs = " in target.read_text(encoding="utf-8")
+
+
+def _fold_table(n: int, gain: float, seed: int = 0) -> tuple[Any, Any]:
+    """n cases' scores at the configured depth (column 0) and three others, the third `gain` better on every case."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(0.2, 0.8, n)
+    table = np.column_stack([base, base - 0.01, base + gain, base - 0.02])
+    return table, np.arange(n) % 5
+
+
+def test_a_list_depth_is_written_only_when_it_held_out_above_the_configured_one() -> None:
+    from querywise.evaluation.tune import choose_depth
+
+    helps, fold = _fold_table(40, 0.03)
+    chosen, warning = choose_depth(helps, [100, 50, 200, 300], fold)
+    assert chosen.chosen == 200 and chosen.best == 200 and chosen.cv_gain == pytest.approx(0.03, abs=1e-4) and warning is None
+    same, fold = _fold_table(40, 0.0)  # deeper lists change nothing: the configured depth stays, nothing to warn about
+    kept, warning = choose_depth(same, [100, 50, 200, 300], fold)
+    assert kept.chosen is None and kept.best == 100 and warning is None
+    few, fold = _fold_table(6, 0.03)  # one good depth on six cases: the 95% bound decides (all six gain: kept too)
+    small, _ = choose_depth(few, [100, 50, 200, 300], fold)
+    assert small.chosen == (200 if small.cv_gain_low > 0 else None)
+
+
+def test_each_list_depth_scores_what_the_engine_gives_with_it(tmp_path: Path, shop: list[Chunk], hash_embedder: Any) -> None:
+    """On a corpus larger than the shallowest depth, each depth tune scored is what `[index] depth`
+    then gives, and what is written follows the held-out rule."""
+    filler = [Chunk(id=f"f{i}", text=f"note {i}: warranty battery shipping order cushions hours rain pro {i % 7} {i % 11}") for i in range(160)]
+    cases = [c.model_copy(update={"id": f"{c.id}-{i}"}) for i in range(5) for c in CASES]
+    base = Settings(cache_dir=tmp_path / "c")
+    build_index([*shop, *filler], tmp_path / "ix", settings=base, embedder=hash_embedder).close()
+    with Index.open(tmp_path / "ix", settings=base, embedder=hash_embedder) as ix, QueryWise(base, ix) as qw:
+        result = tune(cases, qw, NDCG, folds=3)
+    depth, c = result.depth, result.chosen
+    assert depth is not None and set(depth.scores) == {100, 50, 200, 300} and depth.configured == 100
+    assert depth.chosen == (depth.best if depth.cv_gain > 0 and depth.best != 100 else None)
+    for d, mean in depth.scores.items():
+        s = base.model_copy(update={"index": IndexSettings(fusion=c.fusion, dense_weight=c.dense_weight, depth=d)})
+        with Index.open(tmp_path / "ix", settings=s, embedder=hash_embedder) as ix, QueryWise(s, ix) as qw:
+            run = run_arm(CASES, qw, Arm(name=f"depth {d}", mode=c.mode), [NDCG])
+        assert mean == pytest.approx(sum(r.scores["ndcg@10"] or 0.0 for r in run.cases) / len(CASES), abs=1e-4), d
