@@ -48,10 +48,6 @@ def _render(result: TuneResult) -> None:
               f"held out: tuned {result.cv_score:.4f}, best single mode {result.cv_single_best:.4f}", highlight=False)
     out.print(f"held-out gain over plain RRF: {result.cv_gain:+.4f} (95% interval {result.cv_gain_low:+.4f} to {result.cv_gain_high:+.4f}); "
               f"written: {esc(result.chosen.label)}", highlight=False)
-    if (dp := result.depth) is not None:
-        each = " · ".join(f"{d} {m:.4f}" for d, m in dp.scores.items())
-        out.print(f"list depth for {esc(result.chosen.label)}: {each} · held-out gain over {dp.configured} {dp.cv_gain:+.4f} "
-                  f"(95% interval {dp.cv_gain_low:+.4f} to {dp.cv_gain_high:+.4f}); written: {dp.chosen or 'the configured depth'}", highlight=False)
     if (fb := result.feedback) is not None:
         out.print(f"feedback on {esc(result.chosen.label)}: none {fb.without:.4f} · best {esc(fb.best.label)} {fb.scores[fb.best.label]:.4f} · "
                   f"held-out gain {fb.cv_gain:+.4f} (95% interval {fb.cv_gain_low:+.4f} to {fb.cv_gain_high:+.4f}); "
@@ -81,7 +77,7 @@ def _render_moves(result: MovesTuneResult) -> None:
 def tune_cmd(
     cases: Annotated[Path, typer.Argument(help="Labelled cases as `eval` reads them: a JSONL case file or a BEIR folder.", exists=True)],
     index: IndexOpt,
-    write_config: Annotated[Path | None, typer.Option("--write-config", help="Write --config (or an empty config) here with the chosen [index] fusion, dense_weight (and sentence_share, depth when it earned it; with --feedback, feedback_docs, feedback_terms, feedback_weight).")] = None,
+    write_config: Annotated[Path | None, typer.Option("--write-config", help="Write --config (or an empty config) here with the chosen [index] fusion, dense_weight (and sentence_share; with --feedback, feedback_docs, feedback_terms, feedback_weight).")] = None,
     config: ConfigOpt = None,
     split: Annotated[str, typer.Option(help="BEIR qrels split to tune on (qrels/SPLIT.tsv): dev or train, never the test you report.")] = "dev",
     metric: Annotated[str, typer.Option(help="The metric to maximise, e.g. ndcg@10 or recall@100.")] = "ndcg@10",
@@ -125,9 +121,6 @@ def tune_cmd(
     if write_config is not None:
         chosen = as_index_settings(result.chosen, sentences=sentences)
         label = result.chosen.label
-        if result.depth is not None and result.depth.chosen is not None:
-            chosen |= {"depth": result.depth.chosen}
-            label += f", depth {result.depth.chosen}"
         if result.feedback is not None:
             fb = result.feedback.chosen
             # No feedback chosen writes feedback_docs = 0: a copied config that had it on gets what was measured.

@@ -23,16 +23,9 @@ also say when the tuned procedure held out below the best single mode. Nothing h
 split: give `tune` the dev (or train) queries and report the chosen config on test with
 `eval --config`.
 
-Then, for a hybrid choice, how deep each list goes into the fusion (`[index] depth`): the
-chosen fusion is scored with the lists cut at each of `DEPTHS` (a convex fusion's normalisation
-spans the list, and a deeper cut lets a chunk second in one list and far down the other count
-both), against the configured depth, cross-validated by the same rule and written only when it
-held out above the configured depth (`DepthTuned`). Lists are searched once, as deep as the
-deepest candidate, and cut: a list cut at d is what the engine's tie-complete list of d holds.
-
 With `feedback` (`tune --feedback`), pseudo-relevance feedback is measured on top of the chosen
-fusion and depth (`tune_feedback`): each setting's score against none, cross-validated by the
-same rule, and written only when it held out above none.
+fusion (`tune_feedback`): each setting's score against none, cross-validated by the same rule,
+and written only when it held out above none.
 """
 
 from __future__ import annotations
@@ -57,7 +50,7 @@ from querywise.index.lexical import SparseVec
 from querywise.service import QueryWise
 from querywise.understand.access import access_from_session
 
-__all__ = ["DEPTHS", "MIN_CASES", "Candidate", "CandidateScore", "DepthTuned", "TuneResult", "candidates", "choose_depth", "fold_of", "tune"]
+__all__ = ["MIN_CASES", "Candidate", "CandidateScore", "TuneResult", "candidates", "fold_of", "tune"]
 
 #: Below this many judged cases a tuned fusion is kept only when it beats the default on held-out
 #: cases at the 95% lower bound: seven labelled queries once chose a fusion that held out below dense.
@@ -68,10 +61,6 @@ MIN_CASES = 30
 RRF_WEIGHTS = tuple(round(0.1 + 0.05 * i, 2) for i in range(17))  # 0.1 .. 0.9
 CONVEX_WEIGHTS = tuple(round(0.05 * i, 2) for i in range(21))  # 0 .. 1
 SENTENCE_SHARES = tuple(round(0.1 * i, 1) for i in range(11))  # 0 .. 1
-# How deep each list goes into the fusion, around the default 100: on SciFact's train queries a
-# convex fusion held out +0.003 nDCG@10 with 300 (bench/results/tune_space.md); shallower cuts
-# are there for collections whose lists' tails are noise.
-DEPTHS = (50, 100, 200, 300)
 
 
 class Candidate(BaseModel):
@@ -97,20 +86,6 @@ class CandidateScore(BaseModel):
     score: float  # the mean metric over all the cases
 
 
-class DepthTuned(BaseModel):
-    """What the depth stage measured: the chosen fusion's mean score with each list cut at each
-    depth, the procedure's held-out gain over the configured depth, and what is written (None:
-    the configured depth stays)."""
-
-    scores: dict[int, float]  # depth -> mean over all the cases
-    configured: int
-    best: int
-    chosen: int | None
-    cv_gain: float
-    cv_gain_low: float
-    cv_gain_high: float
-
-
 class TuneResult(BaseModel):
     """What `tune` measured and chose."""
 
@@ -129,7 +104,6 @@ class TuneResult(BaseModel):
     plain_rrf: float
     bm25: float
     dense: float
-    depth: DepthTuned | None = None  # for a hybrid `chosen`: how deep its lists go into the fusion
     feedback: FeedbackTuned | None = None  # with `feedback=True`: pseudo-relevance feedback on top of `chosen`
 
 
@@ -156,15 +130,13 @@ class _Searched:
     where: Where | None
 
     def ranked(self, cand: Candidate, position: dict[str, int], rrf_k: int, depth: int) -> list[Hit]:
-        """The hits as `cand` ranks them with each list `depth` deep: as the engine fuses, equal
-        scores to the chunk first in the corpus."""
+        """The hits as `cand` ranks them: as the engine fuses, equal scores to the chunk first in the corpus."""
         if cand.mode != "hybrid":
-            return (self.dense if cand.mode == "dense" else self.bm25)[:depth]
-        dense, bm25, best = self.dense[:depth], self.bm25[:depth], self.best[:depth]
-        by_id = {h.id: h for h in [*best, *bm25, *dense]}
-        fused = fuse_scored([[(h.id, h.score) for h in dense], [(h.id, h.score) for h in bm25]], fusion=cand.fusion,
+            return self.dense if cand.mode == "dense" else self.bm25
+        by_id = {h.id: h for h in [*self.best, *self.bm25, *self.dense]}
+        fused = fuse_scored([[(h.id, h.score) for h in self.dense], [(h.id, h.score) for h in self.bm25]], fusion=cand.fusion,
                             dense_weight=cand.dense_weight, rrf_k=rrf_k, sentence_share=cand.sentence_share or 0.0,
-                            sentences=None if cand.sentence_share is None else [(h.id, h.score) for h in best])
+                            sentences=None if cand.sentence_share is None else [(h.id, h.score) for h in self.best])
         fused.sort(key=lambda kv: (-kv[1], position.get(kv[0], len(position))))
         return [by_id[i] for i, _ in fused[:depth]]
 
@@ -189,7 +161,6 @@ def tune(
         raise ValueError(f"{len(judged)} cases with a relevant id: too few to cross-validate over {folds} folds")
     settings = deployment.settings
     depth = max(settings.index.depth, metric.k or 10)
-    deep = max(depth, *DEPTHS)  # searched once this deep; each candidate depth cuts the lists
     position = {chunk.id: i for i, chunk in enumerate(index.chunks())}  # the engine's tie-break: corpus order
     ids = JudgedIds.of(index)
     sentences = index.manifest.n_sentences is not None
@@ -200,15 +171,14 @@ def tune(
     for row, case in enumerate(judged):
         where = access_from_session(case.session, settings.access) or None
         sparse = index.lexicon.query_vector(case.message)
-        dense = index.query(mode="dense", k=deep, dense=vectors[row].tolist(), where=where, feedback=False)
-        bm25 = index.query(mode="bm25", k=deep, sparse=sparse, where=where, feedback=False)
-        best = index.sentence_query(vectors[row].tolist(), k=deep, where=where) if sentences else []
-        if not feedback:  # kept for the depth stage: ids, scores and documents only (a hit's payload can hold its sentences)
-            dense, bm25, best = _slim(dense), _slim(bm25), _slim(best)
+        dense = index.query(mode="dense", k=depth, dense=vectors[row].tolist(), where=where, feedback=False)
+        bm25 = index.query(mode="bm25", k=depth, sparse=sparse, where=where, feedback=False)
+        best = index.sentence_query(vectors[row].tolist(), k=depth, where=where) if sentences else []
         lists = _Searched(dense, bm25, best, sparse, where)
         for col, cand in enumerate(grid):
             table[row, col] = score(metric, ids.ranked(lists.ranked(cand, position, settings.index.rrf_k, depth), case.relevant), case.relevant) or 0.0
-        searched.append(lists)
+        if feedback:
+            searched.append(lists)
         if on_case:
             on_case(1)
 
@@ -216,7 +186,15 @@ def tune(
     singles = [i for i, c in enumerate(grid) if c.mode != "hybrid"]
 
     def held_out(allowed: Sequence[int], table: np.ndarray = table) -> np.ndarray:
-        return _held_out(table, fold, allowed)
+        """Each case's score under the candidate (a column of `table`) chosen on the other folds."""
+        per_case = np.zeros(len(judged))
+        for f in range(folds):
+            train, test = fold != f, fold == f
+            if not test.any():
+                continue
+            best = max(allowed, key=lambda col: (table[train, col].mean(), -col))
+            per_case[test] = table[test, best]
+        return per_case
 
     means = table.mean(axis=0)
     order = sorted(range(len(grid)), key=lambda col: (-means[col], col))
@@ -236,17 +214,6 @@ def tune(
         warnings.append(f"the tuned choice held out at {tuned.mean():.4f}, below choosing a single mode ({single.mean():.4f}): "
                         f"on these queries one list alone ({'dense' if means[dense_col] >= means[bm25_col] else 'BM25'}) may be the safer setting")
     chosen = top if earned else default
-    tuned_depth = None
-    if chosen.mode == "hybrid":
-        def at_depth(d: int) -> np.ndarray:
-            return np.array([score(metric, ids.ranked(lists.ranked(chosen, position, settings.index.rrf_k, max(d, metric.k or 10)), case.relevant),
-                                   case.relevant) or 0.0 for lists, case in zip(searched, judged, strict=True)])
-
-        tried = [d for d in DEPTHS if d != depth]
-        by_depth = np.column_stack([table[:, grid.index(chosen)], *(at_depth(d) for d in tried)])  # column 0: the configured depth
-        tuned_depth, warning = choose_depth(by_depth, [depth, *tried], fold)
-        warnings += [warning] if warning else []
-        depth = tuned_depth.chosen or depth
     tuned_feedback = None
     if feedback and chosen.mode != "dense":
         first = [lists.ranked(chosen, position, settings.index.rrf_k, depth) for lists in searched]
@@ -277,38 +244,5 @@ def tune(
         cv_gain=round(gain.delta, 4), cv_gain_low=round(gain.low, 4), cv_gain_high=round(gain.high, 4), warnings=warnings,
         cv_single_best=round(float(single.mean()), 4),
         plain_rrf=round(float(means[plain]), 4), bm25=round(float(means[bm25_col]), 4), dense=round(float(means[dense_col]), 4),
-        depth=tuned_depth, feedback=tuned_feedback,
+        feedback=tuned_feedback,
     )
-
-
-def _slim(hits: list[Hit]) -> list[Hit]:
-    """`hits` with what ranking and judging read: id, score, rank and document."""
-    return [Hit(id=h.id, score=h.score, rank=h.rank, payload={"doc_id": h.payload["doc_id"]} if "doc_id" in h.payload else {}) for h in hits]
-
-
-def _held_out(table: np.ndarray, fold: np.ndarray, allowed: Sequence[int]) -> np.ndarray:
-    """Each case's score (a row of `table`) under the column of `allowed` chosen on the other folds."""
-    per_case = np.zeros(table.shape[0])
-    for f in np.unique(fold):
-        train, test = fold != f, fold == f
-        best = max(allowed, key=lambda col: (table[train, col].mean(), -col))
-        per_case[test] = table[test, best]
-    return per_case
-
-
-def choose_depth(table: np.ndarray, depths: Sequence[int], fold: np.ndarray) -> tuple[DepthTuned, str | None]:
-    """The depth stage's choice from `table` (cases x `depths`, column 0 the configured depth; `fold`
-    each case's fold), by tune's rule: a depth is written only when choosing it on the other folds
-    held out above the configured depth (at the 95% lower bound under `MIN_CASES` cases)."""
-    held = _held_out(table, fold, range(table.shape[1]))
-    gain = paired_difference(table[:, 0], held)
-    means = table.mean(axis=0)
-    best = int(np.argmax(means))  # the first of equal means: the configured depth when it ties
-    earned = gain.low > 0 if table.shape[0] < MIN_CASES else gain.delta > 0
-    warning = None
-    if best != 0 and not earned:
-        warning = (f"kept [index] depth = {depths[0]} instead of {depths[best]} ({means[best]:.4f} against {means[0]:.4f}): "
-                   f"choosing the depth on the other folds held out {gain.delta:+.4f}")
-    chosen = depths[best] if earned and best != 0 else None
-    return DepthTuned(scores={d: round(float(m), 4) for d, m in zip(depths, means, strict=True)}, configured=depths[0], best=depths[best],
-                      chosen=chosen, cv_gain=round(gain.delta, 4), cv_gain_low=round(gain.low, 4), cv_gain_high=round(gain.high, 4)), warning
