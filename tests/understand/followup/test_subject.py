@@ -91,3 +91,7 @@ def test_two_items_said_to_be_two_are_a_list() -> None:
 
 def test_a_possessive_with_a_name_of_its_own_is_about_that_name() -> None:
     assert conversation_subject(["How long does it take to walk Scotland's West Highland Way?"]) == "Scotland's West Highland Way"
+
+
+def test_a_comparative_is_never_the_focus_appended() -> None:
+    assert conversation_subject(["Which one is better if I expect to move abroad?"]) != "better"

@@ -355,4 +355,4 @@ POINTER_WORDS = _set("second third fourth fifth sixth seventh eighth ninth tenth
 # time to visit Kyoto", "ways to save"): relative to what follows them, never its subject.
 GENERIC_HEADS = _set("option options way ways thing things time times step steps choice choices alternative alternatives method methods "
                      "approach approaches idea ideas tip tips year years day days lot lots")
-NOT_REFERENTS = SUPERLATIVE | DEICTIC_ORDER | DOMAIN_ADJ | CLASSIFIER | RELATION_NOUN | RELATION_PRED | PART_IN | POINTER_WORDS | GENERIC_HEADS
+NOT_REFERENTS = SUPERLATIVE | DEICTIC_ORDER | DOMAIN_ADJ | CLASSIFIER | RELATION_NOUN | RELATION_PRED | PART_IN | POINTER_WORDS | GENERIC_HEADS | _set("better worse")
