@@ -46,6 +46,7 @@ from dataclasses import replace
 from querywise.conversation import Turn
 from querywise.text import analysed_part, analyze
 from querywise.understand.followup.answer_people import answer_group, answer_persons
+from querywise.understand.followup.answer_topic import place_answer_topic
 from querywise.understand.followup.message import ADJECTIVE_ENDINGS, AUX, FUNCTION, PARTICIPLES, PERSONAL
 from querywise.understand.followup.referent import resolve
 from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
@@ -112,6 +113,8 @@ _THE_NTH = re.compile(r"(?:^|[.!?][ \t]+)the\s+(?P<mark>first|second|third|fourt
 _ANNOUNCED = re.compile(r"\b(?:main|major|most common|common|key|following|these|two|three|four|five|six|several|different|primary|leading)"
                         r"\s+(?:[a-z-]+\s+)?(?P<noun>[a-z]+s)\b", re.IGNORECASE)
 _TWO = re.compile(r"\b(?:two|both|pair of)\b", re.IGNORECASE)
+# ... what a subject series is said to be: "are the *two* main ways", "are *both* ...".
+_TWO_AFTER = re.compile(r"\s+(?:two|both|pair of)\b", re.IGNORECASE)
 # Every item of a short list at once: "can I have both?", "which one is cheaper?".
 # "both" as a pronoun: at the end, before "of them", or before a function word ("have both at once"),
 # not before its noun ("both sexes") or "both A and B".
@@ -157,7 +160,9 @@ def enumeration(answer: str) -> tuple[str, ...]:
     if steps:
         return steps
     series = [items for m in _SERIES_CUE.finditer(text) if len(items := _series(m.group("rest"))) >= 2]
-    series += [(_lower_first(items[0]), *items[1:]) for m in _SERIES_SUBJECT.finditer(text) if len(items := _series(m.group("rest"))) >= 2]
+    # Two items are a list when the sentence says so: "A and B are the two main ways ...".
+    series += [(_lower_first(items[0]), *items[1:]) for m in _SERIES_SUBJECT.finditer(text)
+               if len(items := _series(m.group("rest"), pair=_TWO_AFTER.match(text, m.end()) is not None)) >= 2]
     for m in _COLON_SERIES.finditer(text):
         kind = _CLASSIFIER.search(m.group("before"))
         # Two items are a list when the words before the colon say so ("two kinds of ...:").
@@ -334,7 +339,14 @@ def answer_referent(message: str, earlier: Sequence[Turn], tracker: Tracker, cue
     asked = {w for t in earlier if t.role == "user" for w in analyze(t.text)}
     found = _introduced_kind(message, answer, tracker, asked) or _defined_term(message, answer, asked)
     if found is None:
-        return None
+        topic = place_answer_topic(message, answer, asked, cues)
+        if topic is None:
+            return None
+        said, referent = topic
+        rest = resolve(said, tracker, cues, previous=previous)
+        if rest.method == "placed":  # another pronoun of the message, resolved as before
+            return replace(rest, referents=(referent, *rest.referents), why=f"'it' is the answer's subject {referent.text!r}; {rest.why}")
+        return Standalone(said, "placed", (referent,), f"'it' is the answer's subject {referent.text!r}, which its next sentence carries on")
     start, end, words, referent, why = found
     said = message[:start] + words + message[end:]
     rest = resolve(said, tracker, cues, previous=previous)

@@ -110,6 +110,9 @@ TOKEN = re.compile(
 CLAUSE_PUNCT = _set(". ? ! ; : ,")
 _SENTENCE_END = _set(". ? !")
 SHORT = 2
+# An opening remark on what was said: "It sounds like ...", "That seems ...", "This looks ...".
+_REMARK_SUBJECT = _set("it that this")
+_REMARK_VERB = _set("sounds sound seems seem looks look feels feel")
 
 
 class _Tok:
@@ -161,7 +164,21 @@ class Message:
         self.clause_starts = self._clause_starts()
         # Where each word last occurs; the first token that is content or named (len: none).
         self.last = {w: i for i, w in enumerate(self.low)}
-        self.first_topic = next((i for i, t in enumerate(self.toks) if t.content or t.named), len(self.toks))
+        self.remark_end = self._remark_end()
+        self.first_topic = next((i for i, t in enumerate(self.toks) if (t.content or t.named) and i >= self.remark_end), len(self.toks))
+
+    def _remark_end(self) -> int:
+        """Where the message's opening remarks end: sentences like "It sounds like a lot of work."
+        or "That seems expensive.", whose "it" is no pointer and whose nouns are what the user
+        thinks of the answer, never what the next sentence's "it" stands for ("How long can I keep
+        it in the fridge?" still needs the conversation). 0 when the message opens with none."""
+        end, k = 0, 0
+        while k + 1 < len(self.low) and self.low[k] in _REMARK_SUBJECT and self.low[k + 1] in _REMARK_VERB:
+            stop = next((j for j in range(k, len(self.low)) if self.low[j] in _SENTENCE_END), None)
+            if stop is None or stop + 1 >= len(self.low):
+                break  # the remark is the whole message: its nouns are all there is
+            end = k = stop + 1
+        return end
 
     def _name_runs(self) -> list[tuple[int, int]]:
         """Model-like names ("Solace 7", "Knoll Max 2"): a capitalised word with a number in the
@@ -331,4 +348,11 @@ PLACE_PREP = frozenset(["in", "at", "near", "around", "across", "throughout", "v
 EVALUATIVE = frozenset(["well-known", "famous", "notable", "interesting", "good", "great", "nice", "favorite", "favourite", "top"])
 # Words that are no referent on their own: ordinals and superlatives, domain adjectives,
 # classifier and relation nouns ("types", "the difference"), which are relative to a referent.
-NOT_REFERENTS = SUPERLATIVE | DEICTIC_ORDER | DOMAIN_ADJ | CLASSIFIER | RELATION_NOUN | RELATION_PRED | PART_IN
+# Ordinals past "first" and the pair words point at an item ("the second one", "the latter"): a
+# pointer, never what another pointer is resolved to.
+POINTER_WORDS = _set("second third fourth fifth sixth seventh eighth ninth tenth former latter")
+# Heads a question asks *about* something with ("the options for preventing migraines", "the best
+# time to visit Kyoto", "ways to save"): relative to what follows them, never its subject.
+GENERIC_HEADS = _set("option options way ways thing things time times step steps choice choices alternative alternatives method methods "
+                     "approach approaches idea ideas tip tips year years day days lot lots")
+NOT_REFERENTS = SUPERLATIVE | DEICTIC_ORDER | DOMAIN_ADJ | CLASSIFIER | RELATION_NOUN | RELATION_PRED | PART_IN | POINTER_WORDS | GENERIC_HEADS | _set("better worse")

@@ -26,7 +26,7 @@ from querywise.understand.followup.message import (
     _Tok,
 )
 
-__all__ = ["Phrase", "first_name", "is_plural", "noun_phrases"]
+__all__ = ["NOT_NAMES", "Phrase", "first_name", "is_plural", "noun_phrases"]
 
 _WH = frozenset(["what", "why", "how", "where", "when", "who", "which", "whose"])
 _SUBJECT = frozenset(["i", "you", "we", "they", "he", "she", "it"])
@@ -42,6 +42,8 @@ _WH_DETERMINERS = frozenset(["what", "which", "whose"])
 _ENDS = frozenset({"?", ".", "!", ""})
 # Adverbs that close a question after its predicate: "why are leaves green *then*?"
 _CLOSING = frozenset(["then", "now", "though", "too", "anyway"])
+# Adverbs that close a clause, never the end of a noun phrase.
+_CLOSING_ADVERBS = frozenset(["instead", "too", "then", "now", "anyway", "again", "yet", "already", "either"])
 # Verbs whose object is a bare infinitive, a second verb: "help *recover*", "make *grow*", "let *go*".
 _BARE_INFINITIVE = frozenset(["help", "helps", "make", "makes", "let", "lets"])
 # Verbs that open a request ("*Compare* Python and Rust", "*List* Nobel laureates"): capitalised by
@@ -111,10 +113,14 @@ def noun_phrases(m: Message, taken: Sequence[tuple[int, int]] = ()) -> list[Phra
                 at = out[-1].at - 0.5 if of_complement else float(toks[run[0]].start)
                 owner = next((k for k in run if toks[k].low == "'s"), None)
                 if owner is not None and owner > run[0] and any(toks[k].named for k in run if k < owner):
-                    # "Melania Trump's religion" is about Melania Trump first.
+                    # "Melania Trump's religion" is about Melania Trump first; "Iceland's Ring Road",
+                    # a name of its own after the owner's, is about the road.
                     whose = m.text[toks[run[0]].start : toks[owner - 1].start + len(toks[owner - 1].text)]
-                    out.append(Phrase(at - 0.5, whose, True, whose, False, run[0], owner))
-                out.append(Phrase(at, words, any(toks[k].named for k in run), words, m.at(i - 1) == "the", i, j))
+                    named_own = all(_capital(toks[k]) for k in run if k > owner)
+                    out.append(Phrase(at + 0.25 if named_own else at - 0.5, whose, True, whose, False, run[0], owner))
+                # Its first token is the run's as trimmed: the word before it says where it stands
+                # ("to visit *Kyoto*": a place), not the verb the trimming left out.
+                out.append(Phrase(at, words, any(toks[k].named for k in run), words, "the" in (m.at(i - 1), m.at(run[0] - 1)), run[0], j))
         i = after
     found = list(out)
     for a, b in itertools.pairwise(out):
@@ -124,7 +130,7 @@ def noun_phrases(m: Message, taken: Sequence[tuple[int, int]] = ()) -> list[Phra
         if m.at(a.end) == "and":
             pair = f"{a.words} and {b.words}"
             found.append(Phrase(a.at - 0.25, pair, a.named or b.named, pair, a.definite, a.first, b.end))
-        elif m.at(a.end) in _ATTACHING and b.named and not a.named:
+        elif m.at(a.end) in _ATTACHING and b.named and not a.named and _determined(m, a):
             tied = m.text[toks[a.first].start : toks[b.end - 1].start + len(toks[b.end - 1].text)]
             found.append(Phrase(a.at - 0.1, tied, True, a.head, a.definite, a.first, b.end))
     return sorted(found)
@@ -135,7 +141,7 @@ _NAME_JOINERS = frozenset(["of", "for", "and", "de", "the"])
 # A single capital or a Roman numeral closes a name: "Apple I", "Sagittarius A", "Louis XVI".
 _ROMAN = re.compile(r"[A-Z]|[IVX]{1,4}")
 # Capitalised by convention, never what a follow-up points at: calendar words, a reply's opener.
-_NOT_NAMES = frozenset([
+NOT_NAMES = frozenset([
     "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december",
     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "yes", "no", "i",
 ])
@@ -151,7 +157,7 @@ def first_name(m: Message) -> tuple[str, bool] | None:
     toks = m.toks
 
     def cap(k: int) -> bool:
-        return 0 <= k < len(toks) and toks[k].word and toks[k].text[0].isupper() and toks[k].low not in _NOT_NAMES and (
+        return 0 <= k < len(toks) and toks[k].word and toks[k].text[0].isupper() and toks[k].low not in NOT_NAMES and (
             toks[k].named or toks[k].low not in PERSONAL)
 
     k = 0
@@ -197,6 +203,8 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
         run = run[:1]  # the verb agrees with the wh-word's noun: "what *pigment* absorbs the light?"
     elif ((prev in _WH or prev in _SUBJECT) and not _capital(toks[i])) or (prev == "to" and not toks[i].named) or (prev in _MODALS and m.at(i - 2) in _SUBJECT):
         run = run[1:]  # "what causes X", "I need X", "how to renew X" (not "to Norway"), "you must deliver X": the first word is a verb
+        if run and prev in _SUBJECT and toks[run[0] - 1].low.endswith("ly") and not toks[run[0] - 1].named:
+            run = run[1:]  # an adverb came first: "does it actually *keep* you awake"
     else:
         verb_found = False
     do_question = any(m.at(k) in {"do", "does", "did"} for k in range(max(0, i - 3), i))
@@ -205,6 +213,8 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
     if not verb_found and len(run) > 1 and not _capital(toks[run[-1]]) and (m.at(j) in _ENDS or m.at(j) in _CLOSING or (do_question and (m.at(j) in PREP or m.at(j) in DET or m.at(j) in BE or m.at(j) in PERSONAL))) and (do_question or yes_no or adverbial):
         run = run[:-1]  # "how does X *work*?", "when did social security *start* in the US?", "how did the Dead *lose* his ..."
     run = [k for k in run if not toks[k].low.endswith("ly") or _capital(toks[k])]  # not "Italy"
+    while len(run) > 1 and toks[run[-1]].low in _CLOSING_ADVERBS:
+        run = run[:-1]  # "can I use whole wheat flour *instead*?": the adverb closes the clause, not the phrase
     while len(run) > 1 and not toks[run[0]].named and (toks[run[0]].low in EVALUATIVE or toks[run[0]].low in SUPERLATIVE or toks[run[0]].low.endswith("est")):
         run = run[1:]  # the speaker's ranking is no part of what is talked about: "the *best* ramen restaurants", "*well-known* researchers"
     if all(toks[k].low in NOT_REFERENTS or toks[k].low.endswith("est") for k in run):
@@ -212,6 +222,13 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
     if all(toks[k].low in CHAT for k in run):
         return []
     return run
+
+
+def _determined(m: Message, p: Phrase) -> bool:
+    """Whether a common noun is said as a noun, with its determiner or as a plural ("*the*
+    warranty on the Vela X3", "*restaurants* in Tokyo"): a bare singular word before a preposition
+    is as often a predicate ("what went *wrong* on Apollo 13"), which no name is tied to."""
+    return m.at(p.first - 1) in DET or m.at(p.first - 1) in _WH_DETERMINERS or " " in p.words or is_plural(p.words)
 
 
 def _capital(t: _Tok) -> bool:
