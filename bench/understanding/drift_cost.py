@@ -46,7 +46,8 @@ def measure(qw: Any, ix: Any, cases: list[Any]) -> dict[str, Any]:
             break
     fired = 0
     for plan in plans:  # warm-up, not measured: each text's first search embeds it (then cached)
-        fired += any(c["fired"] for c in execute(plan, ix, k=10).plan.step("execute").details["drift_guard"])
+        step = execute(plan, ix, k=10).plan.step("execute")
+        fired += step is not None and any(c["fired"] for c in step.details["drift_guard"])
         execute(_unguarded(plan), ix, k=10)
     guarded: list[float] = []
     bare: list[float] = []
