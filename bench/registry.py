@@ -117,6 +117,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               results=("conversations",), aliases=("conversations",)),
     Benchmark("understanding.answer_signal", "an execution-time signal for a change of subject after an answer (reads followup_recall's index)", 6,
               results=("answer_signal",)),
+    Benchmark("understanding.drift_cost", "the CPU time the answer query's drift guard adds to execute (reads followup_recall's index)", 2,
+              results=("drift_cost",)),
     Benchmark("understanding.subject_probe", "what carries a change of subject's loss, and the follow-up / change-of-subject trade-off curve (reads followup_recall's index)", 8,
               results=("subject_probe",)),
     Benchmark("triage.first_contact", "index, eval --failures and triage as a user runs them, on two collections", 15,

@@ -4,12 +4,14 @@ from pathlib import Path
 
 import pytest
 
-from querywise.conditions import parse_where
+from querywise.conditions import Where, parse_where
 from querywise.config import Settings
 from querywise.corpus import Chunk
 from querywise.execute import execute
-from querywise.index import Index, build_index, rrf
-from querywise.plan import Cover, PlanQuery, QueryPlan
+from querywise.index import Hit, Index, build_index, rrf
+from querywise.index.engine import Mode
+from querywise.plan import Cover, DriftGuard, PlanQuery, QueryPlan
+from querywise.retrieve import IndexRetriever
 
 
 @pytest.fixture
@@ -135,3 +137,81 @@ def test_under_a_cover_the_readings_are_grouped_not_fused(index: Index) -> None:
     result = execute(plan, index, k=3, mode="bm25", depth=10)
     assert [h.id for h in result.hits] == [h.id for h in index.search("warranty on the X3", mode="bm25", k=3)]  # the message's own
     assert [h.id for h in result.by_reading["Other"]] == result.per_query[2].ids[:3]
+
+
+# Enough chunks for the drift guard's clarity (the message's best cosine over its 50th): the shop,
+# and fifty about nothing it sells.
+FILLER = [Chunk(id=f"filler-{i}", text=f"Gardening note {i}: tulip bulbs, compost heaps, rain barrels and hedge trimming {i}.",
+                payload={"markets": ["eu", "us"]}) for i in range(50)]
+GUARD = DriftGuard(against="Standard orders ship within how many business days?", clarity=0.2, away=0.15)
+
+
+@pytest.fixture
+def wide_index(tmp_path: Path, shop: list[Chunk], hash_embedder, settings: Settings) -> Index:  # type: ignore[no-untyped-def]
+    ix = build_index([*shop, *FILLER], tmp_path / "wide", settings=settings, embedder=hash_embedder)
+    yield ix
+    ix.close()
+
+
+def _answered(message: str, answer: str) -> QueryPlan:
+    """The follow-up move's plan after an answer: the message, and the answer query at ten times its
+    weight, guarded against the message drifting away from it."""
+    guard = GUARD.model_copy(update={"against": message})
+    return QueryPlan(message=message, route="kb_search", queries=[
+        PlanQuery(text=message, kind="original"),
+        PlanQuery(text=f"{message} {answer}", kind="standalone", weight=10.0, unless_drift=guard),
+    ])  # fmt: skip
+
+
+CUSHIONS = "Replacement cushions for the Vela X3 are part QR-5126."
+
+
+def test_a_change_of_subject_after_an_answer_keeps_the_message_s_own_top_hit(wide_index: Index) -> None:
+    # The user asked about cushions, was answered, and now asks about shipping: the answer query
+    # would put the cushions first; its drift guard leaves it out and the trace says on what figures.
+    message = "Standard orders ship within how many business days?"
+    unguarded = _answered(message, CUSHIONS)
+    unguarded.queries[1].unless_drift = None
+    assert execute(unguarded, wide_index, k=3, mode="dense").hits[0].id == "cushions"
+    result = execute(_answered(message, CUSHIONS), wide_index, k=3, mode="dense")
+    assert result.hits[0].id == wide_index.search(message, mode="dense", k=1)[0].id == "shipping"
+    assert result.per_query[1].left_out and result.per_query[0].left_out is None
+    step = result.plan.step("execute")
+    assert step is not None and "left out by its drift guard" in step.reason and "out of the fusion" in (step.changed or "")
+    [check] = step.details["drift_guard"]
+    assert check["fired"] and check["checked"] and check["clarity"] >= 0.2 and check["drift"] >= 0.15
+
+
+def test_a_genuine_follow_up_keeps_its_answer_query(wide_index: Index) -> None:
+    message = "which part fits the X3 Pro cushions?"
+    result = execute(_answered(message, CUSHIONS), wide_index, k=3, mode="dense")
+    assert all(r.left_out is None for r in result.per_query)
+    step = result.plan.step("execute")
+    assert step is not None and step.changed is None
+    [check] = step.details["drift_guard"]
+    assert check["checked"] and not check["fired"] and check["drift"] < 0.15
+    assert result.hits[0].id == "cushions"
+
+
+def test_a_retriever_without_dense_cosines_keeps_the_guarded_query_and_says_so(wide_index: Index) -> None:
+    own = IndexRetriever(wide_index)
+
+    class Elsewhere:  # a retriever that is not the querywise index: no cosines promised
+        name, filters_inside = "someone's endpoint", True
+
+        def retrieve(self, text: str, *, k: int, where: Where | None = None, mode: Mode = "hybrid") -> list[Hit]:
+            return own.retrieve(text, k=k, where=where, mode=mode)
+
+    message = "Standard orders ship within how many business days?"
+    result = execute(_answered(message, CUSHIONS), Elsewhere(), k=3, mode="dense")
+    assert result.hits[0].id == "cushions"  # fused as planned
+    step = result.plan.step("execute")
+    assert step is not None
+    [check] = step.details["drift_guard"]
+    assert not check["checked"] and not check["fired"] and "no cosines" in check["why"] and "someone's endpoint" in check["why"]
+
+
+def test_a_small_index_cannot_measure_clarity_and_keeps_the_query(index: Index) -> None:
+    result = execute(_answered("Standard orders ship within how many business days?", CUSHIONS), index, k=3, mode="dense")
+    [check] = result.plan.step("execute").details["drift_guard"]  # type: ignore[union-attr]
+    assert not check["fired"] and "under 50" in check["why"]

@@ -5,7 +5,7 @@ import pytest
 from pydantic import ValidationError
 
 from querywise.conditions import parse_where
-from querywise.plan import Ask, Assume, Cover, PlanQuery, QueryPlan, TraceStep, plan_json_schema
+from querywise.plan import Ask, Assume, Cover, DriftGuard, PlanQuery, QueryPlan, TraceStep, plan_json_schema
 
 SCHEMA_FILE = Path(__file__).parents[1] / "schemas" / "query_plan.schema.json"
 
@@ -55,3 +55,16 @@ def test_committed_schema_is_current() -> None:
     """`schemas/query_plan.schema.json` is what integrators read; regenerate it with
     `querywise plan-schema > schemas/query_plan.schema.json` when the plan changes."""
     assert json.loads(SCHEMA_FILE.read_text()) == plan_json_schema()
+
+
+def test_a_drift_guard_reads_back_and_an_unguarded_query_does_not_carry_one() -> None:
+    guard = DriftGuard(against="how long does shipping take?", clarity=0.2, away=0.15)
+    plan = QueryPlan(message="how long does shipping take?", route="kb_search", queries=[
+        PlanQuery(text="how long does shipping take?", kind="original"),
+        PlanQuery(text="how long does shipping take? The cushions are part QR-5126.", kind="standalone", weight=10.0, unless_drift=guard),
+    ])  # fmt: skip
+    back = QueryPlan.from_json_line(plan.to_json_line())
+    assert back == plan and back.queries[1].unless_drift == guard
+    assert "unless_drift" not in json.loads(plan.to_json_line())["queries"][0]  # logs of unguarded plans are unchanged
+    with pytest.raises(ValidationError):
+        DriftGuard(against="x", clarity=0.2, away=0.15, depth=10)  # clarity reads the 50th cosine

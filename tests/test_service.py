@@ -25,6 +25,7 @@ from querywise.config import (
     UnderstandingSettings,
     load_settings,
 )
+from querywise.conversation import Turn
 from querywise.corpus import Chunk
 from querywise.demo import demo_corpus, demo_file
 from querywise.deployment_check import DeploymentError
@@ -187,3 +188,24 @@ def test_the_demo_deployment_starts_without_a_warning(tmp_path: Path, hash_embed
     with build_index(demo_corpus(), tmp_path / "demo", settings=settings, embedder=hash_embedder) as ix, QueryWise(settings, ix) as qw:
         assert qw.warnings == []
         assert ix.manifest.field_counts is not None and ix.manifest.field_counts["markets"] == len(ix)
+
+
+@pytest.mark.model  # the drift guard reads real cosines
+def test_after_an_answer_a_new_subject_keeps_its_own_top_hit_and_a_reply_keeps_the_answer_s_words(tmp_path: Path) -> None:
+    settings = load_settings(demo_file("querywise.toml")).model_copy(update={"cache_dir": tmp_path / "c"})
+    warranty = [Turn(text="How long is the warranty on the Halden Solace 7?"),
+                Turn(role="assistant", text="The Halden Solace 7 comes with an 18-month manufacturer warranty, counted from the day it was delivered.")]
+    returns = [Turn(text="Can I return opened earbuds?"),
+               Turn(role="assistant", text="Opened in-ear earbuds can be returned within 14 days if the hygiene seal is intact.")]
+    with build_index(demo_corpus(), tmp_path / "demo", settings=settings) as ix, QueryWise(settings, ix) as qw:
+        # The user moves on: the answer query was planned (guarded), execute left it out, and says why.
+        moved = qw.ask("is the student discount still available?", history=warranty, session=EU, k=3)
+        assert any(q.unless_drift is not None for q in moved.plan.queries)
+        [check] = moved.plan.step("execute").details["drift_guard"]  # type: ignore[union-attr]
+        assert check["fired"] and "left out" in check["why"]
+        assert moved.hits[0].id == ix.search("is the student discount still available?", k=1)[0].id == "student-discount-terms"
+        # A reply to the answer: the answer's words stay, and find what the message alone does not.
+        reply = qw.ask("how do I send them back?", history=returns, session=EU, k=3)
+        [kept] = reply.plan.step("execute").details["drift_guard"]  # type: ignore[union-attr]
+        assert kept["checked"] and not kept["fired"] and all(r.left_out is None for r in reply.per_query)
+        assert reply.hits[0].id == "returns-opened-in-ear" != ix.search("how do I send them back?", k=1)[0].id

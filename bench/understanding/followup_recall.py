@@ -86,7 +86,7 @@ def demo() -> list[dict[str, Any]]:
 def markdown(result: dict[str, Any]) -> str:
     lines = ["# Conversations: follow-ups, changes of subject, the demo", "", f"Command: `{result['machine']['command']}`.", "",
              "doc2dial, recall@5 of the gold chunk; history = the user's and the agent's earlier turns; splits by document "
-             "(60/20/20; answer excerpt, weak form's RRF weight and the answer query's weight (`ANSWER_WEIGHT`, `ANSWER_MAX_CHANCE`) chosen on train, the topic-shift check fitted on train with its threshold and hedge chosen on train+val: bench/training/topic_shift.py). Targets (#34): follow-up slice >= 0.62, "
+             "(60/20/20; answer excerpt, weak form's RRF weight and the answer query's weight (`ANSWER_WEIGHT`, `ANSWER_MAX_CHANCE`) and its drift guard with the unanswered-question rule (`DRIFT_CLARITY`, `DRIFT_AWAY`, `asks_unanswered`: bench/results/subject_probe.md, section 4) chosen on train, the topic-shift check fitted on train with its threshold and hedge chosen on train+val: bench/training/topic_shift.py). Targets (#34): follow-up slice >= 0.62, "
              "standalone slice not lower than as typed, changes of subject losing <= 0.01. "
              "SE: the delta's standard error with each document's turns as one cluster.", "",
              "| slice | split | n (documents) | as typed | follow-up move | delta | SE |", "|---|---|---|---|---|---|---|"]

@@ -35,7 +35,6 @@ Writes bench/results/subject_probe.json and .md; reuses bench/work/eval-doc2dial
 from __future__ import annotations
 
 import pickle
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -54,12 +53,6 @@ TOP = 10  # the harness asks k=10: a plan of one query is searched that deep
 DENSE_DEPTH = 200  # the message's dense list read for the retriever's own signals (`Drift`)
 GROUPS = {"follow": "follow-up slice", "subject": "changes of subject", "answered": "changes of subject after an answer"}
 MECHANISMS = ("answer", "form", "reading")
-#: A message that opens by replying to what the assistant said ("yes, ...", "not", "that's right")
-#: or by continuing it ("and ...", "what about ...", "if ..."): the lexical half of "the message
-#: leans on the answer".
-REPLY = re.compile(r"^\W*(?:yes|yeah|yea|yep|no|nope|not|ok|okay|sure|thanks|thank you|great|alright|all right|right|i see|got it|"
-                   r"of course|i do|i don't|do not|i am|i'm not|i have|i haven't|oh|correct|that's|that is|that sounds|that would|"
-                   r"perfect|good|cool|and|but|so|then|also|what about|how about|what if|if)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -241,12 +234,12 @@ def form_adds_only(t: Turn) -> tuple[Searched, ...]:
 
 
 def leans_on_answer(t: Turn) -> bool:
-    """The message replies to the answer or continues it (`REPLY`), uses a word of it, or is too
-    short (two content words or fewer) to stand without it."""
-    from querywise.text import analyze
+    """The message replies to the answer or continues it (an opening such as "yes", "and"), uses a word of it, or is too
+    short (two content words or fewer) to stand without it: the shipped rule
+    (`querywise.understand.followup.lean`)."""
+    from querywise.understand.followup.lean import leans_on_answer as leans
 
-    words = set(analyze(t.message))
-    return bool(REPLY.search(t.message)) or bool(words & set(analyze(t.answer))) or len(words) <= 2
+    return leans(t.message, t.answer)
 
 
 def answer_after_message(t: Turn) -> tuple[Searched, ...]:
@@ -535,6 +528,11 @@ def markdown(result: dict[str, Any]) -> str:
               f"**{pick['rule'][len(THIRD):]}**: follow-up slice " + " / ".join(f"{pick['follow'][p]:.3f}" for p in (*SPLITS, "all"))
               + "; after an answer " + " / ".join(f"{pick['answered'][p] - typed['answered'][p]:+.3f} ({pick['se']['answered'][p]:.3f})" for p in (*SPLITS, "all"))
               + " (train / val / test / all).",
+              "- **This rule ships** (#34 item 5): the follow-up move plans no answer query after an unanswered question "
+              "(`understand/followup/lean.py`) and gives the answer query a drift guard (`PlanQuery.unless_drift`, "
+              "`DRIFT_CLARITY` / `DRIFT_AWAY` in `understand/followup/move.py`) that execute measures on the message's dense list "
+              "and, when it fires, leaves the query out of the fusion (the execute step's `drift_guard`). The shipped code's "
+              "figures: bench/results/conversations.md (follow-up slice, changes of subject, after an answer, per split).",
               f"- The passage just answered is what most follow-ups need: {same} of {total} follow-up turns after an earlier user turn "
               f"of the same dialogue have that turn's gold chunk as their own ({same / max(total, 1):.0%}), so the passage the user has "
               "read is not down-weighted."]

@@ -22,7 +22,19 @@ from querywise.conditions import Where, describe
 from querywise.index import Hit, Index, rrf
 from querywise.index.engine import Mode
 from querywise.plan import PlanQuery, QueryPlan, TraceStep
-from querywise.retrieve import ExplainsEmpty, IndexRetriever, Reranker, Retrieved, Retriever, checked, identifier_keys, rerank
+from querywise.retrieve import (
+    DriftCheck,
+    ExplainsEmpty,
+    IndexRetriever,
+    Reranker,
+    Retrieved,
+    Retriever,
+    check_drift,
+    checked,
+    dense_cosines,
+    identifier_keys,
+    rerank,
+)
 from querywise.text import IDENTIFIER_KEYS
 
 __all__ = ["PlanResult", "Prefetched", "QueryResult", "execute", "prefetch", "reranked"]
@@ -31,6 +43,8 @@ class QueryResult(BaseModel):
     model_config = ConfigDict(frozen=True)
     query: PlanQuery
     ids: list[str]
+    # Why the query's hits were left out of the fusion (its drift guard fired); None: fused.
+    left_out: str | None = None
 
 
 class PlanResult(BaseModel):
@@ -74,9 +88,24 @@ def prefetch(retriever: Retriever, text: str, *, k: int, where: Where, mode: Mod
     return Prefetched(text=text, mode=mode, where=where, k=k, answer=checked(retriever, text, k=k, where=where or None, mode=mode))
 
 
+def _drift_checks(plan: QueryPlan, retriever: Retriever, where: Where, answers: list[Retrieved]) -> dict[int, DriftCheck]:
+    """Each guarded query's drift guard (`PlanQuery.unless_drift`), by its place in the plan: one
+    dense search of the guard's text (the message as typed) per guarded query, on a retriever whose
+    dense hits carry cosines; elsewhere the check says it was not made."""
+    out: dict[int, DriftCheck] = {}
+    for i, (q, a) in enumerate(zip(plan.queries, answers, strict=True)):
+        guard = q.unless_drift
+        if guard is None:
+            continue
+        q_where = _query_where(q, where, retriever)
+        own = checked(retriever, guard.against, k=guard.depth, where=q_where or None, mode="dense").hits if dense_cosines(retriever) else None
+        out[i] = check_drift(q.text, guard, a.hits[0].id if a.hits else None, own, retriever=retriever.name)
+    return out
+
+
 def _search(
     plan: QueryPlan, retriever: Retriever, where: Where, *, k: int, depth: int, mode: Mode, rrf_k: int, prefetched: Prefetched | None = None,
-) -> tuple[list[Hit], list[QueryResult], list[Retrieved]]:
+) -> tuple[list[Hit], list[QueryResult], list[Retrieved], dict[int, DriftCheck]]:
     def ask(q: PlanQuery) -> Retrieved:
         n, q_where, q_mode = depth if len(plan.queries) > 1 else k, _query_where(q, where, retriever), q.mode or mode
         if prefetched is not None and prefetched.serves(q.text, k=n, where=q_where, mode=q_mode):
@@ -84,21 +113,25 @@ def _search(
         return checked(retriever, q.text, k=n, where=q_where or None, mode=q_mode)
 
     answers = [ask(q) for q in plan.queries]
-    per_query = [QueryResult(query=q, ids=[h.id for h in a.hits]) for q, a in zip(plan.queries, answers, strict=True)]
+    drifts = _drift_checks(plan, retriever, where, answers)
     # A cover's reading queries are answered per reading (`PlanResult.by_reading`), beside the
     # fused list, not in it: documents about every reading would otherwise outrank the answer
-    # to each.
-    fused_in = [(q, a.hits) for q, a in zip(plan.queries, answers, strict=True) if not _per_reading_only(plan, q)]
+    # to each. A query whose drift guard fired is left out too, unless nothing else would be fused.
+    fusable = [i for i, q in enumerate(plan.queries) if not _per_reading_only(plan, q)]
+    kept = [i for i in fusable if not (i in drifts and drifts[i].fired)] or fusable
+    left_out = {i: drifts[i].why for i in set(fusable) - set(kept)}
+    per_query = [QueryResult(query=q, ids=[h.id for h in a.hits], left_out=left_out.get(i)) for i, (q, a) in enumerate(zip(plan.queries, answers, strict=True))]
+    fused_in = [(plan.queries[i], answers[i].hits) for i in kept]
     lists = [hits for _, hits in fused_in]
     if len(lists) == 1:  # one query: keep its own scores (cosine, BM25 or RRF of its two lists)
-        return lists[0][:k], per_query, answers
+        return lists[0][:k], per_query, answers, drifts
     first_seen: dict[str, Hit] = {}
     for hits in lists:
         for h in hits:
             first_seen.setdefault(h.id, h)
     fused = rrf([[h.id for h in hits] for hits in lists], k=rrf_k, weights=[q.weight for q, _ in fused_in])
     top = [first_seen[cid].model_copy(update={"score": score, "rank": rank}) for rank, (cid, score) in enumerate(fused[:k], start=1)]
-    return top, per_query, answers
+    return top, per_query, answers, drifts
 
 
 def _per_reading_only(plan: QueryPlan, q: PlanQuery) -> bool:
@@ -131,12 +164,12 @@ def execute(
     where = plan.filters & plan.inferred_filters & plan.access
     wanted = k
     k = max(k, rerank_top) if reranker is not None else k  # the reranker sees its top N, then k are kept
-    hits, per_query, answers = _search(plan, retriever, where, k=k, depth=depth, mode=mode, rrf_k=rrf_k, prefetched=prefetched)
+    hits, per_query, answers, drifts = _search(plan, retriever, where, k=k, depth=depth, mode=mode, rrf_k=rrf_k, prefetched=prefetched)
     relaxed: list[str] = []
     empty_because: list[str] = []
     if not hits and plan.inferred_filters:
         relaxed = [describe(c) for c in plan.inferred_filters.conditions]
-        hits, per_query, answers = _search(plan, retriever, plan.filters & plan.access, k=k, depth=depth, mode=mode, rrf_k=rrf_k)
+        hits, per_query, answers, drifts = _search(plan, retriever, plan.filters & plan.access, k=k, depth=depth, mode=mode, rrf_k=rrf_k)
     dropped = sum(a.dropped for a in answers)
     if not hits:
         searched = [(q.text, q.mode or mode) for q in plan.queries]
@@ -146,20 +179,26 @@ def execute(
             empty_because = [f"{retriever.name} returned nothing for the query text" if not dropped else
                              f"every result of {retriever.name} failed the filters or this session's access ({dropped} checked here and dropped)"]
     filtered = ", ".join(sorted({a.filtered for a in answers} - {"none"})) or "none"  # engine | checked
+    left_out = [r for r in per_query if r.left_out]
+    changes = ["relaxed inferred " + ", ".join(relaxed)] if relaxed else []
+    changes += [f"left {r.query.text!r} out of the fusion: {r.left_out}" for r in left_out]
     step = TraceStep(
         move="execute",
         status="ran",
         reason=f"{len(plan.queries)} quer{'y' if len(plan.queries) == 1 else 'ies'}, {mode}, "
         + ("fused with weighted RRF" if len(plan.queries) > 1 else "no fusion needed")
         + ("" if identifier_keys(retriever) else f", through {retriever.name}")  # only the querywise index holds those keys
-        + (f"; filters checked on its results ({dropped} dropped)" if "checked" in filtered else ""),
-        changed=("relaxed inferred " + ", ".join(relaxed)) if relaxed else None,
+        + (f"; filters checked on its results ({dropped} dropped)" if "checked" in filtered else "")
+        + (f"; {len(left_out)} left out by its drift guard" if left_out else ""),
+        changed="; ".join(changes) or None,
         latency_ms=ms_since(started),
         details={"n_hits": min(len(hits), wanted), "relaxed": relaxed, "empty_because": empty_because,
                  "retriever": retriever.name, "filters_applied": filtered, "dropped_by_check": dropped,
                  # What each exact lookup found: the chunks that hold the identifier (see understand.exact).
                  "exact": {r.query.text: r.ids for r in per_query if r.query.kind == "exact"},
-                 "prefetched": any(a.prefetched for a in answers)},
+                 "prefetched": any(a.prefetched for a in answers),
+                 # Each guarded query's drift guard: fired or not, its figures, or why it was not checked.
+                 "drift_guard": [c.model_dump() for c in drifts.values()]},
     )
     plan = plan.model_copy(update={"trace": [*plan.trace, step]})
     by_reading = {q.reading: a.hits[:wanted] for q, a in zip(plan.queries, answers, strict=True) if q.reading is not None}

@@ -22,6 +22,7 @@ __all__ = [
     "Ask",
     "Assume",
     "Cover",
+    "DriftGuard",
     "LLMCallInfo",
     "PlanQuery",
     "QueryKind",
@@ -47,6 +48,22 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class DriftGuard(_Model):
+    """A condition under which execute leaves a query out of the fusion: the text `against` (the
+    message as typed) finds something clearly on its own and the query's first hit is far from it.
+    Read from `against`'s dense list (cosines), which only execute has: the plan declares the
+    condition, execute measures it and its trace says whether it fired and on what figures.
+
+    clarity: `against`'s best cosine less its 50th best must reach it; away: its best cosine less
+    its cosine to the query's first hit must reach it (the hit's cosine taken as the list's last
+    when the hit is not in its first `depth`)."""
+
+    against: str = Field(min_length=1)
+    clarity: float
+    away: float
+    depth: int = Field(200, ge=50)
+
+
 class PlanQuery(_Model):
     """One text the retriever searches; results of all queries are fused with weighted RRF."""
 
@@ -60,6 +77,9 @@ class PlanQuery(_Model):
     where: Where | None = None
     # The catalog entry this query searches for (kind "reading"): execute groups its hits by it.
     reading: str | None = Field(None, exclude_if=lambda v: v is None)
+    # Left out of the fusion when the message drifts away from what this query finds (the answer
+    # query of a follow-up: a change of subject after an answer). None: always fused.
+    unless_drift: DriftGuard | None = Field(None, exclude_if=lambda v: v is None)
 
 
 class Readings(_Model):

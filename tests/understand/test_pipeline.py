@@ -216,3 +216,16 @@ def test_a_referent_guessed_from_the_words_never_replaces_the_message(understand
     # a catalog product is known to the deployment: its form replaces the message
     known = understander.plan("how often should I replace it?", history=["Do the Halden Solace 7 Pro wear out?"], session=EU)
     assert [q.kind for q in known.queries][:1] == ["standalone"] and "guessed" not in (known.step("follow_up").changed or "")  # type: ignore[union-attr]
+
+
+def test_no_answer_query_after_a_question_of_the_assistant_the_message_does_not_take_up(understander: Understander) -> None:
+    asked = [Turn(text="How long is the warranty on the Halden Solace 7?"),
+             Turn(role="assistant", text="The Halden Solace 7 comes with an 18-month manufacturer warranty. Would you like to know how to open a claim?")]
+    moved = understander.plan("does it cover water damage?", history=asked, session=EU)
+    step = moved.step("follow_up")
+    assert step is not None and "does not take up" in step.reason
+    assert not any("open a claim" in q.text for q in moved.queries)
+    # Taking it up keeps the answer's words beside the form, guarded against a drift.
+    taken = understander.plan("yes, how do I open one?", history=asked, session=EU)
+    [answered] = [q for q in taken.queries if "open a claim" in q.text]
+    assert answered.unless_drift is not None and answered.unless_drift.against == "yes, how do I open one?"

@@ -17,6 +17,7 @@ class IndexRetriever:
 
     filters_inside = True
     identifier_keys = True
+    dense_cosines = True
 
     def __init__(self, index: Index) -> None:
         self.index = index

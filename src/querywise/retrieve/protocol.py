@@ -20,7 +20,7 @@ from querywise.conditions import Where
 from querywise.index import Hit
 from querywise.index.engine import Mode
 
-__all__ = ["OVERFETCH", "ExplainsEmpty", "Retrieved", "Retriever", "RetrieverError", "checked", "identifier_keys"]
+__all__ = ["OVERFETCH", "ExplainsEmpty", "Retrieved", "Retriever", "RetrieverError", "checked", "dense_cosines", "identifier_keys"]
 
 #: How many times k a retriever whose filtering is not ours is asked for, so that the hits its
 #: payloads fail do not leave fewer than k.
@@ -40,6 +40,9 @@ class Retriever(Protocol):
     - `identifier_keys = True`: it filters on the querywise index's identifier keys, so an exact
       lookup runs as a filter (`identifier_keys(retriever)`); elsewhere the identifier is searched
       as text;
+    - `dense_cosines = True`: its `mode="dense"` hits are scored by cosine similarity, so a plan's
+      drift guard (`plan.DriftGuard`) can be measured on them (`dense_cosines(retriever)`);
+      elsewhere the guard is not checked and its query is kept;
     - `rrf_k`: the fusion constant its deployment chose (`[index] rrf_k`);
     - `explain_empty(...)` (`ExplainsEmpty`): it can name the field, filter or access that left a
       search with nothing."""
@@ -60,6 +63,11 @@ class ExplainsEmpty(Protocol):
 def identifier_keys(retriever: Retriever) -> bool:
     """Whether `retriever` filters on the index's identifier keys (see `Retriever`)."""
     return bool(getattr(retriever, "identifier_keys", False))
+
+
+def dense_cosines(retriever: Retriever) -> bool:
+    """Whether `retriever`'s dense hits carry cosines (see `Retriever`)."""
+    return bool(getattr(retriever, "dense_cosines", False))
 
 
 class Retrieved(BaseModel):
