@@ -102,6 +102,9 @@ def instrument(index: Any, watch: Stopwatch) -> None:
     engine = index.engine
     engine._shard = Timed(engine._shard, watch, {"query": "engine.lists", "query_batch": "engine.lists", "retrieve": "engine.payloads"})
     engine.query = watch.wrap("engine", engine.query)
+    gen = index._gen
+    if getattr(gen, "lines", None) is not None:  # hits read from chunks.jsonl, not the shard (index.chunk_lines)
+        gen.lines = Timed(gen.lines, watch, {"lines": "payloads.lines"})
     if not hasattr(engine_module.fuse, "__wrapped__"):  # one wrapper for every index: run_query reads it at call time
         timed = watch.wrap("engine.fuse", engine_module.fuse)
         timed.__wrapped__ = engine_module.fuse  # type: ignore[attr-defined]
@@ -123,7 +126,8 @@ def breakdown(times: dict[str, float], total: float) -> dict[str, float]:
         "engine.fuse": t["engine.fuse"],
         "engine.payloads": t["engine.payloads"],
         "engine.other": t["engine"] - t["engine.lists"] - t["engine.fuse"] - t["engine.payloads"],
-        "assembly": t["run"] - t["engine"],
+        "payloads.lines": t["payloads.lines"],
+        "assembly": t["run"] - t["engine"] - t["payloads.lines"],
         "other": total - embed - t["bm25.analysis"] - t["run"],
     }
 
