@@ -148,6 +148,8 @@ def query_embedders(settings: Any) -> dict[str, Any]:
     from querywise.embed import MemoryCachedEmbedder
     from querywise.embed._onnx import FP32_MODEL_ID, OnnxEmbedder, export_fp32_onnx
 
+    if settings.embedding.kind == "onnx-int8":  # the variants below are fp32 sessions: an int8 index refuses them
+        return {"default": None}
     model = export_fp32_onnx(settings.cache_dir / "embeddings" / "models")
 
     def session(**options: Any) -> Any:

@@ -108,6 +108,8 @@ def test_lines_by_point(tmp_path: Path) -> None:
     lines = ChunkLines.open(path, [4, 0, 7])
     try:
         assert lines.lines([7, 4, 0, 7]) == [b'{"id":"c"}', b'{"id":"a"}', b'{"id":"b"}', b'{"id":"c"}']
+        assert json.loads(lines.json_array([7, 0])) == [{"id": "c"}, {"id": "b"}]
+        assert lines.json_array([]) == b"[]"
         with pytest.raises(KeyError, match="point 5"):
             lines.lines([0, 5])
         with pytest.raises(KeyError, match="point 99"):

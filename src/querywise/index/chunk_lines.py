@@ -15,7 +15,9 @@ of it kept); the map then brings in only the pages searches touch, which the ker
 
 from __future__ import annotations
 
+import contextlib
 import mmap
+from array import array
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -47,9 +49,11 @@ class ChunkLines:
 
     def __init__(self, path: Path, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64], line_of: npt.NDArray[np.int64]) -> None:
         self.path = path
-        self._starts, self._ends, self._line_of = starts, ends, line_of
+        # Arrays of C integers (8 bytes each, as numpy's) that index straight to Python ints.
+        self._starts, self._ends, self._line_of = (array("q", a.tobytes()) for a in (starts, ends, line_of))
         with open(path, "rb") as fh:
             self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        self._view = memoryview(self._map)  # slices of it copy nothing
 
     @classmethod
     def open(cls, path: Path, points: Sequence[int]) -> ChunkLines:
@@ -73,14 +77,29 @@ class ChunkLines:
 
     def lines(self, points: Sequence[int]) -> list[bytes]:
         """The line of each point, in the order given; a `KeyError` for a point with no line."""
-        asked = np.asarray(points, dtype=np.int64)
-        known = (asked >= 0) & (asked < len(self._line_of))
-        rows = self._line_of[asked[known]]
-        if not known.all() or (rows < 0).any():
-            missing = [p for p in points if not 0 <= p < len(self._line_of) or self._line_of[p] < 0]
-            raise KeyError(f"no line of chunks.jsonl for point {missing[0]}")
-        view = self._map
-        return [view[a:b] for a, b in zip(self._starts[rows].tolist(), self._ends[rows].tolist(), strict=True)]
+        return [bytes(line) for line in self._slices(points)]
+
+    def json_array(self, points: Sequence[int]) -> bytes:
+        """The lines of `points` as one JSON array, `[line,line,...]`, copied out of the map once
+        (slicing each line to bytes, then joining them, copied SciFact's 100 hits' 250 KB twice:
+        0.08 against 0.05 ms). A `KeyError` for a point with no line."""
+        parts: list[bytes | memoryview] = [b"["]
+        for line in self._slices(points):
+            parts += (line, b",")
+        parts[-1:] = [b"]"] if len(parts) > 1 else [b"[", b"]"]
+        return b"".join(parts)
+
+    def _slices(self, points: Sequence[int]) -> list[memoryview]:
+        line_of, starts, ends, view = self._line_of, self._starts, self._ends, self._view
+        out = []
+        for point in points:
+            row = line_of[point] if 0 <= point < len(line_of) else -1  # (an array reads -1 from the end)
+            if row < 0:
+                raise KeyError(f"no line of chunks.jsonl for point {point}")
+            out.append(view[starts[row] : ends[row]])
+        return out
 
     def close(self) -> None:
-        self._map.close()
+        with contextlib.suppress(BufferError):  # a slice still held somewhere: the map goes with the last of them
+            self._view.release()
+            self._map.close()

@@ -568,7 +568,7 @@ def _hits_from_lines(root: Path, lines: ChunkLines, found: Sequence[EngineHit]) 
         return []
     # Keys only are cached: a payload's many short values (SciFact's sentences) are rarely repeated.
     try:
-        rows = from_json(b"[" + b",".join(lines.lines([h.id for h in found])) + b"]", cache_strings="keys")
+        rows = from_json(lines.json_array([h.id for h in found]), cache_strings="keys")
         for rank, (h, row) in enumerate(zip(found, rows, strict=True), start=1):
             row["score"], row["rank"] = h.score, rank
             # A payload key the index uses itself (a chunk made in code may have one) was overwritten
