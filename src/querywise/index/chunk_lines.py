@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 __all__ = ["ChunkLines"]
 
-_BLOCK = 1 << 22  # bytes read at a time while finding the line ends
+_BLOCK = 1 << 20  # bytes read at a time while finding the line ends
 
 
 def _line_ends(path: Path) -> npt.NDArray[np.int64]:
