@@ -8,7 +8,8 @@ names one. It is opened as a user's code opens it (`Index.open(DIR, settings=...
 query is searched once (`search(q, mode="hybrid", k=100)`, the query embedding included: each query
 is new to the index's in-memory cache). Each stage of that call is timed where it runs, by timing
 proxies put around the objects the index calls (the tokenizer, the ONNX session, the lexicon, the
-Qdrant shard, the fusion and assembly steps), so the breakdown is of the real path, not a copy.
+Qdrant shard, the fusion, the hits' lines of chunks.jsonl and the assembly steps), so the breakdown
+is of the real path, not a copy.
 `--clock cpu` times them on the searching thread's CPU clock instead of the wall: on a shared
 machine the wall is mostly its load, the CPU what each stage costs where it runs (bench/results/
 query_latency_cpu.md; ONNX Runtime's second intra-op thread is not in it).
@@ -104,7 +105,7 @@ def instrument(index: Any, watch: Stopwatch) -> None:
     engine.query = watch.wrap("engine", engine.query)
     gen = index._gen
     if getattr(gen, "lines", None) is not None:  # hits read from chunks.jsonl, not the shard (index.chunk_lines)
-        gen.lines = Timed(gen.lines, watch, {"lines": "payloads.lines"})
+        gen.lines = Timed(gen.lines, watch, {"lines": "payloads.lines", "json_array": "payloads.lines"})
     if not hasattr(engine_module.fuse, "__wrapped__"):  # one wrapper for every index: run_query reads it at call time
         timed = watch.wrap("engine.fuse", engine_module.fuse)
         timed.__wrapped__ = engine_module.fuse  # type: ignore[attr-defined]

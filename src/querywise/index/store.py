@@ -5,6 +5,7 @@ Layout of DIR:
     CURRENT              the live build's id: a bare folder name in builds/ (replaced atomically)
     .lock                held by a build or a rollback while it runs
     builds/<build_id>/   manifest.json, chunks.jsonl, ids.json, lexicon.json, shard/ (Qdrant edge)
+                         (a search reads its hits from chunks.jsonl by ids.json: `chunk_lines`)
     builds/.tmp-<id>/    a build in progress; never read, removed by the next build
 
 A build writes a new folder, makes it durable (fsync), then switches CURRENT: a build killed
