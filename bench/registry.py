@@ -133,7 +133,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               results=("peers",), needs=("llama_index.retrievers.bm25", "langchain_community"),
               install=PEERS_INSTALL),
     Benchmark("retrieval.query_latency", "where a search's time goes: SciFact through Index.search, stage by stage, session options, before/after", 2,
-              results=("query_latency", "query_latency_cpu")),
+              results=("query_latency", "query_latency_cpu", "query_latency_cpu_int8", "query_latency_cpu_main", "query_latency_cpu_int8_main")),
     Benchmark("retrieval.query_gap", "a search interleaved with others against alone (sleep, a busy core, evicted caches, the peers' pipe); the query embedding's floor by length", 6,
               results=("query_gap",)),
     Benchmark("retrieval.interference", "a search right after a torch model's call, same process or another: why interleaving slowed it", 5,

@@ -8,7 +8,8 @@ names one. It is opened as a user's code opens it (`Index.open(DIR, settings=...
 query is searched once (`search(q, mode="hybrid", k=100)`, the query embedding included: each query
 is new to the index's in-memory cache). Each stage of that call is timed where it runs, by timing
 proxies put around the objects the index calls (the tokenizer, the ONNX session, the lexicon, the
-Qdrant shard, the fusion and assembly steps), so the breakdown is of the real path, not a copy.
+Qdrant shard, the fusion, the hits' lines of chunks.jsonl and the assembly steps), so the breakdown
+is of the real path, not a copy.
 `--clock cpu` times them on the searching thread's CPU clock instead of the wall: on a shared
 machine the wall is mostly its load, the CPU what each stage costs where it runs (bench/results/
 query_latency_cpu.md; ONNX Runtime's second intra-op thread is not in it).
@@ -102,6 +103,9 @@ def instrument(index: Any, watch: Stopwatch) -> None:
     engine = index.engine
     engine._shard = Timed(engine._shard, watch, {"query": "engine.lists", "query_batch": "engine.lists", "retrieve": "engine.payloads"})
     engine.query = watch.wrap("engine", engine.query)
+    gen = index._gen
+    if getattr(gen, "lines", None) is not None:  # hits read from chunks.jsonl, not the shard (index.chunk_lines)
+        gen.lines = Timed(gen.lines, watch, {"lines": "payloads.lines", "json_array": "payloads.lines"})
     if not hasattr(engine_module.fuse, "__wrapped__"):  # one wrapper for every index: run_query reads it at call time
         timed = watch.wrap("engine.fuse", engine_module.fuse)
         timed.__wrapped__ = engine_module.fuse  # type: ignore[attr-defined]
@@ -123,7 +127,8 @@ def breakdown(times: dict[str, float], total: float) -> dict[str, float]:
         "engine.fuse": t["engine.fuse"],
         "engine.payloads": t["engine.payloads"],
         "engine.other": t["engine"] - t["engine.lists"] - t["engine.fuse"] - t["engine.payloads"],
-        "assembly": t["run"] - t["engine"],
+        "payloads.lines": t["payloads.lines"],
+        "assembly": t["run"] - t["engine"] - t["payloads.lines"],
         "other": total - embed - t["bm25.analysis"] - t["run"],
     }
 
@@ -144,6 +149,8 @@ def query_embedders(settings: Any) -> dict[str, Any]:
     from querywise.embed import MemoryCachedEmbedder
     from querywise.embed._onnx import FP32_MODEL_ID, OnnxEmbedder, export_fp32_onnx
 
+    if settings.embedding.kind == "onnx-int8":  # the variants below are fp32 sessions: an int8 index refuses them
+        return {"default": None}
     model = export_fp32_onnx(settings.cache_dir / "embeddings" / "models")
 
     def session(**options: Any) -> Any:

@@ -284,6 +284,13 @@ class OnnxEmbedder:
         self, texts: Sequence[str], *, on_progress: ProgressCallback | None = None
     ) -> Vectors:
         """Embed ``texts``; rows are unit length and in input order."""
+        if len(texts) == 1:
+            # A query: tokenised alone (the batch call hands one text to a thread pool) and run as
+            # the batch of one it would be, without sorting and gathering batches: the same vector.
+            vectors = self._run([self._tokenizer.encode(texts[0])])
+            if on_progress is not None:
+                on_progress(1)
+            return vectors
         encodings = self._tokenizer.encode_batch(list(texts))
         workers = self._workers if self.batch_size == 1 and len(encodings) > 1 else 1
         if workers > 1 and self._solo is None:

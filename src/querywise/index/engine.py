@@ -14,6 +14,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
@@ -139,8 +140,15 @@ Scored = tuple[int, float]
 Fetch = Callable[[Sequence[tuple[int, int]]], list[list[Scored]]]
 
 
-def _order(h: Scored) -> tuple[float, int]:
-    return (-h[1], h[0])
+_ID, _SCORE = itemgetter(0), itemgetter(1)
+
+
+def _ranked(hits: Sequence[Scored]) -> list[Scored]:
+    """`hits` by score, highest first, equal scores in point-id order: sorted by id, then stably
+    by score (two sorts on C keys take half the time of one on a (-score, id) tuple made per hit)."""
+    ranked = sorted(hits, key=_ID)
+    ranked.sort(key=_SCORE, reverse=True)  # reverse keeps equal items in their order: stable
+    return ranked
 
 
 def tie_complete(fetch: Fetch, limits: Sequence[int]) -> list[list[Scored]]:
@@ -158,7 +166,7 @@ def tie_complete(fetch: Fetch, limits: Sequence[int]) -> list[list[Scored]]:
     while want:
         asked = list(want.items())
         for (i, n), hits in zip(asked, fetch(asked), strict=True):
-            ranked, limit = sorted(hits, key=_order), limits[i]
+            ranked, limit = _ranked(hits), limits[i]
             if len(ranked) < n or ranked[-1][1] < ranked[limit - 1][1]:
                 out[i] = ranked[:limit]
                 del want[i]
@@ -373,14 +381,15 @@ class EdgeEngine:
         acorn = qe.AcornSearchParams(enable=True) if q.acorn and q.where else None
         params = qe.SearchParams(hnsw_ef=q.hnsw_ef, exact=q.exact, acorn=acorn)
         flt = _edge_filter(q.where)
+        dense = list(map(float, q.dense or ())) if q.mode != "bm25" else []  # once, not once a list asked
 
         def search(kind: ListKind, n: int) -> qe.QueryRequest:
             if kind == "dense":
                 # The graph is searched with ef = max(hnsw_ef, n): the margin past the cut leaves it as it was.
-                query: Any = qe.Query.Nearest(list(map(float, q.dense or ())), using=DENSE)
+                query: Any = qe.Query.Nearest(dense, using=DENSE)
                 return qe.QueryRequest(limit=n, query=query, filter=flt, params=params, with_payload=False)
             if kind == "sentences":  # the query as a one-vector multivector: MaxSim is its best sentence's cosine
-                query = qe.Query.Nearest([list(map(float, q.dense or ()))], using=SENTENCES)
+                query = qe.Query.Nearest([dense], using=SENTENCES)
                 return qe.QueryRequest(limit=n, query=query, filter=flt, params=params, with_payload=False)
             query = qe.Query.Nearest(qe.SparseVector(*(q.sparse or ([], []))), using=SPARSE)
             return qe.QueryRequest(limit=n, query=query, filter=flt, with_payload=False)
@@ -390,7 +399,8 @@ class EdgeEngine:
                 [self._shard.query(requests[0])] if len(requests) == 1
                 else self._shard.query_batch(qe.QueryBatchRequest(requests))
             )
-            return [[(int(p.id), float(p.score)) for p in points] for points in answers]
+            # A point id may be typed a UUID or a string; a build's are ints, scores floats already.
+            return [[(int(p.id), p.score) for p in points] for points in answers]
 
         def payloads(ids: list[int]) -> dict[int, dict[str, Any]]:
             # A record's payload is made into a new dict each time it is read: no copy needed.
