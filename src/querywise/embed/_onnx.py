@@ -90,7 +90,11 @@ UNFUSED = ("SkipLayerNormFusion",)
 # from a cache that mixed two exports under one id (`_QUANTIZE_RECIPE`); fresh, each text alone,
 # per channel lost 0.0018 on SciFact's default deployment (paired SE 0.0042), 0.0092 on Medline
 # (0.0054), 0.0040 on doc2dial (0.0016), and gained 0.0023 on the demo (int8.md, 19:20): short
-# of the bar on Medline and doc2dial.
+# of the bar on Medline and doc2dial. "smoothed" divides each MatMul input's outlier channels down
+# into the weights first (`_smooth`): chosen on SciFact's train side (bench/results/int8-smooth.md:
+# mean cosine to fp32 0.9951 -> 0.9978 on abstracts, 0.9937 -> 0.9980 on claims, no slower), it
+# lost 0.0015 on SciFact's default deployment, 0.0015 on doc2dial, gained 0.0027 on the demo and
+# still lost 0.0055 on Medline (30 queries; bench/results/int8-smoothed.md), so the default stays.
 Int8Variant = Literal["mixed", "per-channel", "per-tensor", "reduce-range", "smoothed"]
 
 
