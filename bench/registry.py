@@ -83,6 +83,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               quick=("--quick",), quick_minutes=2, results=("int8", "int8-quick")),
     Benchmark("retrieval.int8_rank", "int8 recipes (MatMuls kept in fp32) ranked by agreement with fp32 and speed on samples", 8,
               results=("int8-rank",)),
+    Benchmark("retrieval.int8_smooth", "int8 with outlier activation channels moved into the weights: agreement with fp32 and speed, SciFact train side", 15,
+              results=("int8-smooth",)),
     Benchmark("retrieval.int8_batch", "whether an int8 vector depends on its batch, static quantization, fp32 queries on an int8 corpus", 12,
               results=("int8-batch",)),
     Benchmark("understanding.plan_latency", "routing and planning latency without an LLM", 1, ("--n", "1000"),

@@ -19,6 +19,7 @@ import pytest
 
 from querywise.embed import (
     EMBEDDER_KINDS,
+    INT8_DEFAULT,
     INT8_VARIANTS,
     CachedEmbedder,
     Embedder,
@@ -136,7 +137,7 @@ def test_int8_is_made_locally_per_channel_stays_close_and_is_cached_beside_fp32(
     for exported in (cache_dir / "models").iterdir():  # the fp32 export, so it is not made again
         shutil.copy(exported, tmp_path / "models")
     int8 = load_embedder("onnx-int8", cache_dir=tmp_path)
-    assert int8.model_id == int8_model_id("all-MiniLM-L6-v2", int8_key(model_dir(), INT8_VARIANTS["per-channel"]))
+    assert int8.model_id == int8_model_id("all-MiniLM-L6-v2", int8_key(model_dir(), INT8_VARIANTS[INT8_DEFAULT]))
     texts = [*SENTENCES, " ".join(SENTENCES * 8)]
     together = int8.embed(texts)
     cosines = np.sum(torch_embedder.embed(texts) * together, axis=1)

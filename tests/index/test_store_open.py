@@ -245,7 +245,7 @@ def test_an_int8_index_built_from_an_older_export_or_recipe_is_refused_by_name(
 ) -> None:
     """The int8 model id names the recipe (`int8_key`): after a new fp32 export, an index built
     with the older int8 file is refused by name, not searched with vectors of another model."""
-    from querywise.embed import INT8_VARIANTS, int8_key, int8_model_id
+    from querywise.embed import INT8_DEFAULT, INT8_VARIANTS, int8_key, int8_model_id
 
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "model.safetensors").write_bytes(b"weights")
@@ -257,3 +257,11 @@ def test_an_int8_index_built_from_an_older_export_or_recipe_is_refused_by_name(
         Index.open(tmp_path / "int8", settings=settings, embedder=_variant(new))
     with Index.open(tmp_path / "int8", settings=settings, embedder=_variant(old)) as ix:
         assert ix.search("warranty", mode="dense")
+    # Another quantization recipe (outlier smoothing, against plain per channel) names other
+    # vectors: an index built with one is refused by the other's embedder the same way.
+    monkeypatch.undo()
+    smoothed = int8_model_id("all-MiniLM-L6-v2", int8_key(tmp_path / "model", INT8_VARIANTS["smoothed"]), "smoothed")
+    default = int8_model_id("all-MiniLM-L6-v2", int8_key(tmp_path / "model", INT8_VARIANTS[INT8_DEFAULT]))
+    build_index(shop, tmp_path / "smoothed", settings=settings, embedder=_variant(smoothed)).close()
+    with pytest.raises(IndexStoreError, match=f"embedded with {re.escape(smoothed)}, not {re.escape(default)}"):
+        Index.open(tmp_path / "smoothed", settings=settings, embedder=_variant(default))

@@ -28,6 +28,7 @@ from ._base import (
     model_dir,
     token_counter,
 )
+from ._smooth import CALIBRATION_TEXTS, smooth_outliers
 
 if TYPE_CHECKING:
     import onnx
@@ -89,19 +90,26 @@ UNFUSED = ("SkipLayerNormFusion",)
 # from a cache that mixed two exports under one id (`_QUANTIZE_RECIPE`); fresh, each text alone,
 # per channel lost 0.0018 on SciFact's default deployment (paired SE 0.0042), 0.0092 on Medline
 # (0.0054), 0.0040 on doc2dial (0.0016), and gained 0.0023 on the demo (int8.md, 19:20): short
-# of the bar on Medline and doc2dial.
-Int8Variant = Literal["mixed", "per-channel", "per-tensor", "reduce-range"]
+# of the bar on Medline and doc2dial. "smoothed" divides each MatMul input's outlier channels down
+# into the weights first (`_smooth`): chosen on SciFact's train side (bench/results/int8-smooth.md:
+# mean cosine to fp32 0.9951 -> 0.9978 on abstracts, 0.9937 -> 0.9980 on claims, no slower), it
+# lost 0.0015 on SciFact's default deployment, 0.0015 on doc2dial, gained 0.0027 on the demo and
+# still lost 0.0055 on Medline (30 queries; bench/results/int8-smoothed.md), so the default stays.
+Int8Variant = Literal["mixed", "per-channel", "per-tensor", "reduce-range", "smoothed"]
 
 
 @dataclass(frozen=True)
 class Int8Recipe:
     """How `quantize_int8` quantizes the fp32 export: weights per output channel or per tensor,
-    7-bit weights (``reduce_range``), and the MatMuls kept in fp32 (``fp32_matmuls``), each named
-    by its weight as the packaged model names it, e.g. ``"encoder.layer.0.output.dense"``."""
+    7-bit weights (``reduce_range``), the MatMuls kept in fp32 (``fp32_matmuls``), each named
+    by its weight as the packaged model names it, e.g. ``"encoder.layer.0.output.dense"``, and
+    ``outlier_ratio``: when above 0, activation channels larger than this many times the median
+    channel are first divided down into the weights (`_smooth.smooth_outliers`)."""
 
     per_channel: bool = True
     reduce_range: bool = False
     fp32_matmuls: tuple[str, ...] = ()
+    outlier_ratio: float = 0.0
 
 
 def ffn_output(i: int) -> str:
@@ -114,6 +122,7 @@ INT8_VARIANTS: Final[dict[str, Int8Recipe]] = {
     "per-channel": Int8Recipe(),
     "per-tensor": Int8Recipe(per_channel=False),
     "reduce-range": Int8Recipe(reduce_range=True),
+    "smoothed": Int8Recipe(outlier_ratio=3.0),
 }
 INT8_DEFAULT: Final[Int8Variant] = "per-channel"
 
@@ -139,8 +148,9 @@ _EXPORT_RECIPE = "2"
 # writes a different graph for the same recipe, or `OnnxEmbedder.int8` runs it differently. An
 # int8 id that stayed the same across such a change let vectors of the old file and of the new one
 # meet in one shared embedding cache (issue #39). "1": activations scaled per batch of 1,024
-# tokens; "2": each text embedded alone.
-_QUANTIZE_RECIPE = "2"
+# tokens; "2": each text embedded alone; "3": `Int8Recipe.outlier_ratio` (the calibration texts
+# of `_smooth` are part of this recipe: change them, bump it).
+_QUANTIZE_RECIPE = "3"
 
 
 class OnnxEmbedder:
@@ -384,7 +394,8 @@ def int8_key(folder: Path, recipe: Int8Recipe) -> str:
 
 def quantize_int8(fp32: Path | bytes, recipe: Int8Recipe) -> bytes:
     """``fp32`` (an export of `export_fp32_onnx`) with int8 weights as ``recipe`` says
-    (`quantize_dynamic`: activations quantized per call); the MatMuls it names stay fp32."""
+    (`quantize_dynamic`: activations quantized per call); the MatMuls it names stay fp32, and
+    with ``recipe.outlier_ratio`` the activations' outlier channels move into the weights first."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -393,6 +404,8 @@ def quantize_int8(fp32: Path | bytes, recipe: Int8Recipe) -> bytes:
     unknown = sorted(set(recipe.fp32_matmuls) - named)
     if unknown:  # a typo would silently quantize everything
         raise ValueError(f"no MatMul with the weight {', '.join(unknown)} in the model")
+    if recipe.outlier_ratio > 0:
+        smooth_outliers(model, recipe.outlier_ratio, _calibration_ids())
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "int8.onnx"
         with _root_logger_quiet():  # the quantizer advises pre-processing on the root logger; a library does not print
@@ -414,6 +427,18 @@ def _name_weight_matmuls(model: onnx.ModelProto) -> set[str]:
 
 
 _WEIGHT_SUFFIX = ".weight_t"  # how `_graph` names a Linear's transposed weight
+
+
+def _calibration_ids() -> list[list[int]]:
+    """`CALIBRATION_TEXTS` tokenized as the embedder does (the packaged tokenizer, which a
+    fine-tuned copy shares; truncated at the model's window)."""
+    from tokenizers import Tokenizer
+
+    folder = model_dir()
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=max_seq_length(folder))
+    return [e.ids for e in tokenizer.encode_batch(list(CALIBRATION_TEXTS))]
 
 
 @contextlib.contextmanager
