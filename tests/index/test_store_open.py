@@ -260,8 +260,9 @@ def test_an_int8_index_built_from_an_older_export_or_recipe_is_refused_by_name(
     # Another quantization recipe (outlier smoothing, against plain per channel) names other
     # vectors: an index built with one is refused by the other's embedder the same way.
     monkeypatch.undo()
-    smoothed = int8_model_id("all-MiniLM-L6-v2", int8_key(tmp_path / "model", INT8_VARIANTS["smoothed"]), "smoothed")
+    plain = int8_model_id("all-MiniLM-L6-v2", int8_key(tmp_path / "model", INT8_VARIANTS["per-channel"]), "per-channel")
     default = int8_model_id("all-MiniLM-L6-v2", int8_key(tmp_path / "model", INT8_VARIANTS[INT8_DEFAULT]))
-    build_index(shop, tmp_path / "smoothed", settings=settings, embedder=_variant(smoothed)).close()
-    with pytest.raises(IndexStoreError, match=f"embedded with {re.escape(smoothed)}, not {re.escape(default)}"):
-        Index.open(tmp_path / "smoothed", settings=settings, embedder=_variant(default))
+    assert plain != default
+    build_index(shop, tmp_path / "plain", settings=settings, embedder=_variant(plain)).close()
+    with pytest.raises(IndexStoreError, match=f"embedded with {re.escape(plain)}, not {re.escape(default)}"):
+        Index.open(tmp_path / "plain", settings=settings, embedder=_variant(default))

@@ -17,12 +17,12 @@ EMBEDDER_KINDS: Final[tuple[str, ...]] = get_args(EmbedderKind)
 #: ONNX Runtime fp32 reproduces every reference figure of the help-centre world that torch does
 #: (tests/accept/test_embeddings_reference.py; scores within 5e-7 of torch) and is the faster CPU
 #: path (bench/results/embed_throughput.json). "onnx-int8" (the fp32 export quantized per
-#: channel, made locally, each text embedded alone) is faster but not lossless everywhere: measured
-#: fresh, the default deployment's nDCG@10 0.0018 below fp32 on SciFact, 0.0092 on Medline
-#: (paired SE 0.0054), 0.0040 on doc2dial (0.0016), 0.0023 above on the demo (bench/results/int8.md,
-#: 2026-12-05 19:20); keeping the first three feed-forward outputs in fp32 ("mixed") did not hold
-#: either (int8-rank.md), nor did dividing the activations' outlier channels into the weights
-#: ("smoothed": SciFact -0.0015, doc2dial -0.0015, demo +0.0027, Medline -0.0055; int8-smoothed.md).
+#: channel after its activations' outlier channels are divided into the weights, "smoothed"; made
+#: locally, each text embedded alone) is faster but not lossless everywhere: the default
+#: deployment's nDCG@10 0.0015 below fp32 on SciFact and on doc2dial, 0.0027 above on the demo,
+#: 0.0055 below on Medline (30 queries, paired SE 0.0052; bench/results/int8-smoothed.md); plain
+#: per channel lost more on each (int8.md), keeping the first feed-forward outputs in fp32
+#: ("mixed") did not hold either (int8-rank.md).
 #: Its vectors are not fp32's, so an index is searched only with the
 #: variant (and recipe: `int8_key`) that built it.
 DEFAULT_KIND: Final[EmbedderKind] = "onnx"
