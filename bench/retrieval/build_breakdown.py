@@ -115,7 +115,7 @@ def _child(kind: str, source: Path, index: Path, out: Path) -> None:
         onnx_mod.OnnxEmbedder.__init__ = fused_init  # type: ignore[method-assign]
 
     def count_batch(_self: Any, batch: Sequence[Any]) -> None:
-        lengths = [len(e.ids) for e in batch]
+        lengths = [len(e) for e in batch]
         tokens["useful"] += sum(lengths)
         tokens["padded"] += max(lengths) * len(lengths)
         tokens["texts"] += len(lengths)

@@ -26,13 +26,11 @@ from ._base import (
     embed_in_batches,
     max_seq_length,
     model_dir,
-    token_counter,
 )
 
 if TYPE_CHECKING:
     import onnx
     import onnxruntime as ort
-    from tokenizers import Encoding
 
 __all__ = [
     "INT8_DEFAULT",
@@ -60,6 +58,10 @@ FP32_MODEL_ID = f"{MODEL_NAME}/onnx-fp32"
 # 100 words 38.5 against 35.7.
 BATCH_TOKENS = 512
 # (int8 embeds each text alone, whatever these say: `OnnxEmbedder.int8`.)
+# A build counts a slice's tokens (the window report) just before embedding it: up to this many
+# texts, the counting keeps each text's ids for `embed` (`writing._EMBED_SLICE`; more is not kept,
+# to bound the memory), so the corpus is tokenized once, not twice.
+COUNTED_KEPT = 4096
 SPIN_STOP = "session.force_spinning_stop"  # ONNX Runtime's session entry: threads stop spinning when a call returns
 # ONNX Runtime fuses residual Add + LayerNormalization into SkipLayerNormalization in the int8 graph
 # (not in the fp32 one, whose optimized graph is the same with or without this fusion). Its CPU
@@ -184,7 +186,13 @@ class OnnxEmbedder:
         self._tokenizer.no_padding()
         self.window: int | None = max_seq_length(folder)
         self._tokenizer.enable_truncation(max_length=self.window)
-        self._count = token_counter(folder)
+        self._untruncated = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._untruncated.no_padding()
+        self._untruncated.no_truncation()
+        # Each text's ids as `embed` feeds them, from the last `token_counts` call (keyed by text,
+        # so a text's entry is right whoever counted it).
+        self._counted: dict[str, npt.NDArray[np.int64]] = {}
+        self._cut_exact = self._cut_matches_truncation()
 
         self.spinning = spinning
         self._source, self._unfused = (model if isinstance(model, bytes) else str(model)), list(unfused)
@@ -260,8 +268,34 @@ class OnnxEmbedder:
         )
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
-        """Each text's length in tokens before truncation at ``window``."""
-        return self._count(texts)
+        """Each text's length in tokens before truncation at ``window``. Up to `COUNTED_KEPT`
+        texts, their ids truncated are kept for the next `embed` of the same texts (a build's
+        slice: counted, then embedded), which then does not tokenize them again."""
+        keep = self._cut_exact and len(texts) <= COUNTED_KEPT
+        kept: dict[str, npt.NDArray[np.int64]] = {}
+        out: list[int] = []
+        for start in range(0, len(texts), COUNTED_KEPT):  # slices: encodings hold offsets too; bound the memory
+            part = list(texts[start : start + COUNTED_KEPT])
+            for text, encoding in zip(part, self._untruncated.encode_batch(part), strict=True):
+                ids = encoding.ids
+                out.append(len(ids))
+                if keep:
+                    kept[text] = self._cut(ids)
+        self._counted = kept
+        return out
+
+    def _cut(self, ids: list[int]) -> npt.NDArray[np.int64]:
+        """Untruncated ids cut as the truncating tokenizer cuts them: the first ``window - 1``
+        (the leading [CLS] and the text), then the closing [SEP]."""
+        if self.window is not None and len(ids) > self.window:
+            ids = ids[: self.window - 1] + ids[-1:]
+        return np.asarray(ids, dtype=np.int64)
+
+    def _cut_matches_truncation(self) -> bool:
+        """Whether `_cut` gives what the truncating tokenizer gives (true of BERT's template,
+        [CLS] text [SEP]): checked on a text twice the window, else counted ids are not reused."""
+        probe = " ".join(["querywise"] * 2 * (self.window or 1))
+        return self._cut(self._untruncated.encode(probe).ids).tolist() == self._tokenizer.encode(probe).ids
 
     def _new_session(self, threads: int | None) -> ort.InferenceSession:
         import onnxruntime as ort
@@ -284,7 +318,7 @@ class OnnxEmbedder:
         self, texts: Sequence[str], *, on_progress: ProgressCallback | None = None
     ) -> Vectors:
         """Embed ``texts``; rows are unit length and in input order."""
-        encodings = self._tokenizer.encode_batch(list(texts))
+        encodings = self._ids(texts)
         workers = self._workers if self.batch_size == 1 and len(encodings) > 1 else 1
         if workers > 1 and self._solo is None:
             self._solo = self._new_session(1)
@@ -294,17 +328,28 @@ class OnnxEmbedder:
             return self._run([encodings[i] for i in positions], session)
 
         return embed_in_batches(
-            [len(e.ids) for e in encodings], self.batch_size, self.dim, run_batch, on_progress,
+            [len(e) for e in encodings], self.batch_size, self.dim, run_batch, on_progress,
             self.batch_tokens, workers=workers,
         )
 
-    def _run(self, batch: Sequence[Encoding], session: ort.InferenceSession | None = None) -> Vectors:
-        width = max(len(e.ids) for e in batch)
+    def _ids(self, texts: Sequence[str]) -> list[npt.NDArray[np.int64]]:
+        """Each text's ids, truncated: those `token_counts` kept, the others tokenized now."""
+        counted = self._counted
+        out: list[npt.NDArray[np.int64] | None] = [counted.get(text) for text in texts]
+        fresh = [i for i, ids in enumerate(out) if ids is None]
+        if fresh:
+            encodings = self._tokenizer.encode_batch([texts[i] for i in fresh])
+            for i, encoding in zip(fresh, encodings, strict=True):
+                out[i] = np.asarray(encoding.ids, dtype=np.int64)
+        return [ids for ids in out if ids is not None]
+
+    def _run(self, batch: Sequence[npt.NDArray[np.int64]], session: ort.InferenceSession | None = None) -> Vectors:
+        width = max(len(e) for e in batch)
         ids = np.zeros((len(batch), width), dtype=np.int64)  # 0 is [PAD]
         mask = np.zeros_like(ids)
-        for row, encoding in enumerate(batch):
-            ids[row, : len(encoding.ids)] = encoding.ids
-            mask[row, : len(encoding.ids)] = 1
+        for row, tokens in enumerate(batch):
+            ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         (hidden,) = (session or self._session).run(
             ["last_hidden_state"], {k: v for k, v in feeds.items() if k in self._inputs}
