@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import logging
+import json
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
@@ -29,7 +28,6 @@ from ._base import (
 )
 
 if TYPE_CHECKING:
-    import onnx
     import onnxruntime as ort
 
 __all__ = [
@@ -400,7 +398,7 @@ def export_int8_onnx(
         target = export_dir / f"{MODEL_NAME}-int8-{variant}-{int8_key(folder, recipe)}.onnx"
         if target.is_file():
             return target
-    data = quantize_int8(export_fp32_onnx(export_dir, model_folder), recipe)
+    data = _quantize_in_child(export_fp32_onnx(export_dir, model_folder), recipe)
     if export_dir is None:
         return data
     write_atomic(target, data)
@@ -422,68 +420,46 @@ def int8_key(folder: Path, recipe: Int8Recipe) -> str:
 
 def quantize_int8(fp32: Path | bytes, recipe: Int8Recipe) -> bytes:
     """``fp32`` (an export of `export_fp32_onnx`) with int8 weights as ``recipe`` says
-    (`quantize_dynamic`: activations quantized per call); the MatMuls it names stay fp32."""
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    (`quantize_dynamic`: activations quantized per call), in this process; the MatMuls it names
+    stay fp32. `export_int8_onnx` runs the same in a child."""
+    from ._quantize import quantize
 
-    model = onnx.load_model_from_string(fp32 if isinstance(fp32, bytes) else fp32.read_bytes())
-    named = _name_weight_matmuls(model)
-    unknown = sorted(set(recipe.fp32_matmuls) - named)
-    if unknown:  # a typo would silently quantize everything
-        raise ValueError(f"no MatMul with the weight {', '.join(unknown)} in the model")
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "int8.onnx"
-        with _root_logger_quiet():  # the quantizer advises pre-processing on the root logger; a library does not print
-            quantize_dynamic(model, out, weight_type=QuantType.QInt8, per_channel=recipe.per_channel,
-                             reduce_range=recipe.reduce_range, nodes_to_exclude=list(recipe.fp32_matmuls))
-        return out.read_bytes()
-
-
-def _name_weight_matmuls(model: onnx.ModelProto) -> set[str]:
-    """Name each MatMul by its weight (``<prefix>.weight_t`` -> ``<prefix>``), as the quantizer's
-    ``nodes_to_exclude`` reads names: the exported graph leaves its nodes unnamed. The names given."""
-    weights = {i.name for i in model.graph.initializer}
-    names: set[str] = set()
-    for node in model.graph.node:
-        if node.op_type == "MatMul" and node.input[1] in weights and node.input[1].endswith(_WEIGHT_SUFFIX):
-            node.name = node.input[1].removesuffix(_WEIGHT_SUFFIX)
-            names.add(node.name)
-    return names
-
-
-_WEIGHT_SUFFIX = ".weight_t"  # how `_graph` names a Linear's transposed weight
-
-
-@contextlib.contextmanager
-def _root_logger_quiet() -> Iterator[None]:
-    def drop(record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.ERROR
-
-    root = logging.getLogger()
-    root.addFilter(drop)
-    try:
-        yield
-    finally:
-        root.removeFilter(drop)
-
-
-def _importable() -> str:
-    """PYTHONPATH for the child: this querywise first, whatever way the caller imported it."""
-    ours = str(Path(__file__).resolve().parents[2])
-    return os.pathsep.join([ours, *filter(None, [os.environ.get("PYTHONPATH")])])
+    data = fp32 if isinstance(fp32, bytes) else fp32.read_bytes()
+    return quantize(data, per_channel=recipe.per_channel, reduce_range=recipe.reduce_range, fp32_matmuls=recipe.fp32_matmuls)
 
 
 def _export_in_child(folder: Path) -> bytes:
-    """Run `querywise.embed._export` in a fresh interpreter and return the ONNX file it wrote."""
+    """Run `_export.py` in a fresh interpreter and return the ONNX file it wrote."""
+    return _in_child("_export.py", [str(folder)], f"exporting {folder} to ONNX")
+
+
+def _quantize_in_child(fp32: Path | bytes, recipe: Int8Recipe) -> bytes:
+    """`quantize_int8` in a fresh interpreter (`_quantize.py`): the parent never holds the model's
+    protobuf nor imports the quantizer, and waits on the child without the GIL, so a build
+    analyses its corpus meanwhile (`index.writing`)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        if isinstance(fp32, bytes):
+            source = Path(tmp) / "fp32.onnx"
+            source.write_bytes(fp32)
+        else:
+            source = fp32
+        spec = json.dumps({"per_channel": recipe.per_channel, "reduce_range": recipe.reduce_range, "fp32_matmuls": list(recipe.fp32_matmuls)})
+        return _in_child("_quantize.py", [str(source)], "quantizing the ONNX model to int8", spec)
+
+
+def _in_child(script: str, before: list[str], what: str, *after: str) -> bytes:
+    """Run the file ``script`` beside this one by path, its arguments ``before``, an output file,
+    ``after``; the bytes it wrote. By path and with ``-P``: the child imports nothing of querywise
+    (the package's imports took half an export's CPU) and its folder is not put on sys.path."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "model.onnx"
         done = subprocess.run(
-            [sys.executable, "-m", "querywise.embed._export", str(folder), str(out)],
-            env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": _importable()}, capture_output=True, text=True, check=False,
+            [sys.executable, "-P", str(Path(__file__).with_name(script)), *before, str(out), *after],
+            env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, check=False,
         )
         if done.returncode != 0 or not out.is_file():
             lines = (done.stderr or done.stdout).strip().splitlines()
-            raise RuntimeError(f"exporting {folder} to ONNX failed: {lines[-1] if lines else f'exit {done.returncode}'}")
+            raise RuntimeError(f"{what} failed: {lines[-1] if lines else f'exit {done.returncode}'}")
         return out.read_bytes()
 
 
