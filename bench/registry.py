@@ -73,6 +73,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               quick=("--repeats", "1"), quick_minutes=3, results=("embed_throughput",), aliases=("embed",)),
     Benchmark("retrieval.embed_efficiency", "the embedder per CPU-second against ONNX Runtime's own products at the model's shapes", 3,
               results=("embed_efficiency",)),
+    Benchmark("retrieval.embed_options", "fp32 embedding per CPU-second under session options, IOBinding, batch caps, bias folded into Gemm", 8,
+              results=("embed_options",)),
     Benchmark("retrieval.cold_start", "peak RSS of a first build (ONNX export) against a warm one", 3,
               results=("cold_start",)),
     Benchmark("retrieval.build_breakdown", "a cold `querywise index` of SciFact (int8, fp32) by phase, in CPU seconds", 10,

@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -47,33 +48,48 @@ FUSED_SLN = "+skiplayernorm"
 
 
 class _Clock:
-    """Nested phase timers: each phase's own wall and CPU seconds (its callees' taken out)."""
+    """Nested phase timers: each phase's own wall and CPU seconds (its callees' taken out).
+
+    The build makes its embedder in a thread while the main thread analyses the corpus
+    (`writing._EmbedderLoad`): a phase of another thread counts that thread's CPU
+    (`time.thread_time`) and the children it waited for; a phase of the main thread counts the
+    process's CPU less what other threads' phases spent meanwhile."""
 
     def __init__(self) -> None:
         self.own: dict[str, dict[str, float]] = {}
-        self._stack: list[list[float]] = []  # per open phase: the inner phases' [wall, cpu, children]
+        self._local = threading.local()  # per thread: per open phase, the inner phases' [wall, cpu, children, other threads' cpu]
+        self._off_cpu = 0.0  # CPU of the outermost phases other threads have closed
+        self._lock = threading.Lock()
 
-    @staticmethod
-    def now() -> tuple[float, float, float]:
+    def now(self) -> tuple[float, float, float, float]:
         t = os.times()
-        return time.perf_counter(), t.user + t.system, t.children_user + t.children_system
+        main = threading.current_thread() is threading.main_thread()
+        return time.perf_counter(), (t.user + t.system) if main else time.thread_time(), t.children_user + t.children_system, self._off_cpu
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
+        stack: list[list[float]] = self._local.__dict__.setdefault("stack", [])
+        main = threading.current_thread() is threading.main_thread()
         start = self.now()
-        self._stack.append([0.0, 0.0, 0.0])
+        stack.append([0.0, 0.0, 0.0])
         try:
             yield
         finally:
-            inner = self._stack.pop()
-            spent = [b - a for a, b in zip(start, self.now(), strict=True)]
-            row = self.own.setdefault(name, {"wall_s": 0.0, "cpu_s": 0.0, "child_cpu_s": 0.0, "calls": 0})
-            for key, total, nested in zip(("wall_s", "cpu_s", "child_cpu_s"), spent, inner, strict=True):
-                row[key] += total - nested
-            row["calls"] += 1
-            if self._stack:
+            inner = stack.pop()
+            end = self.now()
+            spent = [b - a for a, b in zip(start[:3], end[:3], strict=True)]
+            if main:
+                spent[1] -= end[3] - start[3]  # the CPU other threads' phases spent meanwhile
+            with self._lock:
+                row = self.own.setdefault(name, {"wall_s": 0.0, "cpu_s": 0.0, "child_cpu_s": 0.0, "calls": 0})
+                for key, total, nested in zip(("wall_s", "cpu_s", "child_cpu_s"), spent, inner, strict=True):
+                    row[key] += total - nested
+                row["calls"] += 1
+                if not main and not stack:
+                    self._off_cpu += spent[1]
+            if stack:
                 for i, total in enumerate(spent):
-                    self._stack[-1][i] += total
+                    stack[-1][i] += total
 
     def wrap(self, owner: Any, attr: str, name: str, count: Callable[..., None] | None = None) -> None:
         """Time every call of ``owner.attr`` as phase ``name``; ``count(*args)`` sees its arguments."""
@@ -114,8 +130,14 @@ def _child(kind: str, source: Path, index: Path, out: Path) -> None:
 
         onnx_mod.OnnxEmbedder.__init__ = fused_init  # type: ignore[method-assign]
 
-    def count_batch(_self: Any, batch: Sequence[Any]) -> None:
-        lengths = [len(e.ids) for e in batch]
+    counting = threading.Lock()  # int8 runs two batches at once: `+=` from two threads loses counts (170 tokens in one run)
+
+    def count_batch(_self: Any, batch: Sequence[Any], *_: Any) -> None:  # (_run also takes the session)
+        lengths = [len(e) for e in batch]
+        with counting:
+            _count(lengths)
+
+    def _count(lengths: list[int]) -> None:
         tokens["useful"] += sum(lengths)
         tokens["padded"] += max(lengths) * len(lengths)
         tokens["texts"] += len(lengths)
@@ -123,7 +145,7 @@ def _child(kind: str, source: Path, index: Path, out: Path) -> None:
 
     clock.wrap(cli_index, "read_corpus", "read and chunk the corpus")
     clock.wrap(onnx_mod, "export_fp32_onnx", "ONNX export (its child's CPU apart)")
-    clock.wrap(onnx_mod, "quantize_int8", "int8 quantization")
+    clock.wrap(onnx_mod, "_quantize_in_child", "int8 quantization (its child's CPU apart)")
     clock.wrap(onnx_mod.OnnxEmbedder, "__init__", "embedder load: tokenizer, ONNX Runtime session")
     clock.wrap(writing, "analyse", "BM25 analysis")
     clock.wrap(Analysis, "vectors", "BM25 weights")
@@ -139,7 +161,9 @@ def _child(kind: str, source: Path, index: Path, out: Path) -> None:
     clock.wrap(writing, "seal", "seal: file digests")
     clock.wrap(Index, "open", "open the new build")
     with clock.phase("other (chunks.jsonl, manifest, progress)"):
-        app(["index", str(source), "--index", str(index), "-c", str(_toml(kind, index.parent)), "--skip-invalid"], standalone_mode=False)
+        code = app(["index", str(source), "--index", str(index), "-c", str(_toml(kind, index.parent)), "--skip-invalid"], standalone_mode=False)
+    if code:  # without standalone mode a failed command returns its exit code: a build cut short is no measure
+        raise SystemExit(f"querywise index exited with {code}")
     out.write_text(json.dumps({"phases": clock.own, "tokens": tokens, "start_cpu_s": round(start_cpu, 3)}), encoding="utf-8")
 
 

@@ -5,7 +5,7 @@
 
 Two builds, each `querywise index SOURCE --index DIR --skip-invalid` with the default settings in
 a fresh Python process, against a cache folder of their own (`QUERYWISE_CACHE_DIR`): the first
-finds no ONNX export there and makes it (in a child process: `querywise.embed._export`), the
+finds no ONNX export there and makes it (in a child process: `querywise/embed/_export.py`, and int8 is quantized in another, `_quantize.py`), the
 second finds it. The text vectors are copied in from the shared cache first (SQLite's backup),
 so both builds read them and the difference is the export alone; `--cold-vectors` embeds them
 too. Each build reports its own peak RSS (`getrusage(RUSAGE_SELF)`), the largest child's

@@ -3,7 +3,7 @@
 Each row is a folder built by `querywise index SOURCE --index DIR --skip-invalid` in a fresh Python
 process with the default settings (or one TOML line changed), against a cache folder of its own
 (`QUERYWISE_CACHE_DIR`, empty): a cold first build, so the ONNX export (in a child process of the
-build, `querywise.embed._export`) and every vector are made inside its time. It is then scored by
+build, `querywise/embed/_export.py`) and every vector are made inside its time. It is then scored by
 `querywise eval SOURCE --split test -i DIR --json` (`QueryWise.ask`: the default moves, hybrid),
 and `querywise-tuned` runs `querywise tune SOURCE --split train -i DIR --write-config tuned.toml`
 on the default row's folder first, as the README's "Search modes" does.
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 SAMPLE_S = 0.05
-EXPORT_MARK = "querywise.embed._export"  # the child a first build exports the ONNX model in
+EXPORT_MARK = "querywise/embed/_export.py"  # the child a first build exports the ONNX model in (run by path)
 
 
 @dataclass(frozen=True)

@@ -166,3 +166,24 @@ def test_smoothed_int8_stays_closer_to_fp32_than_plain_per_channel(fp32_graph: b
     plain = np.sum(alone(quantize_int8(fp32_graph, INT8_VARIANTS["per-channel"])) * fp32, axis=1)
     assert smoothed.min() > 0.99
     assert (1 - smoothed).mean() < (1 - plain).mean()
+
+
+@pytest.mark.model
+def test_counting_a_builds_texts_then_embedding_them_gives_a_fresh_tokenization_and_the_same_vectors(fp32_graph: bytes) -> None:
+    # A build counts each slice's tokens (the window report) and then embeds it: the ids kept from
+    # the counting are the truncating tokenizer's, so the vectors are those of texts never counted.
+    import numpy as np
+
+    from querywise.embed import OnnxEmbedder
+
+    texts = ["Where is my parcel?", "", "Aspirin lowers the risk of a second heart attack in adults over 50. " * 30,
+             "naïve café — 1,000 mg/kg (p < 0.05) " * 40, "x" * 3000]
+    counting, fresh = OnnxEmbedder(fp32_graph, model_id="fp32", threads=1), OnnxEmbedder(fp32_graph, model_id="fp32", threads=1)
+    counts = counting.token_counts(texts)
+    assert counts == [len(fresh._tokenizer.encode(t, add_special_tokens=True).ids) if n <= 256 else n
+                      for t, n in zip(texts, counts, strict=True)]
+    assert counts[2] > 256 and counts[3] > 256  # two texts the window cuts
+    assert set(counting._counted) == set(texts)  # what the embedding reuses
+    for text, kept in counting._counted.items():
+        assert kept.tolist() == fresh._tokenizer.encode(text).ids
+    assert np.array_equal(counting.embed(texts), fresh.embed(texts))

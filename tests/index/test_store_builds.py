@@ -242,3 +242,52 @@ def test_links_inside_the_folder_are_read_and_loops_are_not_followed(tmp_path: P
     os.symlink(docs, docs / "sub" / "loop")  # a folder link inside: not descended into
     assert [c.id for c in load_corpus(docs)] == ["alias#0", "sub/a#0"]
     assert [c.id for c in load_corpus(docs, follow_symlinks=True)] == ["alias#0", "sub/a#0"]  # the loop is met once
+
+
+def test_the_embedder_a_build_makes_while_it_analyses_is_closed_and_its_failure_raised(
+    tmp_path: Path, shop: list[Chunk], hash_embedder, settings: Settings, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    # A build without an embedder makes its own in a thread while it analyses the corpus: the
+    # build embeds with it, closes it (its cache's SQLite connection) when done, and an embedder
+    # that cannot be made fails the build with its own error, leaving nothing behind.
+    import threading
+
+    import querywise.index.writing as writing
+
+    made: list[tuple[str, _ClosingEmbedder]] = []
+
+    class _ClosingEmbedder:
+        model_id, dim = hash_embedder.model_id, hash_embedder.dim
+
+        def __init__(self) -> None:
+            self.closed = False
+
+        def embed(self, texts, *, on_progress=None):  # type: ignore[no-untyped-def]
+            assert not self.closed
+            return hash_embedder.embed(texts, on_progress=on_progress)
+
+        def close(self) -> None:
+            self.closed = True
+
+    def make(settings: Settings, **_: object) -> _ClosingEmbedder:
+        made.append((threading.current_thread().name, _ClosingEmbedder()))
+        return made[-1][1]
+
+    monkeypatch.setattr(writing, "embedder_for", make)
+    with build_index(shop, tmp_path / "ix", settings=settings, embedder=hash_embedder) as given:  # a given one is the caller's
+        assert len(given) == len(shop)
+    assert not made
+    root = tmp_path / "own"
+    build_index(shop, root, settings=settings).close()
+    ((thread, embedder),) = made
+    assert thread == "querywise-embedder-load" and embedder.closed
+    assert (root / "CURRENT").exists()
+
+    def broken(settings: Settings, **_: object) -> None:
+        raise _CrashError("no model")
+
+    monkeypatch.setattr(writing, "embedder_for", broken)
+    with pytest.raises(_CrashError, match="no model"):
+        build_index(shop, tmp_path / "failed", settings=settings)
+    assert not (tmp_path / "failed" / "CURRENT").exists()
+    assert not [name for name in _builds(tmp_path / "failed") if name.startswith(".tmp-")]

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import logging
+import json
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -26,14 +25,11 @@ from ._base import (
     embed_in_batches,
     max_seq_length,
     model_dir,
-    token_counter,
 )
-from ._smooth import CALIBRATION_TEXTS, smooth_outliers
+from ._smooth import CALIBRATION_TEXTS
 
 if TYPE_CHECKING:
-    import onnx
     import onnxruntime as ort
-    from tokenizers import Encoding
 
 __all__ = [
     "INT8_DEFAULT",
@@ -61,6 +57,10 @@ FP32_MODEL_ID = f"{MODEL_NAME}/onnx-fp32"
 # 100 words 38.5 against 35.7.
 BATCH_TOKENS = 512
 # (int8 embeds each text alone, whatever these say: `OnnxEmbedder.int8`.)
+# A build counts a slice's tokens (the window report) just before embedding it: up to this many
+# texts, the counting keeps each text's ids for `embed` (`writing._EMBED_SLICE`; more is not kept,
+# to bound the memory), so the corpus is tokenized once, not twice.
+COUNTED_KEPT = 4096
 SPIN_STOP = "session.force_spinning_stop"  # ONNX Runtime's session entry: threads stop spinning when a call returns
 # ONNX Runtime fuses residual Add + LayerNormalization into SkipLayerNormalization in the int8 graph
 # (not in the fp32 one, whose optimized graph is the same with or without this fusion). Its CPU
@@ -195,7 +195,13 @@ class OnnxEmbedder:
         self._tokenizer.no_padding()
         self.window: int | None = max_seq_length(folder)
         self._tokenizer.enable_truncation(max_length=self.window)
-        self._count = token_counter(folder)
+        self._untruncated = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._untruncated.no_padding()
+        self._untruncated.no_truncation()
+        # Each text's ids as `embed` feeds them, from the last `token_counts` call (keyed by text,
+        # so a text's entry is right whoever counted it).
+        self._counted: dict[str, npt.NDArray[np.int64]] = {}
+        self._cut_exact = self._cut_matches_truncation()
 
         self.spinning = spinning
         self._source, self._unfused = (model if isinstance(model, bytes) else str(model)), list(unfused)
@@ -271,8 +277,34 @@ class OnnxEmbedder:
         )
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
-        """Each text's length in tokens before truncation at ``window``."""
-        return self._count(texts)
+        """Each text's length in tokens before truncation at ``window``. Up to `COUNTED_KEPT`
+        texts, their ids truncated are kept for the next `embed` of the same texts (a build's
+        slice: counted, then embedded), which then does not tokenize them again."""
+        keep = self._cut_exact and len(texts) <= COUNTED_KEPT
+        kept: dict[str, npt.NDArray[np.int64]] = {}
+        out: list[int] = []
+        for start in range(0, len(texts), COUNTED_KEPT):  # slices: encodings hold offsets too; bound the memory
+            part = list(texts[start : start + COUNTED_KEPT])
+            for text, encoding in zip(part, self._untruncated.encode_batch(part), strict=True):
+                ids = encoding.ids
+                out.append(len(ids))
+                if keep:
+                    kept[text] = self._cut(ids)
+        self._counted = kept
+        return out
+
+    def _cut(self, ids: list[int]) -> npt.NDArray[np.int64]:
+        """Untruncated ids cut as the truncating tokenizer cuts them: the first ``window - 1``
+        (the leading [CLS] and the text), then the closing [SEP]."""
+        if self.window is not None and len(ids) > self.window:
+            ids = ids[: self.window - 1] + ids[-1:]
+        return np.asarray(ids, dtype=np.int64)
+
+    def _cut_matches_truncation(self) -> bool:
+        """Whether `_cut` gives what the truncating tokenizer gives (true of BERT's template,
+        [CLS] text [SEP]): checked on a text twice the window, else counted ids are not reused."""
+        probe = " ".join(["querywise"] * 2 * (self.window or 1))
+        return self._cut(self._untruncated.encode(probe).ids).tolist() == self._tokenizer.encode(probe).ids
 
     def _new_session(self, threads: int | None) -> ort.InferenceSession:
         import onnxruntime as ort
@@ -298,11 +330,11 @@ class OnnxEmbedder:
         if len(texts) == 1:
             # A query: tokenised alone (the batch call hands one text to a thread pool) and run as
             # the batch of one it would be, without sorting and gathering batches: the same vector.
-            vectors = self._run([self._tokenizer.encode(texts[0])])
+            vectors = self._run(self._ids(texts))
             if on_progress is not None:
                 on_progress(1)
             return vectors
-        encodings = self._tokenizer.encode_batch(list(texts))
+        encodings = self._ids(texts)
         workers = self._workers if self.batch_size == 1 and len(encodings) > 1 else 1
         if workers > 1 and self._solo is None:
             self._solo = self._new_session(1)
@@ -312,17 +344,30 @@ class OnnxEmbedder:
             return self._run([encodings[i] for i in positions], session)
 
         return embed_in_batches(
-            [len(e.ids) for e in encodings], self.batch_size, self.dim, run_batch, on_progress,
+            [len(e) for e in encodings], self.batch_size, self.dim, run_batch, on_progress,
             self.batch_tokens, workers=workers,
         )
 
-    def _run(self, batch: Sequence[Encoding], session: ort.InferenceSession | None = None) -> Vectors:
-        width = max(len(e.ids) for e in batch)
+    def _ids(self, texts: Sequence[str]) -> list[npt.NDArray[np.int64]]:
+        """Each text's ids, truncated: those `token_counts` kept, the others tokenized now."""
+        counted = self._counted
+        out: list[npt.NDArray[np.int64] | None] = [counted.get(text) for text in texts]
+        fresh = [i for i, ids in enumerate(out) if ids is None]
+        if fresh:
+            todo = [texts[i] for i in fresh]
+            # One text (a query) alone: the batch call hands it to a thread pool.
+            encodings = [self._tokenizer.encode(todo[0])] if len(todo) == 1 else self._tokenizer.encode_batch(todo)
+            for i, encoding in zip(fresh, encodings, strict=True):
+                out[i] = np.asarray(encoding.ids, dtype=np.int64)
+        return [ids for ids in out if ids is not None]
+
+    def _run(self, batch: Sequence[npt.NDArray[np.int64]], session: ort.InferenceSession | None = None) -> Vectors:
+        width = max(len(e) for e in batch)
         ids = np.zeros((len(batch), width), dtype=np.int64)  # 0 is [PAD]
         mask = np.zeros_like(ids)
-        for row, encoding in enumerate(batch):
-            ids[row, : len(encoding.ids)] = encoding.ids
-            mask[row, : len(encoding.ids)] = 1
+        for row, tokens in enumerate(batch):
+            ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         (hidden,) = (session or self._session).run(
             ["last_hidden_state"], {k: v for k, v in feeds.items() if k in self._inputs}
@@ -373,7 +418,7 @@ def export_int8_onnx(
         target = export_dir / f"{MODEL_NAME}-int8-{variant}-{int8_key(folder, recipe)}.onnx"
         if target.is_file():
             return target
-    data = quantize_int8(export_fp32_onnx(export_dir, model_folder), recipe)
+    data = _quantize_in_child(export_fp32_onnx(export_dir, model_folder), recipe)
     if export_dir is None:
         return data
     write_atomic(target, data)
@@ -395,39 +440,19 @@ def int8_key(folder: Path, recipe: Int8Recipe) -> str:
 
 def quantize_int8(fp32: Path | bytes, recipe: Int8Recipe) -> bytes:
     """``fp32`` (an export of `export_fp32_onnx`) with int8 weights as ``recipe`` says
-    (`quantize_dynamic`: activations quantized per call); the MatMuls it names stay fp32, and
-    with ``recipe.outlier_ratio`` the activations' outlier channels move into the weights first."""
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    (`quantize_dynamic`: activations quantized per call), in this process; the MatMuls it names
+    stay fp32, and with ``recipe.outlier_ratio`` the activations' outlier channels move into the
+    weights first (`_smooth`). `export_int8_onnx` runs the same in a child."""
+    from ._quantize import quantize
 
-    model = onnx.load_model_from_string(fp32 if isinstance(fp32, bytes) else fp32.read_bytes())
-    named = _name_weight_matmuls(model)
-    unknown = sorted(set(recipe.fp32_matmuls) - named)
-    if unknown:  # a typo would silently quantize everything
-        raise ValueError(f"no MatMul with the weight {', '.join(unknown)} in the model")
-    if recipe.outlier_ratio > 0:
-        smooth_outliers(model, recipe.outlier_ratio, _calibration_ids())
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "int8.onnx"
-        with _root_logger_quiet():  # the quantizer advises pre-processing on the root logger; a library does not print
-            quantize_dynamic(model, out, weight_type=QuantType.QInt8, per_channel=recipe.per_channel,
-                             reduce_range=recipe.reduce_range, nodes_to_exclude=list(recipe.fp32_matmuls))
-        return out.read_bytes()
+    data = fp32 if isinstance(fp32, bytes) else fp32.read_bytes()
+    return quantize(data, **_quantize_spec(recipe))
 
 
-def _name_weight_matmuls(model: onnx.ModelProto) -> set[str]:
-    """Name each MatMul by its weight (``<prefix>.weight_t`` -> ``<prefix>``), as the quantizer's
-    ``nodes_to_exclude`` reads names: the exported graph leaves its nodes unnamed. The names given."""
-    weights = {i.name for i in model.graph.initializer}
-    names: set[str] = set()
-    for node in model.graph.node:
-        if node.op_type == "MatMul" and node.input[1] in weights and node.input[1].endswith(_WEIGHT_SUFFIX):
-            node.name = node.input[1].removesuffix(_WEIGHT_SUFFIX)
-            names.add(node.name)
-    return names
-
-
-_WEIGHT_SUFFIX = ".weight_t"  # how `_graph` names a Linear's transposed weight
+def _quantize_spec(recipe: Int8Recipe) -> dict[str, Any]:
+    """`_quantize.quantize`'s keyword arguments for ``recipe`` (JSON for its child)."""
+    return {"per_channel": recipe.per_channel, "reduce_range": recipe.reduce_range, "fp32_matmuls": list(recipe.fp32_matmuls),
+            "outlier_ratio": recipe.outlier_ratio, "calibration_ids": _calibration_ids() if recipe.outlier_ratio > 0 else []}
 
 
 def _calibration_ids() -> list[list[int]]:
@@ -442,36 +467,40 @@ def _calibration_ids() -> list[list[int]]:
     return [e.ids for e in tokenizer.encode_batch(list(CALIBRATION_TEXTS))]
 
 
-@contextlib.contextmanager
-def _root_logger_quiet() -> Iterator[None]:
-    def drop(record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.ERROR
-
-    root = logging.getLogger()
-    root.addFilter(drop)
-    try:
-        yield
-    finally:
-        root.removeFilter(drop)
-
-
-def _importable() -> str:
-    """PYTHONPATH for the child: this querywise first, whatever way the caller imported it."""
-    ours = str(Path(__file__).resolve().parents[2])
-    return os.pathsep.join([ours, *filter(None, [os.environ.get("PYTHONPATH")])])
 
 
 def _export_in_child(folder: Path) -> bytes:
-    """Run `querywise.embed._export` in a fresh interpreter and return the ONNX file it wrote."""
+    """Run `_export.py` in a fresh interpreter and return the ONNX file it wrote."""
+    return _in_child("_export.py", [str(folder)], f"exporting {folder} to ONNX")
+
+
+def _quantize_in_child(fp32: Path | bytes, recipe: Int8Recipe) -> bytes:
+    """`quantize_int8` in a fresh interpreter (`_quantize.py`): the parent never holds the model's
+    protobuf nor imports the quantizer, and waits on the child without the GIL, so a build
+    analyses its corpus meanwhile (`index.writing`)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        if isinstance(fp32, bytes):
+            source = Path(tmp) / "fp32.onnx"
+            source.write_bytes(fp32)
+        else:
+            source = fp32
+        spec = json.dumps(_quantize_spec(recipe))
+        return _in_child("_quantize.py", [str(source)], "quantizing the ONNX model to int8", spec)
+
+
+def _in_child(script: str, before: list[str], what: str, *after: str) -> bytes:
+    """Run the file ``script`` beside this one by path, its arguments ``before``, an output file,
+    ``after``; the bytes it wrote. By path and with ``-P``: the child imports nothing of querywise
+    (the package's imports took half an export's CPU) and its folder is not put on sys.path."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "model.onnx"
         done = subprocess.run(
-            [sys.executable, "-m", "querywise.embed._export", str(folder), str(out)],
-            env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": _importable()}, capture_output=True, text=True, check=False,
+            [sys.executable, "-P", str(Path(__file__).with_name(script)), *before, str(out), *after],
+            env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, check=False,
         )
         if done.returncode != 0 or not out.is_file():
             lines = (done.stderr or done.stdout).strip().splitlines()
-            raise RuntimeError(f"exporting {folder} to ONNX failed: {lines[-1] if lines else f'exit {done.returncode}'}")
+            raise RuntimeError(f"{what} failed: {lines[-1] if lines else f'exit {done.returncode}'}")
         return out.read_bytes()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -19,7 +20,7 @@ from querywise.corpus import Chunk
 from querywise.deployment_check import payload_field_counts
 from querywise.embed import Embedder, count_over_window, embedder_for
 from querywise.files import fsync_dir
-from querywise.index.analysis import analyse
+from querywise.index.analysis import analyse, workers_for
 from querywise.index.builds import (
     Manifest,
     build_lock,
@@ -93,20 +94,62 @@ def build_index(
         # operators (a query's spin), and it holds the embedding cache's SQLite connection (Python
         # 3.13 warns when one is left to the garbage collector): closed when the build ends. The
         # index it returns then makes its own query embedder on its first search.
-        given = embedder
-        embedder = embedder or embedder_for(settings, bulk=True)
+        # It is made while the corpus is analysed for BM25 (`_EmbedderLoad`).
+        loading = _EmbedderLoad(settings, embedder, overlap=workers_for(len(chunks), settings.index.build_workers) == 1)
         try:
-            return _build(root, chunks, settings, embedder, given, client, progress, build_id, previous, started)
+            return _build(root, chunks, settings, loading.result, embedder, client, progress, build_id, previous, started)
         finally:
-            if given is None and (close := getattr(embedder, "close", None)) is not None:
-                close()
+            loading.close()
+
+
+class _EmbedderLoad:
+    """The embedder a build was ``given``, or its own, made in a thread while the corpus is
+    analysed: a cold start exports (and quantizes) the model in child processes, waited on without
+    the GIL, while the analysis (one process, below `analysis.PARALLEL_MIN` texts) takes the other
+    core. With worker processes for the analysis (``overlap`` False) it is made first: no fork
+    while it loads. Only an embedder it made is closed."""
+
+    def __init__(self, settings: Settings, given: Embedder | None, *, overlap: bool) -> None:
+        self._embedder: Embedder | None = given
+        self._made = given is None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if given is not None:
+            return
+        if overlap:
+            self._thread = threading.Thread(target=self._load, args=(settings,), name="querywise-embedder-load", daemon=True)
+            self._thread.start()
+        else:
+            self._load(settings)
+
+    def _load(self, settings: Settings) -> None:
+        try:
+            self._embedder = embedder_for(settings, bulk=True)
+        except BaseException as exc:  # raised where the build asks for the embedder
+            self._error = exc
+
+    def result(self) -> Embedder:
+        """The embedder, once made; what making it raised, raised here."""
+        if self._thread is not None:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._embedder is not None  # _load sets one or the other
+        return self._embedder
+
+    def close(self) -> None:
+        """Close the embedder (its cache's SQLite connection), waiting for it if still loading."""
+        if self._thread is not None:
+            self._thread.join()
+        if self._made and (close := getattr(self._embedder, "close", None)) is not None:
+            close()
 
 
 def _build(
     root: Path,
     chunks: Sequence[Chunk],
     settings: Settings,
-    embedder: Embedder,
+    load_embedder: Callable[[], Embedder],
     given: Embedder | None,
     client: QdrantClient | None,
     progress: Progress,
@@ -114,14 +157,16 @@ def _build(
     previous: str | None,
     started: float,
 ) -> Index:
-    """build_index's work under the build lock, with the embedder it was given or made; the index
-    it returns searches with the one it was `given`, else makes its own."""
+    """build_index's work under the build lock, with the embedder it was given or made
+    (``load_embedder``: asked for once the corpus is analysed); the index it returns searches with
+    the one it was `given`, else makes its own."""
     s = settings.index
     kinds = payload_index_kinds(chunks, s.payload_indexes)
     linked = graph_fields(kinds, settings)
     texts = SearchTexts(chunks)
     analysis = analyse(texts, identify=IdentifierTexts(chunks), workers=s.build_workers,
                        on_progress=progress("analysing", len(chunks)))
+    embedder = load_embedder()
     tmp = root / "builds" / f".tmp-{build_id}"
     tmp.mkdir()
     engine: Engine | None = None
