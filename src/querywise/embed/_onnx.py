@@ -335,10 +335,8 @@ class OnnxEmbedder:
                 on_progress(1)
             return vectors
         encodings = self._ids(texts)
-        workers = self._workers if self.batch_size == 1 and len(encodings) > 1 else 1
-        if workers > 1 and self._solo is None:
-            self._solo = self._new_session(1)
-        session = self._solo if workers > 1 and self._solo is not None else self._session
+        workers = self._workers if self.batch_size == 1 and encodings else 1
+        session = self._bulk_session() if workers > 1 else self._session
 
         def run_batch(positions: npt.NDArray[np.intp]) -> Vectors:
             return self._run([encodings[i] for i in positions], session)
@@ -347,6 +345,13 @@ class OnnxEmbedder:
             [len(e) for e in encodings], self.batch_size, self.dim, run_batch, on_progress,
             self.batch_tokens, workers=workers,
         )
+
+    def _bulk_session(self) -> ort.InferenceSession:
+        """The one-thread session texts run `_workers` at once share (made on first use; a query
+        keeps the session of ``threads``)."""
+        if self._solo is None:
+            self._solo = self._new_session(1)
+        return self._solo
 
     def _ids(self, texts: Sequence[str]) -> list[npt.NDArray[np.int64]]:
         """Each text's ids, truncated: those `token_counts` kept, the others tokenized now."""
