@@ -56,19 +56,19 @@ HEDGE_WEIGHTS = (2.0, 4.0, 8.0)
 
 
 def _row(u: Any, message: str, history: Sequence[Any], **extra: Any) -> dict[str, Any] | None:
+    from querywise.conversation import as_turns
     from querywise.understand.followup import check_follow_up, flag_kind, names_its_subject
-    from querywise.understand.followup.shift import shift_features
-    from querywise.understand.followup.tracker import ANSWER_CHARS
+    from querywise.understand.followup.shift import compared_texts, shift_features
 
     gate = check_follow_up(message, history, catalog=u.catalog)
     if not gate.needs_context:
         return None
-    recent = [(t if isinstance(t, str) else t.text)[:ANSWER_CHARS] for t in history[-u.settings.understanding.topic_window :]]
+    recent = compared_texts(as_turns(history), u.settings.understanding.topic_window)  # as the library compares
     v = np.asarray(u.embedder.embed([message, *recent]), dtype=np.float32)
     v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
     features = shift_features(flag_kind(gate), gate.cues, similarity=float((v[1:] @ v[0]).max()),
                               names_own=names_its_subject(message, catalog=u.catalog), message=message)
-    return {"features": features, "message": message, "last": recent[-1] if recent else "", **extra}
+    return {"features": features, "message": message, "last": recent[0] if recent else "", **extra}
 
 
 def doc2dial_rows(qw: Any, cases: Sequence[Any]) -> list[dict[str, Any]]:

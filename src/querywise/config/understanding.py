@@ -185,7 +185,8 @@ class UnderstandingSettings(_Section):
     # A flagged message the learnt topic-shift check (understand/followup/shift.py, trained by
     # bench/training/topic_shift.py) takes to open a new subject is searched as typed, with no standalone
     # form, and under its threshold its chance hedges the form's weight; it reads the message's
-    # similarity to the last `topic_window` turns. false turns it off (and the hedge with it).
+    # similarity to the last `topic_window` turns (and to the last answer's sentences: shift.compared_texts).
+    # false turns it off (and the hedge with it).
     topic_shift: bool = True
     topic_window: int = Field(default=1, ge=1, le=20)
     # A move switched off for some slices of traffic (`[understanding.off_in]`, e.g.

@@ -12,7 +12,8 @@ the history. Each detector below is a general fact about English reference, not 
 - a description that needs an anchor the message does not give: a definite with no complement
   ("the address"), a classifier noun with no "of" ("what kind do I need?"), a domain-relative
   adjective ("popular colours"), an existential with no place ("is there a deadline?");
-- a message too short to have a subject of its own.
+- a message too short to have a subject of its own;
+- failing all these, a message that takes up a word of the assistant's last answer (`_takes_up_answer`).
 
 A product named in the message (from the catalog) anchors the description detectors, and can be
 the referent of a pronoun. The gate does not resolve anything: the rewriter does, and the guard
@@ -375,6 +376,14 @@ _PLEASANTRIES = frozenset(analyze("hi hello hey thanks thank cheers ok okay grea
 _FRAME = CLASSIFIER | DOMAIN_ADJ | RELATION_PRED
 
 
+def _stems(text: str) -> set[str]:
+    """The content words of `Message(text, ()).toks`, stemmed, without building the message (each
+    distinct word is stemmed once)."""
+    lows = (found.group(0).lower() for found in TOKEN.finditer(text.replace("\u2019", "'").replace("\u2018", "'")))
+    content = {w for w in lows if (w[0].isalnum() or w[0] == "'") and w not in FUNCTION and not w.isdigit()}
+    return set(analyze(" ".join(content), stopwords=False))
+
+
 def _continues_topic(m: Message, history: Sequence[str]) -> Iterator[Cue]:
     """Topic continuity: a conversation keeps its topic until a message introduces a new one, and
     new topics come with something to name them. A message that names nothing (no product, no
@@ -382,23 +391,38 @@ def _continues_topic(m: Message, history: Sequence[str]) -> Iterator[Cue]:
     definition is taken to continue the topic. A weak cue: in a help centre users also change
     subject without names ("what is the return window for opened earbuds?")."""
 
-    def stems(text: str) -> set[str]:
-        # The content words of `Message(text, ()).toks`, without building the message (each
-        # distinct word is stemmed once).
-        lows = (found.group(0).lower() for found in TOKEN.finditer(text.replace("\u2019", "'").replace("\u2018", "'")))
-        content = {w for w in lows if (w[0].isalnum() or w[0] == "'") and w not in FUNCTION and not w.isdigit()}
-        return set(analyze(" ".join(content), stopwords=False))
-
     if m.anchors or any(t.named for t in m.toks) or _asks_definition(m.text):
         return
     if any(t.low in PERSONAL and m.antecedent_before(i) for i, t in enumerate(m.toks)):
         return  # its pronouns resolve inside it: it carries its own topic
     # Classifier and domain words ("types", "main", "different") are in any question about
     # anything: repeating them repeats no topic ("What are the different types of navels?").
-    own = stems(" ".join(t.text for t in m.toks if t.low not in _FRAME))
-    topic = set().union(*(stems(turn) for turn in history)) - _PLEASANTRIES
+    own = _stems(" ".join(t.text for t in m.toks if t.low not in _FRAME))
+    topic = set().union(*(_stems(turn) for turn in history)) - _PLEASANTRIES
     if own and topic and not own & topic:
         yield "continuity", "names nothing and repeats no word of the conversation: taken to continue its topic"
+
+
+def _takes_up_answer(m: Message, history: Sequence[str | Turn]) -> Iterator[Cue]:
+    """Uptake: a message that picks up a word the assistant's last answer said and no user turn
+    did ("What are off-target effects?" after a passage on CRISPR that names them; "Did Swigert
+    fly again?" after one on Apollo 13) asks inside the subject that answer was about, though it
+    names no subject itself -- the answer introduced its words. Read only when the message repeats
+    no word of the user's turns (one that does restates its topic) and names nothing the answer
+    did not (a name of its own opens a subject of its own). A weak cue, as topic continuity: the
+    subject is searched beside the message, and the topic-shift check still hedges it."""
+    turns = as_turns(history)
+    if not turns or turns[-1].role != "assistant" or m.anchors:
+        return
+    answer = _stems(answer_words(turns[-1].text, ANALYSIS_CHARS)) - _PLEASANTRIES
+    own = _stems(" ".join(t.text for t in m.toks if t.low not in _FRAME))
+    said = set().union(*(_stems(turn) for turn in analysed_history(user_texts(turns))))
+    taken = own & answer
+    if not taken or own & said:
+        return
+    if not _stems(" ".join(t.text for t in m.toks if t.named)) <= answer:
+        return
+    yield "continuity:answer", f"takes up {', '.join(sorted(taken))} from the last answer and names no subject of its own: taken to continue its subject"
 
 
 def check_follow_up(
@@ -435,6 +459,8 @@ def check_follow_up(
     if not cues:
         cues.update(_continues_topic(m, analysed_history(user_texts(history))))
         strength = "weak"
+    if not cues:
+        cues.update(_takes_up_answer(m, history))
     if not cues:
         return FollowUp(False, "no reference outside the message: searched as typed")
     return FollowUp(True, "; ".join(cues.values()), tuple(cues), strength)

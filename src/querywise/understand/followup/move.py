@@ -42,8 +42,8 @@ from querywise.understand.followup.gate import (
     standalone_form,
 )
 from querywise.understand.followup.lean import asks_unanswered
-from querywise.understand.followup.shift import Searched, shift_features, shift_model
-from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Tracker
+from querywise.understand.followup.shift import Searched, compared_texts, shift_features, shift_model
+from querywise.understand.followup.tracker import Referent, Tracker
 
 __all__ = ["ANSWER_MAX_CHANCE", "ANSWER_WEIGHT", "DRIFT_AWAY", "DRIFT_CLARITY", "GUESSED_MESSAGE_WEIGHT", "JOINED_MESSAGE_WEIGHT", "Followed", "PointerReading", "follow_up", "shift_chance",
            "sure_referents"]
@@ -257,9 +257,10 @@ def _answered(text: str, weight: float, message: str) -> tuple[PlanQuery, ...]:
 
 def shift_chance(message: str, history: Sequence[Turn], gate: FollowUp, *, catalog: Catalog | None, embedder: Embedder, window: int) -> tuple[float, float] | None:
     """(chance, similarity) of the topic-shift check (`shift.py`) for a flagged message: the
-    chance it opens a new subject, and its greatest cosine to the last `window` turns. None
-    when there is nothing to compare with."""
-    recent = [t.text[:ANSWER_CHARS] for t in history[-window:] if t.text.strip()]
+    chance it opens a new subject, and its greatest cosine to what `compared_texts` gives (the
+    last `window` turns, and the last answer sentence by sentence). None when there is nothing to
+    compare with."""
+    recent = compared_texts(history, window)
     if not recent:
         return None
     vectors = np.asarray(embedder.embed([message, *recent]), dtype=np.float32)
@@ -267,3 +268,4 @@ def shift_chance(message: str, history: Sequence[Turn], gate: FollowUp, *, catal
     similarity = float((vectors[1:] @ vectors[0]).max())
     features = shift_features(flag_kind(gate), gate.cues, similarity=similarity, names_own=names_its_subject(message, catalog=catalog), message=message)
     return shift_model().chance(features), similarity
+
