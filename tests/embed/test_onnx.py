@@ -80,7 +80,9 @@ def _weights_by_op(data: bytes) -> dict[str, set[str]]:
     graph = onnx.load_model_from_string(data).graph
     weights = {i.name for i in graph.initializer}
     out: dict[str, set[str]] = {"MatMul": set(), "MatMulInteger": set()}
-    for node in graph.node:
+    # The int8 graph's nodes sit in the branches of one If (`_unpadded`), which read the outer weights.
+    branches = [onnx.helper.get_attribute_value(a) for n in graph.node for a in n.attribute if a.type == onnx.AttributeProto.GRAPH]
+    for node in [*graph.node, *(n for b in branches for n in b.node)]:
         if node.op_type in out and node.input[1] in weights:
             out[node.op_type].add(node.input[1].removesuffix("_quantized").removesuffix(".weight_t"))
     return out

@@ -30,13 +30,14 @@ _WEIGHT_SUFFIX = ".weight_t"  # how `_graph` names a Linear's transposed weight
 
 def quantize(
     fp32: bytes, *, per_channel: bool, reduce_range: bool, fp32_matmuls: Sequence[str],
-    outlier_ratio: float = 0.0, calibration_ids: Sequence[Sequence[int]] = (),
+    outlier_ratio: float = 0.0, calibration_ids: Sequence[Sequence[int]] = (), unpadded_branch: bool = True,
 ) -> bytes:
     """``fp32`` with int8 weights (`quantize_dynamic`: activations quantized per call), one scale
     per output channel or per tensor, 7-bit weights with ``reduce_range``; the MatMuls named in
     ``fp32_matmuls`` (by their weight, e.g. ``"encoder.layer.0.output.dense"``) stay fp32. With
     ``outlier_ratio`` above 0, the activations' outlier channels (measured on ``calibration_ids``)
-    are first divided into the weights (`_smooth.smooth_outliers`)."""
+    are first divided into the weights (`_smooth.smooth_outliers`). With ``unpadded_branch`` the
+    graph skips its padding masks' Adds when nothing is padded (`_unpadded`: the same vectors)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -52,7 +53,12 @@ def quantize(
         with _root_logger_quiet():  # the quantizer advises pre-processing on the root logger; a library does not print
             quantize_dynamic(model, out, weight_type=QuantType.QInt8, per_channel=per_channel,
                              reduce_range=reduce_range, nodes_to_exclude=list(fp32_matmuls))
-        return out.read_bytes()
+        if not unpadded_branch:
+            return out.read_bytes()
+        quantized = onnx.load_model(out)
+    _sibling("_unpadded").branch_unpadded(quantized)
+    data: bytes = quantized.SerializeToString()
+    return data
 
 
 def _name_weight_matmuls(model: onnx.ModelProto) -> set[str]:
