@@ -35,7 +35,8 @@ its folder (`querywise.embed.model_dir()`, offline), the peers through sentence-
   judged per abstract). querywise-tuned runs `querywise tune SciFact --split train -i DIR
   --write-config tuned.toml` on the querywise row's folder (train queries only) and evals with it.
   querywise-sentences-tuned: the README's advice for claims against abstracts, `[index]
-  sentence_vectors = true`, then the same tune on its own folder (which also picks sentence_share).
+  sentence_vectors = true` with each abstract whole (`[chunking] max_chars = 20000`), then the same
+  tune on its own folder (which also picks sentence_share).
 - querywise-hybrid / querywise-sentences (not in the default run): the library on this loader
   (build_index + Index.search, ONNX export made beforehand, vector cache off); -sentences with
   `[index] sentence_vectors` and tune's fusion. querywise-hybrid+rerank: with --cross-encoder.
@@ -146,8 +147,9 @@ SYSTEMS = [
            "as querywise, after the README's `querywise tune SciFact --split train -i DIR --write-config tuned.toml` on its folder "
            "(809 train queries; never test), evaluated and opened with tuned.toml; build s is the querywise row's build, tune_s apart"),
     System("querywise-sentences-tuned", "scifact", ("querywise",), ("querywise",),
-           "the README's advice for claims against abstracts: as querywise with one line of TOML, [index] sentence_vectors = true "
-           "(each chunk's title and sentences as a best-sentence multivector, a third hybrid list), then `querywise tune SciFact "
+           "the README's advice for claims against abstracts: as querywise with [index] sentence_vectors = true "
+           "(each chunk's title and sentences as a best-sentence multivector, a third hybrid list) and [chunking] max_chars = 20000 "
+           "(each abstract one chunk: 5,183), then `querywise tune SciFact "
            "--split train` on its own folder (train queries only; it also chooses sentence_share), evaluated and opened with tuned.toml; "
            "build s is its own build, tune_s apart"),
     System("querywise-hybrid", "scifact", ("querywise",), ("querywise",),

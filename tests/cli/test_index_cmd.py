@@ -107,6 +107,20 @@ def test_index_reads_a_beir_folder_and_states_chunking_and_the_window(tmp_path: 
         assert ix.manifest.n_over_window == 2
 
 
+def test_with_sentence_vectors_a_whole_record_over_the_window_is_not_told_to_be_cut(tmp_path: Path, windowed: WindowedHashEmbedder) -> None:
+    root = _beir(tmp_path / "beir", [{"_id": "wordy", "title": "Numbers", "text": WORDY + ". Then more words follow here."}], "q1\twordy\t1\n")
+    config = tmp_path / "q.toml"
+    config.write_text("[index]\nsentence_vectors = true\n", encoding="utf-8")
+    result = runner.invoke(cli.app, ["index", str(root), "--index", str(tmp_path / "ix"), "-c", str(config)])
+    assert result.exit_code == 0, result.output
+    assert "1 chunks longer than the embedder's window of 16 tokens" in result.stderr
+    # Its sentences were embedded one by one, so the window cut nothing from them: no advice to cut the record.
+    assert "their sentence vectors every sentence" in result.stderr
+    assert "a smaller --max-chars" not in result.stderr
+    with Index.open(tmp_path / "ix") as ix:
+        assert ix.manifest.n_sentences == 3  # the title and the record's two sentences
+
+
 def test_skip_invalid_indexes_the_rest_and_lists_every_bad_row(tmp_path: Path, windowed: WindowedHashEmbedder) -> None:
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(

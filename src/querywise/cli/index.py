@@ -103,7 +103,11 @@ def index_cmd(
     if m.n_over_window:
         err.print(
             f"[yellow]{m.n_over_window:,} chunks longer than the embedder's window of {m.embedder_window} tokens were embedded "
-            f"from their first {m.embedder_window} tokens[/] (BM25 reads them whole; a smaller --max-chars fits more of them)",
+            f"from their first {m.embedder_window} tokens[/] "
+            # With sentence vectors every sentence is embedded on its own, so a whole record loses
+            # nothing to the window, and cutting it ranked lower (bench/results/sentence_build.md).
+            + ("(BM25 reads them whole, and their sentence vectors every sentence)" if m.n_sentences
+               else "(BM25 reads them whole; a smaller --max-chars fits more of them)"),
             highlight=False,
             soft_wrap=True,
         )
