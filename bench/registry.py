@@ -127,6 +127,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               results=("drift_cost",)),
     Benchmark("understanding.subject_probe", "what carries a change of subject's loss, and the follow-up / change-of-subject trade-off curve (reads followup_recall's index)", 8,
               results=("subject_probe",)),
+    Benchmark("understanding.drift_probe", "the answer query's drift guard: dense and BM25 guard families cross-validated within doc2dial train, reported on val and test (reads subject_probe's searches)", 6,
+              results=("drift_probe",)),
     Benchmark("triage.first_contact", "index, eval --failures and triage as a user runs them, on two collections", 15,
               results=("first_contact_faq", "first_contact_scifact")),
     Benchmark("retrieval.fusion", "fusion tuned on train, reported on test (reads first_contact's indexes)", 5,
