@@ -89,6 +89,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               results=("int8-smooth",)),
     Benchmark("retrieval.int8_profile", "the int8 embedder's kernel time by operator (each text alone, one thread), as quantized and as run", 3,
               results=("int8_profile",)),
+    Benchmark("retrieval.int8_split", "int8 with outlier activation channels split off into fp32 MatMuls: agreement with fp32 and speed, SciFact train side", 20,
+              results=("int8-split",)),
     Benchmark("retrieval.int8_batch", "whether an int8 vector depends on its batch, static quantization, fp32 queries on an int8 corpus", 12,
               results=("int8-batch",)),
     Benchmark("understanding.plan_latency", "routing and planning latency without an LLM", 1, ("--n", "1000"),

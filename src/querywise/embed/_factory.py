@@ -17,10 +17,12 @@ EMBEDDER_KINDS: Final[tuple[str, ...]] = get_args(EmbedderKind)
 #: ONNX Runtime fp32 reproduces every reference figure of the help-centre world that torch does
 #: (tests/accept/test_embeddings_reference.py; scores within 5e-7 of torch) and is the faster CPU
 #: path (bench/results/embed_throughput.json). "onnx-int8" (the fp32 export quantized per
-#: channel after its activations' outlier channels are divided into the weights, "smoothed"; made
-#: locally, each text embedded alone) is faster but not lossless everywhere: the default
-#: deployment's nDCG@10 0.0015 below fp32 on SciFact and on doc2dial, 0.0027 above on the demo,
-#: 0.0055 below on Medline (30 queries, paired SE 0.0052; bench/results/int8-smoothed.md); plain
+#: channel, its activations' outlier channels split off into fp32 at the feed-forward outputs and
+#: divided into the weights elsewhere, "split"; made locally, each text embedded alone) is faster
+#: and nearer fp32 than "smoothed" before it (bench/results/int8-split.md, -collections.md).
+#: "smoothed" lost 0.0015 of the default
+#: deployment's nDCG@10 on SciFact and on doc2dial, gained 0.0027 on the demo, lost
+#: 0.0055 on Medline (30 queries, paired SE 0.0052; bench/results/int8-smoothed.md); plain
 #: per channel lost more on each (int8.md), keeping the first feed-forward outputs in fp32
 #: ("mixed") did not hold either (int8-rank.md).
 #: Its vectors are not fp32's, so an index is searched only with the

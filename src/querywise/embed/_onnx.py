@@ -95,8 +95,15 @@ UNFUSED = ("SkipLayerNormFusion",)
 # mean cosine to fp32 0.9951 -> 0.9978 on abstracts, 0.9937 -> 0.9980 on claims, no slower), it
 # lost 0.0015 on SciFact's default deployment, 0.0015 on doc2dial, gained 0.0027 on the demo and
 # still lost 0.0055 on Medline (30 queries; bench/results/int8-smoothed.md): short of the bar there
-# too, but nearer fp32 than per-channel on every collection and no slower, so it is the default.
-Int8Variant = Literal["mixed", "per-channel", "per-tensor", "reduce-range", "smoothed"]
+# too, but nearer fp32 than per-channel on every collection and no slower. "split" keeps
+# smoothing for the attention and FFN-input MatMuls and multiplies the feed-forward outputs'
+# outlier input channels (after GELU: those whose error cost most, one MatMul kept fp32 at a time)
+# in small fp32 MatMuls beside the int8 ones (`_smooth.split_outliers`), the embedding tables
+# left fp32: chosen on SciFact's train side (bench/results/int8-split.md), mean 1 - cosine to
+# fp32 about half smoothed's at about 5% of int8's speed; it is the default
+# (bench/results/int8-split-collections.md for every collection). Splitting every MatMul's
+# outliers agreed better still but its extra Adds cost a quarter of the speed.
+Int8Variant = Literal["mixed", "per-channel", "per-tensor", "reduce-range", "smoothed", "split"]
 
 
 @dataclass(frozen=True)
@@ -105,12 +112,19 @@ class Int8Recipe:
     7-bit weights (``reduce_range``), the MatMuls kept in fp32 (``fp32_matmuls``), each named
     by its weight as the packaged model names it, e.g. ``"encoder.layer.0.output.dense"``, and
     ``outlier_ratio``: when above 0, activation channels larger than this many times the median
-    channel are first divided down into the weights (`_smooth.smooth_outliers`)."""
+    channel are first divided down into the weights (`_smooth.smooth_outliers`); ``outlier_split``:
+    when above 0, the input channels of the MatMuls named in ``split_matmuls`` larger than this
+    many times the median are multiplied in fp32 beside the int8 MatMul instead
+    (`_smooth.split_outliers`); ``int8_embeddings``: the embedding tables stored int8 too (the
+    quantizer's default) or left fp32."""
 
     per_channel: bool = True
     reduce_range: bool = False
     fp32_matmuls: tuple[str, ...] = ()
     outlier_ratio: float = 0.0
+    outlier_split: float = 0.0
+    split_matmuls: tuple[str, ...] = ()
+    int8_embeddings: bool = True
 
 
 def ffn_output(i: int) -> str:
@@ -124,8 +138,9 @@ INT8_VARIANTS: Final[dict[str, Int8Recipe]] = {
     "per-tensor": Int8Recipe(per_channel=False),
     "reduce-range": Int8Recipe(reduce_range=True),
     "smoothed": Int8Recipe(outlier_ratio=3.0),
+    "split": Int8Recipe(outlier_ratio=3.0, outlier_split=2.0, split_matmuls=tuple(ffn_output(i) for i in range(6)), int8_embeddings=False),
 }
-INT8_DEFAULT: Final[Int8Variant] = "smoothed"
+INT8_DEFAULT: Final[Int8Variant] = "split"
 
 
 def int8_model_id(base: str, key: str, variant: Int8Variant = INT8_DEFAULT) -> str:
@@ -151,8 +166,9 @@ _EXPORT_RECIPE = "2"
 # int8 id that stayed the same across such a change let vectors of the old file and of the new one
 # meet in one shared embedding cache (issue #39). "1": activations scaled per batch of 1,024
 # tokens; "2": each text embedded alone; "3": `Int8Recipe.outlier_ratio` (the calibration texts
-# of `_smooth` are part of this recipe: change them, bump it).
-_QUANTIZE_RECIPE = "3"
+# of `_smooth` are part of this recipe: change them, bump it); "4": `Int8Recipe.outlier_split`,
+# `split_matmuls` and `int8_embeddings`.
+_QUANTIZE_RECIPE = "4"
 # Part of the int8 file's name only: bump it when `quantize_int8` writes the graph in another form
 # that computes the same vectors bit for bit (a test shows it), so a new file is written rather than
 # an older one reused, while the model id, the cached vectors and the indexes stay valid. "1": the
@@ -463,7 +479,8 @@ def quantize_int8(fp32: Path | bytes, recipe: Int8Recipe) -> bytes:
 def _quantize_spec(recipe: Int8Recipe) -> dict[str, Any]:
     """`_quantize.quantize`'s keyword arguments for ``recipe`` (JSON for its child)."""
     return {"per_channel": recipe.per_channel, "reduce_range": recipe.reduce_range, "fp32_matmuls": list(recipe.fp32_matmuls),
-            "outlier_ratio": recipe.outlier_ratio, "calibration_ids": _calibration_ids() if recipe.outlier_ratio > 0 else []}
+            "outlier_ratio": recipe.outlier_ratio, "outlier_split": recipe.outlier_split, "split_matmuls": list(recipe.split_matmuls), "int8_embeddings": recipe.int8_embeddings,
+            "calibration_ids": _calibration_ids() if recipe.outlier_ratio > 0 or (recipe.outlier_split > 0 and recipe.split_matmuls) else []}
 
 
 def _calibration_ids() -> list[list[int]]:

@@ -30,29 +30,42 @@ _WEIGHT_SUFFIX = ".weight_t"  # how `_graph` names a Linear's transposed weight
 
 def quantize(
     fp32: bytes, *, per_channel: bool, reduce_range: bool, fp32_matmuls: Sequence[str],
-    outlier_ratio: float = 0.0, calibration_ids: Sequence[Sequence[int]] = (), unpadded_branch: bool = True,
+    outlier_ratio: float = 0.0, outlier_split: float = 0.0, split_matmuls: Sequence[str] = (), int8_embeddings: bool = True,
+    calibration_ids: Sequence[Sequence[int]] = (), unpadded_branch: bool = True,
 ) -> bytes:
     """``fp32`` with int8 weights (`quantize_dynamic`: activations quantized per call), one scale
     per output channel or per tensor, 7-bit weights with ``reduce_range``; the MatMuls named in
     ``fp32_matmuls`` (by their weight, e.g. ``"encoder.layer.0.output.dense"``) stay fp32. With
     ``outlier_ratio`` above 0, the activations' outlier channels (measured on ``calibration_ids``)
-    are first divided into the weights (`_smooth.smooth_outliers`). With ``unpadded_branch`` the
-    graph skips its padding masks' Adds when nothing is padded (`_unpadded`: the same vectors)."""
+    are first divided into the weights (`_smooth.smooth_outliers`), except those of the MatMuls
+    named in ``split_matmuls``: with ``outlier_split`` above 0, theirs are multiplied in fp32
+    MatMuls of their own (`_smooth.split_outliers`). Without
+    ``int8_embeddings`` only MatMuls are quantized: the embedding tables' Gathers stay fp32. With
+    ``unpadded_branch`` the graph skips its padding masks' Adds when nothing is padded (`_unpadded`:
+    the same vectors)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     model = onnx.load_model_from_string(fp32)
     named = _name_weight_matmuls(model)
-    unknown = sorted(set(fp32_matmuls) - named)
+    unknown = sorted((set(fp32_matmuls) | set(split_matmuls)) - named)
     if unknown:  # a typo would silently quantize everything
         raise ValueError(f"no MatMul with the weight {', '.join(unknown)} in the model")
+    outliers = _sibling("_smooth")
+    split = split_matmuls if outlier_split > 0 else ()
     if outlier_ratio > 0:
-        _sibling("_smooth").smooth_outliers(model, outlier_ratio, calibration_ids)
+        outliers.smooth_outliers(model, outlier_ratio, calibration_ids, skip=split)
+    if split:
+        outliers.split_outliers(model, outlier_split, calibration_ids, only=split)
+    sides = [n.name for n in model.graph.node if n.name.endswith(outliers.SIDE_SUFFIX)]
+    # The quantizer's default also stores Gathers' tables in int8 (one scale per table): nothing
+    # faster, and the token and position embeddings then carry their rounding into every layer.
+    only = {} if int8_embeddings else {"op_types_to_quantize": ["MatMul"]}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "int8.onnx"
         with _root_logger_quiet():  # the quantizer advises pre-processing on the root logger; a library does not print
             quantize_dynamic(model, out, weight_type=QuantType.QInt8, per_channel=per_channel,
-                             reduce_range=reduce_range, nodes_to_exclude=list(fp32_matmuls))
+                             reduce_range=reduce_range, nodes_to_exclude=[*fp32_matmuls, *sides], **only)
         if not unpadded_branch:
             return out.read_bytes()
         quantized = onnx.load_model(out)

@@ -22,7 +22,7 @@ than no smoothing on abstracts); shrinking only the outliers agreed as well with
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
@@ -31,7 +31,11 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["CALIBRATION_TEXTS", "smooth_outliers"]
+__all__ = ["CALIBRATION_TEXTS", "SIDE_SUFFIX", "smooth_outliers", "split_outliers"]
+
+# How `split_outliers` names the fp32 MatMul it adds beside a quantized one (after the latter's
+# weight): the quantizer is told to leave these in fp32.
+SIDE_SUFFIX = ".outlier_side"
 
 # Written for this purpose (no benchmark collection's text): which channels are outliers is a
 # property of the model, seen in any English; mixed lengths, questions, statements and fragments.
@@ -79,21 +83,18 @@ CALIBRATION_TEXTS: Final[tuple[str, ...]] = (
 )
 
 
-def smooth_outliers(model: onnx.ModelProto, ratio: float, token_ids: Sequence[Sequence[int]]) -> int:
+def smooth_outliers(model: onnx.ModelProto, ratio: float, token_ids: Sequence[Sequence[int]], *, skip: Collection[str] = ()) -> int:
     """Rewrite ``model`` (a `_graph.bert_onnx` export) in place so that every MatMul by a weight
     reads its input with the outlier channels divided down to ``ratio`` times the median channel's
     maximum, and multiplies by correspondingly scaled-up weight rows: the same function in fp32.
     Channel maxima are measured by running the model on ``token_ids`` (each a tokenized text,
-    special tokens included), one text at a time. The number of channels scaled."""
+    special tokens included), one text at a time. MatMuls named in ``skip`` are left as they are
+    (with every MatMul that reads the same input). The number of channels scaled."""
     from onnx import helper, numpy_helper
 
     if ratio <= 0:
         raise ValueError(f"ratio must be positive, not {ratio}")
-    weights = {i.name: i for i in model.graph.initializer}
-    groups: dict[str, list[onnx.NodeProto]] = {}
-    for node in model.graph.node:
-        if node.op_type == "MatMul" and node.input[1] in weights:
-            groups.setdefault(node.input[0], []).append(node)
+    weights, groups = _weight_matmuls(model, lambda users: not any(u.name in skip for u in users))
     maxima = _channel_maxima(model, list(groups), token_ids)
     scaled, divisions = 0, {}
     for source, users in groups.items():
@@ -110,15 +111,81 @@ def smooth_outliers(model: onnx.ModelProto, ratio: float, token_ids: Sequence[Se
             weights[user.input[1]].CopyFrom(numpy_helper.from_array((w * s[:, None]).astype(np.float32), user.input[1]))
             user.input[0] = reduced
         divisions[source] = helper.make_node("Mul", [source, reciprocals], [reduced])
-    # All at once, after every edit: rewriting the node list copies the nodes, and edits to the
-    # `groups` nodes made after that would no longer reach the graph.
+    _insert_after(model, {source: [node] for source, node in divisions.items()})
+    return scaled
+
+
+def split_outliers(model: onnx.ModelProto, ratio: float, token_ids: Sequence[Sequence[int]], *, only: Collection[str]) -> int:
+    """Rewrite ``model`` in place so that every MatMul by a weight multiplies its input's outlier
+    channels (maximum above ``ratio`` times the median channel's, measured on ``token_ids`` as in
+    `smooth_outliers`) in an fp32 MatMul of their own, named after its weight + `SIDE_SUFFIX`,
+    and the other channels in the original MatMul (the outliers zeroed in its input and weight),
+    the two added: the same function in fp32 (LLM.int8()'s decomposition). Quantized, the int8
+    MatMul's one activation scale then spans the ordinary channels only, and no weight row is
+    scaled up as smoothing does. Only the MatMuls named in ``only`` (and those sharing their
+    input): each split adds a full-size Add, which costs about a third of an int8 MatMul, so it
+    pays only where the error is (bench/results/int8-split.md). The number of channels split off."""
+    from onnx import helper, numpy_helper
+
+    if ratio <= 0:
+        raise ValueError(f"ratio must be positive, not {ratio}")
+    weights, groups = _weight_matmuls(model, lambda users: any(u.name in only for u in users))
+    maxima = _channel_maxima(model, list(groups), token_ids)
+    split, after_source, after_user = 0, {}, {}
+    for source, users in groups.items():
+        peak = maxima[source]
+        outliers = np.flatnonzero(peak > ratio * float(np.median(peak)))
+        if outliers.size == 0:
+            continue
+        split += int(outliers.size)
+        keep = np.ones(peak.shape, dtype=np.float32)
+        keep[outliers] = 0.0
+        # Not "<inliers>_scale": the quantizer names its own tensors so, and a clash makes a cycle.
+        inliers, gathered = f"{source}_inliers", f"{source}_outliers"
+        model.graph.initializer.append(numpy_helper.from_array(keep, f"{source}_inlier_mask"))
+        model.graph.initializer.append(numpy_helper.from_array(outliers.astype(np.int64), f"{source}_outlier_index"))
+        after_source[source] = [helper.make_node("Mul", [source, f"{source}_inlier_mask"], [inliers]),
+                                helper.make_node("Gather", [source, f"{source}_outlier_index"], [gathered], axis=-1)]
+        for user in users:
+            w = numpy_helper.to_array(weights[user.input[1]])
+            side_weight, out = f"{user.input[1]}_outlier_rows", user.output[0]
+            model.graph.initializer.append(numpy_helper.from_array(w[outliers].astype(np.float32), side_weight))
+            inner = w.copy()
+            inner[outliers] = 0.0  # zero rows: the per-channel weight scales ignore the moved rows
+            weights[user.input[1]].CopyFrom(numpy_helper.from_array(inner.astype(np.float32), user.input[1]))
+            user.input[0], user.output[0] = inliers, f"{out}_ordinary"
+            after_user[user.output[0]] = [
+                helper.make_node("MatMul", [gathered, side_weight], [f"{out}_outlying"], name=user.input[1] + SIDE_SUFFIX),
+                helper.make_node("Add", [f"{out}_ordinary", f"{out}_outlying"], [out]),
+            ]
+    _insert_after(model, after_source | after_user)
+    return split
+
+
+def _weight_matmuls(
+    model: onnx.ModelProto, wanted: Callable[[list[onnx.NodeProto]], bool]
+) -> tuple[dict[str, onnx.TensorProto], dict[str, list[onnx.NodeProto]]]:
+    """The model's initializers by name, and its MatMuls by a weight grouped by the input they
+    read: the groups ``wanted`` accepts."""
+    weights = {i.name: i for i in model.graph.initializer}
+    groups: dict[str, list[onnx.NodeProto]] = {}
+    for node in model.graph.node:
+        if node.op_type == "MatMul" and node.input[1] in weights:
+            groups.setdefault(node.input[0], []).append(node)
+    return weights, {source: users for source, users in groups.items() if wanted(users)}
+
+
+def _insert_after(model: onnx.ModelProto, added: dict[str, list[onnx.NodeProto]]) -> None:
+    """Put the nodes ``added[name]`` right after the node that outputs ``name``: still sorted.
+    All at once, after every edit: rewriting the node list copies the nodes, and edits to nodes
+    made after that would no longer reach the graph."""
     nodes = []
     for node in model.graph.node:
         nodes.append(node)
-        nodes += [divisions[o] for o in node.output if o in divisions]  # right after its producer: still sorted
+        for o in node.output:
+            nodes += added.get(o, [])
     del model.graph.node[:]
     model.graph.node.extend(nodes)
-    return scaled
 
 
 def _channel_maxima(model: onnx.ModelProto, names: list[str], token_ids: Sequence[Sequence[int]]) -> dict[str, npt.NDArray[np.float32]]:
