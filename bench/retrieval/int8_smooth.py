@@ -83,6 +83,18 @@ def _cpu_ms(embedder: Any, texts: Sequence[str]) -> float:
     return (time.process_time() - started) * 1000 / len(texts)
 
 
+def speed(embedder: Any, fp32: Any, texts: Sequence[str], rounds: int) -> dict[str, float]:
+    """CPU ms per text of ``fp32`` and of ``embedder`` on ``texts``, timed in turns (each round fp32
+    first), medians over ``rounds``, and the median speed-up."""
+    embedder.embed(list(texts[:5]))
+    base, own = [], []
+    for _ in range(rounds):
+        base.append(_cpu_ms(fp32, texts))
+        own.append(_cpu_ms(embedder, texts))
+    return {"fp32_ms": round(statistics.median(base), 2), "ms": round(statistics.median(own), 2),
+            "speedup": round(statistics.median(b / o for b, o in zip(base, own, strict=True)), 2)}
+
+
 def run(rounds: int) -> dict[str, Any]:
     from querywise.embed import OnnxEmbedder, export_fp32_onnx, quantize_int8
 
@@ -101,13 +113,7 @@ def run(rounds: int) -> dict[str, Any]:
         for k in ("documents", "claims"):
             row[k] = _agreement(e.embed(s[k]), ref[k])
         for k in ("speed_documents", "speed_claims"):
-            e.embed(s[k][:5])
-            base, own = [], []
-            for _ in range(rounds):
-                base.append(_cpu_ms(fp32, s[k]))
-                own.append(_cpu_ms(e, s[k]))
-            row[k] = {"fp32_ms": round(statistics.median(base), 2), "ms": round(statistics.median(own), 2),
-                      "speedup": round(statistics.median(b / o for b, o in zip(base, own, strict=True)), 2)}
+            row[k] = speed(e, fp32, s[k], rounds)
         log(f"{name}: documents {row['documents']}, claims {row['claims']}, {row['speed_documents']}, {row['speed_claims']}")
         rows.append(row)
     return {"sample": {k: len(v) for k, v in s.items()} | {"rounds": rounds}, "rows": rows}

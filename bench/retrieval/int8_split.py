@@ -24,7 +24,6 @@ choosing set (x 1e4): a drop names a MatMul whose quantization error matters.
 from __future__ import annotations
 
 import argparse
-import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -33,7 +32,7 @@ import numpy as np
 
 from bench import log
 from bench.report import publish
-from bench.retrieval.int8_smooth import _agreement, _cpu_ms, _sample
+from bench.retrieval.int8_smooth import _agreement, _sample, speed
 
 COMMAND = "python -m bench.retrieval.int8_split"
 SPLIT_RATIOS = (2.0, 3.0, 4.0)
@@ -97,13 +96,7 @@ def run(rounds: int, n_sensitivity: int) -> dict[str, Any]:
             vectors = e.embed(s[k])
             row[k] = _agreement(vectors, ref[k]) | {"error_1e4": _error(vectors, ref[k])}
         for k in ("speed_documents", "speed_claims"):
-            e.embed(s[k][:5])
-            base, own = [], []
-            for _ in range(rounds):
-                base.append(_cpu_ms(fp32, s[k]))
-                own.append(_cpu_ms(e, s[k]))
-            row[k] = {"fp32_ms": round(statistics.median(base), 2), "ms": round(statistics.median(own), 2),
-                      "speedup": round(statistics.median(b / o for b, o in zip(base, own, strict=True)), 2)}
+            row[k] = speed(e, fp32, s[k], rounds)
         log(f"{name}: documents {row['documents']}, claims {row['claims']}, {row['speed_documents']}, {row['speed_claims']}")
         rows.append(row)
     out: dict[str, Any] = {"sample": {k: len(v) for k, v in s.items()} | {"rounds": rounds}, "rows": rows}

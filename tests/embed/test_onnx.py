@@ -210,19 +210,21 @@ def _int8_lookups(graph: Any) -> int:
     return len({n.input[0] for n in _nodes(graph) if n.op_type == "Gather" and n.input[0].endswith("_quantized")})
 
 
+def _alone(model: bytes) -> np.ndarray:
+    """``_TEXTS``' vectors, each text alone (as `OnnxEmbedder.int8` runs)."""
+    from querywise.embed import OnnxEmbedder
+
+    return OnnxEmbedder(model, model_id="m", threads=1, batch_size=1, batch_tokens=0).embed(_TEXTS)
+
+
 @pytest.mark.model
 def test_split_int8_stays_closer_to_fp32_than_smoothed(fp32_graph: bytes) -> None:
     """Each text alone, as `OnnxEmbedder.int8` runs: splitting the outliers off agrees with fp32
     better than dividing them into the weights (bench/results/int8-split.md: mean 1 - cosine
     about 2.5x smaller on SciFact's train side)."""
-    from querywise.embed import OnnxEmbedder
-
-    def alone(model: bytes) -> np.ndarray:
-        return OnnxEmbedder(model, model_id="m", threads=1, batch_size=1, batch_tokens=0).embed(_TEXTS)
-
-    fp32 = alone(fp32_graph)
-    split = np.sum(alone(quantize_int8(fp32_graph, INT8_VARIANTS["split"])) * fp32, axis=1)
-    smoothed = np.sum(alone(quantize_int8(fp32_graph, INT8_VARIANTS["smoothed"])) * fp32, axis=1)
+    fp32 = _alone(fp32_graph)
+    split = np.sum(_alone(quantize_int8(fp32_graph, INT8_VARIANTS["split"])) * fp32, axis=1)
+    smoothed = np.sum(_alone(quantize_int8(fp32_graph, INT8_VARIANTS["smoothed"])) * fp32, axis=1)
     assert split.min() > 0.995
     assert (1 - split).mean() < (1 - smoothed).mean()
 
@@ -232,14 +234,9 @@ def test_smoothed_int8_stays_closer_to_fp32_than_plain_per_channel(fp32_graph: b
     """A fidelity floor: each text alone (as `OnnxEmbedder.int8` runs), the smoothed recipe's
     vectors within cosine 0.99 of fp32's, and nearer on average than the plain per-channel call
     (bench/results/int8-smooth.md: mean 1 - cosine about 2-3x smaller)."""
-    from querywise.embed import OnnxEmbedder
-
-    def alone(model: bytes) -> np.ndarray:
-        return OnnxEmbedder(model, model_id="m", threads=1, batch_size=1, batch_tokens=0).embed(_TEXTS)
-
-    fp32 = alone(fp32_graph)
-    smoothed = np.sum(alone(quantize_int8(fp32_graph, INT8_VARIANTS["smoothed"])) * fp32, axis=1)
-    plain = np.sum(alone(quantize_int8(fp32_graph, INT8_VARIANTS["per-channel"])) * fp32, axis=1)
+    fp32 = _alone(fp32_graph)
+    smoothed = np.sum(_alone(quantize_int8(fp32_graph, INT8_VARIANTS["smoothed"])) * fp32, axis=1)
+    plain = np.sum(_alone(quantize_int8(fp32_graph, INT8_VARIANTS["per-channel"])) * fp32, axis=1)
     assert smoothed.min() > 0.99
     assert (1 - smoothed).mean() < (1 - plain).mean()
 
