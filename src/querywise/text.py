@@ -18,6 +18,7 @@ __all__ = [
     "HISTORY_ANALYSIS_CHARS",
     "IDENTIFIER_COMPOUND",
     "IDENTIFIER_KEYS",
+    "SENTENCE_SPAN",
     "STOPWORDS_EN",
     "PartNumbers",
     "SpanSet",
@@ -287,6 +288,9 @@ class SpanSet:
 # constraints, typos or product mentions.
 ANALYSIS_CHARS = 4_000
 HISTORY_ANALYSIS_CHARS = 16_000
+
+#: A sentence as the follow-up moves cut an answer: a run up to its closing punctuation.
+SENTENCE_SPAN = re.compile(r"[^.!?]+[.!?]*")
 
 
 def analysed_part(text: str, limit: int = ANALYSIS_CHARS) -> str:

@@ -36,7 +36,7 @@ from typing import Literal
 
 from querywise.catalog import Catalog
 from querywise.conversation import Turn, as_turns, user_texts
-from querywise.text import ANALYSIS_CHARS, analysed_history, analysed_part, analyze  # the shared stemmer, so "language" meets "languages"
+from querywise.text import ANALYSIS_CHARS, SENTENCE_SPAN, analysed_history, analysed_part, analyze  # the shared stemmer, so "language" meets "languages"
 from querywise.understand.followup.answer_refs import answer_referent, listed_item
 from querywise.understand.followup.message import (
     ARTICLE,
@@ -525,7 +525,6 @@ _FILLER = re.compile(
     re.IGNORECASE,
 )
 _PLEASANTRY = re.compile(r"^\W*(?:hi|hello|hey|good (?:morning|afternoon|evening)|thanks?|thank you|no problem|sure|ok|okay|yes|no|great)\b", re.IGNORECASE)
-_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
 
 
 def _filler(sentence: str) -> bool:
@@ -540,7 +539,7 @@ def answer_words(answer: str, limit: int = ANSWER_QUERY_CHARS) -> str:
     'The Irish Wolfhound is the tallest breed.'
     """
     text = " ".join(answer.split())
-    kept = [s.strip() for s in _SENTENCE.findall(text) if s.strip() and not _filler(s.strip())]
+    kept = [s.strip() for s in SENTENCE_SPAN.findall(text) if s.strip() and not _filler(s.strip())]
     return analysed_part(" ".join(kept), limit)
 
 

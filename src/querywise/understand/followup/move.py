@@ -271,4 +271,3 @@ def shift_chance(message: str, history: Sequence[Turn], gate: FollowUp, *, catal
     similarity = float((vectors[1:] @ vectors[0]).max())
     features = shift_features(flag_kind(gate), gate.cues, similarity=similarity, names_own=names_its_subject(message, catalog=catalog), message=message)
     return shift_model().chance(features), similarity
-

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
@@ -44,15 +43,13 @@ from typing import Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field
 
 from querywise.conversation import Turn
-from querywise.text import analyze
+from querywise.text import SENTENCE_SPAN, analyze
+from querywise.understand.followup.tracker import ANSWER_CHARS
 
-__all__ = ["COMPARED_CHARS", "CUE_FAMILIES", "MIN_FORM_WEIGHT", "Searched", "ShiftModel", "compared_texts", "shift_features", "shift_model"]
+__all__ = ["CUE_FAMILIES", "MIN_FORM_WEIGHT", "Searched", "ShiftModel", "compared_texts", "shift_features", "shift_model"]
 
 #: A form weighing less than this beside the message can reorder only near-ties: not worth a search.
 MIN_FORM_WEIGHT = 0.05
-
-#: How much of a turn the check compares (an answer's first words say what it is about).
-COMPARED_CHARS = 600
 
 #: The gate's cue families the model reads (the prefix of a cue, before ":").
 CUE_FAMILIES = (
@@ -61,20 +58,17 @@ CUE_FAMILIES = (
 )
 
 
-_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
-
-
 def compared_texts(history: Sequence[Turn], window: int) -> list[str]:
     """What a flagged message is compared with: the last `window` turns (their first
-    `COMPARED_CHARS`), and each sentence of three words or more of the last turn when it is an
+    `ANSWER_CHARS`), and each sentence of three words or more of the last turn when it is an
     answer (the sentence the message takes up, not the passage's average).
 
     >>> compared_texts([Turn(text="Do SSDs wear out?"), Turn(role="assistant", text="Yes. Flash cells wear with each write.")], 1)
     ['Yes. Flash cells wear with each write.', 'Flash cells wear with each write.']
     """
-    out = [t.text[:COMPARED_CHARS] for t in history[-window:] if t.text.strip()]
+    out = [t.text[:ANSWER_CHARS] for t in history[-window:] if t.text.strip()]
     if history and history[-1].role == "assistant":
-        out += [s.strip() for s in _SENTENCE.findall(history[-1].text[:COMPARED_CHARS]) if len(s.split()) >= 3]
+        out += [s.strip() for s in SENTENCE_SPAN.findall(history[-1].text[:ANSWER_CHARS]) if len(s.split()) >= 3]
     return list(dict.fromkeys(out))
 
 
