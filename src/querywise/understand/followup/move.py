@@ -30,19 +30,10 @@ from querywise.clock import ms_since
 from querywise.conversation import Turn, texts
 from querywise.embed import Embedder
 from querywise.plan import DriftGuard, PlanQuery, QueryKind, Status, TraceStep
-from querywise.understand.followup.gate import (
-    WEAK_FORM_WEIGHT,
-    FollowUp,
-    Standalone,
-    check_follow_up,
-    concat_standalone,
-    flag_kind,
-    names_its_subject,
-    points_back,
-    standalone_form,
-)
+from querywise.understand.followup.gate import WEAK_FORM_WEIGHT, FollowUp, check_follow_up, flag_kind, points_back
 from querywise.understand.followup.lean import asks_unanswered
 from querywise.understand.followup.shift import Searched, compared_texts, shift_features, shift_model
+from querywise.understand.followup.standalone import Standalone, concat_standalone, names_its_subject, standalone_form
 from querywise.understand.followup.tracker import Referent, Tracker
 
 __all__ = ["ANSWER_MAX_CHANCE", "ANSWER_WEIGHT", "DRIFT_AWAY", "DRIFT_CLARITY", "GUESSED_MESSAGE_WEIGHT", "JOINED_MESSAGE_WEIGHT", "Followed", "PointerReading", "follow_up", "shift_chance",
