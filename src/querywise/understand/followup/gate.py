@@ -28,6 +28,7 @@ reads the most recent `text.HISTORY_ANALYSIS_CHARS` of the conversation.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -371,6 +372,10 @@ _PLEASANTRIES = frozenset(analyze("hi hello hey thanks thank cheers ok okay grea
 _FRAME = CLASSIFIER | DOMAIN_ADJ | RELATION_PRED
 
 
+#: A set of stems worked out on first use (`check_follow_up` shares them between its weak cues).
+Stems = Callable[[], set[str]]
+
+
 def _stems(text: str) -> set[str]:
     """The content words of `Message(text, ()).toks`, stemmed, without building the message (each
     distinct word is stemmed once)."""
@@ -379,7 +384,7 @@ def _stems(text: str) -> set[str]:
     return set(analyze(" ".join(content), stopwords=False))
 
 
-def _continues_topic(m: Message, history: Sequence[str]) -> Iterator[Cue]:
+def _continues_topic(m: Message, own: Stems, said: Stems) -> Iterator[Cue]:
     """Topic continuity: a conversation keeps its topic until a message introduces a new one, and
     new topics come with something to name them. A message that names nothing (no product, no
     proper name, no number), repeats no content word of the conversation and asks for no
@@ -392,13 +397,12 @@ def _continues_topic(m: Message, history: Sequence[str]) -> Iterator[Cue]:
         return  # its pronouns resolve inside it: it carries its own topic
     # Classifier and domain words ("types", "main", "different") are in any question about
     # anything: repeating them repeats no topic ("What are the different types of navels?").
-    own = _stems(" ".join(t.text for t in m.toks if t.low not in _FRAME))
-    topic = set().union(*(_stems(turn) for turn in history)) - _PLEASANTRIES
-    if own and topic and not own & topic:
+    topic = said() - _PLEASANTRIES
+    if own() and topic and not own() & topic:
         yield "continuity", "names nothing and repeats no word of the conversation: taken to continue its topic"
 
 
-def _takes_up_answer(m: Message, history: Sequence[str | Turn]) -> Iterator[Cue]:
+def _takes_up_answer(m: Message, history: Sequence[str | Turn], own: Stems, said: Stems) -> Iterator[Cue]:
     """Uptake: a message that picks up a word the assistant's last answer said and no user turn
     did ("What are off-target effects?" after a passage on CRISPR that names them; "Did Swigert
     fly again?" after one on Apollo 13) asks inside the subject that answer was about, though it
@@ -410,10 +414,8 @@ def _takes_up_answer(m: Message, history: Sequence[str | Turn]) -> Iterator[Cue]
     if not turns or turns[-1].role != "assistant" or m.anchors:
         return
     answer = _stems(answer_words(turns[-1].text, ANALYSIS_CHARS)) - _PLEASANTRIES
-    own = _stems(" ".join(t.text for t in m.toks if t.low not in _FRAME))
-    said = set().union(*(_stems(turn) for turn in analysed_history(user_texts(turns))))
-    taken = own & answer
-    if not taken or own & said:
+    taken = own() & answer
+    if not taken or own() & said():
         return
     if not _stems(" ".join(t.text for t in m.toks if t.named)) <= answer:
         return
@@ -451,11 +453,14 @@ def check_follow_up(
     if not cues and (item := listed_item(message, as_turns(history))) is not None:
         cues[f"list:{message[item[0]:item[1]].lower()}"] = f"{message[item[0]:item[1]]!r} points into the answer's list"
     strength: Literal["strong", "weak"] = "strong"
+    # The two weak cues read the same stems, each worked out once and only if a cue needs them.
+    own = functools.cache(lambda: _stems(" ".join(t.text for t in m.toks if t.low not in _FRAME)))
+    said = functools.cache(lambda: set().union(*(_stems(turn) for turn in analysed_history(user_texts(history)))))
     if not cues:
-        cues.update(_continues_topic(m, analysed_history(user_texts(history))))
+        cues.update(_continues_topic(m, own, said))
         strength = "weak"
     if not cues:
-        cues.update(_takes_up_answer(m, history))
+        cues.update(_takes_up_answer(m, history, own, said))
     if not cues:
         return FollowUp(False, "no reference outside the message: searched as typed")
     return FollowUp(True, "; ".join(cues.values()), tuple(cues), strength)
