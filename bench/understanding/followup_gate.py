@@ -67,6 +67,9 @@ chosen, so that the then held-out set stayed unread. Writes bench/results/rewrit
 `--year passages_2` scores `dialogues_passages_2.jsonl` the same way: a second held-out set of the same two kinds, written once
 `dialogues_passages.jsonl` had been read, by an author who had read no follow-up code, and committed before any code ran on it.
 Writes bench/results/rewrite_passages_2.{json,md}.
+
+`--year passages_3` scores `dialogues_passages_3.jsonl`, a third held-out set of the two kinds, written by an author blind to the
+rewriter (session 23). Writes bench/results/rewrite_passages_3.{json,md}.
 """
 
 from __future__ import annotations
@@ -420,9 +423,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--year", choices=("2019", "2020", "dialogues", *PASSAGE_PAGES, "both"), default="both",
-                        help="both: 2019, 2020, the dialogues and the two development passage sets (passages_2, held out, only when named)")
+                        help="both: 2019, 2020, the dialogues and the two development passage sets (passages_2 and passages_3, held out, only when named)")
     args = parser.parse_args(argv)
-    # passages_2 is run on its own: its 162 rows would add about a third to the default run's CPU time.
+    # The held-out sets run only when named: a run scores them once, when its code is decided.
     for year in ("2019", "2020", "dialogues", "passages", "passages_dev") if args.year == "both" else (args.year,):
         if year == "dialogues":
             path = publish("rewrite_dialogues", dialogues_result(), command=COMMAND, render=dialogues_markdown)

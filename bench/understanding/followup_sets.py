@@ -227,5 +227,22 @@ passages_2_markdown = passage_page(
     "moving to an entity an answer named). All text is the author's own. A row is a passage row when its history holds an assistant turn of "
     f"{PASSAGE_WORDS} words or more. Read the pooled and per-kind figures only, or the set stops being held out.")
 
+passages_3_markdown = passage_page(
+    "passages_3", "Follow-up forms on a third held-out set of passage and QA conversations (#34's re-check)",
+    "**Held out.** `bench/understanding/dialogues_passages_3.jsonl` was written on 2026-12-06 (session 23, branch `heldout-4`, d3f4049) "
+    "by a writer blind to the rewriter: it read the issue, the first row of `dialogues_passages.jsonl` for the format and the "
+    "row schema, nothing of `understand/`, `checks/`, the results or the other sets' rows, and ran no querywise code on its "
+    "rows. Its rewrites follow TREC CAsT's manual guidelines (change as little as possible, the conversation's own words, "
+    "nothing the user did not ask about). Scored first on the code of session 22's end (the shipped follow-up move, none of "
+    "whose rules were written on it), then once when session 23's #34 branches were merged, each decided before that run; "
+    "its history is kept in this paragraph. "
+    "40 conversations, 207 rows, 145 rewritten: 20 CAsT 2021/22-style (96 rows; every answer one 120-170-word passage, "
+    "sometimes only partly on point; pronouns, \"the second one\", \"and during the race?\", corrections, returns to an "
+    "earlier subject, changes of subject) and 20 QReCC / TopiOCQA-style (111 rows; one-to-three-sentence answers, subjects "
+    "drifting to a related entity, five conversations with an \"I don't know.\" answer). 63 of the 145 rewrites use a term "
+    "only an answer gave. Topics differ from every earlier set's. A row is a passage row when its history holds an "
+    f"assistant turn of {PASSAGE_WORDS} words or more. Read the pooled and per-kind figures only, or the set stops being held out.")
+
 #: The passage and QA conversation files: `dialogues_<year>.jsonl` scored into `rewrite_<year>.{json,md}`.
-PASSAGE_PAGES = {"passages": passages_markdown, "passages_dev": passages_dev_markdown, "passages_2": passages_2_markdown}
+PASSAGE_PAGES = {"passages": passages_markdown, "passages_dev": passages_dev_markdown, "passages_2": passages_2_markdown,
+                 "passages_3": passages_3_markdown}
