@@ -62,6 +62,14 @@ def test_the_x_one_takes_the_one_noun_x_modifies_in_the_answer() -> None:
     assert answer_head("How long does the beef one take?", [two], set()) is None
 
 
+def test_a_name_keeps_its_capitalised_adjectives_and_a_possessive_stands_for_the_article() -> None:
+    answer = "The best glacier hikes are on New Zealand's South Island, where the Fox and Franz Josef glaciers reach the rainforest."
+    found = answer_head("Is the island warmer in March?", [answer], set())
+    assert found is not None and found[2] == "New Zealand's South Island"
+    # "the Fox and Franz Josef glaciers" are two: "the glaciers" is not one of them.
+    assert answer_head("How fast do the glaciers move?", [answer], set()) is None
+
+
 def test_numbers_must_agree() -> None:
     answer = "You can call a DMV service center or book an appointment online."
     assert answer_head("Where are the centers?", [answer], set()) is None
@@ -79,3 +87,7 @@ def test_an_earlier_answer_is_read_only_when_the_latest_does_not_use_the_head() 
     assert form("Can I take a bike on the railway?", history) == "Can I take a bike on the Flam mountain railway?"
     later = [*history, Turn(role=U, text="And in winter?"), Turn(role=A, text="In winter the railway runs four times a day.")]
     assert "mountain" not in form("Is the railway heated?", later)  # the latest answer says "the railway" alone
+    # An adverb after the head ("your application electronically") still leaves the head a head there.
+    older, latest = "You can submit online, or print a paper application for submission by mail.", "Did you submit your application electronically?"
+    assert answer_head("Yes, I have submitted the application.", [older, latest], set()) is None
+    assert answer_head("Yes, I have submitted the application.", [older], set()) is not None

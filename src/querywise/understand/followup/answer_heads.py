@@ -56,8 +56,8 @@ ANSWERS = 2
 #: content words is more likely a clause than one name.
 MAX_MODIFIERS = 3
 
-# Words, with a possessive kept on its word ("module's"); digits and punctuation as their own tokens.
-_TOKEN = re.compile(r"[^\W\d_](?:[\w-]*[^\W_])?(?:['\u2019]s\b)?|\d[\d.,]*|[^\w\s]")
+# Words, with a possessive kept on its word ("module's", "13's"); numbers and punctuation as their own tokens.
+_TOKEN = re.compile(r"[^\W\d_](?:[\w-]*[^\W_])?(?:['\u2019]s\b)?|\d[\d.,]*(?:['\u2019]s\b)?|[^\w\s]")
 # What a compound is taken after: a determiner, a preposition or a conjunction ("the", "its", "of",
 # "or"), or a number after one ("a 600 TBW rating"); not "to", before a verb as often as a noun,
 # nor "that".
@@ -102,8 +102,8 @@ def _modifier(word: str) -> bool:
         return True  # a name's word, adjective or not ("New Zealand", "Old Faithful")
     if low in _ADJECTIVES:
         return False
-    # "-ly" is an adverb's ("usually"), but not in "belly", "family", "supply".
-    adverb = len(low) > 4 and low.endswith("ly") and not low.endswith(("lly", "ily", "ply"))
+    # "-ly" is an adverb's ("usually", "electronically"), but not in "belly", "family", "supply".
+    adverb = len(low) > 4 and low.endswith("ly") and (low.endswith(("ally", "ully")) or not low.endswith(("lly", "ily", "ply")))
     return not (low.endswith(_ADJECTIVAL) or low in PARTICIPLES or adverb or (len(low) > 4 and low.endswith(("ed", "ing"))))
 
 
@@ -115,8 +115,8 @@ def _gerund(word: str) -> bool:
 
 def compounds(answer: str, *, strict: bool = True) -> list[Compound]:
     """The noun compounds of two words or more of `answer`: each maximal run of modifiers (and a
-    noun in "-ing" after them) after a determiner, a preposition or a conjunction and before a function word or
-    punctuation, cut to its last `MAX_MODIFIERS` + 1 words. Not `strict`: every run of two or
+    noun in "-ing" after them) after a determiner, a preposition or a conjunction and before a
+    function word or punctuation, cut to its last `MAX_MODIFIERS` + 1 words. Not `strict`: every run of two or
     more, wherever it stands (what could also be meant: "... and pork belly are ...")."""
     toks = _TOKEN.findall(analysed_part(answer, ANALYSIS_CHARS))
     out: list[Compound] = []
@@ -125,19 +125,22 @@ def compounds(answer: str, *, strict: bool = True) -> list[Compound]:
         if not _modifier(toks[i]):
             i += 1
             continue
-        j = i
-        while j < len(toks) and _modifier(toks[j]):
+        j = i + 1
+        # A plural noun ends its compound (a modifier is singular: "glacier hikes"); a lowercase
+        # word after it is its verb ("glaciers reach", "cells last").
+        while j < len(toks) and _modifier(toks[j]) and not (toks[j].islower() and toks[j - 1].islower() and is_plural(toks[j - 1])):
             j += 1
         if j < len(toks) and _gerund(toks[j]):
             j += 1
-        before = toks[i - 1].lower() if i > 0 else "."
-        if before[:1].isdigit() and i > 1:
-            before = toks[i - 2].lower()  # "a 600 TBW rating": the number is the compound's quantity
+        n = i - 2 if i > 1 and toks[i - 1][0].isdigit() else i - 1  # "a 600 TBW rating": the number is its quantity
+        before = toks[n].lower() if n >= 0 else "."
         after = toks[j].lower() if j < len(toks) else "."
         run = toks[max(i, j - MAX_MODIFIERS - 1) : j]
         head = run[-1]
         closes = after in FUNCTION or not after[:1].isalnum()
-        if (not strict or (before in _OPENS and closes)) and len(run) >= 2 and head[0].isalpha() and not head.lower().endswith(("'s", "\u2019s")):
+        # "the Fox and Franz Josef glaciers": modifiers coordinated before a plural head name two things.
+        shared = before in ("and", "or") and n > 0 and _modifier(toks[n - 1]) and is_plural(head)
+        if (not strict or (before in _OPENS and closes and not shared)) and len(run) >= 2 and head[0].isalpha() and not head.lower().endswith(("'s", "\u2019s")):
             out.append(Compound(" ".join(run), tuple(_stem(w) for w in run)))
         i = j
     return out
@@ -145,9 +148,10 @@ def compounds(answer: str, *, strict: bool = True) -> list[Compound]:
 
 def _heads(answer: str) -> set[str]:
     """The stems of the words `answer` uses as heads: any word but a function word that modifies
-    no word after it ("damaged wiring inside", not "Park" of "Park rangers")."""
+    no word after it ("damaged wiring inside", not "Park" of "Park rangers"; a plural modifies none)."""
     toks = _TOKEN.findall(analysed_part(answer, ANALYSIS_CHARS))
-    return {_stem(w) for w, nxt in zip(toks, [*toks[1:], "."], strict=True) if w[0].isalpha() and w.lower() not in FUNCTION and not _modifier(nxt)}
+    return {_stem(w) for w, nxt in zip(toks, [*toks[1:], "."], strict=True)
+            if w[0].isalpha() and w.lower() not in FUNCTION and (not _modifier(nxt) or (w.islower() and nxt.islower() and is_plural(w)))}
 
 
 # Where the message's definite phrase is (start, end), the words that stand in for it, and why.
@@ -177,7 +181,9 @@ def answer_head(message: str, answers: Sequence[str], asked: set[str]) -> Found 
             if found is not None:
                 compound, why = found
                 start, end = tok.start(), run[size - 1].end()
-                return start, end, f"the {compound}", compound, why
+                # A possessive is the compound's determiner ("New Zealand's South Island"); else "the".
+                article = "" if re.search(r"['\u2019]s\b", compound) else "the "
+                return start, end, f"{article}{compound}", compound, why
     return None
 
 
