@@ -34,6 +34,8 @@ def test_a_head_only_the_answer_names_takes_the_answers_modifiers() -> None:
 def test_the_messages_own_modifiers_must_end_the_answers_compound() -> None:
     assert form("Is the mountain railway open in winter?", NORWAY) == "Is the Flam mountain railway open in winter?"
     assert answer_head("Is the coast railway open in winter?", [NORWAY[1].text], set()) is None
+    # A phrase with its own "of" complement is anchored by it, not by the answer.
+    assert answer_head("Who owns the railway of Bergen?", [NORWAY[1].text], set()) is None
 
 
 def test_two_compounds_on_the_head_leave_the_message_alone() -> None:

@@ -177,6 +177,8 @@ def answer_head(message: str, answers: Sequence[str], asked: set[str]) -> Found 
         # benefits? Will my wife get those benefits?").
         before = asked | set(analyze(message[: tok.start()]))
         for size in range(len(run), 0, -1):  # the longest phrase first: "the rail pass", then "the rail"
+            if n + size + 1 < len(toks) and toks[n + size + 1].group(0).lower() == "of":
+                continue  # "the population of the city": its complement anchors it
             found = _resolved(run[:size], answers, before)
             if found is not None:
                 compound, why = found
