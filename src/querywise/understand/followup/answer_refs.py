@@ -28,6 +28,9 @@ where the message itself says it points into the answer:
   after the one term the answer defined as one ("carpal tunnel syndrome, a condition in which
   ..."), "the treaty" after the answer's one name built on it ("the Treaty of Paris") -- only when
   no earlier user turn says that noun or names a place;
+- **a compound the answer built on the message's head**: "the lagoon" after "... the Jokulsarlon
+  glacier lagoon", "the pork one" after the answer's one "pork shoulder" (`answer_heads`), when no
+  user turn said the head and the answer builds one compound on it;
 - **a term the answer defined**: a bare "that" or "this" ("What causes that?") after an answer
   that defined one new term as it brought it in ("aplastic anaemia, a rare condition in which
   ..."), when no user turn said it; not a "that" of a statement ("Why is that?", "Is that true?").
@@ -45,6 +48,7 @@ from dataclasses import replace
 
 from querywise.conversation import Turn
 from querywise.text import analysed_part, analyze
+from querywise.understand.followup.answer_heads import answer_head
 from querywise.understand.followup.answer_people import answer_group, answer_persons
 from querywise.understand.followup.answer_topic import place_answer_topic
 from querywise.understand.followup.message import ADJECTIVE_ENDINGS, AUX, FUNCTION, PARTICIPLES, PERSONAL
@@ -337,7 +341,7 @@ def answer_referent(message: str, earlier: Sequence[Turn], tracker: Tracker, cue
             return replace(rest, referents=(*referents, *rest.referents), why=f"{why}; {rest.why}")
         return Standalone(said, "placed", referents, why)
     asked = {w for t in earlier if t.role == "user" for w in analyze(t.text)}
-    found = _introduced_kind(message, answer, tracker, asked) or _defined_term(message, answer, asked)
+    found = _introduced_kind(message, answer, tracker, asked) or _defined_term(message, answer, asked) or _compound(message, earlier, asked)
     if found is None:
         topic = place_answer_topic(message, answer, asked, cues)
         if topic is None:
@@ -451,6 +455,16 @@ def _introduced_kind(message: str, answer: str, tracker: Tracker, asked: set[str
             referent = replace(_referent(found), place=kind in _PLACE_NOUNS)
             return m.start(), m.end(), found, referent, f"{m.group(0)!r} is {found!r}, which only the answer names"
     return None
+
+
+def _compound(message: str, earlier: Sequence[Turn], asked: set[str]) -> _Found | None:
+    """"the lagoon" as the one compound an answer builds on it ("the Jokulsarlon glacier lagoon"): `answer_heads`."""
+    found = answer_head(message, [t.text for t in earlier if t.role == "assistant"], asked)
+    if found is None:
+        return None
+    start, end, words, compound, why = found
+    # A description, not a name, though it may hold one: a later "it" prefers the user's subject.
+    return start, end, words, Referent(compound, "phrase", tuple(analyze(compound)), definite=True), why
 
 
 def _name_of_kind(kind: str, text: str) -> str | None:
