@@ -84,3 +84,11 @@ def test_an_impersonal_or_extraposed_it_is_left_alone() -> None:
                                  "dangerous for beginners.")]
     assert "suspension" not in form("What does it mean for my insurance?", history)
     assert "soap" not in form("Is it dangerous to drive anyway?", history).lower()
+
+
+def test_a_relative_clause_and_a_particle_are_read_through() -> None:
+    history = [Turn(role=U, text="Why is Lake Nyos dangerous?"),
+               Turn(role=A, text="Lake Nyos sits in a volcanic crater. In 1986 a cloud of carbon dioxide, which leaked from the lake "
+                                 "bed, killed about 1,700 people. Engineers now pump out the deep water through a pipe.")]
+    assert form("Why did it leak?", history).startswith("Why did carbon dioxide leak?")
+    assert form("How often is it pumped out?", history).startswith("How often is the deep water pumped out?")

@@ -52,6 +52,10 @@ _INFLECTIONS = frozenset(["", "s", "es", "ed", "d", "ing", "e", "ies", "ied", "y
 # Words that end a noun phrase though they are content words: a particle, a closing adverb, a
 # subordinating conjunction ("the surface *while* Michael Collins ...").
 _ENDS = _words("up out down off away back again instead too then now though anyway yet either while whereas although because since unless until")
+# A phrasal verb's particle, between the verb and its object ("pour off the hooch").
+_PARTICLES = _words("up out down off away back")
+# A relative clause's subject: the phrase before it is what its verb says something of.
+_RELATIVES = _words("which that who")
 # Light verbs select almost anything ("use it", "make it", "have them"): their slot says nothing of
 # what the pronoun is.
 _LIGHT = frozenset(analyze("be have do make get take give go come put set use include need want"))
@@ -131,6 +135,8 @@ def _phrase(m: Message, first: int, last: int) -> Referent | None:
 def _after(m: Message, k: int) -> Referent | None:
     """The noun phrase after token k: its determiner skipped, up to the first word that is no noun's."""
     first = k + 1
+    if m.at(first) in _PARTICLES:
+        first += 1  # "pouring off the hooch": the phrasal verb's particle before its object
     while m.at(first) in DET:
         first += 1
     last = first
@@ -146,6 +152,8 @@ def _before(m: Message, k: int) -> Referent | None:
     last = k - 1
     while last >= 0 and (m.toks[last].low in AUX or m.toks[last].low in _ADVERBS):
         last -= 1
+    if m.at(last) in _RELATIVES:  # "the supervolcano, which erupted ...": the phrase the relative clause is on
+        last -= 2 if m.at(last - 1) == "," else 1
     first = last
     while first - 1 >= 0 and m.toks[first - 1].word and (m.toks[first - 1].content or m.toks[first - 1].named) and m.toks[first - 1].low not in _ENDS:
         first -= 1
