@@ -18,7 +18,10 @@ narrowly, because most pointers still mean the user's subject:
 terms it introduced. The conversation's subject is not added after the phrase, as after no name an
 answer gave: the development passages (`dialogues_passages.jsonl`, the one row it changes) give
 added terms 0.480 / 0.664 without it, 0.483 / 0.661 with it (0.478 / 0.659 before), and precision
-is the bar with no slack.
+is the bar with no slack. On doc2dial's validation turns (no rewrites to score) it changes 3 of the
+1,972 the gate flags after an answer, each read right: "Has your registration expired?" -- "Yes,
+it has expired." Light verbs, an impersonal "it" ("what does it mean") and an extraposed one ("is
+it dangerous to ...") read no slot.
 """
 
 from __future__ import annotations
