@@ -22,6 +22,8 @@ where the message itself says it points into the answer:
   of a list of two to four, when the user's own turn named no two things;
 - **a person**, **people named together**: "he" / "she" no one the user named can take, "they"
   for the people the answer named together (`answer_people`);
+- **what the answer says in the pronoun's slot**: "seeing them" after "... the chance of seeing the
+  northern lights", when the user's subject was never said with that predicate (`answer_predicate`);
 - **a kind the answer just introduced**: "this reaction" after "... in a reaction called
   saponification", "that drug" after the answer's one "such as chlorthalidone", "the city" (a
   place noun) after the answer's first place ("in Dubai"), "this condition" or "the condition"
@@ -50,6 +52,7 @@ from querywise.conversation import Turn
 from querywise.text import analysed_part, analyze
 from querywise.understand.followup.answer_heads import answer_head
 from querywise.understand.followup.answer_people import answer_group, answer_persons
+from querywise.understand.followup.answer_predicate import answer_predicate
 from querywise.understand.followup.answer_topic import place_answer_topic
 from querywise.understand.followup.message import ADJECTIVE_ENDINGS, AUX, FUNCTION, PARTICIPLES, PERSONAL
 from querywise.understand.followup.referent import resolve
@@ -338,6 +341,13 @@ def answer_referent(message: str, earlier: Sequence[Turn], tracker: Tracker, cue
         said, referents, why = people
         rest = resolve(said, tracker, cues, previous=previous)
         if rest.method == "placed":  # another pronoun of the message ("it"), resolved as before
+            return replace(rest, referents=(*referents, *rest.referents), why=f"{why}; {rest.why}")
+        return Standalone(said, "placed", referents, why)
+    predicate = answer_predicate(message, earlier, form)
+    if predicate is not None:
+        said, referents, why = predicate
+        rest = resolve(said, tracker, cues, previous=previous)
+        if rest.method == "placed":  # another pronoun of the message, resolved as before
             return replace(rest, referents=(*referents, *rest.referents), why=f"{why}; {rest.why}")
         return Standalone(said, "placed", referents, why)
     asked = {w for t in earlier if t.role == "user" for w in analyze(t.text)}
