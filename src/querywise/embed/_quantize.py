@@ -32,6 +32,7 @@ def quantize(
     fp32: bytes, *, per_channel: bool, reduce_range: bool, fp32_matmuls: Sequence[str],
     outlier_ratio: float = 0.0, outlier_split: float = 0.0, split_matmuls: Sequence[str] = (), int8_embeddings: bool = True,
     calibration_ids: Sequence[Sequence[int]] = (), unpadded_branch: bool = True, outlier_columns_apart: bool = True,
+    heads_in_place: bool = True,
 ) -> bytes:
     """``fp32`` with int8 weights (`quantize_dynamic`: activations quantized per call), one scale
     per output channel or per tensor, 7-bit weights with ``reduce_range``; the MatMuls named in
@@ -42,8 +43,10 @@ def quantize(
     MatMuls of their own (`_smooth.split_outliers`). Without
     ``int8_embeddings`` only MatMuls are quantized: the embedding tables' Gathers stay fp32. With
     ``unpadded_branch`` the graph skips its padding masks' Adds when nothing is padded (`_unpadded`:
-    the same vectors). With ``outlier_columns_apart`` the split outlier channels are computed by
-    MatMuls of their own rather than masked and gathered (`_ffn`: the same vectors, less work)."""
+    the same vectors), and with ``heads_in_place`` too that branch's attention reads the heads
+    where the projections wrote them, for one text (`_attention`: the same vectors). With
+    ``outlier_columns_apart`` the split outlier channels are computed by MatMuls of their own
+    rather than masked and gathered (`_ffn`: the same vectors, less work)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -73,6 +76,8 @@ def quantize(
             return out.read_bytes()
         quantized = onnx.load_model(out)
     _sibling("_unpadded").branch_unpadded(quantized)
+    if heads_in_place:
+        _sibling("_attention").heads_in_place(quantized)
     data: bytes = quantized.SerializeToString()
     return data
 
