@@ -4,8 +4,8 @@ A build used to analyse the corpus for BM25, then embed a slice, write it (BM25 
 upserts, chunks.jsonl), embed the next: everything that was not the model ran while the model's
 cores waited (int8 runs two texts at once, one per core). Here one thread makes the embedder (a
 cold start exports and quantizes the model in child processes) and embeds the corpus a slice at a
-time, in order: each slice's token counts for the window report, its vectors and, with sentence
-vectors, its sentences'. The build analyses the corpus meanwhile, then writes each slice as it
+time, in order: each slice's token counts for the window report (in a second thread, while the
+slice before it is embedded), its vectors and, with sentence vectors, its sentences'. The build analyses the corpus meanwhile, then writes each slice as it
 comes while the next is embedded. What is embedded, and in which order, is what the build
 embedded before: the same vectors, the same cache rows.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -141,18 +142,29 @@ class EmbeddingFeed:
             self._load()
             if self._embedder is None:
                 return
-            for start in range(0, len(self._chunks), SLICE):
-                if self._stop.is_set():
-                    return
-                self._put(self._embed(self._embedder, start, min(start + SLICE, len(self._chunks))))
+            embedder, n = self._embedder, len(self._chunks)
+            # Each slice's tokens are counted while the slice before it is embedded: the counting
+            # tokenizes it (`OnnxEmbedder.token_counts` keeps the ids for `embed`), which would
+            # otherwise leave the model's cores idle between slices.
+            with ThreadPoolExecutor(1, thread_name_prefix="querywise-count") as counting:
+                counted = counting.submit(count_over_window, embedder, self._texts(0))
+                for start in range(0, n, SLICE):
+                    if self._stop.is_set():
+                        return
+                    over = counted.result()
+                    if start + SLICE < n:
+                        counted = counting.submit(count_over_window, embedder, self._texts(start + SLICE))
+                    self._put(self._embed(embedder, start, min(start + SLICE, n), over))
         except BaseException as exc:  # raised where the build reads the next slice
             self._error = exc
         finally:
             self._put(None)
 
-    def _embed(self, embedder: Embedder, start: int, stop: int) -> Embedded:
-        texts = SearchTexts(self._chunks)[start:stop]
-        over = count_over_window(embedder, texts)
+    def _texts(self, start: int) -> list[str]:
+        return SearchTexts(self._chunks)[start : start + SLICE]
+
+    def _embed(self, embedder: Embedder, start: int, stop: int, over: tuple[int, int] | None) -> Embedded:
+        texts = self._texts(start)
         vectors = np.asarray(embedder.embed(texts, on_progress=self.advance), dtype=np.float32)
         check_vectors(vectors, self._chunks[start:stop], embedder)  # before the sentences, as a build did
         sentences = sentence_vectors(self._chunks[start:stop], embedder, on_progress=self.advance) if self._sentences else None
