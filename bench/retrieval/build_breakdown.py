@@ -23,8 +23,6 @@ Writes bench/results/build_breakdown.json and .md.
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import json
 import os
 import resource
@@ -53,7 +51,7 @@ class _Clock:
     """Nested phase timers: each phase's own wall and CPU seconds (its callees' taken out).
 
     The build makes its embedder in a thread while the main thread analyses the corpus
-    (`feed.EmbeddingFeed`): a phase of another thread counts that thread's CPU
+    (`writing._EmbedderLoad`): a phase of another thread counts that thread's CPU
     (`time.thread_time`) and the children it waited for; a phase of the main thread counts the
     process's CPU less what other threads' phases spent meanwhile."""
 
@@ -151,10 +149,7 @@ def _child(kind: str, source: Path, index: Path, out: Path) -> None:
     clock.wrap(onnx_mod.OnnxEmbedder, "__init__", "embedder load: tokenizer, ONNX Runtime session")
     clock.wrap(writing, "analyse", "BM25 analysis")
     clock.wrap(Analysis, "vectors", "BM25 weights")
-    # The feed (`index.feed`) counts, embeds and checks each slice in its thread; before it, the
-    # build's loop did (main before the feed: `--src` of a worktree of it).
-    feeding = importlib.import_module("querywise.index.feed") if importlib.util.find_spec("querywise.index.feed") else writing
-    clock.wrap(feeding, "count_over_window", "token counts for the window report")
+    clock.wrap(writing, "count_over_window", "token counts for the window report")
     clock.wrap(onnx_mod.OnnxEmbedder, "embed", "embedding: tokenizer and batching")
     clock.wrap(onnx_mod.OnnxEmbedder, "_run", "embedding: the model (padding, ONNX Runtime, pooling)", count_batch)
     timed_run = onnx_mod.OnnxEmbedder._run
@@ -171,7 +166,7 @@ def _child(kind: str, source: Path, index: Path, out: Path) -> None:
     onnx_mod.OnnxEmbedder._run = spanned  # type: ignore[method-assign]
     clock.wrap(CachedEmbedder, "_lookup", "embedding cache: look-ups")
     clock.wrap(CachedEmbedder, "_store", "embedding cache: writes")
-    clock.wrap(feeding, "check_vectors", "vector checks")
+    clock.wrap(writing, "check_vectors", "vector checks")
     clock.wrap(EdgeEngine, "upsert", "Qdrant upserts")
     clock.wrap(EdgeEngine, "finish", "Qdrant: HNSW graph and segment")
     clock.wrap(EdgeEngine, "open", "Qdrant: open (the build's check, the index returned)")

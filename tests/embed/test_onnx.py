@@ -262,46 +262,6 @@ def test_counting_a_builds_texts_then_embedding_them_gives_a_fresh_tokenization_
     assert np.array_equal(counting.embed(texts), fresh.embed(texts))
 
 
-@pytest.mark.model
-def test_a_slice_counted_while_the_one_before_waits_keeps_both_until_each_is_embedded(fp32_graph: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
-    # A build counts slice k + 1 while slice k is embedded (`index.feed`): counting the second
-    # slice keeps the first's ids, each slice is embedded from its kept ids (nothing tokenized
-    # again) into the vectors of texts never counted; at most 2 * COUNTED_KEPT ids are held.
-    import numpy as np
-
-    import querywise.embed._onnx as onnx_mod
-    from querywise.embed import OnnxEmbedder
-
-    first, second, third = ["Where is my parcel?", "Aspirin and heart attacks. " * 80], ["Refunds take five days.", "naïve café"], ["x", "y z"]
-    counting, fresh = OnnxEmbedder(fp32_graph, model_id="fp32", threads=1), OnnxEmbedder(fp32_graph, model_id="fp32", threads=1)
-    tokenized: list[str] = []
-
-    class _Recording:
-        def __init__(self, inner: object) -> None:
-            self.inner = inner
-
-        def encode_batch(self, texts: list[str]) -> list[object]:
-            tokenized.extend(texts)
-            return self.inner.encode_batch(texts)  # type: ignore[attr-defined, no-any-return]
-
-        def encode(self, text: str) -> object:
-            tokenized.append(text)
-            return self.inner.encode(text)  # type: ignore[attr-defined]
-
-    counting._tokenizer = _Recording(counting._tokenizer)  # type: ignore[assignment]
-    counting.token_counts(first)
-    counting.token_counts(second)
-    assert np.array_equal(counting.embed(first), fresh.embed(first))
-    assert np.array_equal(counting.embed(second), fresh.embed(second))
-    assert tokenized == []  # both from the counts
-    counting.embed(first)  # taken: a second embedding tokenizes again
-    assert tokenized == first
-    monkeypatch.setattr(onnx_mod, "COUNTED_KEPT", 2)
-    for texts in (first, second, third):
-        counting.token_counts(texts)
-    assert list(counting._counted) == [*second, *third]  # the oldest went
-
-
 def test_the_weights_are_read_once_while_unchanged(weights: Path) -> None:
     # A cold int8 build asks for the weights' digest three times (two file names, the model id):
     # one read of the file, and a file written again is read again.

@@ -280,7 +280,7 @@ def test_the_embedder_a_build_makes_while_it_analyses_is_closed_and_its_failure_
     root = tmp_path / "own"
     build_index(shop, root, settings=settings).close()
     ((thread, embedder),) = made
-    assert thread == "querywise-embedding" and embedder.closed
+    assert thread == "querywise-embedder-load" and embedder.closed
     assert (root / "CURRENT").exists()
 
     def broken(settings: Settings, **_: object) -> None:

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import itertools
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,10 +58,9 @@ FP32_MODEL_ID = f"{MODEL_NAME}/onnx-fp32"
 # 100 words 38.5 against 35.7.
 BATCH_TOKENS = 512
 # (int8 embeds each text alone, whatever these say: `OnnxEmbedder.int8`.)
-# A build counts a slice's tokens (the window report) while the slice before it is embedded
-# (`index.feed`): up to this many texts a call, the counting keeps each text's ids until `embed`
-# takes them, so the corpus is tokenized once, not twice. At most twice this many are kept, the
-# oldest dropped first (texts the embedding cache already had are counted, never embedded).
+# A build counts a slice's tokens (the window report) just before embedding it: up to this many
+# texts, the counting keeps each text's ids for `embed` (`writing._EMBED_SLICE`; more is not kept,
+# to bound the memory), so the corpus is tokenized once, not twice.
 COUNTED_KEPT = 4096
 SPIN_STOP = "session.force_spinning_stop"  # ONNX Runtime's session entry: threads stop spinning when a call returns
 # ONNX Runtime fuses residual Add + LayerNormalization into SkipLayerNormalization in the int8 graph
@@ -224,11 +221,9 @@ class OnnxEmbedder:
         self._untruncated = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self._untruncated.no_padding()
         self._untruncated.no_truncation()
-        # Each text's ids as `embed` feeds them, from `token_counts` calls (keyed by text, so a
-        # text's entry is right whoever counted it), until `embed` takes them; a build counts in
-        # one thread while it embeds in another.
+        # Each text's ids as `embed` feeds them, from the last `token_counts` call (keyed by text,
+        # so a text's entry is right whoever counted it).
         self._counted: dict[str, npt.NDArray[np.int64]] = {}
-        self._counted_lock = threading.Lock()
         self._cut_exact = self._cut_matches_truncation()
 
         self.spinning = spinning
@@ -306,8 +301,8 @@ class OnnxEmbedder:
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """Each text's length in tokens before truncation at ``window``. Up to `COUNTED_KEPT`
-        texts, their ids truncated are kept for an `embed` of the same texts (a build's slice:
-        counted while the one before it is embedded), which then does not tokenize them again."""
+        texts, their ids truncated are kept for the next `embed` of the same texts (a build's
+        slice: counted, then embedded), which then does not tokenize them again."""
         keep = self._cut_exact and len(texts) <= COUNTED_KEPT
         kept: dict[str, npt.NDArray[np.int64]] = {}
         out: list[int] = []
@@ -318,10 +313,7 @@ class OnnxEmbedder:
                 out.append(len(ids))
                 if keep:
                     kept[text] = self._cut(ids)
-        with self._counted_lock:
-            self._counted.update(kept)
-            for stale in list(itertools.islice(self._counted, max(0, len(self._counted) - 2 * COUNTED_KEPT))):
-                del self._counted[stale]
+        self._counted = kept
         return out
 
     def _cut(self, ids: list[int]) -> npt.NDArray[np.int64]:
@@ -386,8 +378,8 @@ class OnnxEmbedder:
 
     def _ids(self, texts: Sequence[str]) -> list[npt.NDArray[np.int64]]:
         """Each text's ids, truncated: those `token_counts` kept, the others tokenized now."""
-        with self._counted_lock:
-            out: list[npt.NDArray[np.int64] | None] = [self._counted.pop(text, None) for text in texts]
+        counted = self._counted
+        out: list[npt.NDArray[np.int64] | None] = [counted.get(text) for text in texts]
         fresh = [i for i, ids in enumerate(out) if ids is None]
         if fresh:
             todo = [texts[i] for i in fresh]

@@ -6,16 +6,19 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from querywise.config import Settings
 from querywise.corpus import Chunk
 from querywise.deployment_check import payload_field_counts
-from querywise.embed import Embedder, embedder_for
+from querywise.embed import Embedder, count_over_window, embedder_for
 from querywise.files import fsync_dir
 from querywise.index.analysis import analyse, workers_for
 from querywise.index.builds import (
@@ -30,15 +33,16 @@ from querywise.index.builds import (
 )
 from querywise.index.engine import EdgeEngine, Engine, EnginePoint
 from querywise.index.errors import IndexStoreError
-from querywise.index.feed import EmbeddingFeed
 from querywise.index.integrity import seal
 from querywise.index.points import (
     IdentifierTexts,
     SearchTexts,
     check_storable,
+    check_vectors,
     chunk_sentences,
     graph_fields,
     payload_index_kinds,
+    sentence_vectors,
 )
 from querywise.index.server import ServerEngine, connect, drop_collection
 from querywise.index.store import Index, Progress
@@ -51,6 +55,7 @@ if TYPE_CHECKING:  # imported at run time only when a server is used
 __all__ = ["build_index"]
 
 _BATCH = 512
+_EMBED_SLICE = 4096  # texts embedded, then written, at a time
 
 
 def _quiet(phase: str, total: int | None) -> Callable[[int], None]:
@@ -89,20 +94,62 @@ def build_index(
         # operators (a query's spin), and it holds the embedding cache's SQLite connection (Python
         # 3.13 warns when one is left to the garbage collector): closed when the build ends. The
         # index it returns then makes its own query embedder on its first search.
-        # It is made, and the corpus embedded, while the corpus is analysed for BM25 (`feed`).
-        feed = EmbeddingFeed(chunks, embedder, lambda: embedder_for(settings, bulk=True), sentences=settings.index.sentence_vectors,
-                             early=workers_for(len(chunks), settings.index.build_workers) == 1)
+        # It is made while the corpus is analysed for BM25 (`_EmbedderLoad`).
+        loading = _EmbedderLoad(settings, embedder, overlap=workers_for(len(chunks), settings.index.build_workers) == 1)
         try:
-            return _build(root, chunks, settings, feed, embedder, client, progress, build_id, previous, started)
+            return _build(root, chunks, settings, loading.result, embedder, client, progress, build_id, previous, started)
         finally:
-            feed.close()
+            loading.close()
+
+
+class _EmbedderLoad:
+    """The embedder a build was ``given``, or its own, made in a thread while the corpus is
+    analysed: a cold start exports (and quantizes) the model in child processes, waited on without
+    the GIL, while the analysis (one process, below `analysis.PARALLEL_MIN` texts) takes the other
+    core. With worker processes for the analysis (``overlap`` False) it is made first: no fork
+    while it loads. Only an embedder it made is closed."""
+
+    def __init__(self, settings: Settings, given: Embedder | None, *, overlap: bool) -> None:
+        self._embedder: Embedder | None = given
+        self._made = given is None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if given is not None:
+            return
+        if overlap:
+            self._thread = threading.Thread(target=self._load, args=(settings,), name="querywise-embedder-load", daemon=True)
+            self._thread.start()
+        else:
+            self._load(settings)
+
+    def _load(self, settings: Settings) -> None:
+        try:
+            self._embedder = embedder_for(settings, bulk=True)
+        except BaseException as exc:  # raised where the build asks for the embedder
+            self._error = exc
+
+    def result(self) -> Embedder:
+        """The embedder, once made; what making it raised, raised here."""
+        if self._thread is not None:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._embedder is not None  # _load sets one or the other
+        return self._embedder
+
+    def close(self) -> None:
+        """Close the embedder (its cache's SQLite connection), waiting for it if still loading."""
+        if self._thread is not None:
+            self._thread.join()
+        if self._made and (close := getattr(self._embedder, "close", None)) is not None:
+            close()
 
 
 def _build(
     root: Path,
     chunks: Sequence[Chunk],
     settings: Settings,
-    feed: EmbeddingFeed,
+    load_embedder: Callable[[], Embedder],
     given: Embedder | None,
     client: QdrantClient | None,
     progress: Progress,
@@ -110,17 +157,16 @@ def _build(
     previous: str | None,
     started: float,
 ) -> Index:
-    """build_index's work under the build lock, with the vectors of the embedder it was given or
-    made (``feed``: embedding since the build began, or from once the corpus is analysed); the
-    index it returns searches with the one it was `given`, else makes its own."""
+    """build_index's work under the build lock, with the embedder it was given or made
+    (``load_embedder``: asked for once the corpus is analysed); the index it returns searches with
+    the one it was `given`, else makes its own."""
     s = settings.index
     kinds = payload_index_kinds(chunks, s.payload_indexes)
     linked = graph_fields(kinds, settings)
     texts = SearchTexts(chunks)
     analysis = analyse(texts, identify=IdentifierTexts(chunks), workers=s.build_workers,
                        on_progress=progress("analysing", len(chunks)))
-    feed.start()
-    embedder = feed.embedder()
+    embedder = load_embedder()
     tmp = root / "builds" / f".tmp-{build_id}"
     tmp.mkdir()
     engine: Engine | None = None
@@ -137,18 +183,22 @@ def _build(
             )
         for field, kind in kinds.items():
             engine.create_payload_index(field, kind, graph=field in linked)
-        # Vectors are embedded (or read from the embedding cache) a slice at a time, in the feed's
-        # thread, and written here as they come: none outlives its slice and the few ahead of it.
+        # Vectors are embedded (or read from the embedding cache) a slice at a time and written
+        # with it: none outlives its slice.
         # With sentence vectors, the bar counts the sentences embedded as well as the chunks.
         n_sentences = sum(len(chunk_sentences(c)) for c in chunks) if s.sentence_vectors else 0
-        feed.advance.attach(progress("embedding and indexing", len(chunks) + n_sentences))
+        advance = progress("embedding and indexing", len(chunks) + n_sentences)
         over: list[int] = []
         with open(tmp / "chunks.jsonl", "w", encoding="utf-8") as fh:
-            for part in feed:
-                start, stop, vectors, sentences = part.start, part.stop, part.vectors, part.sentences
-                if part.over is not None:
-                    over = [over[0] + part.over[0] if over else part.over[0], part.over[1]]
+            for start in range(0, len(chunks), _EMBED_SLICE):
+                stop = min(start + _EMBED_SLICE, len(chunks))
+                sliced = texts[start:stop]
+                if (counted := count_over_window(embedder, sliced)) is not None:
+                    over = [over[0] + counted[0] if over else counted[0], counted[1]]
+                vectors = np.asarray(embedder.embed(sliced, on_progress=advance), dtype=np.float32)
+                check_vectors(vectors, chunks[start:stop], embedder)
                 sparse = analysis.vectors(start, stop, k1=s.k1, b=s.b)
+                sentences = sentence_vectors(chunks[start:stop], embedder, on_progress=advance) if s.sentence_vectors else None
                 for at in range(start, stop, _BATCH):
                     batch = []
                     for i in range(at, min(at + _BATCH, stop)):
