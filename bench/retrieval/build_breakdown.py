@@ -106,7 +106,7 @@ class _Clock:
 
 def _child(kind: str, source: Path, index: Path, out: Path) -> None:
     """One build, timed by phase (runs in a fresh interpreter: `--child`)."""
-    started = os.times()
+    began, started = time.perf_counter(), os.times()
     start_cpu = started.user + started.system  # the interpreter's start and this module's imports
     clock = _Clock()
     with clock.phase("process start: interpreter and imports"):
@@ -152,6 +152,18 @@ def _child(kind: str, source: Path, index: Path, out: Path) -> None:
     clock.wrap(writing, "count_over_window", "token counts for the window report")
     clock.wrap(onnx_mod.OnnxEmbedder, "embed", "embedding: tokenizer and batching")
     clock.wrap(onnx_mod.OnnxEmbedder, "_run", "embedding: the model (padding, ONNX Runtime, pooling)", count_batch)
+    timed_run = onnx_mod.OnnxEmbedder._run
+    span = {"first": float("inf"), "last": 0.0}
+
+    def spanned(self: Any, *args: Any, **kwargs: Any) -> Any:  # when the model ran first and last
+        begun = time.perf_counter() - began
+        try:
+            return timed_run(self, *args, **kwargs)
+        finally:
+            with counting:
+                span["first"], span["last"] = min(span["first"], begun), max(span["last"], time.perf_counter() - began)
+
+    onnx_mod.OnnxEmbedder._run = spanned  # type: ignore[method-assign]
     clock.wrap(CachedEmbedder, "_lookup", "embedding cache: look-ups")
     clock.wrap(CachedEmbedder, "_store", "embedding cache: writes")
     clock.wrap(writing, "check_vectors", "vector checks")
@@ -164,7 +176,8 @@ def _child(kind: str, source: Path, index: Path, out: Path) -> None:
         code = app(["index", str(source), "--index", str(index), "-c", str(_toml(kind, index.parent)), "--skip-invalid"], standalone_mode=False)
     if code:  # without standalone mode a failed command returns its exit code: a build cut short is no measure
         raise SystemExit(f"querywise index exited with {code}")
-    out.write_text(json.dumps({"phases": clock.own, "tokens": tokens, "start_cpu_s": round(start_cpu, 3)}), encoding="utf-8")
+    timeline = {"model_first_s": round(span["first"], 3), "model_last_s": round(span["last"], 3), "end_s": round(time.perf_counter() - began, 3)}
+    out.write_text(json.dumps({"phases": clock.own, "tokens": tokens, "start_cpu_s": round(start_cpu, 3), "timeline": timeline}), encoding="utf-8")
 
 
 def _toml(kind: str, folder: Path) -> Path:
@@ -173,14 +186,15 @@ def _toml(kind: str, folder: Path) -> Path:
     return path
 
 
-def build(kind: str, source: Path, work: Path) -> dict[str, Any]:
-    """One cold build of ``source`` with embedder ``kind``, in a child: its phases and totals."""
+def build(kind: str, source: Path, work: Path, src: Path = ROOT / "src") -> dict[str, Any]:
+    """One cold build of ``source`` with embedder ``kind``, in a child running querywise from
+    ``src`` (another worktree's: a before/after): its phases, timeline and totals."""
     folder = work / kind
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     out = folder / "phases.json"
     env = {**os.environ, "QUERYWISE_CACHE_DIR": str(folder / "cache"), "HF_HUB_OFFLINE": "1",
-           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+           "PYTHONPATH": os.pathsep.join([str(src), str(ROOT)])}
     load = [round(os.getloadavg()[0], 2)]
     started, cpu_before = time.perf_counter(), _children_cpu_s()
     proc = subprocess.Popen([sys.executable, "-m", "bench.retrieval.build_breakdown", "--child", kind, str(source),
@@ -196,7 +210,16 @@ def build(kind: str, source: Path, work: Path) -> dict[str, Any]:
     phases = {name: {k: round(v, 3) for k, v in row.items()} for name, row in data["phases"].items()}
     start = phases.setdefault("process start: interpreter and imports", {"wall_s": 0.0, "cpu_s": 0.0, "child_cpu_s": 0.0, "calls": 1})
     start["cpu_s"] = round(start["cpu_s"] + data["start_cpu_s"], 3)  # before the child's first line ran, too
-    return {"kind": kind, "wall_s": round(wall, 2), "cpu_s": usage, "load_avg_1min": load, "phases": phases, "tokens": data["tokens"]}
+    return {"kind": kind, "wall_s": round(wall, 2), "cpu_s": usage, "load_avg_1min": load, "phases": phases, "tokens": data["tokens"],
+            "timeline": data["timeline"], "src": _commit_of(src)}
+
+
+def _commit_of(src: Path) -> str:
+    """The commit (and "+changes" when the tree differs from it) of the worktree holding ``src``."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(src), *args], capture_output=True, text=True, check=False).stdout.strip()
+
+    return git("rev-parse", "--short", "HEAD") + ("+changes" if git("status", "--porcelain", "--", ".") else "")
 
 
 def _children_cpu_s() -> float:
@@ -246,6 +269,7 @@ def markdown(result: dict[str, Any]) -> str:
                   f"1-minute load {b['load_avg_1min'][0]} before, {b['load_avg_1min'][1]} after", "",
                   f"Tokens run: {tok['useful']:,} useful of {tok['padded']:,} padded ({1 - tok['useful'] / max(tok['padded'], 1):.1%} padding) in "
                   f"{tok['texts']:,} texts; {tok['useful_gflop']:,.0f} useful GFLOP, **{rate} per CPU-second of the model phase**.", "",
+                  *_timeline(b),
                   "| phase | CPU s | share of CPU | child CPU s | wall s | calls |", "|---|---|---|---|---|---|"]
         total = sum(r["cpu_s"] + r["child_cpu_s"] for r in b["phases"].values()) or 1.0
         for name, r in sorted(b["phases"].items(), key=lambda kv: -(kv[1]["cpu_s"] + kv[1]["child_cpu_s"])):
@@ -253,6 +277,18 @@ def markdown(result: dict[str, Any]) -> str:
                          f"{r['wall_s']:.1f} | {int(r['calls'])} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _timeline(b: dict[str, Any]) -> list[str]:
+    """When the model ran, from the command's start (the interpreter's start is before it): what
+    runs before its first text and after its last runs beside no model."""
+    t = b.get("timeline")
+    if not t:
+        return []
+    return [f"Querywise {b.get('src', '?')}. Timeline from the command's first line (wall s): the model's first text at "
+            f"{t['model_first_s']:.1f}, its last done at {t['model_last_s']:.1f}, the command done at {t['end_s']:.1f}: "
+            f"**{t['model_first_s'] + t['end_s'] - t['model_last_s']:.1f} s with no model running** (before + after), "
+            f"{t['model_last_s'] - t['model_first_s']:.1f} s between.", ""]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -264,6 +300,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kinds", default=",".join(KINDS), help=f"embedder kinds, built in this order ({FUSED_SLN} after one: that fusion on)")
     ap.add_argument("--limit-docs", type=int, default=0, help="only the first N abstracts")
+    ap.add_argument("--src", type=Path, default=ROOT / "src", help="the querywise source folder to build with (default this "
+                    "worktree's; a before/after: another worktree's src, e.g. main's in a detached worktree)")
+    ap.add_argument("--out", default="build_breakdown", help="result name in bench/results (a before/after's runs apart)")
     opts = ap.parse_args(args)
     source = datasets.SCIFACT
     work = WORK / "build_breakdown"
@@ -276,12 +315,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     builds = []
     for kind in opts.kinds.split(","):
         log(f"cold build with {kind}")
-        builds.append(build(kind, source, work))
+        builds.append(build(kind, source, work, opts.src.resolve()))
     result = {"source": f"SciFact ({opts.limit_docs or 'all'} abstracts)", "builds": builds,
               "peer_tokens": peer_tokens(source, opts.limit_docs or None)}
     command = COMMAND + (f" --kinds {opts.kinds}" if opts.kinds != ",".join(KINDS) else "") + (f" --limit-docs {opts.limit_docs}" if opts.limit_docs else "")
-    publish("build_breakdown", result, command=command, render=markdown)
-    log("wrote build_breakdown.json and .md")
+    command += (f" --src {opts.src}" if opts.src.resolve() != (ROOT / "src").resolve() else "") + (f" --out {opts.out}" if opts.out != "build_breakdown" else "")
+    publish(opts.out, result, command=command, render=markdown)
+    log(f"wrote {opts.out}.json and .md")
 
 
 if __name__ == "__main__":

@@ -262,3 +262,15 @@ def test_counting_a_builds_texts_then_embedding_them_gives_a_fresh_tokenization_
     for text, kept in counting._counted.items():
         assert kept.tolist() == fresh._tokenizer.encode(text).ids
     assert np.array_equal(counting.embed(texts), fresh.embed(texts))
+
+
+def test_the_weights_are_read_once_while_unchanged(weights: Path) -> None:
+    # A cold int8 build asks for the weights' digest three times (two file names, the model id):
+    # one read of the file, and a file written again is read again.
+    from querywise.embed import _onnx
+
+    _onnx._weights_digest.cache_clear()
+    keys = {int8_key(weights, INT8_VARIANTS["split"]) for _ in range(3)}
+    assert len(keys) == 1 and _onnx._weights_digest.cache_info().misses == 1
+    (weights / "model.safetensors").write_bytes(b"other weights")
+    assert int8_key(weights, INT8_VARIANTS["split"]) not in keys and _onnx._weights_digest.cache_info().misses == 2
