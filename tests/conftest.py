@@ -17,6 +17,17 @@ from querywise.corpus import Chunk
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+def both_ways(model_a: bytes, model_b: bytes, texts: Sequence[str]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Two ONNX graphs' vectors of ``texts`` side by side: each text alone (as int8 runs a build's
+    texts), then in padded batches."""
+    from querywise.embed import OnnxEmbedder
+
+    for batch_size, batch_tokens in ((1, 0), (8, 4096)):
+        a, b = (OnnxEmbedder(m, model_id=name, threads=1, batch_size=batch_size, batch_tokens=batch_tokens).embed(texts)
+                for name, m in (("a", model_a), ("b", model_b)))
+        yield a, b
+
+
 class HashEmbedder:
     """Bag-of-words vectors from hashed words: similar wording, similar vector."""
 

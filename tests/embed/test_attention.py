@@ -9,11 +9,12 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from querywise.embed import INT8_DEFAULT, INT8_VARIANTS, OnnxEmbedder, model_dir
+from querywise.embed import INT8_DEFAULT, INT8_VARIANTS, model_dir
 from querywise.embed._attention import heads_in_place
 from querywise.embed._graph import bert_onnx
 from querywise.embed._onnx import _quantize_spec
 from querywise.embed._quantize import quantize
+from tests.conftest import both_ways
 
 TEXTS = [
     "Warranty",
@@ -55,9 +56,7 @@ def test_texts_alone_padded_batches_and_batches_of_several_get_the_vectors_befor
     import onnxruntime as ort
 
     in_place, before = int8_pair
-    for batch_size, batch_tokens in ((1, 0), (8, 4096)):  # each text alone (the embedder's), padded batches
-        a = OnnxEmbedder(in_place, model_id="a", threads=1, batch_size=batch_size, batch_tokens=batch_tokens).embed(TEXTS)
-        b = OnnxEmbedder(before, model_id="b", threads=1, batch_size=batch_size, batch_tokens=batch_tokens).embed(TEXTS)
+    for a, b in both_ways(in_place, before, TEXTS):
         assert np.array_equal(a, b)
     # Two texts of one length, nothing padded: the heads of one text are not the batch's, so the If must mask.
     ids = np.array([[101, 2024, 1996, 7987, 102], [101, 2129, 2079, 1045, 102]], dtype=np.int64)

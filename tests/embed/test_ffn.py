@@ -15,6 +15,7 @@ from querywise.embed._graph import bert_onnx
 from querywise.embed._onnx import _calibration_ids, _quantize_spec
 from querywise.embed._quantize import _name_weight_matmuls, quantize
 from querywise.embed._smooth import split_outliers
+from tests.conftest import both_ways
 
 # One word to past the 256-token window: each alone, and padded in batches.
 TEXTS = [
@@ -54,9 +55,7 @@ def test_each_split_feed_forward_loses_its_mask_and_gather_for_an_int8_matmul_of
 @pytest.mark.model
 def test_texts_alone_and_padded_batches_keep_the_shipped_int8_vectors(int8_pair: tuple[bytes, bytes]) -> None:
     apart, shipped = int8_pair
-    for batch_size, batch_tokens in ((1, 0), (8, 4096)):  # each text alone (the embedder's), padded batches
-        a = OnnxEmbedder(apart, model_id="a", threads=1, batch_size=batch_size, batch_tokens=batch_tokens).embed(TEXTS)
-        b = OnnxEmbedder(shipped, model_id="b", threads=1, batch_size=batch_size, batch_tokens=batch_tokens).embed(TEXTS)
+    for a, b in both_ways(apart, shipped, TEXTS):
         # the bar for "the same vectors" (bench/results/int8_ffn.md); adding the bias before the side's sum fell to 0.9994
         assert np.sum(a * b, axis=1).min() >= 0.99999
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from querywise.embed import INT8_DEFAULT, INT8_VARIANTS, OnnxEmbedder, model_dir
+from querywise.embed import INT8_DEFAULT, INT8_VARIANTS, model_dir
 from querywise.embed._graph import bert_onnx
 from querywise.embed._onnx import _quantize_spec
 from querywise.embed._quantize import quantize
 from querywise.embed._unpadded import MASK, branch_unpadded
+from tests.conftest import both_ways
 
 # One word to past the 256-token window: batches of them are padded, and one text is cut.
 TEXTS = [
@@ -46,9 +47,7 @@ def test_the_unpadded_branch_skips_every_layers_mask_add(int8_pair: tuple[bytes,
 @pytest.mark.model
 def test_texts_alone_and_padded_batches_get_the_quantizers_vectors_bit_for_bit(int8_pair: tuple[bytes, bytes]) -> None:
     branched, plain = int8_pair
-    for batch_size, batch_tokens in ((1, 0), (8, 4096)):  # each text alone (the embedder's), padded batches
-        a = OnnxEmbedder(branched, model_id="a", threads=1, batch_size=batch_size, batch_tokens=batch_tokens).embed(TEXTS)
-        b = OnnxEmbedder(plain, model_id="b", threads=1, batch_size=batch_size, batch_tokens=batch_tokens).embed(TEXTS)
+    for a, b in both_ways(branched, plain, TEXTS):
         assert np.array_equal(a, b)
 
 
