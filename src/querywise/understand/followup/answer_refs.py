@@ -336,18 +336,12 @@ def answer_referent(message: str, earlier: Sequence[Turn], tracker: Tracker, cue
     every = _every_item(message, earlier, tracker)
     if every is not None:
         return every
-    people = answer_persons(message, answer, tracker, form) or answer_group(message, answer, form)
-    if people is not None:
-        said, referents, why = people
+    # A pronoun the answer's people take, else one its predicate's slot gives a phrase.
+    pronoun = answer_persons(message, answer, tracker, form) or answer_group(message, answer, form) or answer_predicate(message, earlier, form)
+    if pronoun is not None:
+        said, referents, why = pronoun
         rest = resolve(said, tracker, cues, previous=previous)
         if rest.method == "placed":  # another pronoun of the message ("it"), resolved as before
-            return replace(rest, referents=(*referents, *rest.referents), why=f"{why}; {rest.why}")
-        return Standalone(said, "placed", referents, why)
-    predicate = answer_predicate(message, earlier, form)
-    if predicate is not None:
-        said, referents, why = predicate
-        rest = resolve(said, tracker, cues, previous=previous)
-        if rest.method == "placed":  # another pronoun of the message, resolved as before
             return replace(rest, referents=(*referents, *rest.referents), why=f"{why}; {rest.why}")
         return Standalone(said, "placed", referents, why)
     asked = {w for t in earlier if t.role == "user" for w in analyze(t.text)}
