@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from querywise.embed._attention import replace_nodes
+
 if TYPE_CHECKING:
     import onnx
 
@@ -81,23 +83,6 @@ def attention_blocks(model: onnx.ModelProto, graph: Any = None) -> list[Block]:
     return blocks
 
 
-def _replace(graph: Any, replaced: list[tuple[Block, list[Any]]]) -> None:
-    """Each block's nodes out of ``graph`` and its new nodes in at the place of its first, in one
-    pass: rewriting the node list copies the nodes, and a second pass would no longer find them."""
-    gone = {id(n) for block, _ in replaced for n in block.nodes}
-    at: dict[int, list[Any]] = {}
-    for block, new in replaced:
-        mine = {id(n) for n in block.nodes}
-        at[id(next(n for n in graph.node if id(n) in mine))] = new
-    nodes: list[Any] = []
-    for n in graph.node:
-        nodes += at.get(id(n), [])
-        if id(n) not in gone:
-            nodes.append(n)
-    del graph.node[:]
-    graph.node.extend(nodes)
-
-
 def _prune(graph: Any) -> None:
     outputs = {o.name for o in graph.output}
     nodes = list(graph.node)
@@ -116,7 +101,7 @@ def _rewrite(model: onnx.ModelProto, build: Callable[[onnx.ModelProto, Block], l
 
     out = copy.deepcopy(model)
     graph = _unpadded(out)
-    _replace(graph, [(block, build(out, block)) for block in attention_blocks(out, graph)])
+    replace_nodes(graph, [(block.nodes, build(out, block)) for block in attention_blocks(out, graph)])
     _prune(graph)
     if not any(o.domain == MS for o in out.opset_import):
         out.opset_import.append(helper.make_opsetid(MS, 1))

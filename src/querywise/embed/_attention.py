@@ -39,7 +39,7 @@ import numpy as np
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["heads_in_place"]
+__all__ = ["heads_in_place", "replace_nodes"]
 
 _MS = "com.microsoft"
 _HEADS = "split_heads"  # `_graph._plain_constants`: (0, 0, heads, head size)
@@ -82,7 +82,7 @@ def heads_in_place(model: onnx.ModelProto) -> int:
         ]))
     if not replaced:
         return 0
-    _replace(branch, replaced)
+    replace_nodes(branch, replaced)
     model.graph.initializer.extend([numpy_helper.from_array(np.array([-1, heads, head_size], dtype=np.int64), _ROWS),
                                     numpy_helper.from_array(np.array([1, -1, heads * head_size], dtype=np.int64), _ONE_TEXT)])
     _one_text_only(model, chooser)
@@ -150,7 +150,7 @@ def _perm(transpose: Any) -> list[int]:
     return next((list(a.ints) for a in transpose.attribute if a.name == "perm"), [])
 
 
-def _replace(branch: Any, replaced: list[tuple[list[Any], list[Any]]]) -> None:
+def replace_nodes(branch: Any, replaced: list[tuple[list[Any], list[Any]]]) -> None:
     """Each block's nodes out of ``branch``, its new nodes in at the place of the first, in one
     pass (rewriting the node list copies the nodes, so a second pass would not find them)."""
     gone = {id(n) for nodes, _ in replaced for n in nodes}
