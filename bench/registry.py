@@ -93,6 +93,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               results=("int8_ffn",)),
     Benchmark("retrieval.int8_attention", "the int8 graph's attention rewritten with ONNX Runtime's attention kernels: same vectors? CPU in turns", 6,
               results=("int8_attention", "int8_attention-abstracts0")),
+    Benchmark("retrieval.int8_qkv", "the int8 products that share an input (Q, K, V; W1's two halves) as one product and a Split: same vectors? CPU in turns", 3,
+              ("--skip", "3000", "--medline-skip", "900"), results=("int8_qkv", "int8_qkv-abstracts0")),
     Benchmark("retrieval.int8_split", "int8 with outlier activation channels split off into fp32 MatMuls: agreement with fp32 and speed, SciFact train side", 20,
               results=("int8-split",)),
     Benchmark("retrieval.int8_batch", "whether an int8 vector depends on its batch, static quantization, fp32 queries on an int8 corpus", 12,
