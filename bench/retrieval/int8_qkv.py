@@ -46,6 +46,15 @@ SHIPPED, NOISE = "the embedder's graph (_INT8_FORM 3)", "the same, a second sess
 QKV_ONE, W1_ONE, BOTH = "Q, K, V one product (+ Split)", "W1 one product (+ Split)", "both"
 PRODUCT_OPS = ("MatMulIntegerToFloat", "DynamicQuantizeMatMul", "DynamicQuantizeLinear")
 HIDDEN = 384  # all-MiniLM-L6-v2's width: the projections' shape in the isolated timing
+# Why no form without the copy was built (the reasons hold for any figures, so they are prose here).
+NO_COPY = ("Without the copy: the heads-in-place attention (`_attention`) reads each head at a stride with `FusedMatMul`, "
+           "which pairs head i of one operand with head i of the other; in one [seq, 3 x 384] tensor the query's head i "
+           "and the key's sit at different offsets of the same rows, so Q·K^T cannot read both from it (nor scores·V "
+           "the value). ONNX Runtime's attention kernels that take the three side by side were measured in "
+           "int8_attention.md (QAttention, MultiHeadAttention): slower than heads in place, or other vectors. For W1, "
+           "the ordinary columns' int8 product must not see the outlier columns (its activation scale is their range), "
+           "and the fp32 side product reading all columns would multiply every column in fp32, not the few outlier ones; so the "
+           "two halves must be copied apart.")
 
 
 def _models() -> dict[str, bytes]:
@@ -173,12 +182,12 @@ def verdict(result: dict[str, Any]) -> str:
     noise = max(abs(1 - ratios[c][NOISE]) for c in ratios)
     kept = [n for n in ratios["scifact"] if n not in (SHIPPED, NOISE) and all(ratios[c][n] <= min(0.99, 1 - noise) for c in ratios)]
     slower = [n for n in ratios["scifact"] if n not in (SHIPPED, NOISE) and all(ratios[c][n] > 1 + noise for c in ratios)]
-    why = (" One product saves two products' own work (each packs the quantized input anew), but the Split copies the whole "
-           "product's output again (each row's column blocks into three new tensors), and "
-           "in the graph that copy cost more than the product saved (kernel table below; alone, last table, the projections "
-           "save more and the copy costs less)." if slower else "")
+    why = (" One product saves the other products' own work (each handles the quantized input anew), but the Split copies "
+           "the whole product's output again (each row's column blocks into new tensors), and in the graph that copy cost "
+           "as much as the product saved or more (kernel table below; alone, last table, the projections save more and the "
+           "copy costs less)." if slower else "")
     return (f"**Pays** (≥ 1% less CPU on both, beyond the second session's {noise:.2%}): {', '.join(kept) or 'none'}. "
-            f"Slower on both: {', '.join(slower) or 'none'}.{why}")
+            f"Slower on both: {', '.join(slower) or 'none'}.{why}\n\n{NO_COPY}")
 
 
 def markdown(result: dict[str, Any]) -> str:
