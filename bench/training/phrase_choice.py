@@ -216,10 +216,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--reuse", action="store_true", help=f"refit on the rows of the last run ({ROWS.name})")
     parser.add_argument("--reported", type=Path, help="no fit: add the report sets' figures to the page, from followup_gate's JSON "
                         "pages run with the choice off (DIR/rules) and on (DIR/learnt)")
+    parser.add_argument("--note", action="append", default=[], help="with --reported: a line for the page (what else was scored, and when)")
     args = parser.parse_args(argv)
     if args.reported is not None:
         result = json.loads((RESULTS / "phrase_choice.json").read_text(encoding="utf-8"))
         result["reported"] = reported(args.reported)
+        result["notes"] = args.note
         result.pop("machine", None)
         publish("phrase_choice", result, command=result.get("command", COMMAND), render=markdown)
         return
@@ -266,7 +268,9 @@ def markdown(result: dict[str, Any]) -> str:
              "conversation; C and the threshold chosen on the out-of-fold figures (the highest of added-term recall and precision's lower one on the rows with answers, "
              f"CAsT 2019 losing <= {MAX_CAST_LOSS}). Chosen: C = {c['C']}, threshold {c['threshold']}, "
              f"floor {c['floor']} (the likeliest phrase kept at that chance when none reaches the threshold; 1.0: none), cap {c['cap']} phrases.", "",
-             "Added-term recall / precision (F1), pooled, out-of-fold (training rows only; held-out sets: see below):", "",
+             "Added-term recall / precision (F1), pooled, out-of-fold (training rows only; held-out sets: see below). "
+             "The rules were written reading passages, passages_dev and read, so their column is in-sample there; the train rows "
+             "(bench/understanding/dialogues_train.jsonl of the train-rows branch) are new to both. answers: every row but CAsT 2019.", "",
              "| rows | n | rules | learnt choice (CV) |", "|---|---|---|---|"]
     for name, fig in r.items():
         n = m["provenance"]["rows"].get(name, "")
@@ -282,6 +286,11 @@ def markdown(result: dict[str, Any]) -> str:
         for name, row in result["reported"].items():
             cell = {h: f"{row[h]['recall']:.3f} / {row[h]['precision']:.3f}" if h in row else "-" for h in ("rules", "learnt")}
             lines.append(f"| {name} | {cell['rules']} | {cell['learnt']} |")
+        lost = [name for name, row in result["reported"].items()
+                if "rules" in row and "learnt" in row and row["learnt"]["precision"] < row["rules"]["precision"] - 0.01]
+        lines += ["", f"Default: {'off' if lost else 'on'}"
+                  + (f" (`phrase_choice = false`): precision loses more than 0.01 on {', '.join(lost)}." if lost else ".")]
+        lines += [f"- {note}" for note in result.get("notes", [])]
     lines += ["", "Weights:", "", "| feature | weight |", "|---|---|"] + [f"| {k} | {v:+.3f} |" for k, v in m["weights"].items()]
     return "\n".join(lines) + "\n"
 
