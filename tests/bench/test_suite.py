@@ -21,7 +21,7 @@ from bench.registry import BENCHMARKS, Benchmark, find
 #: Modules under bench/<concern>/ that are not benchmarks: shared by some, or run by hand.
 HELPERS = {
     "retrieval.synthetic_corpus", "retrieval.machine_peak", "retrieval.attention_rewrites", "retrieval.shared_products", "retrieval.peers_builders", "retrieval.peers_cli", "retrieval.peers_routing", "retrieval.same_hits", "retrieval.tune_space",
-    "routing.router", "training.topic_shift", "triage.verb", "understanding.access_leaks", "understanding.followup_sets",
+    "routing.router", "training.phrase_choice", "training.topic_shift", "triage.verb", "understanding.access_leaks", "understanding.followup_sets",
     "service.adversarial_checks", "service.adversarial_inputs", "service.adversarial_report", "service.adversarial_requests",
     "service.load_measure", "service.load_profile", "service.load_report", "service.load_setup", "service.faults_hostile",
 }

@@ -189,6 +189,10 @@ class UnderstandingSettings(_Section):
     # false turns it off (and the hedge with it).
     topic_shift: bool = True
     topic_window: int = Field(default=1, ge=1, le=20)
+    # The learnt choice of the phrases a follow-up's standalone form carries (understand/followup/choice.py,
+    # trained by bench/training/phrase_choice.py). Off by default: cross-validated by conversation it trades
+    # added-term precision for recall, and CAsT 2019 loses precision (bench/results/phrase_choice.md).
+    phrase_choice: bool = False
     # A move switched off for some slices of traffic (`[understanding.off_in]`, e.g.
     # `spelling = ["identifier"]`): on a message in one of them it does not run, and the trace says
     # so. `querywise tune --moves` writes it from paired deltas on labelled cases.

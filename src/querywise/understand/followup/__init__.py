@@ -9,6 +9,7 @@
 - `people.py`: the people an answer names and the gender its pronouns give each;
 - `message.py`: the closed word classes and the tokenised message the detectors read;
 - `shift.py`: the topic-shift check and its hedge;
+- `choice.py`: the learnt choice of the phrases the form carries (`[understanding] phrase_choice`);
 - `move.py`: the move as a plan runs it.
 """
 

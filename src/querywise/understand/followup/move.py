@@ -30,6 +30,7 @@ from querywise.clock import ms_since
 from querywise.conversation import Turn, texts
 from querywise.embed import Embedder
 from querywise.plan import DriftGuard, PlanQuery, QueryKind, Status, TraceStep
+from querywise.understand.followup.choice import phrase_model
 from querywise.understand.followup.gate import WEAK_FORM_WEIGHT, FollowUp, check_follow_up, flag_kind, points_back
 from querywise.understand.followup.lean import asks_unanswered
 from querywise.understand.followup.shift import Searched, compared_texts, shift_features, shift_model
@@ -126,9 +127,11 @@ class Followed:
 
 def follow_up(
     message: str, history: Sequence[Turn], *, catalog: Catalog | None, embedder: Embedder, topic_shift: bool = True, topic_window: int = 1,
+    phrase_choice: bool = False,
 ) -> Followed:
     """The follow-up move on `message` after `history`. `embedder` serves the topic-shift check
-    (`topic_shift`, over the last `topic_window` turns), which embeds only flagged messages."""
+    (`topic_shift`, over the last `topic_window` turns), which embeds only flagged messages, and
+    the learnt phrase choice (`phrase_choice`, `choice.py`)."""
     started = time.perf_counter()
 
     def step(status: Status, reason: str, changed: str | None = None, details: dict[str, Any] | None = None) -> TraceStep:
@@ -169,6 +172,8 @@ def follow_up(
         # answer's words would pull the result back to the passage just answered.
         unasked = "; the assistant's last turn asks something the message does not take up, so its words are not searched"
         form = replace(form, answer="")
+    if phrase_choice and guard.ok:
+        form = _chosen(message, history, form, gate, catalog=catalog, embedder=embedder)
     if guard.ok and form.text == message and form.answer:
         # Nothing to carry into the message, but it replies to an answer: its words beside it.
         answered = f"{message.rstrip()} {form.answer}"
@@ -225,6 +230,16 @@ def follow_up(
     return Followed(standalone, "standalone", True,
                     step("ran", f"{gate.reason}; {how}", f"searched {standalone!r} instead of {message!r}{hedge}{also}", details),
                     (*readings, *_answered(answered, scale, message)), pointed)
+
+
+def _chosen(message: str, history: Sequence[Turn], form: Standalone, gate: FollowUp, *, catalog: Catalog | None, embedder: Embedder) -> Standalone:
+    """The form with the phrases the learnt choice keeps (`choice.py`); the rules' form when the
+    guard rejects the chosen one."""
+    text, chances = phrase_model().choose(message, history, form, gate, embedder=embedder, catalog=catalog)
+    if text == form.text or not check_rewrite(message, text, texts(history), catalog=catalog).ok:
+        return form
+    shown = ", ".join(f"{c!r} {p:.2f}" for c, p in chances[:6])
+    return replace(form, text=text, why=f"{form.why}; phrases chosen by the learnt model ({shown})")
 
 
 def sure_referents(form: Standalone, history: Sequence[Turn], catalog: Catalog | None) -> bool:

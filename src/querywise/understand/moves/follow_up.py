@@ -20,6 +20,6 @@ class FollowUp(BaseMove):
     def run(self, draft: Draft) -> tuple[Draft, Sequence[TraceStep]]:
         u = self.settings.understanding
         moved = follow_up(draft.message, draft.history, catalog=self.r.catalog, embedder=self.r.embedder,
-                          topic_shift=u.topic_shift, topic_window=u.topic_window)
+                          topic_shift=u.topic_shift, topic_window=u.topic_window, phrase_choice=u.phrase_choice)
         return replace(draft, text=moved.text, whole=moved.text, main=PlanQuery(text=moved.text, kind=moved.kind),
                        needs_context=moved.needs_context, beside=moved.beside, pointed=moved.readings), [moved.step]

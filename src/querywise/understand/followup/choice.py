@@ -1,0 +1,265 @@
+"""A learned choice of the phrases a follow-up's standalone form carries (#34).
+
+The rules (`referent.py`, `answer_refs.py`, ...) pick one referent per pointer and often the
+conversation's subject beside it. Written rule by rule on development rows, each moved those rows
+and barely the held-out ones. This module instead offers every phrase the conversation holds --
+what the user turns named, what the last two answers named, the conversation's subject, the
+previous user turn, the referents the rules chose -- describes each by features that carry across
+topics (where it was said, how long ago, how often, whether a user said its head, its cosine to the
+message, the message's pointer cues and their number, whether the rules chose it; never its words),
+and a logistic model says how likely a person's rewrite adds its words. The form then keeps the
+rules' placed referents only when the model keeps them, and adds beside the message the phrases it
+keeps that the rules did not carry (`compose`).
+
+The weights are learnt, not written: `bench/training/phrase_choice.py` fits them on the team's
+development conversations and CAsT 2019 (cross-validated by conversation) and writes
+`phrase_choice.json` with its provenance.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from querywise.catalog import Catalog
+from querywise.conversation import Turn
+from querywise.embed import Embedder
+from querywise.text import SENTENCE_SPAN, analyze
+from querywise.understand.followup.gate import FollowUp
+from querywise.understand.followup.referent import joined
+from querywise.understand.followup.standalone import conversation_subject
+from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
+
+__all__ = ["Candidate", "PhraseModel", "candidate_cosines", "candidates", "compose", "decide", "phrase_features", "phrase_model", "with_pairs"]
+
+#: How many answers back phrases are offered from: a follow-up takes up the latest one or two.
+ANSWERS_BACK = 2
+#: At most this many candidates per message (most salient first): bounded embedding work.
+MAX_CANDIDATES = 24
+
+_PLURAL_POINTERS = re.compile(r"\b(they|them|their|theirs|these|those)\b", re.IGNORECASE)
+_SINGULAR_POINTERS = re.compile(r"\b(it|its|this|that|he|him|his|she|her)\b", re.IGNORECASE)
+
+
+@dataclass
+class Candidate:
+    """One phrase the form may carry, and what is known about where it came from."""
+
+    text: str
+    key: tuple[str, ...]
+    new_terms: frozenset[str]  # its terms the message does not hold
+    kind: str
+    plural: bool = False
+    from_user: int = 0  # mentions in user turns
+    from_answer: int = 0  # mentions in the last answers
+    answer_first: bool = False  # in the first sentence of an answer
+    answer_rank: int = 99  # its place among the latest answer's phrases
+    turns_back: int = 99  # turns since it was last said
+    title: bool = False  # named by a first turn that is a title ("Arthur Irwin. Early roles")
+    subject: bool = False  # the conversation's subject (`conversation_subject`)
+    by_rules: bool = False  # carried by the rules' form
+    placed: bool = False  # the rules put it in the message (a pronoun replaced)
+    previous_turn: bool = False  # the whole previous user turn (the fallback form)
+    head_said: bool = False  # its last term is a term of the message ("the league" -> the Hanseatic League)
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def _title(text: str) -> bool:
+    """A first turn that is a title, not a question ("Arthur Irwin. Early roles")."""
+    return "?" not in text and len(text.split()) <= 8
+
+
+def candidates(message: str, history: Sequence[Turn], form: Standalone, *, catalog: Catalog | None = None) -> list[Candidate]:
+    """Every phrase the conversation offers the form, merged by its terms, with no words of
+    the message's own (a phrase adding nothing is no choice)."""
+    own = set(analyze(message))
+    found: dict[tuple[str, ...], Candidate] = {}
+    reader = Tracker(catalog)
+
+    def offer(r: Referent, back: int) -> Candidate | None:
+        new = frozenset(r.key) - own if r.kind not in ("entity", "identifier") else frozenset(analyze(r.text)) - own
+        if not new:
+            return None
+        c = found.setdefault(r.key, Candidate(r.text, r.key, new, r.kind, r.plural))
+        c.turns_back = min(c.turns_back, back)
+        c.head_said |= bool(analyze(r.text)[-1:] and analyze(r.text)[-1] in own)
+        return c
+
+    answers = 0
+    for back, turn in enumerate(reversed(history), start=1):
+        if turn.role == "user":
+            for r in reader.mentions(turn.text):
+                if (c := offer(r, back)) is not None:
+                    c.from_user += 1
+        elif answers < ANSWERS_BACK:
+            answers += 1
+            text = turn.text[:ANSWER_CHARS]
+            first = SENTENCE_SPAN.match(text)
+            opening = set(analyze(first.group(0))) if first else set()
+            for rank, r in enumerate(reader.mentions(text)):
+                if (c := offer(r, back)) is not None:
+                    c.from_answer += 1
+                    c.answer_first |= set(r.key) <= opening
+                    if answers == 1:
+                        c.answer_rank = min(c.answer_rank, rank)
+    users = [t for t in history if t.role == "user"]
+    if users and _title(users[0].text):
+        for r in reader.mentions(users[0].text):
+            if r.key in found:
+                found[r.key].title = True
+    subject = conversation_subject(history, catalog=catalog)
+    if subject:
+        for r in reader.mentions(subject)[:1]:
+            if (c := offer(r, 99)) is not None:
+                c.subject = True
+    placed_text = _placed_part(message, form)
+    for r in form.referents:
+        if (c := offer(r, 99)) is not None:
+            c.by_rules = True
+            c.text = r.placed  # as the rules wrote it ("the Hanseatic League")
+            c.placed = r.placed in placed_text or r.text in placed_text
+    if form.method == "previous_turn" and users:
+        key = ("previous-turn", *analyze(users[-1].text))
+        new = frozenset(analyze(users[-1].text)) - own
+        if new:
+            found[key] = Candidate(users[-1].text, key, new, "turn", by_rules=True, previous_turn=True, from_user=1, turns_back=1)
+    ranked = sorted(found.values(), key=lambda c: (not c.by_rules, not c.subject, c.turns_back, -(c.from_user + c.from_answer)))
+    return ranked[:MAX_CANDIDATES]
+
+
+def _placed_part(message: str, form: Standalone) -> str:
+    """The part of the form that stands where the message stood (the form less the phrases
+    appended after it)."""
+    text = form.text
+    for r in reversed(form.referents):
+        for said in (r.placed, r.text):
+            if text.endswith(f" {said}") and not message.rstrip().endswith(said):
+                text = text[: -len(said) - 1].rstrip()
+                break
+    return text
+
+
+def phrase_features(message: str, gate: FollowUp, found: Sequence[Candidate], cosines: Sequence[float]) -> list[dict[str, float]]:
+    """What the model reads about each candidate (no words: where it was said, how, how often,
+    how close to the message, and what the message's cues ask for)."""
+    families = {c.split(":")[0] for c in gate.cues}
+    plural_ptr, singular_ptr = bool(_PLURAL_POINTERS.search(message)), bool(_SINGULAR_POINTERS.search(message))
+    order = np.argsort(-np.asarray(cosines)) if len(cosines) else np.array([], dtype=int)
+    cos_rank = {int(i): rank for rank, i in enumerate(order)}
+    best = max(cosines, default=0.0)
+    out = []
+    for i, c in enumerate(found):
+        out.append({
+            "from_user": float(c.from_user > 0), "from_answer": float(c.from_answer > 0), "title": float(c.title),
+            "subject": float(c.subject), "by_rules": float(c.by_rules), "placed": float(c.placed), "previous_turn": float(c.previous_turn),
+            "log_turns_back": math.log1p(min(c.turns_back, 20)), "answer_first": float(c.answer_first),
+            "log_answer_rank": math.log1p(min(c.answer_rank, 20)), "log_mentions": math.log1p(c.from_user + c.from_answer),
+            "log_user_mentions": math.log1p(c.from_user), "head_said": float(c.head_said),
+            "kind_known": float(c.kind in ("entity", "identifier")), "kind_name": float(c.kind == "name"),
+            "kind_phrase": float(c.kind == "phrase"), "log_new_terms": math.log1p(len(c.new_terms)),
+            "cosine": float(cosines[i]) if i < len(cosines) else 0.0, "cosine_gap": float(best - cosines[i]) if i < len(cosines) else 0.0,
+            "cosine_top": float(cos_rank.get(i, 99) == 0),
+            "cue_pronoun": float("pronoun" in families), "cue_definite": float("definite" in families),
+            "cue_demonstrative": float("demonstrative" in families), "cue_short": float("short" in families),
+            "cue_continuity": float("continuity" in families), "strong": float(gate.strength == "strong"),
+            "number_match": float((plural_ptr and c.plural) or (singular_ptr and not c.plural)),
+            "number_clash": float((plural_ptr and not singular_ptr and not c.plural) or (singular_ptr and not plural_ptr and c.plural)),
+            "log_candidates": math.log1p(len(found)),
+        })
+    return [with_pairs(f) for f in out]
+
+
+def with_pairs(f: dict[str, float]) -> dict[str, float]:
+    """`f` with the products of features whose meaning depends on each other (an answer's phrase
+    after a pronoun, the subject after topic continuity, the rules' choice on a strong cue): a
+    logistic model adds its evidence, it does not combine it."""
+    last_answer = f["from_answer"] * float(f["log_turns_back"] <= math.log1p(1))
+    return {**f, "last_answer": last_answer, "last_answer_pronoun": last_answer * f["cue_pronoun"],
+            "answer_first_definite": f["answer_first"] * f["cue_definite"], "placed_strong": f["placed"] * f["strong"],
+            "subject_continuity": f["subject"] * f["cue_continuity"], "rules_answer": f["by_rules"] * f["from_answer"],
+            "cosine_answer": f["cosine"] * f["from_answer"], "cosine_user": f["cosine"] * f["from_user"],
+            "number_clash_pronoun": f["number_clash"] * f["cue_pronoun"], "subject_rules": f["subject"] * f["by_rules"]}
+
+
+def candidate_cosines(message: str, found: Sequence[Candidate], embedder: Embedder) -> list[float]:
+    """Each candidate's cosine to the message (the packaged MiniLM)."""
+    if not found:
+        return []
+    v = np.asarray(embedder.embed([message, *(c.text for c in found)]), dtype=np.float32)
+    v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+    return [float(x) for x in v[1:] @ v[0]]
+
+
+def compose(message: str, form: Standalone, found: Sequence[Candidate], keep: Sequence[bool]) -> str:
+    """The form the kept candidates make: the rules' form with a pronoun replaced where the model
+    keeps every referent the rules placed (else the message as typed), then each kept phrase the
+    text does not already hold, beside it (the weaker evidence: a phrase, not a rewrite)."""
+    kept = {c.key for c, k in zip(found, keep, strict=True) if k}
+    placed = [c for c in found if c.placed]
+    text = _placed_part(message, form) if placed and all(c.key in kept for c in placed) and form.method != "previous_turn" else message
+    previous = next((c for c in found if c.previous_turn and c.key in kept), None)
+    if previous is not None:
+        text = joined(previous.text, text)
+    extra: list[str] = []
+    held = set(analyze(text))
+    for c in found:
+        if c.key in kept and not c.previous_turn and not c.new_terms <= held:
+            extra.append(c.text)
+            held |= c.new_terms
+    return f"{text.rstrip()} {' '.join(extra)}" if extra else text
+
+
+def decide(chances: Sequence[float], threshold: float, floor: float = 1.0, cap: int = 99) -> list[bool]:
+    """Which candidates are kept: those at `threshold` or over, the `cap` likeliest of them; and,
+    when none is, the likeliest one if at `floor` or over (a form that carries one phrase beside the
+    message reads better than the answer's words searched as they stand).
+
+    >>> decide([0.9, 0.2, 0.7], 0.5, cap=1), decide([0.3, 0.2], 0.5, floor=0.25)
+    ([True, False, False], [True, False])
+    """
+    order = sorted(range(len(chances)), key=lambda i: -chances[i])
+    kept = {i for i in order[:cap] if chances[i] >= threshold}
+    if not kept and order and chances[order[0]] >= floor:
+        kept = {order[0]}
+    return [i in kept for i in range(len(chances))]
+
+
+class PhraseModel(BaseModel):
+    """Logistic weights over `phrase_features`, the chance at which a candidate is kept, and
+    where they came from."""
+
+    model_config = ConfigDict(frozen=True)
+    weights: dict[str, float]
+    intercept: float
+    threshold: float
+    floor: float = 1.0
+    cap: int = 99
+    provenance: dict[str, object] = {}
+
+    def chance(self, features: Mapping[str, float]) -> float:
+        """The chance a person's rewrite adds the candidate's words."""
+        z = self.intercept + sum(w * features.get(name, 0.0) for name, w in self.weights.items())
+        return 1.0 / (1.0 + math.exp(-z))
+
+    def choose(self, message: str, history: Sequence[Turn], form: Standalone, gate: FollowUp, *, embedder: Embedder,
+               catalog: Catalog | None = None) -> tuple[str, list[tuple[str, float]]]:
+        """The composed form and each candidate with its chance (for the trace)."""
+        found = candidates(message, history, form, catalog=catalog)
+        chances = [self.chance(f) for f in phrase_features(message, gate, found, candidate_cosines(message, found, embedder))]
+        text = compose(message, form, found, decide(chances, self.threshold, self.floor, self.cap))
+        return text, [(c.text, round(p, 3)) for c, p in zip(found, chances, strict=True)]
+
+
+@cache
+def phrase_model() -> PhraseModel:
+    """The packaged model (trained by bench/training/phrase_choice.py)."""
+    raw = resources.files("querywise.understand.followup").joinpath("phrase_choice.json").read_text(encoding="utf-8")
+    return PhraseModel.model_validate(json.loads(raw))
