@@ -20,7 +20,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -127,11 +127,12 @@ class Followed:
 
 def follow_up(
     message: str, history: Sequence[Turn], *, catalog: Catalog | None, embedder: Embedder, topic_shift: bool = True, topic_window: int = 1,
-    phrase_choice: bool = False,
+    phrase_choice: Literal["off", "answers", "always"] = "answers",
 ) -> Followed:
     """The follow-up move on `message` after `history`. `embedder` serves the topic-shift check
     (`topic_shift`, over the last `topic_window` turns), which embeds only flagged messages, and
-    the learnt phrase choice (`phrase_choice`, `choice.py`)."""
+    the learnt phrase choice (`phrase_choice`, `choice.py`: "answers" runs it only after an
+    assistant's answer, where it was shown to pay)."""
     started = time.perf_counter()
 
     def step(status: Status, reason: str, changed: str | None = None, details: dict[str, Any] | None = None) -> TraceStep:
@@ -172,7 +173,7 @@ def follow_up(
         # answer's words would pull the result back to the passage just answered.
         unasked = "; the assistant's last turn asks something the message does not take up, so its words are not searched"
         form = replace(form, answer="")
-    if phrase_choice and guard.ok:
+    if guard.ok and (phrase_choice == "always" or (phrase_choice == "answers" and _answered_before(history))):
         form = _chosen(message, history, form, gate, catalog=catalog, embedder=embedder)
     if guard.ok and form.text == message and form.answer:
         # Nothing to carry into the message, but it replies to an answer: its words beside it.
@@ -240,6 +241,11 @@ def _chosen(message: str, history: Sequence[Turn], form: Standalone, gate: Follo
         return form
     shown = ", ".join(f"{c!r} {p:.2f}" for c, p in chances[:6])
     return replace(form, text=text, why=f"{form.why}; phrases chosen by the learnt model ({shown})")
+
+
+def _answered_before(history: Sequence[Turn]) -> bool:
+    """Whether the history holds an assistant's answer (the conversations the choice pays on)."""
+    return any(t.role == "assistant" and t.text.strip() for t in history)
 
 
 def sure_referents(form: Standalone, history: Sequence[Turn], catalog: Catalog | None) -> bool:
