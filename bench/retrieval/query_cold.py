@@ -173,8 +173,9 @@ def render(data: dict[str, Any]) -> str:
            f"{', '.join(map(str, data['load_avg_1min']))}.", "",
            f"{data['n_queries']} SciFact test queries through `Index.open(DIR, settings=load_settings(TOML)).search(q, mode=\"hybrid\", "
            f"k={data['k']})` on {data['index']} ({data['embedder']}), the query cache emptied before each call. Cold: right after "
-           f"{data['between']}; warm: the same query again at once. Variants rotate query by query. ms, p50 / p90 (wall per phase, "
-           "exclusive; process_cpu: the CPU of both ONNX threads and the rest).", ""]
+           f"{data['between']}; warm: the same query again at once. Variants rotate query by query: default is the index's own embedder "
+           "as the code that ran makes it, the others the same model on another ONNX Runtime session (`variants`; 2-threads: one "
+           "intra-op thread per core). ms, p50 / p90 (wall per phase, exclusive; process_cpu: the CPU of all its threads).", ""]
     header = "| phase | " + " | ".join(f"{n} cold | {n} warm" for n in names) + " |"
     out += [header, "|---|" + "---|---|" * len(names)]
     for stage in stages:
