@@ -150,6 +150,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               install=PEERS_INSTALL),
     Benchmark("retrieval.query_latency", "where a search's time goes: SciFact through Index.search, stage by stage, session options, before/after", 2,
               results=("query_latency", "query_latency_cpu", "query_latency_cpu_int8", "query_latency_cpu_main", "query_latency_cpu_int8_main")),
+    Benchmark("retrieval.query_cold", "a search right after torch peers' calls in another process (caches evicted, threads parked) against back to back, phase by phase; ONNX session options", 12,
+              results=("query_cold", "query_cold_numpy", "query_cold_before", "query_cold_numpy_before"), needs=("sentence_transformers",), install="pip install 'querywise[torch]'"),
     Benchmark("retrieval.query_gap", "a search interleaved with others against alone (sleep, a busy core, evicted caches, the peers' pipe); the query embedding's floor by length", 6,
               results=("query_gap",)),
     Benchmark("retrieval.interference", "a search right after a torch model's call, same process or another: why interleaving slowed it", 5,

@@ -274,3 +274,22 @@ def test_the_weights_are_read_once_while_unchanged(weights: Path) -> None:
     assert len(keys) == 1 and _onnx._weights_digest.cache_info().misses == 1
     (weights / "model.safetensors").write_bytes(b"other weights")
     assert int8_key(weights, INT8_VARIANTS["split"]) not in keys and _onnx._weights_digest.cache_info().misses == 2
+
+
+@pytest.mark.model
+def test_a_query_runs_on_one_thread_and_gets_the_vector_one_thread_per_core_gave(fp32_graph: bytes) -> None:
+    """int8 embeds each text alone, a query on a session of one intra-op thread (a second thread
+    woken for a short text's small operators cost more than it shared: bench/results/query_cold.md).
+    Its vector is the one a session of two threads gave, bit for bit, and the one a build gives the
+    same text among others (run `threads` at once on that session): a query still finds its own chunk."""
+    from querywise.embed import OnnxEmbedder
+
+    int8 = quantize_int8(fp32_graph, INT8_VARIANTS[INT8_DEFAULT])
+    now = OnnxEmbedder(int8, model_id="m", threads=2, batch_size=1, batch_tokens=0)
+    assert now._session.get_session_options().intra_op_num_threads == 1
+    before = OnnxEmbedder(int8, model_id="m", threads=2, batch_size=1, batch_tokens=0)
+    before._session = before._new_session(2)  # queries' session until this change
+    assert before._session.get_session_options().intra_op_num_threads == 2
+    alone = np.concatenate([now.embed([t]) for t in _TEXTS])
+    assert np.array_equal(alone, np.concatenate([before.embed([t]) for t in _TEXTS]))
+    assert np.array_equal(alone, now.embed(_TEXTS))

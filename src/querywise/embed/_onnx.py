@@ -205,10 +205,12 @@ class OnnxEmbedder:
     ) -> None:
         """Wrap ``model``, an ONNX file or its bytes, mapping input_ids, attention_mask (and
         token_type_ids) to last_hidden_state. ``threads`` caps ONNX Runtime's intra-op threads
-        (default: one per core). A batch holds at most ``batch_size`` texts and, padded, at most
-        ``batch_tokens`` tokens (0: no token limit). ``spinning``: idle intra-op threads spin
-        while a call runs (ONNX Runtime's default; a build's sleep: `load_embedder`'s ``bulk``);
-        either way they stop when the call returns. ``unfused``: ONNX Runtime's graph optimizers
+        (default: one per core); with ``batch_size`` 1 (each text alone, as int8 embeds) every
+        call runs on one intra-op thread and ``threads`` texts run at once instead. A batch holds
+        at most ``batch_size`` texts and, padded, at most ``batch_tokens`` tokens (0: no token
+        limit). ``spinning``: idle intra-op threads spin while a call runs (ONNX Runtime's
+        default; a build's sleep: `load_embedder`'s ``bulk``); either way they stop when the call
+        returns. ``unfused``: ONNX Runtime's graph optimizers
         turned off (`UNFUSED`; the benchmarks measure the session without it)."""
         from tokenizers import Tokenizer
 
@@ -231,13 +233,17 @@ class OnnxEmbedder:
 
         self.spinning = spinning
         self._source, self._unfused = (model if isinstance(model, bytes) else str(model)), list(unfused)
-        self._session = self._new_session(threads)
         # Texts embedded alone (int8: batches of one) are run `_workers` at once on a session of one
         # intra-op thread each call: 240 SciFact abstracts took 1.65-1.76 s against 2.88-2.92 s on
-        # the two-thread session, the same vectors (smallest cosine 0.9999998; load 0.2-0.5). A
-        # single text (a query) keeps the session of ``threads``.
+        # the two-thread session, the same vectors (smallest cosine 0.9999998; load 0.2-0.5).
         self._workers = threads if threads is not None else (os.cpu_count() or 1)
-        self._solo: ort.InferenceSession | None = None
+        # A text alone that is a query runs on that one-thread session too: a second thread woken for
+        # each of a short text's small operators cost more than it shared. SciFact's int8 searches
+        # right after three torch calls in another process (bench/results/query_cold.md, 2 cores at
+        # load 5.5-7.8, alternated): p50 8.78 ms against 12.49 with one thread per core, p90 17.96
+        # against 25.95, process CPU 4.52 against 7.63 ms; the same hits and scores on all 300.
+        # So a model that embeds texts alone holds one session, of one thread.
+        self._session = self._new_session(1 if batch_size == 1 else threads)
         self._inputs = {i.name for i in self._session.get_inputs()}
         (output,) = (o for o in self._session.get_outputs() if o.name == "last_hidden_state")
         if not isinstance(output.shape[-1], int):
@@ -362,22 +368,14 @@ class OnnxEmbedder:
             return vectors
         encodings = self._ids(texts)
         workers = self._workers if self.batch_size == 1 and encodings else 1
-        session = self._bulk_session() if workers > 1 else self._session
 
         def run_batch(positions: npt.NDArray[np.intp]) -> Vectors:
-            return self._run([encodings[i] for i in positions], session)
+            return self._run([encodings[i] for i in positions])
 
         return embed_in_batches(
             [len(e) for e in encodings], self.batch_size, self.dim, run_batch, on_progress,
             self.batch_tokens, workers=workers,
         )
-
-    def _bulk_session(self) -> ort.InferenceSession:
-        """The one-thread session texts run `_workers` at once share (made on first use; a query
-        keeps the session of ``threads``)."""
-        if self._solo is None:
-            self._solo = self._new_session(1)
-        return self._solo
 
     def _ids(self, texts: Sequence[str]) -> list[npt.NDArray[np.int64]]:
         """Each text's ids, truncated: those `token_counts` kept, the others tokenized now."""
