@@ -279,12 +279,13 @@ def markdown(result: dict[str, Any]) -> str:
               f"and falls on rows with user turns only ({_low(r['unanswered']):.3f} -> {_low(c['unanswered']):.3f}: CAsT 2019 and the dialogues' first turns). "
               "So CAsT 2020 (no answers in its file) keeps the rules' form."]
     if result.get("reported"):
-        lines += ["", "Reported after the choice (`python -m bench.understanding.followup_gate --year 2020 | dialogues | passages_2 | passages_3`; "
-                  "rules: `phrase_choice = \"off\"`, learnt: `\"always\"`, default: `\"answers\"`):", "",
-                  "| set | rules R / P | learnt choice R / P | default R / P |", "|---|---|---|---|"]
+        heads = {"rules": "rules (`\"off\"`)", "learnt": "learnt choice (`\"always\"`)", "default": "default (`\"answers\"`)"}
+        shown = [h for h in heads if any(h in row for row in result["reported"].values())]
+        lines += ["", "Reported after the choice (`python -m bench.understanding.followup_gate --year 2020 | dialogues | passages_2 | passages_3`), "
+                  "added-term recall / precision:", "",
+                  "| set | " + " | ".join(heads[h] for h in shown) + " |", "|---|" + "---|" * len(shown)]
         for name, row in result["reported"].items():
-            cell = {h: f"{row[h]['recall']:.3f} / {row[h]['precision']:.3f}" if h in row else "-" for h in ("rules", "learnt", "default")}
-            lines.append(f"| {name} | {cell['rules']} | {cell['learnt']} | {cell['default']} |")
+            lines.append(f"| {name} | " + " | ".join(f"{row[h]['recall']:.3f} / {row[h]['precision']:.3f}" if h in row else "-" for h in shown) + " |")
         lines += ["", *(f"- {note}" for note in result.get("notes", []))]
     lines += ["", "Weights:", "", "| feature | weight |", "|---|---|"] + [f"| {k} | {v:+.3f} |" for k, v in m["weights"].items()]
     return "\n".join(lines) + "\n"
