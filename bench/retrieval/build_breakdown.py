@@ -55,8 +55,12 @@ class _Clock:
     (`time.thread_time`) and the children it waited for; a phase of the main thread counts the
     process's CPU less what other threads' phases spent meanwhile."""
 
-    def __init__(self) -> None:
+    def __init__(self, began: float = 0.0) -> None:
         self.own: dict[str, dict[str, float]] = {}
+        # Each phase's first start and last end (wall s from ``began``) and the thread it ran in: what
+        # ran beside what before the model's first text (the critical path of a cold start).
+        self.spans: dict[str, dict[str, float | str]] = {}
+        self._began = began
         self._local = threading.local()  # per thread: per open phase, the inner phases' [wall, cpu, children, other threads' cpu]
         self._off_cpu = 0.0  # CPU of the outermost phases other threads have closed
         self._lock = threading.Lock()
@@ -85,6 +89,8 @@ class _Clock:
                 for key, total, nested in zip(("wall_s", "cpu_s", "child_cpu_s"), spent, inner, strict=True):
                     row[key] += total - nested
                 row["calls"] += 1
+                span = self.spans.setdefault(name, {"first_s": round(start[0] - self._began, 3), "thread": threading.current_thread().name})
+                span["last_s"] = round(end[0] - self._began, 3)
                 if not main and not stack:
                     self._off_cpu += spent[1]
             if stack:
@@ -108,7 +114,7 @@ def _child(kind: str, source: Path, index: Path, out: Path) -> None:
     """One build, timed by phase (runs in a fresh interpreter: `--child`)."""
     began, started = time.perf_counter(), os.times()
     start_cpu = started.user + started.system  # the interpreter's start and this module's imports
-    clock = _Clock()
+    clock = _Clock(began)
     with clock.phase("process start: interpreter and imports"):
         from querywise.cli import app
     import querywise.cli.index as cli_index
@@ -146,6 +152,8 @@ def _child(kind: str, source: Path, index: Path, out: Path) -> None:
     clock.wrap(cli_index, "read_corpus", "read and chunk the corpus")
     clock.wrap(onnx_mod, "export_fp32_onnx", "ONNX export (its child's CPU apart)")
     clock.wrap(onnx_mod, "_quantize_in_child", "int8 quantization (its child's CPU apart)")
+    if hasattr(onnx_mod, "_export_and_quantize_in_child"):  # a cold start's one child (not in code before cold-window)
+        clock.wrap(onnx_mod, "_export_and_quantize_in_child", "ONNX export and int8 quantization, one child (its CPU apart)")
     clock.wrap(onnx_mod.OnnxEmbedder, "__init__", "embedder load: tokenizer, ONNX Runtime session")
     clock.wrap(writing, "analyse", "BM25 analysis")
     clock.wrap(Analysis, "vectors", "BM25 weights")
@@ -176,7 +184,8 @@ def _child(kind: str, source: Path, index: Path, out: Path) -> None:
         code = app(["index", str(source), "--index", str(index), "-c", str(_toml(kind, index.parent)), "--skip-invalid"], standalone_mode=False)
     if code:  # without standalone mode a failed command returns its exit code: a build cut short is no measure
         raise SystemExit(f"querywise index exited with {code}")
-    timeline = {"model_first_s": round(span["first"], 3), "model_last_s": round(span["last"], 3), "end_s": round(time.perf_counter() - began, 3)}
+    timeline: dict[str, Any] = {"model_first_s": round(span["first"], 3), "model_last_s": round(span["last"], 3), "end_s": round(time.perf_counter() - began, 3)}
+    timeline["spans"] = clock.spans
     out.write_text(json.dumps({"phases": clock.own, "tokens": tokens, "start_cpu_s": round(start_cpu, 3), "timeline": timeline}), encoding="utf-8")
 
 
@@ -288,7 +297,17 @@ def _timeline(b: dict[str, Any]) -> list[str]:
     return [f"Querywise {b.get('src', '?')}. Timeline from the command's first line (wall s): the model's first text at "
             f"{t['model_first_s']:.1f}, its last done at {t['model_last_s']:.1f}, the command done at {t['end_s']:.1f}: "
             f"**{t['model_first_s'] + t['end_s'] - t['model_last_s']:.1f} s with no model running** (before + after), "
-            f"{t['model_last_s'] - t['model_first_s']:.1f} s between.", ""]
+            f"{t['model_last_s'] - t['model_first_s']:.1f} s between.", "", *_before_first_text(t)]
+
+
+def _before_first_text(t: dict[str, Any]) -> list[str]:
+    """The phases that began before the model's first text: when each began and last ended, in which
+    thread (the export and quantization run in their own, beside the main thread's analysis)."""
+    spans = sorted((s["first_s"], s["last_s"], s["thread"], name) for name, s in t.get("spans", {}).items() if s["first_s"] < t["model_first_s"])
+    if not spans:
+        return []
+    return ["Before the first text (wall s from the command's first line; a phase called more than once: its first start, last end): "
+            + "; ".join(f"{name} {a:.1f}-{b:.1f} ({thread})" for a, b, thread, name in spans) + ".", ""]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

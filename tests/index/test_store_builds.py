@@ -291,3 +291,39 @@ def test_the_embedder_a_build_makes_while_it_analyses_is_closed_and_its_failure_
         build_index(shop, tmp_path / "failed", settings=settings)
     assert not (tmp_path / "failed" / "CURRENT").exists()
     assert not [name for name in _builds(tmp_path / "failed") if name.startswith(".tmp-")]
+
+
+def test_the_first_slices_tokens_are_counted_once_in_the_embedders_thread(
+    tmp_path: Path, shop: list[Chunk], hash_embedder, settings: Settings, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    # A build that makes its embedder counts the first slice's tokens (the window report) in the
+    # thread that made it, while the main thread still analyses; every slice is counted once, and
+    # the manifest says what a build with the embedder given says.
+    import threading
+
+    import querywise.index.writing as writing
+
+    counted: list[tuple[str, list[str]]] = []
+
+    class _Windowed:
+        model_id, dim, window = hash_embedder.model_id, hash_embedder.dim, 12
+
+        def embed(self, texts, *, on_progress=None):  # type: ignore[no-untyped-def]
+            return hash_embedder.embed(texts, on_progress=on_progress)
+
+        def token_counts(self, texts):  # type: ignore[no-untyped-def]
+            counted.append((threading.current_thread().name, list(texts)))
+            return [len(t.split()) + 2 for t in texts]
+
+    monkeypatch.setattr(writing, "_EMBED_SLICE", 2)  # the shop's chunks in three slices or more
+    monkeypatch.setattr(writing, "embedder_for", lambda settings, **_: _Windowed())
+    with build_index(shop, tmp_path / "given", settings=settings, embedder=_Windowed()) as given:
+        expected = given.manifest.n_over_window, given.manifest.embedder_window
+    assert expected[0] and [thread for thread, _ in counted] == ["MainThread"] * len(counted)
+    counted.clear()
+    with build_index(shop, tmp_path / "own", settings=settings) as own:
+        assert (own.manifest.n_over_window, own.manifest.embedder_window) == expected
+    texts = [c.search_text for c in shop]
+    assert counted[0] == ("querywise-embedder-load", texts[:2])
+    assert [thread for thread, _ in counted[1:]] == ["MainThread"] * (len(counted) - 1)
+    assert [t for _, part in counted for t in part] == texts  # each text counted once

@@ -178,6 +178,9 @@ _QUANTIZE_RECIPE = "4"
 # (`_ffn`: the same vectors bit for bit, 7% less CPU a text alone; bench/results/int8_ffn.md).
 # "3": that branch's attention reads the heads in place, for one text (`_attention`: 3-4% less).
 _INT8_FORM = "3"
+# `_quantize.py`'s first argument when it exports the weights itself (`_quantize.FROM_WEIGHTS`;
+# not imported from there: the parent never loads the quantizer's module).
+_FROM_WEIGHTS = "--from-weights"
 
 
 class OnnxEmbedder:
@@ -424,7 +427,7 @@ def export_fp32_onnx(export_dir: Path | None, model_folder: Path | None = None) 
     """
     folder = model_folder or model_dir()
     if export_dir is not None:
-        target = export_dir / f"{MODEL_NAME}-fp32-{_weights_key(folder)}.onnx"
+        target = _fp32_target(export_dir, folder)
         if target.is_file():
             return target
     data = _export_in_child(folder)
@@ -433,6 +436,11 @@ def export_fp32_onnx(export_dir: Path | None, model_folder: Path | None = None) 
     export_dir.mkdir(parents=True, exist_ok=True)
     write_atomic(target, data)  # a killed export never leaves a truncated model behind
     return target
+
+
+def _fp32_target(export_dir: Path, folder: Path) -> Path:
+    """Where `export_fp32_onnx` keeps the export of the weights in ``folder``."""
+    return export_dir / f"{MODEL_NAME}-fp32-{_weights_key(folder)}.onnx"
 
 
 def export_int8_onnx(
@@ -447,7 +455,17 @@ def export_int8_onnx(
         target = export_dir / f"{MODEL_NAME}-int8-{variant}-{int8_key(folder, recipe)}-f{_INT8_FORM}.onnx"
         if target.is_file():
             return target
-    data = _quantize_in_child(export_fp32_onnx(export_dir, model_folder), recipe)
+    fp32_target = None if export_dir is None else _fp32_target(export_dir, folder)
+    if fp32_target is not None and fp32_target.is_file():
+        data = _quantize_in_child(fp32_target, recipe)
+    else:
+        # No fp32 export yet (a cold start): one child exports and quantizes, so one interpreter
+        # starts and loads numpy and onnx, and the fp32 graph is quantized from its bytes in memory
+        # (the fp32 file is still written, for an fp32 embedder of the same weights).
+        fp32, data = _export_and_quantize_in_child(folder, recipe)
+        if fp32_target is not None:
+            fp32_target.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(fp32_target, fp32)
     if export_dir is None:
         return data
     write_atomic(target, data)
@@ -516,6 +534,17 @@ def _quantize_in_child(fp32: Path | bytes, recipe: Int8Recipe) -> bytes:
             source = fp32
         spec = json.dumps(_quantize_spec(recipe))
         return _in_child("_quantize.py", [str(source)], "quantizing the ONNX model to int8", spec)
+
+
+def _export_and_quantize_in_child(folder: Path, recipe: Int8Recipe) -> tuple[bytes, bytes]:
+    """`export_fp32_onnx` then `quantize_int8`, in one fresh interpreter (`_quantize.py
+    --from-weights`): the fp32 file and the int8 one. A failure of either is reported as the
+    quantization's, with the child's last line."""
+    with tempfile.TemporaryDirectory() as tmp:
+        fp32 = Path(tmp) / "fp32.onnx"
+        spec = json.dumps(_quantize_spec(recipe))
+        data = _in_child("_quantize.py", [_FROM_WEIGHTS, str(folder), str(fp32)], f"exporting {folder} to ONNX and quantizing it to int8", spec)
+        return fp32.read_bytes(), data
 
 
 def _in_child(script: str, before: list[str], what: str, *after: str) -> bytes:

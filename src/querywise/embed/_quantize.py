@@ -1,6 +1,7 @@
 """ONNX Runtime's dynamic quantization of the fp32 export, in or out of process.
 
     python -P .../_quantize.py FP32.onnx OUT.onnx RECIPE_JSON   # a child of `_onnx.export_int8_onnx`
+    python -P .../_quantize.py --from-weights MODEL_FOLDER FP32_OUT.onnx OUT.onnx RECIPE_JSON   # a cold start: export too
 
 Imports nothing of querywise, so the child runs by path without loading the package (0.6 CPU s
 of imports the quantizer does not need), and the parent never loads onnx or the quantizer: the
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["quantize"]
 
 _WEIGHT_SUFFIX = ".weight_t"  # how `_graph` names a Linear's transposed weight
+FROM_WEIGHTS = "--from-weights"  # `main`'s first argument when it exports the model itself
 
 
 def quantize(
@@ -57,10 +59,13 @@ def quantize(
         raise ValueError(f"no MatMul with the weight {', '.join(unknown)} in the model")
     outliers = _sibling("_smooth")
     split = split_matmuls if outlier_split > 0 else ()
-    if outlier_ratio > 0:
+    if outlier_ratio > 0 and split:
+        outliers.smooth_then_split(model, outlier_ratio, outlier_split, calibration_ids, split=split)
+    elif outlier_ratio > 0:
         outliers.smooth_outliers(model, outlier_ratio, calibration_ids, skip=split)
-    if split:
+    elif split:
         outliers.split_outliers(model, outlier_split, calibration_ids, only=split)
+    if split:
         if outlier_columns_apart:
             _sibling("_ffn").separate_outlier_columns(model)
     sides = [n.name for n in model.graph.node if n.name.endswith(outliers.SIDE_SUFFIX)]
@@ -69,7 +74,7 @@ def quantize(
     only = {} if int8_embeddings else {"op_types_to_quantize": ["MatMul"]}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "int8.onnx"
-        with _root_logger_quiet():  # the quantizer advises pre-processing on the root logger; a library does not print
+        with _root_logger_quiet(), _sibling("_per_channel").per_channel_at_once():  # the quantizer advises pre-processing on the root logger; a library does not print
             quantize_dynamic(model, out, weight_type=QuantType.QInt8, per_channel=per_channel,
                              reduce_range=reduce_range, nodes_to_exclude=[*fp32_matmuls, *sides], **only)
         if not unpadded_branch:
@@ -102,6 +107,7 @@ def _sibling(name: str) -> ModuleType:
     if spec is None or spec.loader is None:
         raise ImportError(f"{name}.py not found beside {__file__}")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # as an import would: what the module defines may look itself up
     spec.loader.exec_module(module)
     return module
 
@@ -120,9 +126,16 @@ def _root_logger_quiet() -> Iterator[None]:
 
 
 def main(argv: list[str]) -> None:
-    """Quantize the file ``argv[0]`` into ``argv[1]`` as the JSON recipe ``argv[2]`` says."""
-    source, out, recipe = Path(argv[0]), Path(argv[1]), json.loads(argv[2])
-    out.write_bytes(quantize(source.read_bytes(), **recipe))
+    """Quantize the file ``argv[0]`` into ``argv[1]`` as the JSON recipe ``argv[2]`` says; or, with
+    ``FROM_WEIGHTS FOLDER FP32_OUT OUT RECIPE``, first write the ONNX graph of the model in FOLDER
+    (`_graph.bert_onnx`, as `_export.py` does) to FP32_OUT, and quantize those bytes."""
+    if argv[0] == FROM_WEIGHTS:
+        folder, fp32_out, out, recipe = Path(argv[1]), Path(argv[2]), Path(argv[3]), json.loads(argv[4])
+        fp32 = _sibling("_graph").bert_onnx(folder)
+        fp32_out.write_bytes(fp32)
+    else:
+        fp32, out, recipe = Path(argv[0]).read_bytes(), Path(argv[1]), json.loads(argv[2])
+    out.write_bytes(quantize(fp32, **recipe))
 
 
 if __name__ == "__main__":

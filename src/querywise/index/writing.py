@@ -95,9 +95,10 @@ def build_index(
         # 3.13 warns when one is left to the garbage collector): closed when the build ends. The
         # index it returns then makes its own query embedder on its first search.
         # It is made while the corpus is analysed for BM25 (`_EmbedderLoad`).
-        loading = _EmbedderLoad(settings, embedder, overlap=workers_for(len(chunks), settings.index.build_workers) == 1)
+        loading = _EmbedderLoad(settings, embedder, overlap=workers_for(len(chunks), settings.index.build_workers) == 1,
+                                first=SearchTexts(chunks)[:_EMBED_SLICE])
         try:
-            return _build(root, chunks, settings, loading.result, embedder, client, progress, build_id, previous, started)
+            return _build(root, chunks, settings, loading, embedder, client, progress, build_id, previous, started)
         finally:
             loading.close()
 
@@ -107,13 +108,18 @@ class _EmbedderLoad:
     analysed: a cold start exports (and quantizes) the model in child processes, waited on without
     the GIL, while the analysis (one process, below `analysis.PARALLEL_MIN` texts) takes the other
     core. With worker processes for the analysis (``overlap`` False) it is made first: no fork
-    while it loads. Only an embedder it made is closed."""
+    while it loads. An embedder it makes then counts the tokens of ``first`` (the first slice the
+    build embeds: the window report, whose ids the embedder keeps for `embed`), in the same thread:
+    the export's child has ended by then, so the counts take that core rather than follow the
+    analysis on the main thread's. Only an embedder it made is closed."""
 
-    def __init__(self, settings: Settings, given: Embedder | None, *, overlap: bool) -> None:
+    def __init__(self, settings: Settings, given: Embedder | None, *, overlap: bool, first: Sequence[str] = ()) -> None:
         self._embedder: Embedder | None = given
         self._made = given is None
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
+        self._first, self._first_counted = first, False
+        self._first_over: tuple[int, int] | None = None
         if given is not None:
             return
         if overlap:
@@ -125,8 +131,17 @@ class _EmbedderLoad:
     def _load(self, settings: Settings) -> None:
         try:
             self._embedder = embedder_for(settings, bulk=True)
+            if self._first:
+                self._first_over, self._first_counted = count_over_window(self._embedder, self._first), True
         except BaseException as exc:  # raised where the build asks for the embedder
             self._error = exc
+
+    def over_window(self, embedder: Embedder, texts: Sequence[str], start: int) -> tuple[int, int] | None:
+        """`count_over_window` of the slice ``texts`` beginning at chunk ``start``: the first one's
+        as counted when the embedder was made, the others' now."""
+        if start == 0 and self._first_counted and len(texts) == len(self._first):
+            return self._first_over
+        return count_over_window(embedder, texts)
 
     def result(self) -> Embedder:
         """The embedder, once made; what making it raised, raised here."""
@@ -149,7 +164,7 @@ def _build(
     root: Path,
     chunks: Sequence[Chunk],
     settings: Settings,
-    load_embedder: Callable[[], Embedder],
+    loading: _EmbedderLoad,
     given: Embedder | None,
     client: QdrantClient | None,
     progress: Progress,
@@ -158,7 +173,7 @@ def _build(
     started: float,
 ) -> Index:
     """build_index's work under the build lock, with the embedder it was given or made
-    (``load_embedder``: asked for once the corpus is analysed); the index it returns searches with
+    (``loading``: asked for once the corpus is analysed); the index it returns searches with
     the one it was `given`, else makes its own."""
     s = settings.index
     kinds = payload_index_kinds(chunks, s.payload_indexes)
@@ -166,7 +181,7 @@ def _build(
     texts = SearchTexts(chunks)
     analysis = analyse(texts, identify=IdentifierTexts(chunks), workers=s.build_workers,
                        on_progress=progress("analysing", len(chunks)))
-    embedder = load_embedder()
+    embedder = loading.result()
     tmp = root / "builds" / f".tmp-{build_id}"
     tmp.mkdir()
     engine: Engine | None = None
@@ -193,7 +208,7 @@ def _build(
             for start in range(0, len(chunks), _EMBED_SLICE):
                 stop = min(start + _EMBED_SLICE, len(chunks))
                 sliced = texts[start:stop]
-                if (counted := count_over_window(embedder, sliced)) is not None:
+                if (counted := loading.over_window(embedder, sliced, start)) is not None:
                     over = [over[0] + counted[0] if over else counted[0], counted[1]]
                 vectors = np.asarray(embedder.embed(sliced, on_progress=advance), dtype=np.float32)
                 check_vectors(vectors, chunks[start:stop], embedder)
