@@ -50,19 +50,20 @@ K = 100
 WARM = 5
 
 
-class Encoder:
-    """A child process embedding each query it is sent with sentence-transformers on torch."""
+class LineChild:
+    """A child process (`python ARGS...`) that does its work for each JSON line it is sent, then
+    answers one line (it prints "ready" once first): the other process of these benchmarks."""
 
-    def __init__(self, env: dict[str, str]) -> None:
-        cmd = [sys.executable, "-m", "bench.retrieval.interference", "--encoder"]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **env}, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    def __init__(self, args: Sequence[str], env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, env={**os.environ, **(env or {})},
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self._pipes()[1].readline()  # "ready"
 
     def _pipes(self) -> tuple[IO[str], IO[str]]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         return self.proc.stdin, self.proc.stdout
 
-    def encode(self, text: str) -> None:
+    def send(self, text: str) -> None:
         stdin, stdout = self._pipes()
         stdin.write(json.dumps(text) + "\n")
         stdin.flush()
@@ -71,6 +72,11 @@ class Encoder:
     def close(self) -> None:
         self._pipes()[0].close()
         self.proc.wait()
+
+
+def Encoder(env: dict[str, str]) -> LineChild:  # noqa: N802 (reads as the class it was)
+    """A child process embedding each query it is sent with sentence-transformers on torch."""
+    return LineChild(["-m", "bench.retrieval.interference", "--encoder"], env)
 
 
 def serve_encoder() -> None:
@@ -91,7 +97,7 @@ def serve_encoder() -> None:
         print("ok", flush=True)
 
 
-def conditions(settle: float, here: Any, children: dict[str, Encoder]) -> dict[str, Callable[[str], None]]:
+def conditions(settle: float, here: Any, children: dict[str, LineChild]) -> dict[str, Callable[[str], None]]:
     """What runs before a condition's search (given its query)."""
 
     def then(*steps: Callable[[str], None]) -> Callable[[str], None]:
@@ -119,25 +125,25 @@ def conditions(settle: float, here: Any, children: dict[str, Encoder]) -> dict[s
         f"after torch, same process, {settle * 1e3:.0f} ms sleep": then(encode_here, sleep(settle)),
     }
     for name, child in children.items():
-        out[f"after torch, other process ({name})"] = child.encode
+        out[f"after torch, other process ({name})"] = child.send
     if "default" in children:
         default = children["default"]
 
         def quiet(_: str) -> None:  # bench/retrieval/peers' rule between two calls
             wait_quiet([default.proc.pid])
 
-        out[f"after torch, other process (default), {settle * 1e3:.0f} ms sleep"] = then(default.encode, sleep(settle))
-        out["after torch, other process (default), until quiet"] = then(default.encode, quiet)
+        out[f"after torch, other process (default), {settle * 1e3:.0f} ms sleep"] = then(default.send, sleep(settle))
+        out["after torch, other process (default), until quiet"] = then(default.send, quiet)
     return out
 
 
-def spin_after(children: dict[str, Encoder], queries: Sequence[str], settle: float) -> dict[str, dict[str, float]]:
+def spin_after(children: dict[str, LineChild], queries: Sequence[str], settle: float) -> dict[str, dict[str, float]]:
     """CPU ms each child burns in the `settle` seconds after answering a query (its threads spinning)."""
     out: dict[str, dict[str, float]] = {}
     for name, child in children.items():
         burnt = []
         for q in queries:
-            child.encode(q)
+            child.send(q)
             before = cpu_seconds(child.proc.pid)
             time.sleep(settle)
             burnt.append(cpu_seconds(child.proc.pid) - before)

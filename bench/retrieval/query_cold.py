@@ -27,17 +27,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
-from bench import ROOT, datasets, log, percentiles
+from bench import datasets, log, percentiles
 from bench.report import load_line, publish
+from bench.retrieval.interference import LineChild
 from bench.retrieval.peers_builders import wait_quiet
 from bench.retrieval.query_latency import K, Stopwatch, breakdown, instrument
 
@@ -47,32 +47,14 @@ PEERS = 3  # torch-based peers whose calls run before each of ours in bench/retr
 NUMPY_MB = 200
 
 
-class Disturber:
+def disturber(kind: str) -> LineChild:
     """A child process that, for each line it is sent, does `kind`'s work (torch: embed the text
     `PEERS` times with sentence-transformers; numpy: read and write `NUMPY_MB` MB), then answers."""
-
-    def __init__(self, kind: str) -> None:
-        cmd = [sys.executable, "-m", "bench.retrieval.query_cold", "--child", kind]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self._pipes()[1].readline()  # "ready"
-
-    def _pipes(self) -> tuple[IO[str], IO[str]]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        return self.proc.stdin, self.proc.stdout
-
-    def run(self, text: str) -> None:
-        stdin, stdout = self._pipes()
-        stdin.write(json.dumps(text) + "\n")
-        stdin.flush()
-        stdout.readline()
-
-    def close(self) -> None:
-        self._pipes()[0].close()
-        self.proc.wait()
+    return LineChild(["-m", "bench.retrieval.query_cold", "--child", kind])
 
 
 def serve_child(kind: str) -> None:
-    """The child's loop (see `Disturber`)."""
+    """The child's loop (see `disturber`)."""
     work: Callable[[str], Any]
     if kind == "torch":
         from sentence_transformers import SentenceTransformer
@@ -198,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--sleep-ms", type=float, default=0.0, help="then this long a sleep")
     ap.add_argument("--variants", default="default,2-threads", help="query embedders compared, comma separated")
     ap.add_argument("--results-name", default="query_cold", help="the result files' stem in bench/results")
-    ap.add_argument("--child", help=argparse.SUPPRESS)  # a Disturber's process
+    ap.add_argument("--child", help=argparse.SUPPRESS)  # a disturber's process
     args = ap.parse_args(argv)
     if args.child:
         serve_child(args.child)
@@ -214,12 +196,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     settings = load_settings(args.config) if args.config else Settings()
     load_before = round(os.getloadavg()[0], 2)
     indexes = {n: Index.open(path, settings=settings, embedder=e) for n, e in variants(settings, args.variants.split(",")).items()}
-    child = Disturber(args.between) if args.between != "sleep" else None
+    child = disturber(args.between) if args.between != "sleep" else None
     pause = args.sleep_ms / 1e3
 
     def before(q: str) -> None:
         if child is not None:
-            child.run(q)
+            child.send(q)
             wait_quiet([child.proc.pid, os.getpid()])  # bench/retrieval/peers' rule between two calls
         if pause:
             time.sleep(pause)
