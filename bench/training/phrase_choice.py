@@ -92,7 +92,7 @@ def collect() -> list[dict[str, Any]]:
             recorded.clear()
             old = searched(row.message, row.history)
             item: dict[str, Any] = {"source": source, "conversation": conversation, "message": row.message, "standalone": row.standalone, "old": old,
-                                    "answered": any(t.role == "assistant" and t.text.strip() for t in row.history)}
+                                    "answered": choice.answered_before(row.history)}
             if recorded:
                 form, found = recorded["form"], recorded["found"]
                 item["form"] = {"text": form.text, "method": form.method, "answer": form.answer}

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from querywise.text import analyze
 from querywise.understand.followup import check_follow_up
 from querywise.understand.followup.choice import Candidate, PhraseModel, compose, decide, phrase_features, phrase_model
@@ -91,3 +93,30 @@ def test_retraining_on_the_same_rows_gives_the_same_model() -> None:
     again, _ = train(items, cs=(1.0,), thresholds=(0.5,))
     assert first == again
     assert first.weights["by_rules"] > 0 > first.weights["from_answer"]  # it learnt which candidate the person kept
+
+
+def test_the_default_runs_the_choice_only_after_an_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from querywise.conversation import as_turns
+    from querywise.embed import load_embedder
+    from querywise.understand.followup import move
+    from querywise.understand.followup.choice import answered_before
+
+    # A model that keeps every candidate (at most 2): wherever the choice runs, it changes the form.
+    monkeypatch.setattr(move, "phrase_model", lambda: PhraseModel(weights={}, intercept=10.0, threshold=0.5, cap=2))
+    embedder = load_embedder("onnx", cache_dir=None)
+    message = "Why did the league decline?"
+    users_only = as_turns(["What is the Hanseatic League?", "Which towns belonged to it?"])
+    answered = as_turns(["What is the Hanseatic League?", {"role": "assistant", "text":
+                         "The Hanseatic League was a network of merchant guilds and market towns in northern Europe. "
+                         "It ran trading posts called kontors in London, Bruges, Bergen and Novgorod."}])
+    assert not answered_before(users_only) and answered_before(answered)
+
+    def moved(history: object, how: str) -> tuple[str, str]:
+        out = move.follow_up(message, history, catalog=None, embedder=embedder, phrase_choice=how)  # type: ignore[arg-type]
+        return out.text, f"{out.step.reason} {out.step.changed}"  # not its latency
+
+    # User turns only (CAsT's histories): "answers" leaves the rules' form and trace as they were.
+    assert moved(users_only, "answers") == moved(users_only, "off") != moved(users_only, "always")
+    # After an answer the choice runs, and the trace says so.
+    assert moved(answered, "answers") == moved(answered, "always") != moved(answered, "off")
+    assert "learnt model" in moved(answered, "answers")[0] + moved(answered, "answers")[1]

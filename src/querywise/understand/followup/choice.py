@@ -38,7 +38,7 @@ from querywise.understand.followup.referent import joined
 from querywise.understand.followup.standalone import conversation_subject
 from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
 
-__all__ = ["Candidate", "PhraseModel", "candidate_cosines", "candidates", "compose", "decide", "phrase_features", "phrase_model", "with_pairs"]
+__all__ = ["Candidate", "PhraseModel", "answered_before", "candidate_cosines", "candidates", "compose", "decide", "phrase_features", "phrase_model", "with_pairs"]
 
 #: How many answers back phrases are offered from: a follow-up takes up the latest one or two.
 ANSWERS_BACK = 2
@@ -70,6 +70,12 @@ class Candidate:
     previous_turn: bool = False  # the whole previous user turn (the fallback form)
     head_said: bool = False  # its last term is a term of the message ("the league" -> the Hanseatic League)
     extra: dict[str, float] = field(default_factory=dict)
+
+
+def answered_before(history: Sequence[Turn]) -> bool:
+    """Whether the history holds an assistant's answer: where `phrase_choice = "answers"` runs the
+    choice, and how bench/training/phrase_choice.py splits its rows to choose that default."""
+    return any(t.role == "assistant" and t.text.strip() for t in history)
 
 
 def _title(text: str) -> bool:

@@ -30,7 +30,7 @@ from querywise.clock import ms_since
 from querywise.conversation import Turn, texts
 from querywise.embed import Embedder
 from querywise.plan import DriftGuard, PlanQuery, QueryKind, Status, TraceStep
-from querywise.understand.followup.choice import phrase_model
+from querywise.understand.followup.choice import answered_before, phrase_model
 from querywise.understand.followup.gate import WEAK_FORM_WEIGHT, FollowUp, check_follow_up, flag_kind, points_back
 from querywise.understand.followup.lean import asks_unanswered
 from querywise.understand.followup.shift import Searched, compared_texts, shift_features, shift_model
@@ -173,8 +173,9 @@ def follow_up(
         # answer's words would pull the result back to the passage just answered.
         unasked = "; the assistant's last turn asks something the message does not take up, so its words are not searched"
         form = replace(form, answer="")
-    if guard.ok and (phrase_choice == "always" or (phrase_choice == "answers" and _answered_before(history))):
-        form = _chosen(message, history, form, gate, catalog=catalog, embedder=embedder)
+    if guard.ok and (phrase_choice == "always" or (phrase_choice == "answers" and answered_before(history))):
+        form, chosen = _chosen(message, history, form, gate, catalog=catalog, embedder=embedder)
+        how += chosen
     if guard.ok and form.text == message and form.answer:
         # Nothing to carry into the message, but it replies to an answer: its words beside it.
         answered = f"{message.rstrip()} {form.answer}"
@@ -233,19 +234,15 @@ def follow_up(
                     (*readings, *_answered(answered, scale, message)), pointed)
 
 
-def _chosen(message: str, history: Sequence[Turn], form: Standalone, gate: FollowUp, *, catalog: Catalog | None, embedder: Embedder) -> Standalone:
-    """The form with the phrases the learnt choice keeps (`choice.py`); the rules' form when the
-    guard rejects the chosen one."""
+def _chosen(message: str, history: Sequence[Turn], form: Standalone, gate: FollowUp, *, catalog: Catalog | None,
+            embedder: Embedder) -> tuple[Standalone, str]:
+    """The form with the phrases the learnt choice keeps (`choice.py`) and what the trace adds
+    (the candidates and their chances); the rules' form and nothing when the guard rejects it."""
     text, chances = phrase_model().choose(message, history, form, gate, embedder=embedder, catalog=catalog)
     if text == form.text or not check_rewrite(message, text, texts(history), catalog=catalog).ok:
-        return form
+        return form, ""
     shown = ", ".join(f"{c!r} {p:.2f}" for c, p in chances[:6])
-    return replace(form, text=text, why=f"{form.why}; phrases chosen by the learnt model ({shown})")
-
-
-def _answered_before(history: Sequence[Turn]) -> bool:
-    """Whether the history holds an assistant's answer (the conversations the choice pays on)."""
-    return any(t.role == "assistant" and t.text.strip() for t in history)
+    return replace(form, text=text), f"; phrases chosen by the learnt model ({shown})"
 
 
 def sure_referents(form: Standalone, history: Sequence[Turn], catalog: Catalog | None) -> bool:
