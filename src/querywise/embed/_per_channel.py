@@ -10,7 +10,7 @@ seconds, nearly all of it numpy's per-call overhead. This replacement computes t
 zero point and int8 values with the same float32/float64 operations (`compute_scale_zp` for
 symmetric int8 weights, then `quantize_nparray`'s divide, round half to even, add, clip), applied
 to the whole weight at once: elementwise IEEE operations round the same whether applied to one
-channel or to all (tests/embed/test_per_channel.py checks the bytes on the real weights and on
+channel or to all (tests/embed/test_cold_quantize.py checks the bytes on the real weights and on
 edge cases). Only the case the embedder uses is replaced (int8 weights, symmetric, no per-tensor
 overrides, no minimum range, float32 finite weights); any other falls back to ORT's own loop.
 
