@@ -226,6 +226,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 c["features"] = with_pairs(c["features"])
     else:
         items = collect()
+        ROWS.parent.mkdir(parents=True, exist_ok=True)  # bench/work is not in a fresh clone
         ROWS.write_text(json.dumps(items), encoding="utf-8")
     model, result = train(items)
     MODEL.write_text(json.dumps(model.model_dump(), indent=1) + "\n", encoding="utf-8")
