@@ -8,7 +8,7 @@ does), and the suite never runs it. bench.understanding.followup_gate measures t
 Rows (training and choice only): the team's development conversations with answers in the history
 (bench/understanding/dialogues_passages.jsonl, dialogues_passages_dev.jsonl, dialogues_read.jsonl,
 and the dialogues_train*.jsonl files) and TREC CAsT 2019 (user turns only). Never the held-out
-files (dialogues_heldout.jsonl, dialogues_passages_2/3.jsonl) nor CAsT 2020: those are reported on by
+files (dialogues_heldout.jsonl, dialogues_passages_2/3/4.jsonl) nor CAsT 2020: those are reported on by
 followup_gate, once, after the choice.
 
 Each flagged row runs the deployed follow-up move with the choice recording instead of choosing
@@ -236,7 +236,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 #: The report sets (never trained or chosen on), as followup_gate pages them: file, part.
 REPORTED = {"CAsT 2020": ("rewrite_cast2020", None), "dialogues_heldout": ("rewrite_dialogues", "heldout"),
-            "passages_2 (held out)": ("rewrite_passages_2", "all"), "passages_3 (held out)": ("rewrite_passages_3", "all")}
+            "passages_2 (held out)": ("rewrite_passages_2", "all"), "passages_3 (held out)": ("rewrite_passages_3", "all"),
+            "passages_4 (held out)": ("rewrite_passages_4", "all")}
 
 
 def reported(folder: Path) -> dict[str, dict[str, Any]]:
@@ -282,7 +283,7 @@ def markdown(result: dict[str, Any]) -> str:
     if result.get("reported"):
         heads = {"rules": "rules (`\"off\"`)", "learnt": "learnt choice (`\"always\"`)", "default": "default (`\"answers\"`)"}
         shown = [h for h in heads if any(h in row for row in result["reported"].values())]
-        lines += ["", "Reported after the choice (`python -m bench.understanding.followup_gate --year 2020 | dialogues | passages_2 | passages_3`), "
+        lines += ["", "Reported after the choice (`python -m bench.understanding.followup_gate --year 2020 | dialogues | passages_2 | passages_3 | passages_4`), "
                   "added-term recall / precision:", "",
                   "| set | " + " | ".join(heads[h] for h in shown) + " |", "|---|" + "---|" * len(shown)]
         for name, row in result["reported"].items():

@@ -70,6 +70,9 @@ Writes bench/results/rewrite_passages_2.{json,md}.
 
 `--year passages_3` scores `dialogues_passages_3.jsonl`, a third held-out set of the two kinds, written by an author blind to the
 rewriter (session 23). Writes bench/results/rewrite_passages_3.{json,md}.
+
+`--year passages_4` scores `dialogues_passages_4.jsonl`, a fourth held-out set of the two kinds, written blind to the rewriter
+(session 25). Writes bench/results/rewrite_passages_4.{json,md}.
 """
 
 from __future__ import annotations
@@ -423,7 +426,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--year", choices=("2019", "2020", "dialogues", *PASSAGE_PAGES, "both"), default="both",
-                        help="both: 2019, 2020, the dialogues and the two development passage sets (passages_2 and passages_3, held out, only when named)")
+                        help="both: 2019, 2020, the dialogues and the two development passage sets (passages_2, passages_3 and passages_4, held out, only when named)")
     args = parser.parse_args(argv)
     # The held-out sets run only when named: a run scores them once, when its code is decided.
     for year in ("2019", "2020", "dialogues", "passages", "passages_dev") if args.year == "both" else (args.year,):

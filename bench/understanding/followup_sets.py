@@ -246,6 +246,19 @@ passages_3_markdown = passage_page(
     "only an answer gave. Topics differ from every earlier set's. A row is a passage row when its history holds an "
     f"assistant turn of {PASSAGE_WORDS} words or more. Read the pooled and per-kind figures only, or the set stops being held out.")
 
+passages_4_markdown = passage_page(
+    "passages_4", "Follow-up forms on a fourth held-out set of passage and QA conversations (#34's re-check)",
+    "**Held out.** `bench/understanding/dialogues_passages_4.jsonl` was written on 2026-12-06 (session 25, branch `heldout-4`, 6ab6805) "
+    "by a writer blind to the rewriter, as passages_3 was: it read the issue, the first row of `dialogues_passages.jsonl` and the row "
+    "schema, nothing of `understand/`, `checks/`, the results or any other set's rows, and ran no querywise code on its rows. It was "
+    "written while the phrase choice's refit on five more blind training files was under way, and scored first once that refit was "
+    "committed (decided on cross-validation alone, before any report set was scored): the figures below. "
+    "40 conversations, 261 rows, 199 rewritten: 20 CAsT 2021/22-style (121 rows; every answer one 124-157-word passage; users pick up "
+    "its terms, ask why and how, compare two options, narrow, correct the system, change the subject) and 20 QReCC / TopiOCQA-style "
+    "(140 rows; one-to-three-sentence answers, subjects drifting to a related person, work or place, five \"I don't know\" / \"I'm not "
+    "sure\" answers). 57 of the 199 rewrites use a term only an answer gave (the writer's count). A row is a passage row when its history "
+    f"holds an assistant turn of {PASSAGE_WORDS} words or more. Read the pooled and per-kind figures only, or the set stops being held out.")
+
 #: The passage and QA conversation files: `dialogues_<year>.jsonl` scored into `rewrite_<year>.{json,md}`.
 PASSAGE_PAGES = {"passages": passages_markdown, "passages_dev": passages_dev_markdown, "passages_2": passages_2_markdown,
-                 "passages_3": passages_3_markdown}
+                 "passages_3": passages_3_markdown, "passages_4": passages_4_markdown}
