@@ -24,7 +24,8 @@ AUX = BE | _set("do does did can could will would shall should may might must ha
 _WH = _set("what why how where when who whom whose which")
 PREP = _set(
     "of for on in at from to with about between among during after before around under over into onto "
-    "across through without within against toward towards than as by via like per near versus vs"
+    "across through without within against toward towards than as by via like per near versus vs "
+    "along beside beneath behind beyond upon despite amid"
 )
 ARTICLE = _set("the a an")
 # The speakers anchor what they own or do: "the limit on my card", "the accent you use".
@@ -104,8 +105,10 @@ FINAL_PARTICLES = _set("too instead either")
 # Complements that complete a noun phrase on their own: "the return window for X", "the one that".
 _COMPLEMENT = _set("of for about between among that which who whom whose where 's")
 
+# A word is letters and digits of any script ("García Márquez", "Valparaíso"): an ASCII-only class
+# cut a name at its first accented letter.
 TOKEN = re.compile(
-    r"[A-Za-z0-9]+(?=n't\b)|n't\b|[A-Za-z0-9]+(?:[-./][A-Za-z0-9]+)*|'(?:s|re|ve|d|ll|m)\b|[^\sA-Za-z0-9]"
+    r"[^\W_]+(?=n't\b)|n't\b|[^\W_]+(?:[-./][^\W_]+)*|'(?:s|re|ve|d|ll|m)\b|[^\s\w]|_"
 )
 CLAUSE_PUNCT = _set(". ? ! ; : ,")
 _SENTENCE_END = _set(". ? !")

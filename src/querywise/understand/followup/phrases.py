@@ -13,6 +13,7 @@ from querywise.understand.followup.message import (
     AUX,
     BE,
     CHAT,
+    DEICTIC_TIME,
     DET,
     EVALUATIVE,
     IRREGULAR_PLURALS,
@@ -26,8 +27,10 @@ from querywise.understand.followup.message import (
     _Tok,
 )
 
-__all__ = ["NOT_NAMES", "Phrase", "first_name", "is_plural", "noun_phrases"]
+__all__ = ["NOT_NAMES", "PERIOD", "Phrase", "first_name", "is_plural", "noun_phrases"]
 
+# A year, a decade or a century: "1962", "the 1970s", "the 1700s", "the 19th century": when, not what.
+PERIOD = re.compile(r"(?:the\s+)?(?:\d{2,4}'?s?|\d{1,2}(?:st|nd|rd|th)\s+century)", re.IGNORECASE)
 _WH = frozenset(["what", "why", "how", "where", "when", "who", "which", "whose"])
 _SUBJECT = frozenset(["i", "you", "we", "they", "he", "she", "it"])
 _MODALS = frozenset(["can", "could", "will", "would", "shall", "should", "may", "might", "must"])
@@ -82,7 +85,13 @@ def noun_phrases(m: Message, taken: Sequence[tuple[int, int]] = ()) -> list[Phra
     the last word of a do- or yes/no question ("how does X *work*?", "is X *treatable*?") is
     left out, and so are irregular participles and a trailing "-ed". A wh-word's own noun stays ("what
     *equipment* did she carry?", "what *pigment* absorbs the light?"), and a second verb after a
-    catenative one is no phrase ("do braces help *recover* from an injury?")."""
+    catenative one is no phrase ("do braces help *recover* from an injury?"). The verb after a
+    possessive's noun ("my employer *offers* a plan") or a copula question's subject ("why are solar
+    cells *getting* ...") ends the phrase, a gerund or progressive with its object is no phrase
+    ("worth *replacing* my hob", "I'm *installing* a stove"), a name runs over its joiners ("the
+    Battle *of* Lepanto", "Alta *Via* 1"), and what is reported reads before who reports it ("my
+    doctor thinks ...") as the subject of a do-question reads before the wh-word's noun ("how
+    many titles did *Borg* win?")."""
     out: list[Phrase] = []
     toks = m.toks
 
@@ -95,9 +104,18 @@ def noun_phrases(m: Message, taken: Sequence[tuple[int, int]] = ()) -> list[Phra
             i += 1
             continue
         j = i
-        while j < len(toks) and free(j) and (_nominal(toks[j]) or (toks[j].low == "'s" and j + 1 < len(toks) and _nominal(toks[j + 1]))):
-            j += 1  # a possessive inside the phrase: "Darwin's theory"
+        while j < len(toks) and free(j):
+            if _nominal(toks[j]) or (toks[j].low == "'s" and j + 1 < len(toks) and _nominal(toks[j + 1])):
+                j += 1  # a possessive inside the phrase: "Darwin's theory"
+            elif (inside := _name_joined(m, j)) > j:
+                j = inside  # "the Alta *Via* 1", "the War *of the* Pacific", "the Miracle *on* Ice"
+            else:
+                break
         verb = _do_verb(m, i, j)
+        verb = _subject_verb(m, i, j) if verb is None else verb
+        # A subject whose verb takes a clause is its source ("my doctor *thinks I* have frozen
+        # shoulder", "my mechanic *says my* car needs a belt"): what it reports reads first.
+        source = verb is not None and m.at(verb + 1) in (_SUBJECT | _POSSESSIVE_DET | {"that"}) and toks[verb].low.endswith("s")
         after = j if verb is None else verb + 1  # the do-question's object, if any, is a phrase of its own
         if verb is not None and toks[verb].low in _BARE_INFINITIVE and after < j:
             after += 1  # a second verb: "do shoulder braces help *recover* from an injury?"
@@ -110,7 +128,12 @@ def noun_phrases(m: Message, taken: Sequence[tuple[int, int]] = ()) -> list[Phra
                 # A common noun's complement says what it is about ("the history of toilets"); a name
                 # is what it is about itself ("is Cassidy about Jack Casady?").
                 of_complement = bool(out) and m.at(i - gap) in _COMPLEMENT and out[-1].end == i - gap and not out[-1].named
+                # What a question asks for is relative to its "for" ("the best treatment *for*
+                # plantar fasciitis", "what treatments exist *for* tinnitus"): the complement reads first.
+                of_complement |= bool(out) and m.at(i - gap) == "for" and i - gap - out[-1].end in (0, 1) and not out[-1].named and _asks_for(m, out[-1].first)
                 at = out[-1].at - 0.5 if of_complement else float(toks[run[0]].start)
+                if source or _asked_of(m, i, j):
+                    at = float(len(m.text))  # what is asked of the clause's subject reads after it: "how many titles did *Borg* win?"
                 owner = next((k for k in run if toks[k].low == "'s"), None)
                 if owner is not None and owner > run[0] and any(toks[k].named for k in run if k < owner):
                     # "Melania Trump's religion" is about Melania Trump first; "Iceland's Ring Road",
@@ -130,7 +153,7 @@ def noun_phrases(m: Message, taken: Sequence[tuple[int, int]] = ()) -> list[Phra
         if m.at(a.end) == "and":
             pair = f"{a.words} and {b.words}"
             found.append(Phrase(a.at - 0.25, pair, a.named or b.named, pair, a.definite, a.first, b.end))
-        elif m.at(a.end) in _ATTACHING and b.named and not a.named and _determined(m, a):
+        elif m.at(a.end) in _ATTACHING and b.named and not a.named and _determined(m, a) and not PERIOD.fullmatch(b.words):
             tied = m.text[toks[a.first].start : toks[b.end - 1].start + len(toks[b.end - 1].text)]
             found.append(Phrase(a.at - 0.1, tied, True, a.head, a.definite, a.first, b.end))
     return sorted(found)
@@ -188,8 +211,10 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
         run = run[:-1]
     if len(run) > 2 and toks[run[-1]].low in _PARTICLES:
         run = run[:-2]  # a phrasal verb after its subject: "why did the band *break up*"
-    if len(run) == 1 and toks[run[0]].low.endswith("ing") and prev in PREP:
-        return []  # a gerund: "best for cooking"
+    if run and _verb_ing(m, run[0]):
+        run = run[1:]  # a gerund or a progressive with its object: "best for cooking", "worth *replacing* my hob", "I'm *having* surgery"
+        if not run:
+            return []
     if len(run) == 1 and prev in BE and m.at(j) in PREP and toks[i].low.endswith(ADJECTIVE_ENDINGS):
         return []  # a predicate adjective: "members are *eligible* for benefits"
     # A clause has one verb: once the run's edge gave it away, its last word is the phrase's head
@@ -201,18 +226,32 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
         verb_found = False  # a wh-word's noun before its auxiliary: "what *equipment* did she carry?"
     elif prev in _WH_DETERMINERS and len(run) == 2 and not _capital(toks[i]) and not is_plural(toks[i].low) and toks[run[1]].low.endswith("s") and m.at(j) in DET:
         run = run[:1]  # the verb agrees with the wh-word's noun: "what *pigment* absorbs the light?"
-    elif ((prev in _WH or prev in _SUBJECT) and not _capital(toks[i])) or (prev == "to" and not toks[i].named) or (prev in _MODALS and m.at(i - 2) in _SUBJECT):
+    elif prev in _WH_DETERMINERS and len(run) == 2 and not _capital(toks[i]) and is_plural(toks[i].low) and not is_plural(toks[run[1]].low) and m.at(j) in PREP:
+        run = run[:1]  # a plural noun and its verb: "what *treatments* exist for tinnitus?"
+    elif ((prev in _WH or prev in _SUBJECT) and not _capital(toks[i])) or (prev == "to" and not toks[i].named and not (len(run) == 1 and m.at(j) in _ENDS)) or (prev in _MODALS and m.at(i - 2) in _SUBJECT):
         run = run[1:]  # "what causes X", "I need X", "how to renew X" (not "to Norway"), "you must deliver X": the first word is a verb
         if run and prev in _SUBJECT and toks[run[0] - 1].low.endswith("ly") and not toks[run[0] - 1].named:
             run = run[1:]  # an adverb came first: "does it actually *keep* you awake"
     else:
         verb_found = False
-    do_question = any(m.at(k) in {"do", "does", "did"} for k in range(max(0, i - 3), i))
+    if verb_found and run and _verb_ing(m, run[0]):
+        run = run[1:]  # the verb took a gerund: "it's worth *replacing* my hob", "to start *training* with"
+        if not run:
+            return []
+    if len(run) > 2 and m.at(run[-2]) in _TIME_SHIFTERS and m.at(run[-1]) in DEICTIC_TIME:
+        run = run[:-2]  # a time adverbial closes the phrase: "cataract surgery *next month*"
+    # The last word is the predicate only of a run that is its question's subject, straight after
+    # the auxiliary: not of an object ("why do we have *daylight saving time*?", "can you do the
+    # *Trans-Siberian railway* as a tourist?").
+    subject = _after_auxiliary(m, i)
+    do_question = subject and any(m.at(k) in {"do", "does", "did"} for k in range(max(0, i - 3), i))
     yes_no = m.at(0) in AUX and i <= 2  # "is [the] X treatable?": the last word is the predicate
-    adverbial = m.at(0) in _WH_ADVERBS and m.at(1) in AUX  # "why was the system chosen?"
+    # "why was the system chosen?"; "where is" asks for no predicate: "where is the sagrada familia".
+    adverbial = subject and m.at(0) in _WH_ADVERBS and m.at(1) in AUX and not (m.at(0) == "where" and m.at(1) in BE)
     if not verb_found and len(run) > 1 and not _capital(toks[run[-1]]) and (m.at(j) in _ENDS or m.at(j) in _CLOSING or (do_question and (m.at(j) in PREP or m.at(j) in DET or m.at(j) in BE or m.at(j) in PERSONAL))) and (do_question or yes_no or adverbial):
         run = run[:-1]  # "how does X *work*?", "when did social security *start* in the US?", "how did the Dead *lose* his ..."
-    run = [k for k in run if not toks[k].low.endswith("ly") or _capital(toks[k])]  # not "Italy"
+    # Not "Italy", nor a determined head ("my *family*'s photos", "the *assembly*").
+    run = [k for k in run if not toks[k].low.endswith("ly") or _capital(toks[k]) or (k == run[-1] and m.at(i - 1) in DET) or m.at(k + 1) == "'s"]
     while len(run) > 1 and toks[run[-1]].low in _CLOSING_ADVERBS:
         run = run[:-1]  # "can I use whole wheat flour *instead*?": the adverb closes the clause, not the phrase
     while len(run) > 1 and not toks[run[0]].named and (toks[run[0]].low in EVALUATIVE or toks[run[0]].low in SUPERLATIVE or toks[run[0]].low.endswith("est")):
@@ -262,3 +301,110 @@ def _do_verb(m: Message, i: int, j: int) -> int | None:
 
 def _nominal(t: _Tok) -> bool:
     return (t.content or t.named) and t.low[0].isalnum()
+
+
+# Lower-case words inside a name, between its capitalised words: "Battle *of* Lepanto", "Miracle
+# *on* Ice", "Tristan *da* Cunha". Not "and": "the Aero X2 and the Pulse Buds" are two names.
+_INSIDE_NAME = frozenset(["of", "on", "off", "de", "da", "del", "du", "af", "von", "van", "la", "le"])
+
+
+def _name_joined(m: Message, j: int) -> int:
+    """Where a name goes on past token `j`, when `j` joins two of its capitalised words: a joiner
+    ("of", "of the", "on") before a name word, or a capitalised function word between two name
+    words ("Alta *Via* 1"); else `j` itself."""
+    toks = m.toks
+    if j == 0 or j + 1 >= len(toks) or not (toks[j - 1].word and toks[j - 1].text[0].isupper()):
+        return j
+    t = toks[j]
+    if t.word and t.text[0].isupper() and not t.initial:
+        return j + 1 if toks[j + 1].named else j
+    if t.low in _INSIDE_NAME:
+        k = j + 1 + (m.at(j + 1) == "the")
+        return k if k < len(toks) and _capital(toks[k]) else j
+    return j
+
+
+CLAUSE_STOPS = frozenset([",", ".", "?", "!", ";", ":"])
+_TIME_SHIFTERS = frozenset(["next", "last", "this", "every"])
+_POSSESSIVE_DET = frozenset(["my", "our", "your", "his", "her", "their"])
+
+
+def _subject_verb(m: Message, i: int, j: int) -> int | None:
+    """Where the verb starts inside a run [i, j) that is its clause's subject, read off the shape:
+    after a possessive's noun, a word in -s with more of the clause after it ("my employer *offers*
+    a plan", "my neighbour's oak tree *hangs* over"); after a copula, an -ing word ("why are solar
+    cells *getting* attention", "there's mold *spreading* in"). None otherwise."""
+    toks = m.toks
+    k = i - 1
+    while m.at(k) in DET and m.at(k) not in _POSSESSIVE_DET:
+        k -= 1
+    follows = [v for v in range(i + 1, j) if not toks[v].named and m.at(v + 1) not in _ENDS and toks[v + 1].word]
+    if m.at(k) in _POSSESSIVE_DET and m.at(k - 1) not in PREP:
+        # A verb follows a plural head ("my family *members* are"): that -s is the noun's.
+        return next((v for v in follows if toks[v].low.endswith("s") and not toks[v].low.endswith(("ss", "us", "is", "'s")) and m.at(v - 1) != "'s"
+                     and m.at(v + 1) not in AUX), None)
+    if m.at(k) in BE and m.at(k - 1) not in _SUBJECT:
+        # Not a noun's modifier: "the new over-the-counter *hearing* aids".
+        return next((v for v in follows if toks[v].low.endswith("ing") and not _nominal(toks[v + 1])), None)
+    return None
+
+
+def _asked_of(m: Message, i: int, j: int) -> bool:
+    """Whether the run [i, j) is a wh-word's noun before its auxiliary ("how many *titles* did Borg
+    win?", "which *cups* has Ajax won?"): what is asked of the clause's subject, not the subject."""
+    wh = m.at(i - 1) in _WH_DETERMINERS or (m.at(i - 1) in {"many", "much"} and m.at(i - 2) == "how")
+    # A subject of its own after the auxiliary ("did *Borg* win"), not a pronoun ("should *I* try").
+    k = j + 1 + (m.at(j + 1) in _ARTICLES)
+    return wh and m.at(j) in AUX and m.at(j) not in BE and k < len(m.toks) and _nominal(m.toks[k])
+
+
+# Words after which an -ing word is a verb taking an object, not a noun: "worth *replacing* my hob",
+# "start *training* with kettlebells".
+_BEFORE_GERUND = frozenset(["worth", "start", "started", "keep", "stop", "avoid", "consider", "try"])
+
+
+def _verb_ing(m: Message, k: int) -> bool:
+    """Whether the -ing word at `k`, first of its run, is a verb: after a preposition ("best for
+    *cooking*", "thinking of *getting* a rabbit") or a word that takes a gerund ("worth", "start",
+    a copula: "is *starting* at college") with something after it; a progressive after a subject
+    pronoun ("I'm *having* surgery", "we're *thinking* of"); an -ing word before "of"/"about"
+    with no determiner ("*thinking* of a trip"). Never a name's word or "the *cooking* of Provence"."""
+    t, prev = m.toks[k], m.at(k - 1)
+    if not t.low.endswith("ing") or len(t.low) < 5 or _capital(t) or prev in DET:
+        return False
+    nxt = m.at(k + 1)
+    lone = k + 1 >= len(m.toks) or not _nominal(m.toks[k + 1])
+    if prev in PREP:
+        return lone
+    if prev in BE and m.at(k - 2) in _SUBJECT:
+        return True
+    # After a copula the gerund is a verb only before a preposition ("is *starting* at college"): "is
+    # *learning* a language hard?" makes the gerund and its object the subject.
+    return lone and (nxt in {"of", "about"} or (prev in _BEFORE_GERUND and nxt not in _ENDS) or (prev in BE and nxt in PREP))
+
+
+def _after_auxiliary(m: Message, i: int) -> bool:
+    """Whether the run at `i` stands straight after its clause's auxiliary (an article or a
+    possessive between): its subject. Not after a "do" that follows its own subject ("can you
+    *do* X": the main verb)."""
+    k = i - 1
+    # Back over the subject's conjuncts and complements: "what do turkey and *Turkey* share?",
+    # "does shipping to *Norway* cost", "how do populations of predators and *prey* relate?".
+    while k >= 0 and (m.at(k) in DET or m.at(k) in PREP or m.at(k) in {"and", "or"} or _nominal(m.toks[k])):
+        k -= 1
+    # The auxiliary opens its clause, after a wh-word or its noun ("what year *did* X begin"): not
+    # "why do we still *have* X".
+    w = k - 1
+    while w >= 0 and _nominal(m.toks[w]) and not m.toks[w].initial:
+        w -= 1  # the wh-word's noun or adverb: "how many *Wimbledon titles* did Borg win", "how *often* does it"
+    return m.at(k) in AUX and (m.at(w) in _WH or m.at(w) in {"", "and", "so", "then", "many", "much"} or m.at(w) in CLAUSE_STOPS)
+
+
+def _asks_for(m: Message, first: int) -> bool:
+    """Whether the phrase at `first` is what a wh-question asks for: straight after "what"/"which"
+    ("what *treatments*"), or after "what is/are the", the speaker's ranking between ("what is the
+    best *treatment*")."""
+    k = first - 1
+    while m.at(k) in _ARTICLES or m.at(k) in SUPERLATIVE or m.at(k) in EVALUATIVE or m.at(k).endswith("est"):
+        k -= 1
+    return m.at(k) in _WH_DETERMINERS or (m.at(k) in BE and m.at(k - 1) in _WH_DETERMINERS)

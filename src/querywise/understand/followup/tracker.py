@@ -35,9 +35,9 @@ from typing import Literal
 
 from querywise.catalog import Catalog, Entity
 from querywise.text import analysed_part, analyze
-from querywise.understand.followup.message import PERSON_NOUNS, PLACE_PREP, Message
+from querywise.understand.followup.message import AUX, BE, PERSON_NOUNS, PLACE_PREP, PREP, Message
 from querywise.understand.followup.people import Gender, answer_people
-from querywise.understand.followup.phrases import Phrase, first_name, is_plural, noun_phrases
+from querywise.understand.followup.phrases import PERIOD, Phrase, first_name, is_plural, noun_phrases
 
 __all__ = ["ANSWER_CHARS", "DECAY", "SUBJECT_TURNS", "Method", "Referent", "Standalone", "Tracker"]
 
@@ -121,13 +121,20 @@ class Tracker:
 
     def read(self, text: str, role: str = "user", carried: Sequence[Referent] = (), appended: Sequence[Referent] = ()) -> None:
         """Decay every referent by one turn, then add this turn's mentions: `carried` (what its
-        pronouns were resolved to: the turn's centre, first), its own, then `appended` (what its
+        pronouns were resolved to: the turn's centre, first), its own (a user turn's closing
+        question's topic before the context it gives, `asked_topic`), then `appended` (what its
         standalone form added)."""
         for r in self.referents.values():
             r.score *= DECAY
         weight = 1.0 if role == "user" else ASSISTANT_WEIGHT
         said = text if role == "user" else text[:ANSWER_CHARS]
         own = [self._whole(r) if role == "user" else r for r in self.mentions(said) if role == "user" or r.kind in _KNOWN_KINDS]
+        asked = asked_topic(said) if role == "user" else None
+        topic = next((r for r in self.mentions(asked[0]) if r.key == asked[1]), None) if asked is not None else None
+        if topic is not None:
+            # The question's topic is the turn's centre, before its context; read in the question
+            # alone, where the sentence's shape shows its verb ("would a keyboard *help*?").
+            own = [topic, *(r for r in own if not set(topic.key) <= set(r.key))]
         self.answered_place = _answer_place(text) if role != "user" and self._asked_where else None
         if role == "user":
             self._asked_where = _asks_where(text)
@@ -237,8 +244,9 @@ class Tracker:
                 found.append((p.at, Referent(p.words, "name" if p.named else "phrase", key, plural=is_plural(p.head) and not proper, definite=p.definite,
                                              place=p.named and (before in PLACE_PREP or _of_a_thing(msg, p)))))
         # Names (catalog, identifiers, phrases with a proper name) rank before common nouns: "the
-        # warranty on the Vela X3" is about the Vela X3.
-        return [r for _, r in sorted(found, key=lambda x: (x[1].kind == "phrase", x[0]))]
+        # warranty on the Vela X3" is about the Vela X3. A period ("the 1970s", "1962") is when,
+        # not what: it ranks after every other referent ("what caused stagflation in the 1970s?").
+        return [r for _, r in sorted(found, key=lambda x: (PERIOD.fullmatch(x[1].text) is not None, x[1].kind == "phrase", x[0]))]
 
     def _completions(self, text: str, taken: list[tuple[int, int]]) -> list[tuple[int, int, Entity]]:
         """A partial name that, after a surface form of an entity in focus, names another entity:
@@ -267,6 +275,43 @@ class Tracker:
         if len(found) == 1 and found[0].start == 0 and found[0].end == len(text) and len(found[0].entities) == 1:
             return found[0].entities[0]
         return None
+
+
+# A sentence and its closing punctuation.
+_SENTENCES = re.compile(r"[^.?!]+[.?!]*")
+
+
+def asked_topic(text: str) -> tuple[str, tuple[str, ...]] | None:
+    """The key of what a turn's closing question names, when a statement comes before it: "I've
+    had heel pain for weeks. Could it be *plantar fasciitis*?" is about what it asks, not the
+    context it gives. None when the question names nothing of its own: a thing of the speaker's
+    ("is *my landlord* responsible?"), a thing the context named ("can I cut *the branches*?"),
+    an infinitive's object ("the best time to see *polar bears*"), whom it is for ("for *a
+    beginner*"), or no noun at all ("Are those enforceable?")."""
+    said = [s.strip() for s in _SENTENCES.findall(analysed_part(text)) if s.strip()]
+    if len(said) < 2 or not said[-1].endswith("?") or all(s.endswith("?") for s in said[:-1]):
+        return None
+    msg = Message(said[-1], [])
+    found = [p for p in noun_phrases(msg) if PERIOD.fullmatch(p.words) is None]
+    if not found:
+        return None
+    def predicate(p: Phrase) -> bool:  # a bare word is as often a predicate: "is that *right*?", "is it too *late*?"
+        before, article = msg.at(p.first - 1), msg.at(p.first - 2)
+        return " " not in p.words and not p.named and not (before in {"a", "an"} or (before in AUX and before not in BE) or before in PREP or (before in BE and article in {"what", "who"}))
+
+    found = [p for p in found if not predicate(p)]
+    if not found:
+        return None
+    p = min(found, key=lambda p: (not p.named, p.at))
+    before, article = msg.at(p.first - 1), msg.at(p.first - 2)
+    if before in {"what", "which"} or (article in {"what", "which"} and before not in BE):
+        return None  # what is asked ("what *weight* should I buy?"), not what it is about
+    if before in {"my", "our", "your"} or (p.definite and article not in {"is", "are", "be", "this", "that"}):
+        return None
+    if "to" in (msg.at(p.first - 2), msg.at(p.first - 3)) or (before in {"a", "an"} and article == "for"):
+        return None
+    key = tuple(analyze(p.words))
+    return (said[-1], key) if key else None
 
 
 def _of_a_thing(msg: Message, p: Phrase) -> bool:

@@ -1,0 +1,90 @@
+"""The conversation's subject as read from how people open a conversation (#34): accuracy of
+`conversation_subject` on the first user turns of the training conversations.
+
+    .venv/bin/python -m bench.understanding.subject_openings
+
+`subject_openings.json` holds the opening user turn of each conversation of
+`dialogues_train_3.jsonl` .. `dialogues_train_7.jsonl` (200 openings, training data) and, labelled by
+hand, the subjects a person would name for it (any one of them is right). A subject read is right
+when its content terms (`querywise.text.analyze`: stems, no articles) are those of one of the
+labels. The set is a TRAINING/dev fixture: the rules were chosen reading it, so its accuracy says
+what the rules fix, not how they generalise (the held-out passage sets say that).
+
+Writes bench/results/subject_openings.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from bench.report import publish
+from querywise.text import analyze
+from querywise.understand.followup.standalone import conversation_subject
+
+COMMAND = ".venv/bin/python -m bench.understanding.subject_openings"
+FIXTURE = Path(__file__).with_name("subject_openings.json")
+
+
+class Opening(BaseModel):
+    """One conversation's first user turn and the subjects a person would name for it."""
+
+    file: str
+    opening: str
+    subject: list[str]
+
+
+def load(path: Path = FIXTURE) -> list[Opening]:
+    return [Opening.model_validate(o) for o in json.loads(path.read_text(encoding="utf-8"))]
+
+
+def right(read: str | None, labels: list[str]) -> bool:
+    """Whether the subject read has the content terms of one of the labels."""
+    return read is not None and any(set(analyze(read)) == set(analyze(label)) for label in labels)
+
+
+def result(openings: list[Opening]) -> dict[str, Any]:
+    rows = [(o, conversation_subject([o.opening])) for o in openings]
+    per_file: Counter[str] = Counter(o.file for o, _ in rows)
+    hits: Counter[str] = Counter(o.file for o, read in rows if right(read, o.subject))
+    return {
+        "openings": len(rows),
+        "accuracy": round(sum(hits.values()) / len(rows), 3),
+        "per_file": {f: {"openings": n, "right": hits[f]} for f, n in sorted(per_file.items())},
+        "wrong": [{"opening": o.opening, "read": read, "labels": o.subject} for o, read in rows if not right(read, o.subject)],
+    }
+
+
+def markdown(r: dict[str, Any]) -> str:
+    lines = [
+        "# The conversation's subject on opening turns (#34)",
+        "",
+        f"Command: `{COMMAND}`. Training/dev fixture (bench/understanding/subject_openings.json, hand labels): "
+        "the rules were chosen reading it.",
+        "",
+        f"**Accuracy {r['accuracy']:.3f}** on {r['openings']} openings.",
+        "",
+        "| file | openings | right |",
+        "|---|---:|---:|",
+        *(f"| {f} | {v['openings']} | {v['right']} |" for f, v in r["per_file"].items()),
+        "",
+        "## Still wrong",
+        "",
+        *(f"- {w['opening'][:90]!r}: read {w['read']!r}, a person names {w['labels'][0]!r}" for w in r["wrong"]),
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    path = publish("subject_openings", result(load()), command=COMMAND, render=markdown)
+    print(path.with_suffix(".md").read_text(encoding="utf-8"))
+
+
+if __name__ == "__main__":
+    main()
