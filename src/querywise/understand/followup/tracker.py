@@ -118,6 +118,7 @@ class Tracker:
     # when the latest turn is no such answer.
     answered_place: Referent | None = None
     _asked_where: bool = False  # the latest user turn asked where, naming no subject of its own
+    last_user_turn: int = -1  # the index of the latest user turn (what an answer's person is newer than)
 
     def read(self, text: str, role: str = "user", carried: Sequence[Referent] = (), appended: Sequence[Referent] = ()) -> None:
         """Decay every referent by one turn, then add this turn's mentions: `carried` (what its
@@ -131,6 +132,7 @@ class Tracker:
         self.answered_place = _answer_place(text) if role != "user" and self._asked_where else None
         if role == "user":
             self._asked_where = _asks_where(text)
+            self.last_user_turn = self.turn
         if role != "user":
             self._genders(said)
         mentions = [*carried, *own, *appended]
