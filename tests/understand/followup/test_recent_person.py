@@ -48,3 +48,19 @@ def test_he_after_a_woman_takes_the_man_named_by_initials_and_surname() -> None:
                                  "K. L. Brandt, who built its first X-ray camera.")]
     assert [p.name for p in answer_people(history[1].text)] == ["Ingrid Halvorsen", "K. L. Brandt"]
     assert form("What was he known for?", history) == "What was K. L. Brandt known for?"
+
+
+def test_he_takes_the_answers_man_when_the_earlier_one_was_only_appended_to_the_last_question() -> None:
+    history = [Turn(role=U, text="who founded the Halvard racing team?"), Turn(role=A, text="Oskar Halvard, in 1931."),
+               Turn(role=U, text="where was he born?"), Turn(role=A, text="In Gothenburg."),
+               # the founder is put beside this question by its form, but the user did not name him
+               Turn(role=U, text="who was the team manager in the sixties"), Turn(role=A, text="Mats Lindgren, from 1960 to 1968.")]
+    assert form("what did he do afterwards", history).startswith("what did Mats Lindgren do afterwards")
+
+
+def test_a_name_the_answer_gives_no_gender_never_takes_he_from_the_subject() -> None:
+    history = [Turn(role=U, text="Who was Tomas Varga?"),
+               Turn(role=A, text="Tomas Varga was an army officer who became president of the republic, which he renamed Kora Lindia."),
+               Turn(role=U, text="what does the new name mean?"),
+               Turn(role=A, text="Kora Lindia joins two words of the northern languages and means land of the rivers.")]
+    assert form("how did he come to power?", history).startswith("how did Tomas Varga come to power?")

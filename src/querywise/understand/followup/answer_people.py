@@ -6,8 +6,8 @@
   (`people.answer_people`); two pronouns of two genders are two people ("Did she show him the
   draft?"), never one twice;
 - the most recent person named takes a "he"/"she": the one the last answer names before one the
-  tracker took from before the last user turn, unless that turn named the earlier one again, or
-  the answer still names them or speaks of them as "he"/"she" before the new name (`_older`);
+  tracker took, unless the last user turn named the earlier one again, or the answer still names
+  them or speaks of them with a personal pronoun before the new name (`_older`);
 - "they"/"them" is the answer's one run of people named together ("Neil Armstrong and Buzz
   Aldrin") when the tracker gave it one name that is neither plural nor a person (the event
   the conversation is about).
@@ -30,8 +30,8 @@ __all__ = ["answer_group", "answer_persons"]
 _PERSON_PRONOUN = re.compile(r"\b(?P<p>he|she|him|his|her)\b", re.IGNORECASE)
 # "their" is left out: "What was their first product?" is the company's as often as its founders'.
 _GROUP_PRONOUN = re.compile(r"\b(?P<p>they|them)\b", re.IGNORECASE)
-# An answer's "he"/"she" before a new name still speaks of the person asked about.
-_NOMINATIVE = re.compile(r"\b(?:he|she)\b", re.IGNORECASE)
+# An answer's personal pronoun before a new name still speaks of the person asked about.
+_NOMINATIVE = re.compile(r"\b(?:he|she|his|him|her)\b", re.IGNORECASE)
 
 
 # The form of a message with its people put in, what they are, and why.
@@ -82,19 +82,21 @@ def answer_persons(message: str, answer: str, tracker: Tracker, form: Standalone
 
 def _older(held: Referent, people: list[Person], answer: str, tracker: Tracker) -> bool:
     """Whether the answer's person is more recent than `held`, whom the form took: `held` is a
-    noun of a person class ("the coach"), or a name said before the latest user turn, which says
-    no word of it; and the answer names someone else, not `held` (its last name) nor a "he"/"she"
-    of its gender before that someone ("..., when he and Raymond Lambert reached ..." still speaks
-    of the climber asked about)."""
+    noun of a person class ("the coach"), or a name no word of which the latest user turn said
+    (a subject its form appended is not said); the answer names someone else, and neither `held`'s
+    whole name nor a personal pronoun before that someone ("..., when he and Raymond Lambert
+    reached ..." still speaks of the climber asked about). The conversation's subject, whose
+    gender is known, gives way only to someone whose gender the answer gives."""
     name = set(held.key)
     if not (held.kind == "phrase" and held.text.split()[-1].lower() in PERSON_NOUNS):
-        if held.last_turn < 0 or tracker.last_user_turn < 0 or held.last_turn >= tracker.last_user_turn:
+        if tracker.last_user_turn < 0 or any(name & set(k) for k in tracker.latest_named):
             return False
-        if tracker.user_turns and any(name & set(k) for k in tracker.user_turns[-1]):
-            return False
-    if held.key[-1:] and held.key[-1] in analyze(answer):
+    if name <= set(analyze(answer)):
         return False
-    others = [p for p in people if not name & set(p.key)]
+    # A name the answer gives no gender ("Burkina Faso combines ...") may be no person at all.
+    subject = tracker.subject()
+    sure = bool(held.gender) and subject is not None and subject.key == held.key
+    others = [p for p in people if not name & set(p.key) and (p.gender or not sure)]
     if not others:
         return False
     said = [pronoun_gender(w) for w in _NOMINATIVE.findall(answer[: others[0].start])]
