@@ -5,6 +5,9 @@
   band) is the answer's first person of its gender the conversation had not named
   (`people.answer_people`); two pronouns of two genders are two people ("Did she show him the
   draft?"), never one twice;
+- the most recent person named takes a "he"/"she": the one the last answer names before one the
+  tracker took, unless the last user turn named the earlier one again, or the answer still names
+  them or speaks of them with a personal pronoun before the new name (`_older`);
 - "they"/"them" is the answer's one run of people named together ("Neil Armstrong and Buzz
   Aldrin") when the tracker gave it one name that is neither plural nor a person (the event
   the conversation is about).
@@ -18,7 +21,8 @@ import re
 from dataclasses import replace
 
 from querywise.text import analysed_part, analyze
-from querywise.understand.followup.people import Gender, answer_pair, answer_people, pronoun_gender
+from querywise.understand.followup.message import PERSON_NOUNS
+from querywise.understand.followup.people import Gender, Person, answer_pair, answer_people, pronoun_gender
 from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
 
 __all__ = ["answer_group", "answer_persons"]
@@ -26,6 +30,8 @@ __all__ = ["answer_group", "answer_persons"]
 _PERSON_PRONOUN = re.compile(r"\b(?P<p>he|she|him|his|her)\b", re.IGNORECASE)
 # "their" is left out: "What was their first product?" is the company's as often as its founders'.
 _GROUP_PRONOUN = re.compile(r"\b(?P<p>they|them)\b", re.IGNORECASE)
+# An answer's personal pronoun before a new name still speaks of the person asked about.
+_NOMINATIVE = re.compile(r"\b(?:he|she|his|him|her)\b", re.IGNORECASE)
 
 
 # The form of a message with its people put in, what they are, and why.
@@ -40,12 +46,16 @@ def answer_persons(message: str, answer: str, tracker: Tracker, form: Standalone
     pronouns = list(_PERSON_PRONOUN.finditer(message))
     if not pronouns:
         return None
-    held = [r for r in form.referents if r.person]
+    answer = analysed_part(answer, ANSWER_CHARS)
+    people = answer_people(answer)
+    # A person the form took from before the last user turn, whom the last answer does not name,
+    # gives way to one the answer names: the most recent person named takes the pronoun ("what
+    # else did he invent?" after "... led by Gunpei Yokoi", not the inventor asked about earlier).
+    held = [r for r in form.referents if r.person and not _older(r, people, answer, tracker)]
     taken = {r.gender for r in held}
     open_genders = list(dict.fromkeys(g for p in pronouns if (g := pronoun_gender(p.group("p"))) not in taken))
     if not open_genders:
         return None
-    people = answer_people(analysed_part(answer, ANSWER_CHARS))
     used = {r.key for r in held}
     chosen: dict[Gender, str] = {}
     for gender in open_genders:
@@ -67,7 +77,30 @@ def answer_persons(message: str, answer: str, tracker: Tracker, form: Standalone
         said = said[: p.start()] + (f"{name}'s" if possessive else name) + said[p.end() :]
     referents = tuple(replace(_referent(name), person=True, gender=g) for g, name in chosen.items())
     names = " and ".join(repr(n) for n in chosen.values())
-    return said, referents, f"the person pronoun is {names}, whom the answer named: no one the user named can be"
+    return said, referents, f"the person pronoun is {names}, whom the answer named: no one the user named can be, or the answer's is the more recent"
+
+
+def _older(held: Referent, people: list[Person], answer: str, tracker: Tracker) -> bool:
+    """Whether the answer's person is more recent than `held`, whom the form took: `held` is a
+    noun of a person class ("the coach"), or a name no word of which the latest user turn said
+    (a subject its form appended is not said); the answer names someone else, and neither `held`'s
+    whole name nor a personal pronoun before that someone ("..., when he and Raymond Lambert
+    reached ..." still speaks of the climber asked about). The conversation's subject, whose
+    gender is known, gives way only to someone whose gender the answer gives."""
+    name = set(held.key)
+    if not (held.kind == "phrase" and held.text.split()[-1].lower() in PERSON_NOUNS):
+        if tracker.last_user_turn < 0 or any(name & set(k) for k in tracker.latest_named):
+            return False
+    if name <= set(analyze(answer)):
+        return False
+    # A name the answer gives no gender ("Burkina Faso combines ...") may be no person at all.
+    subject = tracker.subject()
+    sure = bool(held.gender) and subject is not None and subject.key == held.key
+    others = [p for p in people if not name & set(p.key) and (p.gender or not sure)]
+    if not others:
+        return False
+    said = [pronoun_gender(w) for w in _NOMINATIVE.findall(answer[: others[0].start])]
+    return not any(g == (held.gender or g) for g in said)
 
 
 def _known_gender(key: tuple[str, ...], tracker: Tracker) -> str:

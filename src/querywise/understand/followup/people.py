@@ -33,8 +33,9 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-# A full name as people's are written: two or three capitalised words, an initial between them.
-FULL_NAME = re.compile(r"(?<![\w.])(?P<name>[A-Z][a-z]+(?:\s+[A-Z]\.)?(?:\s+[A-Z][a-z]+){1,2})\b")
+# A full name as people's are written: two or three capitalised words, an initial between them,
+# or initials and a surname ("J. D. Bernal").
+FULL_NAME = re.compile(r"(?<![\w.])(?P<name>[A-Z][a-z]+(?:\s+[A-Z]\.)?(?:\s+[A-Z][a-z]+){1,2}|(?:[A-Z]\.\s?){1,3}[A-Z][a-z]+)\b")
 #: Words that end or make a name of a thing, a group or an event, not a person ("St Mary's
 #: Hospital", "Nobel Prize", "Woodstock Festival", "Medici family").
 NOT_PERSON = _words(
