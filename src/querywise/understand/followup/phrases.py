@@ -13,6 +13,7 @@ from querywise.understand.followup.message import (
     AUX,
     BE,
     CHAT,
+    CLAUSE_PUNCT,
     DEICTIC_TIME,
     DET,
     EVALUATIVE,
@@ -324,7 +325,6 @@ def _name_joined(m: Message, j: int) -> int:
     return j
 
 
-CLAUSE_STOPS = frozenset([",", ".", "?", "!", ";", ":"])
 _TIME_SHIFTERS = frozenset(["next", "last", "this", "every"])
 _POSSESSIVE_DET = frozenset(["my", "our", "your", "his", "her", "their"])
 
@@ -397,7 +397,7 @@ def _after_auxiliary(m: Message, i: int) -> bool:
     w = k - 1
     while w >= 0 and _nominal(m.toks[w]) and not m.toks[w].initial:
         w -= 1  # the wh-word's noun or adverb: "how many *Wimbledon titles* did Borg win", "how *often* does it"
-    return m.at(k) in AUX and (m.at(w) in _WH or m.at(w) in {"", "and", "so", "then", "many", "much"} or m.at(w) in CLAUSE_STOPS)
+    return m.at(k) in AUX and (m.at(w) in _WH or m.at(w) in {"", "and", "so", "then", "many", "much"} or m.at(w) in CLAUSE_PUNCT)
 
 
 def _asks_for(m: Message, first: int) -> bool:
