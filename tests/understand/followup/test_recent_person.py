@@ -64,3 +64,15 @@ def test_a_name_the_answer_gives_no_gender_never_takes_he_from_the_subject() -> 
                Turn(role=U, text="what does the new name mean?"),
                Turn(role=A, text="Kora Lindia joins two words of the northern languages and means land of the rivers.")]
     assert form("how did he come to power?", history).startswith("how did Tomas Varga come to power?")
+
+
+def test_an_accented_name_is_a_person_whole() -> None:
+    # An ASCII-only name pattern cut "Tomás Ferrán" at its first accent, and the pronoun found no one.
+    assert [p.name for p in answer_people("Tomás Ferrán, who took the project over in 1883.")] == ["Tomás Ferrán"]
+    assert [p.name for p in answer_people("Antonín Dvořák wrote it for him.")] == ["Antonín Dvořák"]
+
+
+def test_he_takes_the_accented_name_the_answer_gave() -> None:
+    history = [Turn(role=U, text="who designed the old town hall of Vigo"),
+               Turn(role=A, text="Tomás Ferrán, who took the project over in 1883.")]
+    assert form("how did he die", history) == "how did Tomás Ferrán die"

@@ -24,7 +24,7 @@ from typing import Literal
 from querywise.text import analyze
 from querywise.understand.followup.message import FUNCTION
 
-__all__ = ["FULL_NAME", "NOT_PERSON", "Gender", "Person", "answer_pair", "answer_people", "pronoun_gender"]
+__all__ = ["CAP", "FULL_NAME", "NOT_PERSON", "Gender", "Person", "answer_pair", "answer_people", "pronoun_gender"]
 
 Gender = Literal["m", "f", ""]
 
@@ -33,9 +33,14 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
+# A capitalised word of a name in Latin letters, accents included ("Antoni Gaudí", "Björn Borg",
+# "Antonín Dvořák"): an ASCII-only class cut a name at its first accented letter, and the person was lost.
+# Latin Extended-A (U+0100-U+017F) alternates cases, so it is allowed on both sides.
+CAP = "[A-Z\u00c0-\u00d6\u00d8-\u00de\u0100-\u017f][a-z\u00df-\u00f6\u00f8-\u00ff\u0100-\u017f]+"
+_INITIAL = "[A-Z\u00c0-\u00d6\u00d8-\u00de]"
 # A full name as people's are written: two or three capitalised words, an initial between them,
 # or initials and a surname ("J. D. Bernal").
-FULL_NAME = re.compile(r"(?<![\w.])(?P<name>[A-Z][a-z]+(?:\s+[A-Z]\.)?(?:\s+[A-Z][a-z]+){1,2}|(?:[A-Z]\.\s?){1,3}[A-Z][a-z]+)\b")
+FULL_NAME = re.compile(rf"(?<![\w.])(?P<name>{CAP}(?:\s+{_INITIAL}\.)?(?:\s+{CAP}){{1,2}}|(?:{_INITIAL}\.\s?){{1,3}}{CAP})\b")
 #: Words that end or make a name of a thing, a group or an event, not a person ("St Mary's
 #: Hospital", "Nobel Prize", "Woodstock Festival", "Medici family").
 NOT_PERSON = _words(
@@ -52,7 +57,7 @@ _GENDERED = re.compile(r"\b(?:he|him|his|himself|she|her|hers|herself)\b", re.IG
 # What comes before a place's name, not a person's ("in Bethel", "from Aberdeen").
 _PLACE_BEFORE = frozenset(["in", "at", "near", "from", "to", "of", "the", "a", "an", "into", "across", "outside", "around"])
 # Two people joined: "Neil Armstrong and Buzz Aldrin", whom a "they" may mean.
-_PAIR = re.compile(rf"{FULL_NAME.pattern}(?:,\s+{FULL_NAME.pattern.replace('?P<name>', '?:')})*,?\s+and\s+(?P<last>[A-Z][a-z]+(?:\s+[A-Z]\.)?(?:\s+[A-Z][a-z]+){{1,2}})\b")
+_PAIR = re.compile(rf"{FULL_NAME.pattern}(?:,\s+{FULL_NAME.pattern.replace('?P<name>', '?:')})*,?\s+and\s+(?P<last>{CAP}(?:\s+{_INITIAL}\.)?(?:\s+{CAP}){{1,2}})\b")
 
 
 @dataclass(frozen=True)
