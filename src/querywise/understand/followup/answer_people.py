@@ -89,7 +89,7 @@ def _older(held: Referent, people: list[Person], answer: str, tracker: Tracker) 
     gender is known, gives way only to someone whose gender the answer gives."""
     name = set(held.key)
     if not (held.kind == "phrase" and held.text.split()[-1].lower() in PERSON_NOUNS):
-        if tracker.last_user_turn < 0 or any(name & set(k) for k in tracker.latest_named):
+        if tracker.latest_named is None or any(name & set(k) for k in tracker.latest_named):
             return False
     if name <= set(analyze(answer)):
         return False

@@ -118,9 +118,9 @@ class Tracker:
     # when the latest turn is no such answer.
     answered_place: Referent | None = None
     _asked_where: bool = False  # the latest user turn asked where, naming no subject of its own
-    last_user_turn: int = -1  # the index of the latest user turn (what an answer's person is newer than)
-    # What the latest user turn named, itself or by a pronoun (not what its form appended).
-    latest_named: tuple[tuple[str, ...], ...] = ()
+    # What the latest user turn named, itself or by a pronoun (not what its form appended): what an
+    # answer's person is newer than. None before any user turn.
+    latest_named: tuple[tuple[str, ...], ...] | None = None
 
     def read(self, text: str, role: str = "user", carried: Sequence[Referent] = (), appended: Sequence[Referent] = ()) -> None:
         """Decay every referent by one turn, then add this turn's mentions: `carried` (what its
@@ -141,18 +141,17 @@ class Tracker:
         self.answered_place = _answer_place(text) if role != "user" and self._asked_where else None
         if role == "user":
             self._asked_where = _asks_where(text)
-            self.last_user_turn = self.turn
         if role != "user":
             self._genders(said)
         mentions = [*carried, *own, *appended]
         if role == "user" and mentions and self.topic is None:
             self.topic = mentions[0].key
         if role == "user":
-            self.latest_named = tuple(dict.fromkeys(r.key for r in [*carried, *own]))
-        if role == "user" and (carried or own):
             # What the turn named, itself or by a pronoun: not what its form appended, or an
             # appended subject would keep itself the subject ("the last two turns both named it").
-            self.user_turns.append(tuple(dict.fromkeys(r.key for r in [*carried, *own])))
+            self.latest_named = tuple(dict.fromkeys(r.key for r in [*carried, *own]))
+            if self.latest_named:
+                self.user_turns.append(self.latest_named)
         seen: set[tuple[str, ...]] = set()
         for r in mentions:
             if r.key in seen:
