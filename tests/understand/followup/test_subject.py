@@ -95,3 +95,19 @@ def test_a_possessive_with_a_name_of_its_own_is_about_that_name() -> None:
 
 def test_a_comparative_is_never_the_focus_appended() -> None:
     assert conversation_subject(["Which one is better if I expect to move abroad?"]) != "better"
+
+
+def test_the_opening_thing_the_first_answer_takes_up_is_the_subject() -> None:
+    history = [Turn(role=U, text="Should I swap my oil boiler for an air source heat pump?"),
+               Turn(role=A, text="Air source heat pumps move warmth from the outside air into the house, even in frost.")]
+    searched = form("What does installation cost?", history)
+    assert "heat pump" in searched and "boiler" not in searched
+
+
+def test_the_topic_stays_when_the_first_answer_names_it_or_takes_up_nothing_early() -> None:
+    kept = [Turn(role=U, text="Should I swap my oil boiler for an air source heat pump?"),
+            Turn(role=A, text="An oil boiler is cheap to keep running for a few more years, while heat pumps cost more upfront.")]
+    assert "boiler" in form("What does installation cost?", kept)
+    late = [Turn(role=U, text="Should I swap my oil boiler for an air source heat pump?"),
+            Turn(role=A, text="In colder parts of the country with poor insulation and old radiators, air source heat pumps struggle.")]
+    assert "boiler" in form("What does installation cost?", late)
