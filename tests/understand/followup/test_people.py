@@ -93,3 +93,13 @@ def test_a_step_told_as_a_command_is_put_in_as_a_gerund() -> None:
                                  "for an hour. Finally, rinse the kettle twice with clean water.")]
     assert form("Is lemon juice better than the first one?", history) == (
         "Is lemon juice better than filling the kettle halfway with white vinegar?")
+
+
+def test_a_work_named_like_a_person_is_no_person_and_he_takes_its_maker() -> None:
+    answer = "Silent Harbour (1951) was directed by Martin Keller, a Viennese filmmaker. Anna Roth was killed by a storm."
+    assert [p.name for p in answer_people(answer)] == ["Martin Keller", "Anna Roth"]
+    history = [Turn(role=U, text="Which harbour dramas should I watch?"),
+               Turn(role=A, text="Start with the classics of the 1950s."),
+               Turn(role=U, text="Who directed the first one?"),
+               Turn(role=A, text="Lonely Pier was written by Clara Stein and directed by her brother.")]
+    assert "Lonely Pier" not in form("What else did she write?", history)

@@ -7,8 +7,9 @@ Only text is read here (no tracker): the tracker marks the gender of the user's 
 - **A person's name** is written as people's are: two or three capitalised words, an initial
   between them ("Joseph S. Cook"), not after an article or "of" ("the Battle of Hastings"), not
   after a place's preposition or a place it is the region of ("in Bethel, New York"), no word of
-  a thing's name ("Nobel Prize", "Florence Cathedral", "Medici family"): a personal pronoun never
-  takes a place, a band or an event.
+  a thing's name ("Nobel Prize", "Florence Cathedral", "Medici family"), no work's title (a year
+  after it, "Double Indemnity (1944)", or the passive of its making, "... was directed by"): a
+  personal pronoun never takes a place, a band, an event or a film.
 - **Its gender** is the first "he"/"she" (else "him"/"his"/"her") after its mention and before
   the next person's ("Pierre Curie ... In 1895 he married Marie Sklodowska, ... famous for her
   work": Pierre "he", Marie "she"); no such pronoun, no gender (`""`), and the name stays a
@@ -79,7 +80,18 @@ def pronoun_gender(pronoun: str) -> Gender:
     return "m" if low in _MALE else "f" if low in _FEMALE else ""
 
 
-def _is_person(text: str, start: int, words: list[str]) -> bool:
+# What follows a work's title, never a person's name: its year ("Double Indemnity (1944)") or the
+# passive of its making ("Bicycle Thieves was directed by ...", "... were written by ...").
+# A person may be the subject of a passive too ("was killed by", "was raised by"): only verbs of making.
+_WORK_AFTER = re.compile(
+    r"\s*\(\d{4}\)|\s+(?:was|were)\s+(?:\w+ly\s+)?(?:directed|written|painted|built|designed|composed|produced|created|"
+    r"developed|invented|published|recorded|made|sung|performed|sculpted|founded|established|coined|filmed|co-written|co-directed)\s+by\b"
+)
+
+
+def _is_person(text: str, start: int, words: list[str], end: int | None = None) -> bool:
+    if end is not None and _WORK_AFTER.match(text, end):
+        return False  # a title: a film, a book, a building made by someone
     if words[0].lower() in FUNCTION:
         return False  # "The English king ...": a capital that opens a sentence, not a first name
     before = text[:start].rstrip()
@@ -93,7 +105,7 @@ def _is_person(text: str, start: int, words: list[str]) -> bool:
 def answer_people(text: str) -> list[Person]:
     """The people `text` names, in order, each with the gender its pronouns give (see the module's
     docstring); a name said twice is one person, at its first mention."""
-    found = [(m.start(), m.end(), m.group("name")) for m in FULL_NAME.finditer(text) if _is_person(text, m.start(), m.group("name").split())]
+    found = [(m.start(), m.end(), m.group("name")) for m in FULL_NAME.finditer(text) if _is_person(text, m.start(), m.group("name").split(), m.end())]
     people: dict[tuple[str, ...], Person] = {}
     for n, (start, end, name) in enumerate(found):
         upto = found[n + 1][0] if n + 1 < len(found) else len(text)
