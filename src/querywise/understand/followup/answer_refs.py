@@ -32,7 +32,8 @@ where the message itself says it points into the answer:
   no earlier user turn says that noun or names a place;
 - **a compound the answer built on the message's head**: "the lagoon" after "... the Jokulsarlon
   glacier lagoon", "the pork one" after the answer's one "pork shoulder" (`answer_heads`), when no
-  user turn said the head and the answer builds one compound on it;
+  user turn said the head and the answer builds one compound on it; a description, so the subject
+  the tracker's form gives stays beside it;
 - **a term the answer defined**: a bare "that" or "this" ("What causes that?") after an answer
   that defined one new term as it brought it in ("aplastic anaemia, a rare condition in which
   ..."), when no user turn said it; not a "that" of a statement ("Why is that?", "Is that true?").
@@ -346,7 +347,11 @@ def answer_referent(message: str, earlier: Sequence[Turn], tracker: Tracker, cue
             return replace(rest, referents=(*referents, *rest.referents), why=f"{why}; {rest.why}")
         return Standalone(said, "placed", referents, why)
     asked = {w for t in earlier if t.role == "user" for w in analyze(t.text)}
-    found = _introduced_kind(message, answer, tracker, asked) or _defined_term(message, answer, asked) or _compound(message, earlier, asked)
+    found = _introduced_kind(message, answer, tracker, asked) or _defined_term(message, answer, asked)
+    # A compound names the message's own phrase more fully, a description, not the thing the talk
+    # is about: the subject the tracker's form gives beside it stays.
+    described = found is None
+    found = found or _compound(message, earlier, asked)
     if found is None:
         topic = place_answer_topic(message, answer, asked, cues)
         if topic is None:
@@ -361,6 +366,10 @@ def answer_referent(message: str, earlier: Sequence[Turn], tracker: Tracker, cue
     rest = resolve(said, tracker, cues, previous=previous)
     if rest.method == "placed":  # another pronoun of the message, resolved as before
         return replace(rest, referents=(referent, *rest.referents), why=f"{why}; {rest.why}")
+    if described and rest.method == "appended" and rest.text.startswith(said):
+        # The conversation's subject after the named phrase, as the tracker gives it ("Where do I get
+        # the sequestered iron? blueberries"); carried is only the phrase: the subject is not said again.
+        return Standalone(rest.text, "placed", (referent,), f"{why}; {rest.why}")
     return Standalone(said, "placed", (referent,), why)
 
 
