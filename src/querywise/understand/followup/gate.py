@@ -5,7 +5,7 @@ the history. Each detector below is a general fact about English reference, not 
 
 - a third-person pronoun with no antecedent in the message ("does it cover water damage?");
 - a demonstrative or a pro-form ("for that", "the cheaper one", "held there", "if so");
-- an elliptical opener or particle ("And the Pro?", "what about the EU?", "the Lite too?");
+- an elliptical opener or particle ("And the Pro?", "what about the EU?", "the Lite too?"), or a correction ("No, I meant in Canada.");
 - a word that presupposes an earlier set or statement ("other", "else", "tell me more");
 - a two-place relation with one term ("How is the Lite different?");
 - a noun left out after a superlative, a quantifier or "which" ("the cheapest in the range");
@@ -207,6 +207,10 @@ def _openers(m: Message) -> Iterator[Cue]:
         yield f"reaction:{first}", f"starts with '{words[0].text}', reacting to what was just said"
     if (first, second) in OPENER_PAIRS:
         yield f"opener:{first} {second}", f"'{words[0].text} {words[1].text}' refers back to an earlier turn"
+    said = [w.low for w in words[:3]]
+    if said[:2] in (["i", "meant"], ["i", "mean"]) or said in (["no", "i", "meant"], ["no", "i", "mean"]):
+        # "No, I meant in Canada.": a correction of the previous question, asked again with it.
+        yield "opener:i meant", "'I meant' corrects the previous question"
     if words[-1].low in FINAL_PARTICLES or [w.low for w in words[-2:]] == ["as", "well"]:
         yield f"particle:{words[-1].low}", f"'{words[-1].text}' presupposes something said before"
     if len(words) <= SHORT or not any(t.content or t.named for t in words):
