@@ -195,7 +195,7 @@ class Tracker:
         opening = analyze(" ".join(first.group(0).split()[:ECHO_WORDS])) if first else []
         echoed = [k for k in self.user_turns[0] if k[0] != "entity" and set(k) <= set(opening)]
         if echoed:
-            self.topic = min(echoed, key=lambda k: min(opening.index(t) for t in k))
+            self.topic = min(echoed, key=lambda k: (-len(k), min(opening.index(t) for t in k)))  # a longer name first
 
     def _whole(self, part: Referent) -> Referent:
         """The first turn's topic when `part` is a name that says part of its name: "Philips"
