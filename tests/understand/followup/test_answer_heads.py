@@ -117,6 +117,9 @@ def test_the_x_one_repeats_the_answers_adjectives_before_its_noun() -> None:
     answer = "Several native species are in decline, and the rusty patched bumblebee, once common in the Midwest, is now endangered."
     found = answer_head("Is the rusty patched one recovering?", [answer], set())
     assert found is not None and found[2] == "the rusty patched bumblebee"
+    # Before an article the run's last word is its verb, not part of the name.
+    verb = "In 2019 the spotted marsh orchid became the first plant on the list."
+    assert (found := answer_head("Is the spotted marsh one protected?", [verb], set())) is not None and found[2] == "the spotted marsh orchid"
     # An ordinal points into a list (`answer_refs`), and a name is no noun "one" stands for.
     assert answer_head("Is the first one recovering?", ["The first bumblebee surveys began in 1990."], set()) is None
     assert answer_head("Is the Ferber one safe?", ["Methods such as the one by Richard Ferber use timed checks."], set()) is None
