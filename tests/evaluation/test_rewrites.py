@@ -143,6 +143,7 @@ def test_added_terms_by_hand() -> None:
     forms = {"does it cover water damage?": "does the Halden Solace 7 Pro cover water damage?", "And the Pro?": "And the Pro? Tide"}
     report = evaluate_rewrites(rows, rewriter=lambda m, h: forms[m])
     assert report.added_term_recall == pytest.approx(3 / 3) and report.added_term_precision == pytest.approx(3 / 5)
+    assert report.added_terms == (3, 3, 5)  # both, the person, the form: what pooling over files adds up
     assert evaluate_rewrites(rows).added_term_recall is None  # only with a rewriter
 
 

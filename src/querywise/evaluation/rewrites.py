@@ -108,6 +108,8 @@ class RewriteReport(BaseModel):
     # person's rewrite holds (terms: `querywise.text.analyze`, stemmed, stop words out).
     added_term_recall: float | None = None
     added_term_precision: float | None = None
+    # The counts behind them, for pooling reports: terms both add, the person adds, the form adds.
+    added_terms: tuple[int, int, int] | None = None
     # Only with a baseline rewriter: its added-term figures on the same rows (gate and all).
     baseline_added_term_recall: float | None = None
     baseline_added_term_precision: float | None = None
@@ -293,6 +295,7 @@ def evaluate_rewrites(
         token_f1=sum(f1) / len(f1) if f1 else None,
         added_term_recall=added.recall if rewriter is not None else None,
         added_term_precision=added.precision if rewriter is not None else None,
+        added_terms=(added.both, added.person, added.form) if rewriter is not None else None,
         baseline_added_term_recall=base.recall if baseline is not None else None,
         baseline_added_term_precision=base.precision if baseline is not None else None,
         missed=missed,

@@ -1,0 +1,89 @@
+"""Added terms of the follow-up forms on the TRAINING and development conversation files (#34): the
+figure every form rule is chosen on, never a report.
+
+    .venv/bin/python -m bench.understanding.followup_training [--mode off|answers|always ...]
+
+Each row of `dialogues_train*.jsonl`, `dialogues_passages_dev.jsonl` and `dialogues_passages.jsonl`
+is searched as the plan would (the gate decides; `plan_rewriter` gives the form), and the terms a
+person's rewrite adds are compared with the ones the form adds (`evaluate_rewrites`' added-term
+recall / precision), pooled over the files and split in two: the rows with a passage answer in
+the history (`followup_sets.is_passage_row`) and the others. `--mode off` is the rules alone (the
+learnt phrase choice off), the figure rules are chosen on; `answers` is the default, whose choice was
+fitted on these same rows (in-sample: its honest figure is the cross-validation of
+`bench.training.phrase_choice`). The held-out files (dialogues_passages_2/3/4, dialogues_heldout)
+and the CAsT years are not read here: `followup_gate` scores them.
+
+Writes bench/results/followup_training.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from bench.report import publish
+from bench.understanding.followup_sets import is_passage_row, rounded
+from querywise.evaluation.rewrites import RewriteReport, evaluate_rewrites, load_rewrite_rows, plan_rewriter
+
+COMMAND = ".venv/bin/python -m bench.understanding.followup_training"
+HERE = Path(__file__).parent
+#: The files rules are chosen on: the blind training files and the two development sets.
+FILES = (*sorted(HERE.glob("dialogues_train*.jsonl")), HERE / "dialogues_passages_dev.jsonl", HERE / "dialogues_passages.jsonl")
+PARTS = {"answers": "rows with a passage answer in the history", "users": "the other rows"}
+
+
+def figures(mode: str) -> dict[str, Any]:
+    """Per file and pooled: added-term recall / precision of each part, and its term counts."""
+    from querywise.config import Settings
+    from querywise.service import QueryWise
+
+    settings = Settings()
+    settings = settings.model_copy(update={"understanding": settings.understanding.model_copy(update={"phrase_choice": mode})})
+    counts: dict[str, dict[str, dict[str, int]]] = {}
+    with QueryWise(settings) as qw:
+        rewriter = plan_rewriter(qw)
+        for path in FILES:
+            rows = load_rewrite_rows(path)
+            split = {"answers": [r for r in rows if is_passage_row(r)], "users": [r for r in rows if not is_passage_row(r)]}
+            counts[path.stem] = {part: _counts(evaluate_rewrites(rs, rewriter=rewriter)) for part, rs in split.items()}
+    pooled = {part: {k: sum(c[part][k] for c in counts.values()) for k in ("both", "person", "form", "rows")} for part in PARTS}
+    return {"mode": mode, "files": {f: _scored(c) for f, c in counts.items()}, "pooled": _scored(pooled)}
+
+
+def _counts(rep: RewriteReport) -> dict[str, int]:
+    both, person, form = rep.added_terms or (0, 0, 0)
+    return {"both": both, "person": person, "form": form, "rows": rep.n}
+
+
+def _scored(c: dict[str, dict[str, int]]) -> dict[str, dict[str, Any]]:
+    return {part: {**v, "recall": rounded(v["both"] / v["person"]) if v["person"] else None,
+                   "precision": rounded(v["both"] / v["form"]) if v["form"] else None} for part, v in c.items()}
+
+
+def markdown(r: dict[str, Any]) -> str:
+    lines = ["# Follow-up forms on the training and development files (#34)", "",
+             f"Command: `{COMMAND}`. The files rules are chosen on (never a report: the held-out pages are "
+             "`rewrite_passages_2/3/4.md` and `rewrite_dialogues.md`'s held-out part). Added-term recall / precision, "
+             "pooled; 'answers': rows with a passage answer in the history, 'users': the other rows.", ""]
+    for res in r["modes"]:
+        lines += [f"## phrase_choice = {res['mode']!r}", "", "| file | answers: rows | recall | precision | users: rows | recall | precision |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
+        for name, v in [*res["files"].items(), ("**pooled**", res["pooled"])]:
+            a, u = v["answers"], v["users"]
+            lines.append(f"| {name} | {a['rows']} | {a['recall']} | {a['precision']} | {u['rows']} | {u['recall']} | {u['precision']} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", action="append", choices=("off", "answers", "always"),
+                        help="phrase_choice modes to score (default: off and answers)")
+    args = parser.parse_args()
+    path = publish("followup_training", {"modes": [figures(m) for m in args.mode or ["off", "answers"]]}, command=COMMAND, render=markdown)
+    print(path.with_suffix(".md").read_text(encoding="utf-8"))
+
+
+if __name__ == "__main__":
+    main()
