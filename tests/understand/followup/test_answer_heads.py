@@ -5,9 +5,10 @@ head, or the numbers disagree."""
 
 from __future__ import annotations
 
+from searched_form import form
+
 from querywise.conversation import Turn
 from querywise.text import analyze
-from querywise.understand.followup import check_follow_up, standalone_form
 from querywise.understand.followup.answer_heads import answer_head, compounds
 
 U, A = "user", "assistant"
@@ -18,12 +19,6 @@ NORWAY = [
                       "which climbs 860 metres in twenty kilometres, and the Trolltunga rock ledge, a full day's hike from Odda. "
                       "The railway is busiest in July."),
 ]
-
-
-def form(message: str, history: list[Turn]) -> str:
-    gate = check_follow_up(message, history)
-    assert gate.needs_context, gate
-    return standalone_form(message, history, gate).text
 
 
 def test_a_head_only_the_answer_names_takes_the_answers_modifiers() -> None:

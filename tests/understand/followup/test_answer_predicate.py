@@ -4,8 +4,9 @@ pronouns still mean the user's subject, and keep it."""
 
 from __future__ import annotations
 
+from searched_form import form
+
 from querywise.conversation import Turn
-from querywise.understand.followup import check_follow_up, standalone_form
 
 U, A = "user", "assistant"
 
@@ -13,12 +14,6 @@ ROAD = [Turn(role=U, text="Is the Cabot Trail hard to drive?"),
         Turn(role=A, text="The Cabot Trail is a paved loop of about 300 kilometres around Cape Breton Island. The road climbs steeply "
                           "in the highlands, and autumn brings the best colours. Visitors who stop at the lookouts have a good "
                           "chance of spotting pilot whales offshore.")]
-
-
-def form(message: str, history: list[Turn]) -> str:
-    gate = check_follow_up(message, history)
-    assert gate.needs_context, gate
-    return standalone_form(message, history, gate).text
 
 
 def test_a_pronoun_takes_what_the_answer_says_in_its_verbs_object_slot() -> None:

@@ -3,6 +3,8 @@ never named ("he"), a kind the answer introduced ("this reaction", "the city")."
 
 from __future__ import annotations
 
+from searched_form import form
+
 from querywise.conversation import Turn
 from querywise.understand.followup import check_follow_up, standalone_form
 from querywise.understand.followup.answer_refs import enumeration, list_pointer
@@ -11,12 +13,6 @@ U, A = "user", "assistant"
 
 TEAS = Turn(role=A, text="Three teas suit the evening:\n1. Chamomile, which calms the stomach and helps sleep.\n"
                "2. Rooibos tea, a red bush from South Africa with no caffeine.\n3. Peppermint tea, which eases bloating.")
-
-
-def form(message: str, history: list[Turn]) -> str:
-    gate = check_follow_up(message, history)
-    assert gate.needs_context, gate
-    return standalone_form(message, history, gate).text
 
 
 def test_the_second_one_after_numbered_lines_is_that_items_name_not_its_explanation() -> None:
@@ -103,7 +99,6 @@ def test_a_kind_the_answer_introduced_takes_its_name() -> None:
 def test_a_kind_the_user_named_first_is_the_users_own() -> None:
     history = [Turn(role=U, text="Which city hosts the Tour de France finish?"), Turn(role=A, text="It has finished in Paris since 1975.")]
     assert "Paris" not in form("How big is the city?", history)
-
 
 
 def test_his_becomes_the_answers_person_as_a_possessive() -> None:

@@ -6,16 +6,11 @@ beside it, not put in its place. Invented examples."""
 
 from __future__ import annotations
 
+from searched_form import form
+
 from querywise.conversation import Turn
-from querywise.understand.followup import check_follow_up, standalone_form
 
 U, A = "user", "assistant"
-
-
-def form(message: str, history: list[Turn]) -> str:
-    gate = check_follow_up(message, history)
-    assert gate.needs_context, gate
-    return standalone_form(message, history, gate).text
 
 
 def test_a_place_phrase_is_added_to_the_previous_question_not_swapped_for_its_subject() -> None:

@@ -4,17 +4,12 @@ means the people the answer named together; a title's whole name stays the subje
 
 from __future__ import annotations
 
+from searched_form import form
+
 from querywise.conversation import Turn
-from querywise.understand.followup import check_follow_up, standalone_form
 from querywise.understand.followup.people import answer_pair, answer_people
 
 U, A = "user", "assistant"
-
-
-def form(message: str, history: list[Turn]) -> str:
-    gate = check_follow_up(message, history)
-    assert gate.needs_context, gate
-    return standalone_form(message, history, gate).text
 
 
 def test_an_answers_pronouns_give_each_person_a_gender_and_places_are_no_people() -> None:

@@ -4,17 +4,12 @@ the answer still speaks of them; initials and a surname are a person's name."""
 
 from __future__ import annotations
 
+from searched_form import form
+
 from querywise.conversation import Turn
-from querywise.understand.followup import check_follow_up, standalone_form
 from querywise.understand.followup.people import answer_people
 
 U, A = "user", "assistant"
-
-
-def form(message: str, history: list[Turn]) -> str:
-    gate = check_follow_up(message, history)
-    assert gate.needs_context, gate
-    return standalone_form(message, history, gate).text
 
 
 # A talk that opens on one man and drifts, through its answers, to another.

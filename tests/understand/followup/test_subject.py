@@ -5,18 +5,14 @@ phrase ("the second"), a month or a description for "there"; an answer's carried
 
 from __future__ import annotations
 
+from searched_form import form
+
 from querywise.conversation import Turn
-from querywise.understand.followup import check_follow_up, conversation_subject, standalone_form
+from querywise.understand.followup import conversation_subject
 from querywise.understand.followup.answer_refs import enumeration
 from querywise.understand.followup.answer_topic import answer_topic
 
 U, A = "user", "assistant"
-
-
-def form(message: str, history: list[Turn]) -> str:
-    gate = check_follow_up(message, history)
-    assert gate.needs_context, gate
-    return standalone_form(message, history, gate).text
 
 
 def test_the_subject_is_what_a_generic_head_is_about() -> None:

@@ -5,16 +5,12 @@ name (#34). Invented conversations."""
 
 from __future__ import annotations
 
+from searched_form import form
+
 from querywise.conversation import Turn
-from querywise.understand.followup import check_follow_up, conversation_subject, standalone_form
+from querywise.understand.followup import conversation_subject
 
 U, A = "user", "assistant"
-
-
-def form(message: str, history: list[Turn]) -> str:
-    gate = check_follow_up(message, history)
-    assert gate.needs_context, gate
-    return standalone_form(message, history, gate).text
 
 
 def test_an_adverb_ends_the_subject_and_its_verb_is_no_part_of_it() -> None:
