@@ -107,3 +107,18 @@ def test_the_topic_stays_when_the_first_answer_names_it_or_takes_up_nothing_earl
     late = [Turn(role=U, text="Should I swap my oil boiler for an air source heat pump?"),
             Turn(role=A, text="In colder parts of the country with poor insulation and old radiators, air source heat pumps struggle.")]
     assert "boiler" in form("What does installation cost?", late)
+
+
+
+def test_after_answers_a_side_thing_the_turns_before_named_gives_way_to_the_subject() -> None:
+    # The subject (the opening's trail) and a side thing an earlier question named (one route of
+    # it), which the last question kept in focus without naming it: a question about neither
+    # carries the subject alone. While the last question was about the route itself, it stays.
+    history = [Turn(role=U, text="I'm planning to hike the Kungsleden trail next summer. Where should I start?"),
+               Turn(role=A, text="Most hikers start in Abisko and walk south towards Nikkaluokta."),
+               Turn(role=U, text="Is the Padjelanta route less crowded?"),
+               Turn(role=A, text="The Padjelanta route is much quieter, with long empty stretches.")]
+    assert "Padjelanta" in form("How do you book the mountain huts?", history)
+    history += [Turn(role=U, text="How long does the walk take?"), Turn(role=A, text="About a week at an easy pace.")]
+    searched = form("How do you book the mountain huts?", history)
+    assert "Kungsleden" in searched and "Padjelanta" not in searched

@@ -127,6 +127,7 @@ class Tracker:
     # What the latest user turn named, itself or by a pronoun (not what its form appended): what an
     # answer's person is newer than. None before any user turn.
     latest_named: tuple[tuple[str, ...], ...] | None = None
+    answered: bool = False  # the latest turn read is an answer: what the user asked before it was answered
 
     def read(self, text: str, role: str = "user", carried: Sequence[Referent] = (), appended: Sequence[Referent] = ()) -> None:
         """Decay every referent by one turn, then add this turn's mentions: `carried` (what its
@@ -145,6 +146,7 @@ class Tracker:
             # alone, where the sentence's shape shows its verb ("would a keyboard *help*?").
             own = [topic, *(r for r in own if not set(topic.key) <= set(r.key))]
         self.answered_place = _answer_place(text) if role != "user" and self._asked_where else None
+        self.answered = role != "user"
         if role == "user":
             self._asked_where = _asks_where(text)
         if role != "user":
