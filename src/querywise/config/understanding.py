@@ -192,8 +192,8 @@ class UnderstandingSettings(_Section):
     # The learnt choice of the phrases a follow-up's standalone form carries (understand/followup/choice.py,
     # trained by bench/training/phrase_choice.py): "answers" where the history holds an assistant's answer,
     # "always", or "off". Cross-validated by conversation it raises the lower of added-term recall and
-    # precision on rows whose history holds an answer (0.471 -> 0.518) and lowers it on rows with user
-    # turns only (0.647 -> 0.613), hence the default (bench/results/phrase_choice.md).
+    # precision on rows whose history holds an answer (0.495 -> 0.530) and lowers it on rows with user
+    # turns only (0.653 -> 0.616), hence the default (bench/results/phrase_choice.md).
     phrase_choice: Literal["off", "answers", "always"] = "answers"
     # A move switched off for some slices of traffic (`[understanding.off_in]`, e.g.
     # `spelling = ["identifier"]`): on a message in one of them it does not run, and the trace says
