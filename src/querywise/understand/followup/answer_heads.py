@@ -53,6 +53,7 @@ from typing import NamedTuple
 from querywise.text import ANALYSIS_CHARS, analysed_part, analyze
 from querywise.understand.followup.message import (
     ADJECTIVE_ENDINGS,
+    ARTICLE,
     AUX,
     BE,
     DEICTIC_TIME,
@@ -95,7 +96,6 @@ _NUMBERS = _words("one two three four five six seven eight nine ten eleven twelv
 _BEFORE_VERB = (AUX - BE) | frozenset(["to"])
 # What a sentence starts after (the text's start reads as one).
 _SENTENCE_END = frozenset([".", "!", "?", ":", ";"])
-_ARTICLES = frozenset(["the", "a", "an"])
 # Where the message's definite noun phrase starts.
 _DEFINITE = frozenset(["the", "this", "that", "these", "those"])
 # Lowercase words that end a run as adjectives without a tagger ("lunar", "thermal", "electric").
@@ -304,7 +304,7 @@ def _continued(answer: str, modifiers: Sequence[str], plural: bool | None) -> di
         j = k = i + len(modifiers)
         while k < len(toks) and k - j < MAX_MODIFIERS and _modifier(toks[k]) and not (k > j and is_plural(toks[k - 1])):
             k += 1
-        verb = k - j > 1 and k < len(toks) and low[k] in _ARTICLES
+        verb = k - j > 1 and k < len(toks) and low[k] in ARTICLE
         k -= verb  # a noun run before an article ends on its verb: "bumblebee *became* the first"
         after = low[k] if k < len(toks) else "."
         if k > j and (verb or after in FUNCTION or not after[:1].isalnum()) and (plural is None or is_plural(toks[k - 1]) == plural):

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 from querywise.understand.followup.message import (
     ADJECTIVE_ENDINGS,
+    ARTICLE,
     AUX,
     BE,
     CHAT,
@@ -48,7 +49,6 @@ _WH = frozenset(["what", "why", "how", "where", "when", "who", "which", "whose"]
 _SUBJECT = frozenset(["i", "you", "we", "they", "he", "she", "it"])
 _MODALS = frozenset(["can", "could", "will", "would", "shall", "should", "may", "might", "must"])
 _ATTACHING = frozenset(("on", "for", "in", "at", "about", "with", "from"))
-_ARTICLES = frozenset(("the", "a", "an"))
 # A phrase's complement that says what it is about reads first: "the history *of* toilets",
 # "facts *about* bees".
 _COMPLEMENT = frozenset(("of", "about"))
@@ -65,11 +65,11 @@ _BARE_INFINITIVE = frozenset(["help", "helps", "make", "makes", "let", "lets"])
 # Verbs that open a request ("*Compare* Python and Rust", "*List* Nobel laureates"): capitalised by
 # the sentence only.
 _IMPERATIVES = frozenset(["compare", "contrast", "list", "name", "find", "define", "summarize", "summarise", "recommend", "suggest"])
-# Words that open no noun phrase: a particle or preposition ("the route *up* Kilimanjaro") and a
-# quantifier ("is three months *enough*").
-_LEADING = frozenset(["up", "out", "down", "off", "away", "back", "enough"])
 # A phrasal verb's particle ("break *up*", "die *out*"): the word before it is the verb.
 _PARTICLES = frozenset(["up", "out", "down", "off", "away", "back"])
+# Words that open no noun phrase: a particle or preposition ("the route *up* Kilimanjaro") and a
+# quantifier ("is three months *enough*").
+_LEADING = _PARTICLES | {"enough"}
 
 
 def is_plural(words: str) -> bool:
@@ -150,7 +150,7 @@ def noun_phrases(m: Message, taken: Sequence[tuple[int, int]] = ()) -> list[Phra
         if run:
             words = m.text[toks[run[0]].start : toks[run[-1]].start + len(toks[run[-1]].text)]
             if len(words) > 3 or (len(words) == 3 and _acronym(m, run[0], j)):
-                gap = 2 if m.at(i - 1) in _ARTICLES else 1
+                gap = 2 if m.at(i - 1) in ARTICLE else 1
                 # A common noun's complement says what it is about ("the history of toilets"); a name
                 # is what it is about itself ("is Cassidy about Jack Casady?").
                 of_complement = bool(out) and m.at(i - gap) in _COMPLEMENT and out[-1].end == i - gap and not out[-1].named
@@ -174,7 +174,7 @@ def noun_phrases(m: Message, taken: Sequence[tuple[int, int]] = ()) -> list[Phra
     found = list(out)
     for a, b in itertools.pairwise(out):
         gap = b.first - a.end
-        if not (gap == 1 or (gap == 2 and m.at(a.end + 1) in _ARTICLES)) or not _reaches(m, a):
+        if not (gap == 1 or (gap == 2 and m.at(a.end + 1) in ARTICLE)) or not _reaches(m, a):
             continue  # a phrase whose verb was cut off is no pair's: "the copy *end up* in Argentina"
         if m.at(a.end) == "and":
             pair = f"{a.words} and {b.words}"
@@ -211,10 +211,10 @@ def first_name(m: Message) -> tuple[str, bool] | None:
 
     k = 0
     while k < len(toks):
-        if not cap(k) or (toks[k].initial and not cap(k + 1)) or (toks[k].low in _ARTICLES and not cap(k + 1)):
+        if not cap(k) or (toks[k].initial and not cap(k + 1)) or (toks[k].low in ARTICLE and not cap(k + 1)):
             k += 1
             continue
-        start = k + 1 if toks[k].low in _ARTICLES else k
+        start = k + 1 if toks[k].low in ARTICLE else k
         end = start + 1
         while end < len(toks) and (cap(end) or toks[end].named or _ROMAN.fullmatch(toks[end].text) or (toks[end].low in _NAME_JOINERS and cap(end + 1))):
             end += 1
@@ -298,8 +298,6 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
         run = run[:-1]  # "how does X *work*?", "when did social security *start* in the US?", "how did the Dead *lose* his ..."
     # Not "Italy", nor a determined head ("my *family*'s photos", "the *assembly*").
     run = [k for k in run if not toks[k].low.endswith("ly") or _capital(toks[k]) or (k == run[-1] and m.at(i - 1) in DET) or m.at(k + 1) == "'s"]
-    while len(run) > 1 and toks[run[-1]].low in _CLOSING_ADVERBS:
-        run = run[:-1]  # "can I use whole wheat flour *instead*?": the adverb closes the clause, not the phrase
     while len(run) > 1 and not toks[run[0]].named and (toks[run[0]].low in EVALUATIVE or toks[run[0]].low in SUPERLATIVE or toks[run[0]].low.endswith("est")):
         run = run[1:]  # the speaker's ranking is no part of what is talked about: "the *best* ramen restaurants", "*well-known* researchers"
     if all(toks[k].low in NOT_REFERENTS or toks[k].low in _NUMBER_WORDS or toks[k].low.endswith("est") for k in run):
@@ -453,7 +451,7 @@ def _asked_of(m: Message, i: int, j: int) -> bool:
     win?", "which *cups* has Ajax won?"): what is asked of the clause's subject, not the subject."""
     wh = m.at(i - 1) in _WH_DETERMINERS or (m.at(i - 1) in {"many", "much"} and m.at(i - 2) == "how")
     # A subject of its own after the auxiliary ("did *Borg* win"), not a pronoun ("should *I* try").
-    k = j + 1 + (m.at(j + 1) in _ARTICLES)
+    k = j + 1 + (m.at(j + 1) in ARTICLE)
     return wh and m.at(j) in AUX and m.at(j) not in BE and k < len(m.toks) and _nominal(m.toks[k])
 
 
@@ -506,6 +504,6 @@ def _asks_for(m: Message, first: int) -> bool:
     ("what *treatments*"), or after "what is/are the", the speaker's ranking between ("what is the
     best *treatment*")."""
     k = first - 1
-    while m.at(k) in _ARTICLES or m.at(k) in SUPERLATIVE or m.at(k) in EVALUATIVE or m.at(k).endswith("est"):
+    while m.at(k) in ARTICLE or m.at(k) in SUPERLATIVE or m.at(k) in EVALUATIVE or m.at(k).endswith("est"):
         k -= 1
     return m.at(k) in _WH_DETERMINERS or (m.at(k) in BE and m.at(k - 1) in _WH_DETERMINERS)
