@@ -75,6 +75,7 @@ from querywise.understand.followup.message import (
     TOKEN,
     TOUGH,
     UNIQUE,
+    WH,
     Message,
 )
 from querywise.understand.followup.referent import POINTING_CUES
@@ -166,10 +167,8 @@ def _pronouns(m: Message) -> Iterator[Cue]:
 def _after_opening_aux(m: Message, i: int) -> bool:
     """Whether the word before token `i` is the auxiliary that opens a question: the message's
     first word, or the word after a wh-word that opens it ("How does that work?")."""
-    return m.at(i - 1) in AUX and (i - 1 == 0 or (i - 2 == 0 and m.at(0) in _WH))
+    return m.at(i - 1) in AUX and (i - 1 == 0 or (i - 2 == 0 and m.at(0) in WH))
 
-
-_WH = frozenset(["what", "why", "how", "when", "where", "who", "which"])
 
 #: Aspect adverbs, which never start a noun phrase: "Are any still in use?" has left out its noun.
 _ASPECT = frozenset(["still", "already", "yet", "ever", "left", "remaining"])

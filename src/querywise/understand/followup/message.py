@@ -21,7 +21,8 @@ PERSONAL = _set("it its itself they them their theirs themselves he him his hims
 POSSESSIVE = _set("its their his her")
 BE = _set("is are was were be been being am 's 're 'm")
 AUX = BE | _set("do does did can could will would shall should may might must has have had 've 'd 'll ca wo")
-_WH = _set("what why how where when who whom whose which")
+#: Question words; one set for every reader, so the gate and the forms agree on what opens a question.
+WH = _set("what why how where when who whom whose which")
 PREP = _set(
     "of for on in at from to with about between among during after before around under over into onto "
     "across through without within against toward towards than as by via like per near versus vs "
@@ -38,7 +39,7 @@ QUANTIFIER = _set("some any both either neither none each several many few all")
 FUNCTION = (
     PERSONAL
     | AUX
-    | _WH
+    | WH
     | PREP
     | ARTICLE
     | QUANTIFIER
@@ -210,7 +211,7 @@ class Message:
             # the money and put it ..."), and a new subject ("my income changed and I ...").
             coordinator = w in {"and", "but", "or", "so", "then"}
             if w in CLAUSE_PUNCT or (
-                coordinator and (nxt in _WH or nxt in AUX or nxt in PERSONAL or nxt in _SPEAKERS_SUBJECT or self.at(i + 2) in PERSONAL)
+                coordinator and (nxt in WH or nxt in AUX or nxt in PERSONAL or nxt in _SPEAKERS_SUBJECT or self.at(i + 2) in PERSONAL)
             ):
                 starts.append(i + 1)
         return starts

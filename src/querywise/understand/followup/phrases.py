@@ -37,6 +37,7 @@ from querywise.understand.followup.message import (
     QUANTIFIER,
     REACTIONS,
     SUPERLATIVE,
+    WH,
     Message,
     _Tok,
 )
@@ -45,7 +46,6 @@ __all__ = ["NOT_NAMES", "PERIOD", "Phrase", "first_name", "is_plural", "noun_phr
 
 # A year, a decade or a century: "1962", "the 1970s", "the 1700s", "the 19th century": when, not what.
 PERIOD = re.compile(r"(?:the\s+)?(?:\d{2,4}'?s?|\d{1,2}(?:st|nd|rd|th)\s+century)", re.IGNORECASE)
-_WH = frozenset(["what", "why", "how", "where", "when", "who", "which", "whose"])
 _SUBJECT = frozenset(["i", "you", "we", "they", "he", "she", "it"])
 _MODALS = frozenset(["can", "could", "will", "would", "shall", "should", "may", "might", "must"])
 _ATTACHING = frozenset(("on", "for", "in", "at", "about", "with", "from"))
@@ -256,7 +256,7 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
         run = run[:1]  # the verb agrees with the wh-word's noun: "what *pigment* absorbs the light?"
     elif prev in _WH_DETERMINERS and len(run) == 2 and not _capital(toks[i]) and is_plural(toks[i].low) and not is_plural(toks[run[1]].low) and m.at(j) in PREP:
         run = run[:1]  # a plural noun and its verb: "what *treatments* exist for tinnitus?"
-    elif ((prev in _WH or prev in _SUBJECT) and not _capital(toks[i])) or (prev == "to" and not toks[i].named and not (len(run) == 1 and m.at(j) in _ENDS)) or (prev in _MODALS and m.at(i - 2) in _SUBJECT):
+    elif ((prev in WH or prev in _SUBJECT) and not _capital(toks[i])) or (prev == "to" and not toks[i].named and not (len(run) == 1 and m.at(j) in _ENDS)) or (prev in _MODALS and m.at(i - 2) in _SUBJECT):
         run = run[1:]  # "what causes X", "I need X", "how to renew X" (not "to Norway"), "you must deliver X": the first word is a verb
         if run and prev in _SUBJECT and toks[run[0] - 1].low.endswith("ly") and not toks[run[0] - 1].named:
             run = run[1:]  # an adverb came first: "does it actually *keep* you awake"
@@ -496,7 +496,7 @@ def _after_auxiliary(m: Message, i: int) -> bool:
     w = k - 1
     while w >= 0 and _nominal(m.toks[w]) and not m.toks[w].initial:
         w -= 1  # the wh-word's noun or adverb: "how many *Wimbledon titles* did Borg win", "how *often* does it"
-    return m.at(k) in AUX and (m.at(w) in _WH or m.at(w) in {"", "and", "so", "then", "many", "much"} or m.at(w) in CLAUSE_PUNCT)
+    return m.at(k) in AUX and (m.at(w) in WH or m.at(w) in {"", "and", "so", "then", "many", "much"} or m.at(w) in CLAUSE_PUNCT)
 
 
 def _asks_for(m: Message, first: int) -> bool:

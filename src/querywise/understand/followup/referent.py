@@ -47,12 +47,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from querywise.catalog import Catalog
-from querywise.text import analyze
+from querywise.understand.followup.ellipsis import ABOUT, PP_ONLY, ellipsis
 from querywise.understand.followup.message import (
-    ADJECTIVE_ENDINGS,
-    DOMAIN_ADJ,
-    PARTICIPLES,
     PERSON_NOUNS,
     PERSONAL,
     Message,
@@ -76,8 +72,6 @@ NAME_BONUS = 3.0
 #: you awake?"), its pointer resolved in place rather than the previous question joined in front.
 #: A natural point (three: a verb, its object and a modifier), checked on CAsT 2019 and 2020.
 OWN_QUESTION_WORDS = 3
-#: The longest message read as an opener and one noun phrase ("And the Pro?").
-ELLIPSIS_CHARS = 120
 _PLACE_JOINERS = frozenset(["of", "and", "de", "the", "upon", "on"])
 _PLURAL_PRONOUNS = frozenset(["they", "them", "their", "theirs", "themselves", "these", "those"])
 _SINGULAR_PRONOUNS = frozenset(["it", "its", "itself", "this", "that"])
@@ -206,18 +200,18 @@ def resolve(
         m = Message(message, [(x.start, x.end) for x in catalog.mentions(message)] if catalog is not None else [], catalog=catalog is not None)
         if all(c == "pro-form:there" for c in cues):
             return Standalone(message, "placed", (place,), f"'there' resolved to {place.text!r}")
-    opener = any(c.startswith(_OPENER_CUES) for c in cues) or _ABOUT.match(typed) is not None or _PP_ONLY.match(typed) is not None
+    opener = any(c.startswith(_OPENER_CUES) for c in cues) or ABOUT.match(typed) is not None or PP_ONLY.match(typed) is not None
     if opener and previous and not particle_only:
         # The ellipsis reads the message as typed ("Why there?" is no noun phrase to swap in);
         # a join carries its "there" resolved ("Where was it filmed? Why in Albuquerque?").
         message, resolved_there = typed, message
-        swapped = _ellipsis(message, previous, tracker)
-        if swapped is None and _ABOUT.match(message) and tracker.mentions(message) and not any(c.startswith(("pronoun:", "demonstrative:")) for c in cues):
+        swapped = ellipsis(message, previous, tracker)
+        if swapped is None and ABOUT.match(message) and tracker.mentions(message) and not any(c.startswith(("pronoun:", "demonstrative:")) for c in cues):
             # "What about benchmarks for music?": more than one noun phrase, a subject of its own,
             # which the previous question's frame would bury.
             swapped = Standalone(message, "none", why="'what about' with words of its own")
         if swapped is not None and swapped.method == "none":
-            beside = _beside_subject(message, tracker)
+            beside = tracker.beside_subject(message)
             return beside if beside is not None else Standalone(joined(previous, resolved_there), "previous_turn", why=swapped.why)
         if swapped is not None:
             return swapped
@@ -272,19 +266,19 @@ def resolve(
         distinct = tuple({r.key: next((u for u in used if u.key == r.key and u.person), r) for r in used}.values())  # a person stays one
         placed = Standalone(out, "placed", distinct, f"the reference resolved to {names}")
         # The answer's name is specific already: the subject after it would add what the user did not ask.
-        return _with_subject(placed, tracker, own, named)
+        return tracker.with_subject(placed, own, named)
     salient = [r for r in tracker.by_salience() if r.key not in own]
     if salient:
         best = salient[0]
-        beside = _beside_subject(message, tracker, why="topic continuity alone") if all(c.startswith("continuity") for c in cues) else None
+        beside = tracker.beside_subject(message, why="topic continuity alone") if all(c.startswith("continuity") for c in cues) else None
         if beside is not None:
             # Topic continuity alone is weak evidence: the subject beside the message, not the focus too
             # (CAsT 2020 train+val, where it was chosen: added terms 0.341/0.462 and 0.476/0.544 with both,
             # 0.338/0.465 and 0.476/0.544 with the subject alone; the written passage dialogues 0.780 -> 0.807 precision).
             return beside
-        form = _with_subject(Standalone(f"{message.rstrip()} {best.placed}", "appended", (best,), f"the conversation's focus {best.text!r} ({best.kind}) appended"), tracker, own, named)
+        form = tracker.with_subject(Standalone(f"{message.rstrip()} {best.placed}", "appended", (best,), f"the conversation's focus {best.text!r} ({best.kind}) appended"), own, named)
         centre = tracker.latest_named[:1] if tracker.latest_named else ()
-        if tracker.answered and len(form.referents) == 2 and best.key not in centre and (beside := _beside_subject(message, tracker, why="the subject, not a side thing")) is not None:
+        if tracker.answered and len(form.referents) == 2 and best.key not in centre and (beside := tracker.beside_subject(message, why="the subject, not a side thing")) is not None:
             # After an answer, a focus that is neither the subject nor what the latest user turn was
             # about (its centre) is a side thing the turns before brought up and the answers closed
             # ("the Padjelanta route" in a talk about the Kungsleden trail): the subject alone. Without
@@ -296,182 +290,6 @@ def resolve(
     return Standalone(message, "none", why="no referent in the conversation and no earlier user turn")
 
 
-# A fragment that is a preposition and its object ("and in Japan?", "And for a half?", "Only for
-# girls?") adds to the previous question, or swaps the object of the same preposition there.
-_PP_PREPS = frozenset(["for", "with", "in", "on", "to", "at", "after", "before", "during", "without", "from", "by", "under", "over", "since"])
-# "for", "with", "to" ask the question again of another thing ("What about for a food truck?" after
-# the Lamborghini's price): the fragment's noun swaps in as any ellipsis's does. Adding such a phrase
-# to the frame instead ("Are there any film festivals for jazz?") lost CAsT 2019 0.008 precision.
-_SWAP_PREPS = frozenset(["for", "with", "to"])
-_WH = frozenset(["which", "what", "who", "whom", "whose", "where", "when", "how", "why", "whether", "if"])
-# "And the Pro?", "what about unopened ones in particular?": an opener, a noun phrase, a tail that
-# adds nothing to ask. Anything else ("and what is the process?") is a question of its own.
-_REACTION = r"(?:(?:interesting|ok|okay|oh|great|cool|wow|nice|i see)\W+)?"
-# "What about ...?" after a reaction ("Interesting. What about a food truck?"): an opener the gate
-# may read as continuity only.
-_ABOUT = re.compile(rf"^\s*{_REACTION}(?:what|how)\s+about\b", re.IGNORECASE)
-_ELLIPSIS = re.compile(
-    rf"^\s*{_REACTION}(?:(?:no\W+)?i\s+mean[t]?\s+)?(?:(?:and|but|or|also|so)\s+)?(?:(?:what|how)\s+about\s+|(?:the\s+)?same\s+)?(?P<pp>(?P<adverb>(?:only|just|even|especially|mainly|mostly)\s+)?"
-    rf"(?P<prep>{'|'.join(sorted(_PP_PREPS))})\s+)?(?P<np>.+?)"
-    r"(?:,?\s+(?:in particular|instead|then|too|as well|though|now))?\s*[?.!]*\s*$",
-    re.IGNORECASE,
-)
-# A message that is only a prepositional phrase ("Only for girls?"): an ellipsis with no opener.
-_PP_ONLY = re.compile(rf"^\s*(?:(?:only|just|even|especially|mainly|mostly)\s+)?(?:{'|'.join(sorted(_PP_PREPS))})\s+(?!(?:{'|'.join(sorted(_WH))})\b)[^\W\d][^,;:?.!]{{0,40}}[?.!]*\s*$",
-                      re.IGNORECASE)
-# An ordinal is a modifier a pro-form's own replaces: "the second one" after "their first album".
-_ORDINAL_WORDS = frozenset(["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "last", "next", "previous",
-                           "latest"])
-_LEADING_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
-
-
-def _ellipsis(message: str, previous: str, tracker: Tracker) -> Standalone | None:
-    """The previous question about the new subject: "And the Pro?" after "How long is the
-    warranty on the Halden Solace 7?" asks "How long is the warranty on the Halden Solace 7 Pro?";
-    "what about unopened ones?" after "What's the return window for earbuds?" asks it of unopened
-    earbuds. What gives way in the previous question: a referent sharing a word with the new one
-    ("the cons" for "the pros and cons"), else one of the same sort (a product for a product, a
-    pro-form's noun of its number), else its topic. A phrase of place or time ("and in Japan?") is
-    added to the previous question instead (`_added_phrase`). None when the message is more than an
-    opener and a noun phrase, or when nothing in the previous question can give way."""
-    # An ellipsis is a few words; the bound also keeps the pattern's work small on any message.
-    found = _ELLIPSIS.match(message) if len(message) <= ELLIPSIS_CHARS else None
-    if found is None:
-        return None
-    same = re.search(r"\bsame\b", message[: found.start("np")], re.IGNORECASE) is not None  # "same for the Pro": the question asked again
-    # A phrase is a few words, not a clause after a dash or a comma ("without machines -- like how did they ...?").
-    phrase = bool(found.group("prep")) and not same and found.group("np").split()[0].lower() not in _WH and not re.search(
-        r"[,;:\u2013\u2014]|\s-\s", found.group("np")) and not any(
-        r.kind == "entity" for r in tracker.mentions(found.group("np")))
-    if phrase and found.group("prep").lower() not in _SWAP_PREPS:
-        return _added_phrase(previous, found, tracker)
-    return _swapped(message, previous, tracker, found)
-
-
-def _swapped(message: str, previous: str, tracker: Tracker, found: re.Match[str]) -> Standalone | None:
-    """`_ellipsis` for a noun phrase (`found`'s np): what in the previous question it replaces."""
-    said = _LEADING_ARTICLE.sub("", found.group("np").strip())
-    olds = tracker.mentions(previous)
-    pro_form = re.fullmatch(r"(?P<mods>(?:[\w-]+\s+){1,3})(?P<one>ones?)", said, re.IGNORECASE)
-    if pro_form is not None:  # "unopened ones": the previous question's noun, so modified
-        plural = pro_form.group("one").lower() == "ones"
-        for old in olds:
-            if old.kind == "phrase" and old.plural == plural and (at := _span(previous, old, None)) is not None:
-                text = f"{pro_form.group('mods')}{_noun_of(_LEADING_ARTICLE.sub('', old.text))}"
-                ordinal = re.search(r"\b(\w+)\s+$", previous[: at[0]])
-                if ordinal and ordinal.group(1).lower() in _ORDINAL_WORDS and set(pro_form.group("mods").lower().split()) & _ORDINAL_WORDS:
-                    at = (ordinal.start(1), at[1])  # "the second one" after "their first album": the ordinal gives way too
-                return Standalone(previous[: at[0]] + text + previous[at[1] :], "ellipsis", (), f"the previous question about {text!r} (in place of {old.text!r})")
-        return None
-    new = tracker.mentions(message)
-    if not new:
-        return None
-    subject = new[0]
-    if _LEADING_ARTICLE.sub("", subject.text).lower() != said.lower() and subject.kind != "entity":
-        return None  # the words after the opener are not one noun phrase
-    olds = [r for r in olds if r.key != subject.key]
-    # A referent the new one names part of ("the cons" of "the pros and cons"), whose noun it keeps
-    # with other modifiers ("unopened earbuds" for "opened earbuds"), or another word of
-    # ("high cholesterol" for "high blood carbon dioxide"), the part named first.
-    sharing = [r for r in olds if r.kind != "entity" and set(subject.key) & set(r.key)]
-    sharing.sort(key=lambda r: not (set(subject.key) < set(r.key) or subject.key[-1:] == r.key[-1:]))
-    same_kind = [r for r in olds if (r.kind == "entity") == (subject.kind == "entity")]
-    current = tracker.subject()
-    moved = False  # the subject gives way to the new noun phrase: the conversation moved on
-    asked = [r for r in olds if (at := _span(previous, r, None)) is not None and not _after_question(previous, at[0])]  # not a subject a form appended
-    # A definite noun phrase with no word in common ("What about the lead problem?", "the tongue
-    # twister") is a part or an aspect of the subject, already given: it does not replace the
-    # subject, as an indefinite one does ("a pimped-out food truck" for "a used Lamborghini").
-    fresh = not (re.match(r"(?:the|this|that|these|those)\s", found.group("np").strip(), re.IGNORECASE))
-    if not sharing and subject.kind == "phrase" and fresh and current is not None and any(r.key == current.key for r in asked):
-        # No word in common, but what gives way is the conversation's subject: a change of
-        # subject asked in the previous question's words ("How much does a pimped-out food truck
-        # cost?" after the used Lamborghini).
-        sharing = [r for r in olds if r.key == current.key]
-        moved = True
-    if not sharing and subject.kind == "phrase":
-        # What gives way is a guess: nothing but its place says "the locks" stand where "workers"
-        # stood ("How many locks died?"). A catalog's product, a word both share, a proper name
-        # (one of a kind: "Ivanka" for "the First Lady", "Venus flytraps" for "predator plants")
-        # are evidence; without it the previous question is not rewritten, and the caller
-        # searches the message with the subject beside it.
-        return Standalone(message, "none", why=f"no evidence of what {subject.text!r} replaces in the previous question")
-    # A name for a name, the innermost first: "Aero X2", not "warranty on the Aero X2".
-    same_kind.sort(key=lambda r: (r.kind != subject.kind, r.kind == subject.kind and len(r.text)))
-    spans: list[tuple[Referent | None, tuple[int, int] | None]] = [(r, _span(previous, r, tracker.catalog)) for r in sharing or same_kind or olds]
-    if subject.kind == "entity" and tracker.catalog is not None and not same_kind:
-        # A product said by a name it shares with another ("Aero X2"): the catalog still finds it.
-        spans = [(None, (m.start, m.end)) for m in reversed(tracker.catalog.mentions(previous))]
-    for gives_way, at in spans:
-        if at is None:
-            continue
-        text = subject.text if subject.kind == "entity" else said
-        instead = previous[at[0] : at[1]] if gives_way is None else gives_way.text
-        before = previous[: at[0]]
-        if subject.kind == "name" and not _LEADING_ARTICLE.match(found.group("np").strip()):
-            before = re.sub(r"\b(?:the|a|an)\s+$", "", before, flags=re.IGNORECASE)  # "the First Lady" -> "Ivanka"
-        return Standalone(before + text + previous[at[1] :], "ellipsis", (subject,), f"the previous question about {subject.text!r} (in place of {instead!r})",
-                          new_subject=moved)
-    return None
-
-
-def _added_phrase(previous: str, found: re.Match[str], tracker: Tracker) -> Standalone:
-    """The previous question with the fragment's prepositional phrase: in place of what the same
-    preposition governs there ("Where would I adopt one in Scotland?" + "And in Ireland?" -> "...
-    in Ireland?"), else added at the end of its question ("How much does Montessori school usually
-    cost?" + "and in Japan?" -> "... usually cost in Japan?"). A phrase adds a circumstance to the
-    old frame; it never takes the place of the frame's subject ("How much does Japan cost?")."""
-    prep, np = found.group("prep"), found.group("np").strip()
-    phrase = previous.rstrip()
-    new = tracker.mentions(np)
-    for old in tracker.mentions(previous):
-        at = _span(previous, old, tracker.catalog)
-        if at is None or _after_question(previous, at[0]):
-            continue
-        governed = re.search(rf"\b{re.escape(prep)}\s+(?:(?:the|a|an)\s+)?$", previous[: at[0]], re.IGNORECASE)
-        if governed is not None:
-            text = previous[: governed.start()] + f"{prep} {np}" + previous[at[1] :]
-            form = Standalone(text, "ellipsis", tuple(new), f"the previous question with '{prep} {np}' (in place of {old.text!r})")
-            break
-    else:
-        end = re.search(r"[?.!]", phrase)  # the question's own end: a subject a form appended stays after it
-        cut = end.start() if end is not None else len(phrase)
-        text = f"{phrase[:cut].rstrip()} {(found.group('adverb') or '').lower()}{prep} {np}{phrase[cut:]}"
-        form = Standalone(text, "ellipsis", tuple(new), f"the previous question with '{prep} {np}' added")
-    # "And in winter?" after "How long does recovery take afterwards?": still about the marathon.
-    return _with_subject(form, tracker, {r.key for r in new}, any(r.kind != "phrase" for r in new))
-
-
-def _after_question(text: str, at: int) -> bool:
-    """Whether position `at` of `text` comes after its question, as a subject a form appended
-    does ("How many workers died? the Panama Canal")."""
-    return re.sub(r"\b(?:the|a|an)\s*$", "", text[:at], flags=re.IGNORECASE).rstrip().endswith(("?", "."))
-
-
-def _noun_of(words: str) -> str:
-    """What a pro-form "one(s)" stands for in `words`: the phrase less its leading adjectives
-    ("opened earbuds" -> "earbuds", "wireless charging cases" -> "charging cases"), whose place
-    the pro-form's own modifiers take ("unopened ones")."""
-    kept = words.split()
-    while len(kept) > 1 and _adjective(kept[0].lower()):
-        kept = kept[1:]
-    return " ".join(kept)
-
-
-def _adjective(word: str) -> bool:
-    """A word that reads as an adjective before a noun, without a tagger: a participle ("opened",
-    "worn"), an adjective's ending ("wireless", "portable"), a relative adjective ("main")."""
-    return word.endswith(("ed", *ADJECTIVE_ENDINGS, "less")) or word in PARTICIPLES or word in DOMAIN_ADJ or word in _ORDINAL_WORDS
-
-
-def _span(text: str, referent: Referent, catalog: Catalog | None) -> tuple[int, int] | None:
-    """Where `text` says `referent`: a product by any of its names, anything else as written."""
-    if referent.kind == "entity" and catalog is not None:
-        return next(((m.start, m.end) for m in catalog.mentions(text) if [e.id for e in m.entities] == [referent.key[1]]), None)
-    at = text.find(referent.text)
-    return None if at < 0 else (at, at + len(referent.text))
-
-
 # "Which one charges faster?", "which of them is lighter?", "which is cheaper?"
 _WHICH = re.compile(r"^\W*(?:(?:and|so|ok|okay),?\s+)?which\b(?!\s+(?:[a-z]+\s+)?(?:of\s+)?(?:your|you|my|our)\b)", re.IGNORECASE)
 
@@ -481,27 +299,6 @@ def _placed(message: str, slots: Sequence[tuple[int, int, bool | None, bool, boo
     for start, end, _plural, possessive, _person in reversed(slots):
         out = out[:start] + (_possessive(referent.placed) if possessive else referent.placed) + out[end:]
     return out
-
-
-def _with_subject(form: Standalone, tracker: Tracker, own: set[tuple[str, ...]], named: bool) -> Standalone:
-    """The form with the conversation's subject after it, when the form does not already say it
-    and the message names nothing of its own ("what was the culture like?" in a conversation
-    about the Ottoman Empire is still about the Ottoman Empire)."""
-    subject = tracker.subject()
-    if subject is None or subject.key in own or named or any(r.kind == "entity" or r.key == subject.key for r in form.referents):
-        return form
-    if set(subject.key) & set(analyze(form.text)):  # "reef bleaching" already speaks of "coral reefs"
-        return form
-    return Standalone(f"{form.text.rstrip()} {subject.placed}", form.method, (*form.referents, subject), f"{form.why}; the conversation's subject {subject.text!r} kept")
-
-
-def _beside_subject(message: str, tracker: Tracker, *, why: str = "an ellipsis whose referent is a guess") -> Standalone | None:
-    """The message with the conversation's subject after it ("What about the locks? the Panama
-    Canal"), when the message does not already say it; None without a subject."""
-    subject = tracker.subject()
-    if subject is None or set(subject.key) & set(analyze(message)):
-        return None
-    return Standalone(f"{message.rstrip()} {subject.placed}", "appended", (subject,), f"{why}: the conversation's subject {subject.text!r} beside the message")
 
 
 def joined(previous: str, message: str) -> str:

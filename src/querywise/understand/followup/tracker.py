@@ -236,6 +236,26 @@ class Tracker:
                 return self.referents[kept[0]]
         return self.referents.get(self.topic) if self.topic is not None else None
 
+    def with_subject(self, form: Standalone, own: set[tuple[str, ...]], named: bool) -> Standalone:
+        """`form` with the conversation's subject after it, when the form does not already say it
+        and the message names nothing of its own (`own` its referents' keys, `named` whether one is
+        a name): "what was the culture like?" in a conversation about the Ottoman Empire is still
+        about the Ottoman Empire."""
+        subject = self.subject()
+        if subject is None or subject.key in own or named or any(r.kind == "entity" or r.key == subject.key for r in form.referents):
+            return form
+        if set(subject.key) & set(analyze(form.text)):  # "reef bleaching" already speaks of "coral reefs"
+            return form
+        return Standalone(f"{form.text.rstrip()} {subject.placed}", form.method, (*form.referents, subject), f"{form.why}; the conversation's subject {subject.text!r} kept")
+
+    def beside_subject(self, message: str, *, why: str = "an ellipsis whose referent is a guess") -> Standalone | None:
+        """The message with the conversation's subject after it ("What about the locks? the Panama
+        Canal"), when the message does not already say it; None without a subject."""
+        subject = self.subject()
+        if subject is None or set(subject.key) & set(analyze(message)):
+            return None
+        return Standalone(f"{message.rstrip()} {subject.placed}", "appended", (subject,), f"{why}: the conversation's subject {subject.text!r} beside the message")
+
     def by_salience(self) -> list[Referent]:
         """Every referent, the conversation's focus (most mentioned, recently) first."""
         return sorted((r for r in self.referents.values() if r.score > 0), key=lambda r: (-r.score, -r.last_turn))
