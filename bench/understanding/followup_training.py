@@ -33,7 +33,7 @@ FILES = (*sorted(HERE.glob("dialogues_train*.jsonl")), HERE / "dialogues_passage
 PARTS = {"answers": "rows with a passage answer in the history", "users": "the other rows"}
 
 
-def figures(mode: str) -> dict[str, Any]:
+def figures(mode: str, files: tuple[Path, ...] = FILES) -> dict[str, Any]:
     """Per file and pooled: added-term recall / precision of each part, and its term counts."""
     from querywise.config import Settings
     from querywise.service import QueryWise
@@ -43,7 +43,7 @@ def figures(mode: str) -> dict[str, Any]:
     counts: dict[str, dict[str, dict[str, int]]] = {}
     with QueryWise(settings) as qw:
         rewriter = plan_rewriter(qw)
-        for path in FILES:
+        for path in files:
             rows = load_rewrite_rows(path)
             split = {"answers": [r for r in rows if is_passage_row(r)], "users": [r for r in rows if not is_passage_row(r)]}
             counts[path.stem] = {part: _counts(evaluate_rewrites(rs, rewriter=rewriter)) for part, rs in split.items()}
@@ -63,9 +63,10 @@ def _scored(c: dict[str, dict[str, int]]) -> dict[str, dict[str, Any]]:
 
 def markdown(r: dict[str, Any]) -> str:
     lines = ["# Follow-up forms on the training and development files (#34)", "",
-             f"Command: `{COMMAND}`. The files rules are chosen on (never a report: the held-out pages are "
+             f"Command: `{r.get('scored', COMMAND)}`. The files rules are chosen on (never a report: the held-out pages are "
              "`rewrite_passages_2/3/4.md` and `rewrite_dialogues.md`'s held-out part). Added-term recall / precision, "
-             "pooled; 'answers': rows with a passage answer in the history, 'users': the other rows.", ""]
+             "pooled; 'answers': rows with a passage answer in the history, 'users': the other rows.", "",
+             *(f"- {line}" for line in r.get("notes", [])), *([""] if r.get("notes") else [])]
     for res in r["modes"]:
         lines += [f"## phrase_choice = {res['mode']!r}", "", "| file | answers: rows | recall | precision | users: rows | recall | precision |",
                   "|---|---:|---:|---:|---:|---:|---:|"]
@@ -80,8 +81,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", action="append", choices=("off", "answers", "always"),
                         help="phrase_choice modes to score (default: off and answers)")
+    parser.add_argument("--files", nargs="+", metavar="STEM", help="score only these files of bench/understanding (e.g. dialogues_train_8): "
+                        "a new file's first read, before any rule is chosen on it")
+    parser.add_argument("--page", default="followup_training", help="results page to write (default: %(default)s)")
+    parser.add_argument("--note", action="append", default=[], help="a line for the page (what the files are, what was read when)")
     args = parser.parse_args()
-    path = publish("followup_training", {"modes": [figures(m) for m in args.mode or ["off", "answers"]]}, command=COMMAND, render=markdown)
+    files = tuple(HERE / f"{stem}.jsonl" for stem in args.files) if args.files else FILES
+    missing = [str(p) for p in files if not p.exists()]
+    if missing:
+        parser.error(f"no such file: {', '.join(missing)}")
+    command = COMMAND + (f" --files {' '.join(args.files)} --page {args.page}" if args.files else "")
+    result = {"modes": [figures(m, files) for m in args.mode or ["off", "answers"]], "notes": args.note, "scored": command}
+    path = publish(args.page, result, command=command, render=markdown)
     print(path.with_suffix(".md").read_text(encoding="utf-8"))
 
 
