@@ -87,3 +87,13 @@ def test_a_relative_clause_and_a_particle_are_read_through() -> None:
                                  "bed, killed about 1,700 people. Engineers now pump out the deep water through a pipe.")]
     assert form("Why did it leak?", history).startswith("Why did carbon dioxide leak?")
     assert form("How often is it pumped out?", history).startswith("How often is the deep water pumped out?")
+
+
+def test_a_bare_word_in_the_slot_is_no_phrase_for_the_pronoun() -> None:
+    # "prove otherwise": a bare singular word after the verb is an adverb as often as a noun; "it"
+    # stays the user's kettle.
+    history = [Turn(role=U, text="My new kettle leaks from the base. Can the shop refuse a refund?"),
+               Turn(role=A, text="Within six months the law assumes a fault was there when you bought it, unless the shop can prove "
+                                 "otherwise. After that you may need to show the fault was not caused by wear.")]
+    said = form("How would the shop prove it?", history)
+    assert "otherwise" not in said and "kettle" in said

@@ -218,3 +218,13 @@ def test_both_before_its_own_noun_and_which_of_a_fact_are_no_pointers() -> None:
     assert "Lifetime ISA" not in standalone_form("Do both partners need to sign?", history, gate).text
     gate = check_follow_up("Which is the oldest bank in the country?", history)
     assert not gate.needs_context or "Lifetime ISA" not in standalone_form("Which is the oldest bank in the country?", history, gate).text
+
+
+def test_what_things_are_or_do_after_are_is_no_list_of_things() -> None:
+    # "are much quieter, cheaper to run and easy to fit" says what the pumps are; "are cleaned,
+    # sorted ... and stacked" what is done to the stones: neither is a list an ordinal points into.
+    assert enumeration("Air source heat pumps suit most homes. These units are much quieter than boilers, cheaper to run "
+                       "and easy to fit.") == ()
+    assert enumeration("Dry stone walls need little care. The stones are cleaned, sorted by size and then stacked by hand.") == ()
+    assert enumeration("The main risks of a loft conversion are damp, weak joists and poor insulation.") == ("damp", "weak joists",
+                                                                                                          "poor insulation")

@@ -64,6 +64,17 @@ def test_they_after_an_event_is_the_people_the_answer_named_together() -> None:
     assert form("How long were they in the air?", history) == "How long were Mette Dahl and Jonas Lund in the air?"
 
 
+def test_they_after_a_band_is_the_band_not_the_members_the_answer_named() -> None:
+    # A name plural in form, and one the answer says with a plural verb, is a group "they" takes itself.
+    plural_name = [Turn(role=U, text="When did Glass Harbours form?"),
+                   Turn(role=A, text="Glass Harbours formed in 1981 in Leeds, after Ruth Keane and Owen Marsh met at art school.")]
+    assert "Owen Marsh" not in form("Where did they record their first album?", plural_name)
+    said_were = [Turn(role=U, text="Who were the Quiet Engine?"),
+                 Turn(role=A, text="The Quiet Engine were a folk band formed in Bristol in 1970 by Ruth Keane and Owen Marsh.")]
+    searched = form("When did they break up?", said_were)
+    assert "Quiet Engine" in searched and "Owen Marsh" not in searched
+
+
 def test_the_subject_is_the_titles_whole_name_after_turns_that_name_part_of_it() -> None:
     history = [Turn(role=U, text="Fenwick Aura heat pump. Launch"),
                Turn(role=A, text="The first units went on sale in 2015, two years late."),

@@ -10,7 +10,11 @@
   them or speaks of them with a personal pronoun before the new name (`_older`);
 - "they"/"them" is the answer's one run of people named together ("Neil Armstrong and Buzz
   Aldrin") when the tracker gave it one name that is neither plural nor a person (the event
-  the conversation is about).
+  the conversation is about), nor a group that "they" itself takes: a name plural in form
+  ("Talking Heads", "the Beach Boys") or one the answer says with a plural verb ("The Velvet
+  Underground were ..."). Chosen on the training files: the band's members in place of the band
+  cost 17 matched terms and added 84 wrong ones there, while the event's crew (passages_dev) still
+  takes "they".
 
 `answer_refs.answer_referent` tries these before a kind or a term the answer introduced.
 """
@@ -115,6 +119,8 @@ def answer_group(message: str, answer: str, form: Standalone) -> _People | None:
     pronouns = list(_GROUP_PRONOUN.finditer(message))
     if not pronouns or form.method != "placed" or not form.referents or any(r.plural or r.person or r.kind == "phrase" for r in form.referents):
         return None
+    if any(_group(r.text, answer) for r in form.referents):
+        return None  # "they" is the band itself, not its members
     pair = answer_pair(analysed_part(answer, ANSWER_CHARS))
     if pair is None:
         return None
@@ -122,6 +128,22 @@ def answer_group(message: str, answer: str, form: Standalone) -> _People | None:
     for p in reversed(pronouns):
         said = said[: p.start()] + (f"{pair}'s" if p.group("p").lower() == "their" else pair) + said[p.end() :]
     return said, (replace(_referent(pair), plural=True, person=True),), f"{pronouns[0].group('p')!r} is {pair!r}, the people the answer named together"
+
+
+# A plural verb after a name says the name is a group: "The Velvet Underground were ...".
+_PLURAL_VERB = r"\s+(?:are|were|have|had)\b"
+
+
+def _group(name: str, answer: str) -> bool:
+    """Whether `name` is a group that "they" takes itself: its last word is plural in form
+    ("Talking Heads", "the Beach Boys"; not "Paris", "Columbus") or the answer says it with a
+    plural verb ("The Velvet Underground were an American rock band")."""
+    words = name.split()
+    last = words[-1] if words else ""
+    if last[:1].isupper() and len(words) >= 2 and last.endswith("s") and not last.endswith(("ss", "us", "is")):
+        return True
+    bare = re.sub(r"^the\s+", "", name, flags=re.IGNORECASE)
+    return re.search(rf"\b{re.escape(bare)}{_PLURAL_VERB}", answer, re.IGNORECASE) is not None
 
 
 def _referent(text: str) -> Referent:

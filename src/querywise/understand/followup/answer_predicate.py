@@ -8,7 +8,10 @@ arguments; the answer shows which argument it took), not a list of patterns, and
 narrowly, because most pointers still mean the user's subject:
 
 - the answer fills the slot with exactly one noun phrase (one or more times), of the pronoun's
-  number ("it" a singular, "they"/"them" a plural), that the message does not already say;
+  number ("it" a singular, "they"/"them" a plural), that the message does not already say; a
+  bare singular word, with no determiner and no capital, is no phrase: it is an adverb or a
+  quantifier as often as a noun ("prove otherwise", "keep enough"; on the training files' passage
+  rows, rules alone, added terms 0.414 / 0.523 -> 0.416 / 0.525, no row worse);
 - what the tracker gave the pronoun (the user's subject) never fills the predicate: no earlier
   turn says it in one sentence with the slot's word ("Old Faithful ... its eruptions" keeps "it
   erupt" on Old Faithful). A pronoun the tracker left as typed takes the phrase on the same
@@ -125,6 +128,8 @@ def _phrase(m: Message, first: int, last: int) -> Referent | None:
         return None
     if toks[-1].low.endswith("ly") or toks[-1].low in _ENDS:
         return None
+    if len(toks) == 1 and not toks[0].named and not is_plural(toks[0].low) and m.at(first - 1) not in DET:
+        return None  # a bare singular word is an adverb or a quantifier as often as a noun: "prove otherwise", "keep enough"
     words = m.text[toks[0].start : toks[-1].start + len(toks[-1].text)]
     if toks[0].initial and not toks[0].named:
         words = words[:1].lower() + words[1:]  # capitalised by the sentence only: "Pilot whales are ..."
