@@ -4,8 +4,10 @@
     .venv/bin/python -m bench.understanding.subject_openings
 
 `subject_openings.json` holds the opening user turn of each conversation of
-`dialogues_train_3.jsonl` .. `dialogues_train_7.jsonl` (200 openings, training data) and, labelled by
-hand, the subjects a person would name for it (any one of them is right). A subject read is right
+`dialogues_train_3.jsonl` .. `dialogues_train_7.jsonl` (200 openings, the "old" set) and of
+`dialogues_train_8.jsonl` and `dialogues_train_9.jsonl` (80 openings, the "new" set: labelled before
+the rules that read statement openings were written), all training data, and, labelled by hand, the
+subjects a person would name for it (any one of them is right). Accuracy is reported on each set. A subject read is right
 when its content terms (`querywise.text.analyze`: stems, no articles) are those of one of the
 labels. The set is a TRAINING/dev fixture: the rules were chosen reading it, so its accuracy says
 what the rules fix, not how they generalise (the held-out passage sets say that).
@@ -29,6 +31,9 @@ from querywise.understand.followup.standalone import conversation_subject
 
 COMMAND = ".venv/bin/python -m bench.understanding.subject_openings"
 FIXTURE = Path(__file__).with_name("subject_openings.json")
+# The files whose openings were added after the first rules were fitted: reported on their own so a
+# gain there is not hidden by (and cannot hide a loss on) the 200 the rules were first read on.
+NEW_FILES = frozenset({"train_8", "train_9"})
 
 
 class Opening(BaseModel):
@@ -52,9 +57,19 @@ def result(openings: list[Opening]) -> dict[str, Any]:
     rows = [(o, conversation_subject([o.opening])) for o in openings]
     per_file: Counter[str] = Counter(o.file for o, _ in rows)
     hits: Counter[str] = Counter(o.file for o, read in rows if right(read, o.subject))
+    sets = {
+        name: [f for f in per_file if (f in NEW_FILES) == new] for name, new in (("old", False), ("new", True))
+    }
     return {
         "openings": len(rows),
         "accuracy": round(sum(hits.values()) / len(rows), 3),
+        "sets": {
+            name: {
+                "openings": sum(per_file[f] for f in files),
+                "accuracy": round(sum(hits[f] for f in files) / max(1, sum(per_file[f] for f in files)), 3),
+            }
+            for name, files in sets.items()
+        },
         "per_file": {f: {"openings": n, "right": hits[f]} for f, n in sorted(per_file.items())},
         "wrong": [{"opening": o.opening, "read": read, "labels": o.subject} for o, read in rows if not right(read, o.subject)],
     }
@@ -67,7 +82,9 @@ def markdown(r: dict[str, Any]) -> str:
         f"Command: `{COMMAND}`. Training/dev fixture (bench/understanding/subject_openings.json, hand labels): "
         "the rules were chosen reading it.",
         "",
-        f"**Accuracy {r['accuracy']:.3f}** on {r['openings']} openings.",
+        f"**Accuracy {r['accuracy']:.3f}** on {r['openings']} openings: "
+        + "; ".join(f"{name} {v['accuracy']:.3f} on {v['openings']}" for name, v in r["sets"].items())
+        + " (old: dialogues_train_3..7; new: dialogues_train_8, _9, labelled before the statement-opening rules).",
         "",
         "| file | openings | right |",
         "|---|---:|---:|",

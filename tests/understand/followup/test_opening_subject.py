@@ -20,7 +20,7 @@ def test_a_reported_clause_is_the_subject_not_who_reports_it() -> None:
 
 def test_a_gerund_or_progressive_verb_is_not_the_topic() -> None:
     assert conversation_subject(["Is it worth insulating my loft with sheep wool?"]) == "loft"
-    assert conversation_subject(["I'm restoring an old oak dresser."]) == "old oak dresser"
+    assert conversation_subject(["I'm restoring an old oak dresser."]) == "oak dresser"
     assert conversation_subject(["We're thinking of adopting a ferret."]) == "ferret"
     assert conversation_subject(["I want to start climbing with a local club."]) == "local club"
 
@@ -68,3 +68,17 @@ def test_a_wh_words_noun_is_asked_of_the_subject() -> None:
     assert conversation_subject(["How many Grand Slam titles did Chris Evert win?"]) == "Chris Evert"
     assert conversation_subject(["What is the best treatment for shin splints?"]) == "shin splints"
     assert conversation_subject(["What remedies exist for hiccups?"]) == "hiccups"
+
+
+def test_words_glued_to_a_phrases_edge_are_no_part_of_it() -> None:
+    assert conversation_subject(["Is a heat pump worth it?"]) == "heat pump"
+    assert conversation_subject(["Someone scratched my Tesla overnight. What should I do?"]) == "Tesla"
+    assert conversation_subject(["I'm going back to university. What should I expect?"]) == "university"
+    # How old the thing is, lower-case, is not its name; a name's "Old" is.
+    assert conversation_subject(["I bought an old sewing machine. Can I oil it?"]) == "sewing machine"
+    assert conversation_subject(["How often does Old Faithful erupt?"]) == "Old Faithful"
+
+
+def test_an_abbreviated_title_ends_no_sentence() -> None:
+    assert conversation_subject(["Who directed The Cabinet of Dr. Caligari?"]) == "the Cabinet of Dr. Caligari"
+    assert conversation_subject(["When was St. Paul's Cathedral built?"]) == "St. Paul's Cathedral"

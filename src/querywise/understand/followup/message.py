@@ -112,6 +112,9 @@ TOKEN = re.compile(
     r"[^\W_]+(?=n't\b)|n't\b|[^\W_]+(?:[-./][^\W_]+)*|'(?:s|re|ve|d|ll|m)\b|[^\s\w]|_"
 )
 CLAUSE_PUNCT = _set(". ? ! ; : ,")
+# Abbreviated titles whose full stop ends no sentence: the name goes on after it ("The Cabinet of
+# *Dr.* Caligari", "*St.* Petersburg").
+TITLE_ABBREVIATIONS = frozenset(["Dr", "St", "Mr", "Mrs", "Ms", "Mt", "Prof", "Rev", "Fr", "Gen", "Capt", "Lt", "Sgt"])
 _SENTENCE_END = _set(". ? !")
 SHORT = 2
 # An opening remark on what was said: "It sounds like ...", "That seems ...", "This looks ...".
@@ -158,7 +161,8 @@ class Message:
             raw = found.group(0)
             tok = _Tok(raw, raw.lower(), found.start(), initial and raw[0].isalnum())
             self.toks.append(tok)
-            initial = tok.low in _SENTENCE_END or (initial and not tok.word)
+            after_title = tok.low == "." and len(self.toks) > 1 and self.toks[-2].text in TITLE_ABBREVIATIONS
+            initial = (tok.low in _SENTENCE_END and not after_title) or (initial and not tok.word)
         self.low = [t.low for t in self.toks]
         self.words = [t for t in self.toks if t.word]
         # Catalog mentions anchor a message: they are what its descriptions and pronouns are

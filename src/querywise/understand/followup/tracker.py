@@ -39,9 +39,9 @@ from typing import Literal
 
 from querywise.catalog import Catalog, Entity
 from querywise.text import analysed_part, analyze
-from querywise.understand.followup.message import AUX, BE, PERSON_NOUNS, PLACE_PREP, PREP, Message
+from querywise.understand.followup.message import AUX, BE, PERSON_NOUNS, PLACE_PREP, PREP, TITLE_ABBREVIATIONS, Message
 from querywise.understand.followup.people import Gender, answer_people
-from querywise.understand.followup.phrases import PERIOD, Phrase, first_name, is_plural, noun_phrases
+from querywise.understand.followup.phrases import AGE, PERIOD, Phrase, first_name, is_plural, noun_phrases
 
 __all__ = ["ANSWER_CHARS", "DECAY", "SUBJECT_TURNS", "Method", "Referent", "Standalone", "Tracker"]
 
@@ -327,8 +327,9 @@ class Tracker:
         return None
 
 
-# A sentence and its closing punctuation.
-_SENTENCES = re.compile(r"[^.?!]+[.?!]*")
+# A sentence and its closing punctuation; an abbreviated title's full stop ends none ("Dr. Caligari").
+_TITLE = "|".join(sorted(TITLE_ABBREVIATIONS))
+_SENTENCES = re.compile(rf"(?:\b(?:{_TITLE})\.|[^.?!])+[.?!]*")
 
 
 def asked_topic(text: str) -> tuple[str, tuple[str, ...]] | None:
@@ -353,7 +354,10 @@ def asked_topic(text: str) -> tuple[str, tuple[str, ...]] | None:
     if not found:
         return None
     p = min(found, key=lambda p: (not p.named, p.at))
-    before, article = msg.at(p.first - 1), msg.at(p.first - 2)
+    k = p.first - 1
+    while msg.at(k) in AGE:
+        k -= 1  # the phrase leaves its age out: "are the *new* over-the-counter hearing aids any good?"
+    before, article = msg.at(k), msg.at(k - 1)
     if before in {"what", "which"} or (article in {"what", "which"} and before not in BE):
         return None  # what is asked ("what *weight* should I buy?"), not what it is about
     if before in {"my", "our", "your"} or (p.definite and article not in {"is", "are", "be", "this", "that"}):
