@@ -50,3 +50,15 @@ def test_a_referential_it_is_still_resolved_after_is() -> None:
                Turn(role=A, text="It crosses the river in three spans and opened in 1932.")]
     said = form("is it still open to traffic?", history)
     assert "Varnel Bridge" in said, said
+
+
+def test_a_title_that_names_a_catalog_product_keeps_the_product() -> None:
+    from querywise.catalog import Catalog, Entity
+    from querywise.understand.followup import check_follow_up, standalone_form
+
+    catalog = Catalog([Entity("x3", "Vela X3"), Entity("buds", "Pico Buds")])
+    history = [Turn(role=U, text="Vela X3. Warranty."),
+               Turn(role=A, text="The warranty runs for two years from the date of purchase.")]
+    gate = check_follow_up("does it cover water damage?", history, catalog=catalog)
+    said = standalone_form("does it cover water damage?", history, gate, catalog=catalog)
+    assert "Vela X3" in said.text and [r.key for r in said.referents] == [("entity", "x3")], said

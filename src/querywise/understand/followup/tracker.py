@@ -366,8 +366,8 @@ def _title_mentions(tracker: Tracker, text: str) -> list[Referent] | None:
     Read as a sentence, a one-word name opening it is no name ("Tinariwen") and a section's name
     came first ("Origins"): dialogues_train_9's conversations read "were Origins involved ...?".
     None when the turn is no such title (a question, a sentence, one part)."""
-    if "?" in text or len(text.split()) > TITLE_WORDS:
-        return None
+    if "?" in text or len(text.split()) > TITLE_WORDS or (tracker.catalog is not None and tracker.catalog.mentions(text)):
+        return None  # a product the catalog knows stays an entity ("Vela X3. Warranty.")
     parts = [p.strip(" .") for p in _TITLE_PARTS.split(text.strip())]
     parts = [p for p in parts if p]
     if len(parts) < 2 or not all(p[:1].isupper() or p[:1].isdigit() for p in parts):
