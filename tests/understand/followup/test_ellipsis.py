@@ -85,3 +85,12 @@ def test_the_question_asked_again_of_a_product_still_swaps_the_product() -> None
                Turn(role=A, text="Two years from the date of purchase.")]
     said = form("And the Pro?", history)
     assert "Pro" in said and "warranty" in said, said
+
+
+def test_what_about_for_a_class_of_people_adds_to_the_question_not_its_subject() -> None:
+    history = [Turn(role=U, text="Ada Vintner. Governorship."),
+               Turn(role=A, text="Vintner became governor in 1991."),
+               Turn(role=U, text="What reforms did she make?"),
+               Turn(role=A, text="She cut rail fares and opened night schools.")]
+    said = form("what about for children?", history)
+    assert "Ada Vintner" in said and "for children" in said, said

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from querywise.catalog import Catalog
-from querywise.understand.followup.message import ADJECTIVE_ENDINGS, DOMAIN_ADJ, PARTICIPLES, WH
+from querywise.understand.followup.message import ADJECTIVE_ENDINGS, DOMAIN_ADJ, PARTICIPLES, PERSON_NOUNS, WH
 from querywise.understand.followup.tracker import Referent, Standalone, Tracker
 
 __all__ = ["ABOUT", "ELLIPSIS_CHARS", "PP_ONLY", "ellipsis"]
@@ -21,6 +21,7 @@ _PP_PREPS = frozenset(["for", "with", "in", "on", "to", "at", "after", "before",
 # "for", "with", "to" ask the question again of another thing ("What about for a food truck?" after
 # the Lamborghini's price): the fragment's noun swaps in as any ellipsis's does. Adding such a phrase
 # to the frame instead ("Are there any film festivals for jazz?") lost CAsT 2019 0.008 precision.
+# A class of people after them ("what about for women?") is added all the same (`_of_people`).
 _SWAP_PREPS = frozenset(["for", "with", "to"])
 # A prepositional phrase that opens a clause ("in which ...", "for whether ...") is no ellipsis.
 _CLAUSE_OPENERS = WH | {"whether", "if"}
@@ -43,6 +44,17 @@ PP_ONLY = re.compile(rf"^\s*(?:(?:only|just|even|especially|mainly|mostly)\s+)?(
 _ORDINAL_WORDS = frozenset(["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "last", "next", "previous",
                            "latest"])
 _LEADING_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
+_PEOPLE_PLURALS = {"women": "woman", "men": "man", "children": "child", "people": "person"}
+
+
+def _of_people(np: str) -> bool:
+    """Whether a swap preposition's noun phrase is a class of people ("for women", "with
+    children"): whom the question is asked for, a circumstance added to the previous question,
+    never the thing its subject was ("What changes did he make?" + "what about for women?" is not
+    "What changes did women make?": dialogues_train_9)."""
+    words = np.strip(" ?.!").lower().split()
+    head = words[-1] if words else ""
+    return _PEOPLE_PLURALS.get(head, head) in PERSON_NOUNS or (head.endswith("s") and head[:-1] in PERSON_NOUNS)
 
 
 def ellipsis(message: str, previous: str, tracker: Tracker) -> Standalone | None:
@@ -63,7 +75,7 @@ def ellipsis(message: str, previous: str, tracker: Tracker) -> Standalone | None
     phrase = bool(found.group("prep")) and not same and found.group("np").split()[0].lower() not in _CLAUSE_OPENERS and not re.search(
         r"[,;:\u2013\u2014]|\s-\s", found.group("np")) and not any(
         r.kind == "entity" for r in tracker.mentions(found.group("np")))
-    if phrase and found.group("prep").lower() not in _SWAP_PREPS:
+    if phrase and (found.group("prep").lower() not in _SWAP_PREPS or _of_people(found.group("np"))):
         return _added_phrase(previous, found, tracker)
     return _swapped(message, previous, tracker, found)
 

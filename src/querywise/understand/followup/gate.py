@@ -43,6 +43,7 @@ from querywise.catalog import Catalog
 from querywise.conversation import Turn, as_turns, user_texts
 from querywise.text import ANALYSIS_CHARS, SENTENCE_SPAN, analysed_history, analysed_part, analyze  # the shared stemmer, so "language" meets "languages"
 from querywise.understand.followup.answer_refs import listed_item
+from querywise.understand.followup.expletive import expletive_it
 from querywise.understand.followup.message import (
     ARTICLE,
     AUX,
@@ -52,13 +53,10 @@ from querywise.understand.followup.message import (
     DEGREE,
     DEICTIC_ORDER,
     DEICTIC_TIME,
-    DET,
     DOMAIN_ADJ,
     FINAL_PARTICLES,
     FUNCTION,
-    IMPERSONAL,
     INTERJECTIONS,
-    MODAL_ADJ,
     OPENER_PAIRS,
     OPENERS,
     PART_IN,
@@ -71,9 +69,7 @@ from querywise.understand.followup.message import (
     SHORT,
     STANDARD,
     SUPERLATIVE,
-    TIME_NOUNS,
     TOKEN,
-    TOUGH,
     UNIQUE,
     WH,
     Message,
@@ -117,47 +113,11 @@ Cue = tuple[str, str]
 # --- detectors ----------------------------------------------------------------------------------
 
 
-_SEEMING = frozenset(["sound", "sounds", "sounded", "look", "looks", "looked", "feel", "feels", "felt"])
-
-
-def _expletive_it(m: Message, i: int) -> bool:
-    """Expletive "it", with no referent: extraposition next to a copula ("is it possible to",
-    "it is true that"), "it takes/costs ... to", "what does it mean", weather."""
-    if any(w in TIME_NOUNS for w in m.low[max(0, i - 3) : i]):
-        return True  # "what time is it", "what day is it"
-    if m.at(i + 1) in BE and any(w in TIME_NOUNS for w in m.low[i + 2 : i + 5]):
-        return True  # "it's my first time", "it is time to"
-    after = m.low[i + 1 : i + 8]
-    copula = m.at(i - 1) in BE or bool(after[:1] and after[0] in BE)
-    skip = 0
-    while skip < len(after) and (after[skip] in BE or after[skip] == "not"):
-        skip += 1
-    after = after[skip:]
-    head = after[0] if after else ""
-    if copula and len(after) >= 2 and head.isalpha() and head not in AUX and not head.endswith("ed"):
-        # "is it possible (for me) to ...", "it is true that ...". A participle ("can it be used
-        # to ...") keeps "it" referential, and so does a tough adjective whose infinitive has a
-        # gap: "is it easy to pair?" asks about the thing; "is it easy to pair a TV?" does not.
-        to = after.index("to") if "to" in after[1:5] else None
-        if after[1] in {"that", "whether"} or (head in MODAL_ADJ and after[1] == "for" and after[2:3] and after[2].endswith("ing")):
-            return True  # "is it possible for getting two benefits?" (but "is it effective for treating X?" asks of "it")
-        if to is not None and after[1] in {"to", "for"}:
-            if head not in TOUGH:
-                return True
-            obj = m.toks[i + 1 + skip + to + 2] if i + 1 + skip + to + 2 < len(m.toks) else None
-            return obj is not None and (obj.content or obj.named or obj.low in DET)
-    if head in {"take", "takes", "took", "cost", "costs"}:
-        return "to" in after
-    if head in _SEEMING and after[1:2] and after[1] in {"like", "as"}:
-        return True  # "it sounds like a plan", "it looks as if": the speaker's impression, no referent
-    return head in IMPERSONAL
-
-
 def _pronouns(m: Message) -> Iterator[Cue]:
     for i, t in enumerate(m.toks):
         if t.low not in PERSONAL:
             continue
-        if t.low == "it" and _expletive_it(m, i):
+        if t.low == "it" and expletive_it(m, i):
             continue
         if m.antecedent_before(i) or m.anchor_after(i):
             continue

@@ -3,7 +3,8 @@ the message.
 
 Salience tracking is `tracker.Tracker` (what each turn mentions, and how salient it is now).
 
-The message is then resolved to the most salient compatible referent (number agreement: "they"
+An expletive "it" ("is it true he left ...?", "why did it take so long ...?", `expletive.expletive_it`,
+which the gate shares) is no pointer and stays as typed. The message is then resolved to the most salient compatible referent (number agreement: "they"
 wants a plural or several entities, "it" a singular, never whom "he" or "she" took nor a noun of
 a person class while a thing is there; "he" or "she"
 a person -- a full name as people's are written, a noun of a person class ("the leader") -- or
@@ -48,6 +49,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from querywise.understand.followup.ellipsis import ABOUT, PP_ONLY, ellipsis
+from querywise.understand.followup.expletive import expletive_it
 from querywise.understand.followup.message import (
     PERSON_NOUNS,
     PERSONAL,
@@ -139,8 +141,8 @@ def _pronoun_slots(m: Message) -> list[tuple[int, int, bool | None, bool, bool]]
         w, nxt = t.low, m.at(i + 1)
         if (w not in PERSONAL and w not in _DEMONSTRATIVES) or m.antecedent_before(i) or i < m.remark_end:  # not the "It" of "It sounds like ..."
             continue
-        if w.endswith(("self", "selves")) or w in {"theirs", "hers"}:
-            continue
+        if w.endswith(("self", "selves")) or w in {"theirs", "hers"} or (w == "it" and expletive_it(m, i)):
+            continue  # "is it true he left ...?": the expletive "it" stays as typed
         if w == "it" and m.at(i - 1) == "worth" and any(k.content or k.named for k in m.toks[m.clause_starts[bisect.bisect_right(m.clause_starts, i) - 1] : i - 1]):
             continue  # "is the rail pass worth it?": the idiom's "it" is the clause's own subject
         end = t.start + len(t.text)
