@@ -11,7 +11,7 @@ with a subject -- a personal pronoun, a determiner, a number or a name -- never 
 
 from __future__ import annotations
 
-from querywise.understand.followup.message import AUX, BE, DET, IMPERSONAL, MODAL_ADJ, TIME_NOUNS, TOUGH, Message
+from querywise.understand.followup.message import AUX, BE, COUNT_WORDS, DET, IMPERSONAL, MODAL_ADJ, TIME_NOUNS, TOUGH, Message
 
 __all__ = ["expletive_it"]
 
@@ -20,7 +20,6 @@ _SEEMING = frozenset(["sound", "sounds", "sounded", "look", "looks", "looked", "
 _SAYING = frozenset(["said", "reported", "rumoured", "rumored", "believed", "thought", "known", "claimed"])
 # Words that open a clause's subject: "is it true *he* left", "*the* manuscript", "*two* of them".
 _CLAUSE_SUBJECT = frozenset(["he", "she", "they", "i", "we", "you", "there"]) | frozenset(DET) - frozenset(["that"])
-_NUMBERS = frozenset(["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "both"])
 
 
 def _clause_subject(m: Message, k: int) -> bool:
@@ -29,7 +28,7 @@ def _clause_subject(m: Message, k: int) -> bool:
     if not 0 <= k < len(m.toks):
         return False
     t = m.toks[k]
-    return t.low in _CLAUSE_SUBJECT or t.low.isdigit() or t.low in _NUMBERS or (t.named and t.text[:1].isupper())
+    return t.low in _CLAUSE_SUBJECT or t.low.isdigit() or t.low in COUNT_WORDS or t.low == "one" or (t.named and t.text[:1].isupper())
 
 
 def expletive_it(m: Message, i: int) -> bool:

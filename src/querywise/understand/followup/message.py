@@ -29,6 +29,8 @@ PREP = _set(
     "along beside beneath behind beyond upon despite amid"
 )
 ARTICLE = _set("the a an")
+#: Number words of a plural count ("*two* of them", "*both* options").
+COUNT_WORDS = _set("two three four five six seven eight nine ten both")
 # The speakers anchor what they own or do: "the limit on my card", "the accent you use".
 _SPEAKERS_POSSESSIVE = _set("my our your")
 _SPEAKERS_SUBJECT = _set("i we you")

@@ -35,6 +35,7 @@ from querywise.understand.followup.message import (
     BE,
     CHAT,
     CLAUSE_PUNCT,
+    COUNT_WORDS,
     DEICTIC_TIME,
     DET,
     EVALUATIVE,
@@ -323,7 +324,7 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
         run = run[1:]  # the speaker's ranking is no part of what is talked about: "the *best* ramen restaurants", "*well-known* researchers"
     while len(run) > 1 and toks[run[0]].text in AGE:
         run = run[1:]  # nor is its age: "an *old* cast iron skillet", "the *new* over-the-counter hearing aids"
-    if all(toks[k].low in NOT_REFERENTS or toks[k].low in _NUMBER_WORDS or toks[k].low.endswith("est") for k in run):
+    if all(toks[k].low in NOT_REFERENTS or toks[k].low in COUNT_WORDS or toks[k].low.endswith("est") for k in run):
         return []  # "the first", "types", "the main": no referent without their noun
     if all(toks[k].low in CHAT for k in run):
         return []
@@ -335,7 +336,6 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
 _SIGNS = frozenset(["minus", "plus", "negative"])
 # How old the speaker's thing is, lower-case (not "New York"): what they own, not what it is.
 AGE = frozenset(["old", "new"])
-_NUMBER_WORDS = frozenset(["two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "both"])
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
@@ -348,7 +348,7 @@ def _measure(m: Message, run: list[int]) -> bool:
         return False
     last = toks[run[-1]].low
     signed = all(toks[k].low in _SIGNS for k in run[:-1])  # not a designator: "cone 6", "form 1040"
-    return (signed and _NUMBER.fullmatch(last) is not None) or (len(run) == 2 and (_NUMBER.fullmatch(toks[run[0]].low) is not None or toks[run[0]].low in _NUMBER_WORDS) and is_plural(last))
+    return (signed and _NUMBER.fullmatch(last) is not None) or (len(run) == 2 and (_NUMBER.fullmatch(toks[run[0]].low) is not None or toks[run[0]].low in COUNT_WORDS) and is_plural(last))
 
 
 def _acronym(m: Message, k: int, j: int) -> bool:
