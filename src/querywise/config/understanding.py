@@ -189,11 +189,12 @@ class UnderstandingSettings(_Section):
     # false turns it off (and the hedge with it).
     topic_shift: bool = True
     topic_window: int = Field(default=1, ge=1, le=20)
-    # The learnt choice of the phrases a follow-up's standalone form carries (understand/followup/choice.py,
+    # The learnt choice of the words a follow-up's search carries (understand/followup/choice.py and words.py,
     # trained by bench/training/phrase_choice.py): "answers" where the history holds an assistant's answer,
-    # "always", or "off". Cross-validated by conversation it raises the lower of added-term recall and
-    # precision on rows whose history holds an answer (0.495 -> 0.530) and lowers it on rows with user
-    # turns only (0.653 -> 0.616), hence the default (bench/results/phrase_choice.md).
+    # "always", or "off" (the rules' form alone). Each training file left out in turn, it raises added-term
+    # recall / precision on rows whose history holds an answer (0.452 / 0.545 -> 0.515 / 0.514; both >= 0.50 on
+    # 9 of 15 files, rules 8) and lowers them on rows with user turns only (0.723 / 0.656 -> 0.684 / 0.597),
+    # hence the default (bench/results/phrase_choice.md).
     phrase_choice: Literal["off", "answers", "always"] = "answers"
     # A move switched off for some slices of traffic (`[understanding.off_in]`, e.g.
     # `spelling = ["identifier"]`): on a message in one of them it does not run, and the trace says

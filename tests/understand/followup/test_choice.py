@@ -1,5 +1,6 @@
-"""The learnt phrase choice (#34): the packaged model, how kept candidates make the form, and that
-retraining on the same rows gives the same model. Invented examples."""
+"""The learnt choice (#34): the words offered and what is said of them, how kept words make the
+searched text, the packaged model, and that retraining on the same rows gives the same model.
+Invented examples."""
 
 from __future__ import annotations
 
@@ -7,24 +8,60 @@ import math
 
 import pytest
 
+from querywise.conversation import as_turns
 from querywise.text import analyze
 from querywise.understand.followup import check_follow_up
-from querywise.understand.followup.choice import Candidate, PhraseModel, compose, decide, phrase_features, phrase_model
+from querywise.understand.followup.choice import PhraseModel, decide, phrase_model
 from querywise.understand.followup.tracker import Referent, Standalone
+from querywise.understand.followup.words import Word, compose_words, offered_words
 
 
-def _candidate(text: str, **kw: object) -> Candidate:
-    terms = tuple(analyze(text))
-    return Candidate(text, terms, frozenset(terms), "phrase", **kw)  # type: ignore[arg-type]
+def _word(surface: str) -> Word:
+    return Word(analyze(surface)[0], surface, {})
 
 
 def test_the_packaged_model_reads_exactly_the_features_the_pipeline_computes() -> None:
     model = phrase_model()
-    gate = check_follow_up("Why did it close?", ["Tell me about the Erie Canal."])
-    names = set(phrase_features("Why did it close?", gate, [_candidate("Erie Canal")], [0.5])[0])
+    message = "Why did it close?"
+    names = set(offered_words(message, as_turns(["Tell me about the Erie Canal."]), Standalone(message, "none", ()), [], [])[0].features)
     assert set(model.weights) == names  # a renamed feature would otherwise weigh nothing, silently
     assert 0.0 < model.threshold < 1.0 and model.cap >= 1
-    assert "phrase_choice" in str(model.provenance["command"]) and "by conversation" in str(model.provenance["choice"])
+    assert "phrase_choice" in str(model.provenance["command"]) and "left out" in str(model.provenance["choice"])
+
+
+def test_every_word_of_the_conversation_is_offered_with_where_it_was_said() -> None:
+    history = as_turns(["Someone stole the catalytic converter from my Honda overnight. What should I do first?",
+                        {"role": "assistant", "text": "Report the theft to the police and get a crime reference number. "
+                                                      "Then call your insurer; comprehensive cover usually pays."},
+                        "does insurance cover it?"])
+    message = "how long does the claim take"
+    offered = {w.term: w for w in offered_words(message, history, Standalone(message, "none", ()), [], [])}
+    assert "take" not in offered and "claim" not in offered  # the message's own words add nothing
+    converter, police, insurance = offered["convert"], offered["polic"], offered["insur"]
+    assert converter.features["first_user"] == 1.0 and converter.features["from_answer"] == 0.0
+    assert police.features["from_user"] == 0.0 and police.features["last_answer"] == 1.0 and police.features["answer_opening"] == 1.0
+    assert insurance.features["previous_user"] == 1.0 and insurance.features["first_user"] == 0.0
+    assert offered["honda"].features["capital"] == 1.0 and offered["honda"].surface == "Honda"
+    assert offered["report"].features["capital"] == 0.0  # capitalised only as a sentence's first word
+
+
+def test_kept_words_go_beside_the_message_in_the_conversations_order() -> None:
+    message = "how long does the claim take"
+    words = [_word("catalytic"), _word("converter"), _word("police"), _word("Honda")]
+    form = Standalone(message, "none", ())
+    assert compose_words(message, form, message, words, [True, True, False, True]) == f"{message} catalytic converter Honda"
+    assert compose_words(message, form, message, words, [False] * 4) == message
+
+
+def test_the_rules_pronoun_stays_replaced_only_when_every_word_it_brought_is_kept() -> None:
+    message = "Would I owe tax on it?"
+    form = Standalone("Would I owe tax on the backdoor conversion?", "placed", (Referent("the backdoor conversion", "phrase", ("backdoor", "convers")),))
+    words = [_word("backdoor"), _word("conversion"), _word("Roth")]
+    placed = form.text
+    assert compose_words(message, form, placed, words, [True, True, False]) == "Would I owe tax on the backdoor conversion?"
+    assert compose_words(message, form, placed, words, [True, True, True]) == "Would I owe tax on the backdoor conversion? Roth"
+    # One of its words dropped: the pronoun stays as typed and the kept words go beside it.
+    assert compose_words(message, form, placed, words, [True, False, True]) == "Would I owe tax on it? backdoor Roth"
 
 
 def test_the_chance_is_the_logistic_of_the_weighted_features() -> None:
@@ -39,64 +76,41 @@ def test_decide_keeps_the_likeliest_up_to_the_cap_and_the_floor_keeps_one() -> N
     assert decide([0.3, 0.45], 0.5, floor=0.4) == [False, True]
 
 
-def test_a_kept_answer_phrase_goes_beside_the_message() -> None:
-    # The rules carried nothing the model keeps; the answer's "topiramate" is kept: it goes after the message.
-    message = "Tell me more about the second one."
-    form = Standalone(f"{message} preventing migraines", "appended", (Referent("preventing migraines", "phrase", ("prevent", "migrain")),))
-    found = [_candidate("preventing migraines", by_rules=True), _candidate("topiramate", from_answer=1)]
-    assert compose(message, form, found, [True, True]) == f"{message} preventing migraines topiramate"
-    assert compose(message, form, found, [False, True]) == f"{message} topiramate"
-
-
-def test_a_dropped_placed_referent_gives_the_message_back() -> None:
-    # "it" replaced by a wrong phrase: when the model does not keep it, the pronoun stays as typed.
-    message = "Would I owe tax on it?"
-    wrong = Referent("income", "phrase", ("incom",))
-    form = Standalone("Would I owe tax on income?", "placed", (wrong,))
-    found = [_candidate("income", by_rules=True, placed=True), _candidate("backdoor conversion", from_user=1)]
-    assert compose(message, form, found, [True, False]) == "Would I owe tax on income?"
-    assert compose(message, form, found, [False, True]) == "Would I owe tax on it? backdoor conversion"
-    assert compose(message, form, found, [False, False]) == message
-
-
-def test_the_packaged_model_keeps_the_rules_name_and_drops_a_sentence_fragment() -> None:
+def test_the_packaged_model_keeps_the_rules_name_and_drops_the_answers_other_words() -> None:
     from querywise.embed import load_embedder
     from querywise.understand.followup.standalone import standalone_form
 
     history = ["What is the Hanseatic League?",
                "The Hanseatic League was a network of merchant guilds and market towns in northern Europe. "
                "It ran trading posts called kontors in London, Bruges, Bergen and Novgorod."]
-    from querywise.conversation import as_turns
-
     turns = as_turns([history[0], {"role": "assistant", "text": history[1]}])
     message = "Why did the league decline?"
     gate = check_follow_up(message, turns)
     text, chances = phrase_model().choose(message, turns, standalone_form(message, turns, gate), gate, embedder=load_embedder("onnx", cache_dir=None))
-    assert "Hanseatic" in text and "trading posts" not in text and "northern Europe" not in text
-    assert chances[0][0].endswith("Hanseatic League") and chances[0][1] > phrase_model().threshold
+    assert "Hanseatic" in text and "trading" not in text and "Europe" not in text and "kontors" not in text
+    assert chances[0][0] == "Hanseatic" and chances[0][1] > phrase_model().threshold
 
 
 def test_retraining_on_the_same_rows_gives_the_same_model() -> None:
     from bench.training.phrase_choice import train
 
-    gate = check_follow_up("Why did it close?", ["Tell me about the Erie Canal."])
     items = []
-    for n in range(10):  # ten conversations, two candidates each: the right one carries the person's term
-        found = [_candidate(f"canal{n}", by_rules=True, from_user=1), _candidate(f"noise{n}", from_answer=1)]
-        feats = phrase_features("Why did it close?", gate, found, [0.6 + n / 100, 0.2])
-        items.append({"source": "passages" if n % 2 else "cast2019", "conversation": f"c{n}", "message": "Why did it close?",
+    for n in range(12):  # twelve conversations, two words each: the one the rules carried is the person's
+        message = "Why did it close?"
+        words = [{"term": f"canal{n}", "surface": f"canal{n}", "features": {"in_rules": 1.0, "answer_only": 0.0, "phrase_cosine": 0.6 + n / 100}},
+                 {"term": f"nois{n}", "surface": f"noise{n}", "features": {"in_rules": 0.0, "answer_only": 1.0, "phrase_cosine": 0.2}}]
+        items.append({"source": ("passages", "train", "read")[n % 3], "conversation": f"c{n}", "message": message, "answered": True,
                       "standalone": f"Why did canal{n} close?", "old": f"Why did canal{n} close? noise{n}",
-                      "form": {"text": f"Why did canal{n} close? noise{n}", "method": "appended", "answer": ""},
-                      "candidates": [{"text": c.text, "key": list(c.key), "new_terms": sorted(c.new_terms), "placed": False,
-                                      "previous_turn": False, "features": f} for c, f in zip(found, feats, strict=True)]})
-    first, _ = train(items, cs=(1.0,), thresholds=(0.5,))
-    again, _ = train(items, cs=(1.0,), thresholds=(0.5,))
+                      "form": {"text": f"Why did canal{n} close? noise{n}", "method": "appended", "answer": "", "placed": message},
+                      "words": words})
+    first, figures = train(items, cs=(1.0,), thresholds=(0.5,), caps=(99,))
+    again, _ = train(items, cs=(1.0,), thresholds=(0.5,), caps=(99,))
     assert first == again
-    assert first.weights["by_rules"] > 0 > first.weights["from_answer"]  # it learnt which candidate the person kept
+    assert first.weights["in_rules"] > 0 > first.weights["answer_only"]  # it learnt which word the person kept
+    assert figures["chosen"]["answered"]["precision"] == 1.0 > figures["rules"]["answered"]["precision"]  # the noise dropped, out of file
 
 
 def test_the_default_runs_the_choice_only_after_an_answer(monkeypatch: pytest.MonkeyPatch) -> None:
-    from querywise.conversation import as_turns
     from querywise.embed import load_embedder
     from querywise.understand.followup import move
     from querywise.understand.followup.choice import answered_before

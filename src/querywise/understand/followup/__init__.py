@@ -9,7 +9,8 @@
 - `people.py`: the people an answer names and the gender its pronouns give each;
 - `message.py`: the closed word classes and the tokenised message the detectors read;
 - `shift.py`: the topic-shift check and its hedge;
-- `choice.py`: the learnt choice of the phrases the form carries (`[understanding] phrase_choice`);
+- `choice.py`: the learnt choice's candidates and model (`[understanding] phrase_choice`);
+- `words.py`: the words it chooses among, what it reads of each, and the text the kept ones make;
 - `move.py`: the move as a plan runs it.
 """
 

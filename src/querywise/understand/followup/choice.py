@@ -1,19 +1,18 @@
-"""A learned choice of the phrases a follow-up's standalone form carries (#34).
+"""A learned choice of what a follow-up's search carries (#34): the candidates and the model.
 
 The rules (`referent.py`, `answer_refs.py`, ...) pick one referent per pointer and often the
 conversation's subject beside it. Written rule by rule on development rows, each moved those rows
-and barely the held-out ones. This module instead offers every phrase the conversation holds --
-what the user turns named, what the last two answers named, the conversation's subject, the
-previous user turn, the referents the rules chose -- describes each by features that carry across
-topics (where it was said, how long ago, how often, whether a user said its head, its cosine to the
-message, the message's pointer cues and their number, whether the rules chose it; never its words),
-and a logistic model says how likely a person's rewrite adds its words. The form then keeps the
-rules' placed referents only when the model keeps them, and adds beside the message the phrases it
-keeps that the rules did not carry (`compose`).
+and barely the held-out ones. This module offers every phrase the conversation holds -- what the
+user turns named, what the last two answers named, the conversation's subject, the previous user
+turn, the referents the rules chose -- and describes each by features that carry across topics
+(where it was said, how long ago, how often, its cosine to the message, the message's pointer cues,
+whether the rules chose it; never its words). `words.py` then offers each of the conversation's
+words with what those phrases say of it, and a logistic model (`PhraseModel`) says how likely a
+person's rewrite adds that word: the search carries the likeliest (word by word, as the measure is).
 
 The weights are learnt, not written: `bench/training/phrase_choice.py` fits them on the team's
-development conversations and CAsT 2019 (cross-validated by conversation) and writes
-`phrase_choice.json` with its provenance.
+training conversations, each file (a writer) left out in turn, and writes `phrase_choice.json`
+with its provenance.
 """
 
 from __future__ import annotations
@@ -34,11 +33,12 @@ from querywise.conversation import Turn
 from querywise.embed import Embedder
 from querywise.text import SENTENCE_SPAN, analyze
 from querywise.understand.followup.gate import FollowUp
-from querywise.understand.followup.referent import joined
 from querywise.understand.followup.standalone import conversation_subject
 from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
+from querywise.understand.followup.words import compose_words, offered_words
 
-__all__ = ["Candidate", "PhraseModel", "answered_before", "candidate_cosines", "candidates", "compose", "decide", "phrase_features", "phrase_model", "with_pairs"]
+__all__ = ["Candidate", "PhraseModel", "answered_before", "candidate_cosines", "candidates", "decide", "phrase_features", "phrase_model", "placed_part",
+           "subject_of", "with_pairs"]
 
 #: How many answers back phrases are offered from: a follow-up takes up the latest one or two.
 ANSWERS_BACK = 2
@@ -204,25 +204,6 @@ def candidate_cosines(message: str, found: Sequence[Candidate], embedder: Embedd
     return [float(x) for x in v[1:] @ v[0]]
 
 
-def compose(message: str, form: Standalone, found: Sequence[Candidate], keep: Sequence[bool]) -> str:
-    """The form the kept candidates make: the rules' form with a pronoun replaced where the model
-    keeps every referent the rules placed (else the message as typed), then each kept phrase the
-    text does not already hold, beside it (the weaker evidence: a phrase, not a rewrite)."""
-    kept = {c.key for c, k in zip(found, keep, strict=True) if k}
-    placed = [c for c in found if c.placed]
-    text = _placed_part(message, form) if placed and all(c.key in kept for c in placed) and form.method != "previous_turn" else message
-    previous = next((c for c in found if c.previous_turn and c.key in kept), None)
-    if previous is not None:
-        text = joined(previous.text, text)
-    extra: list[str] = []
-    held = set(analyze(text))
-    for c in found:
-        if c.key in kept and not c.previous_turn and not c.new_terms <= held:
-            extra.append(c.text)
-            held |= c.new_terms
-    return f"{text.rstrip()} {' '.join(extra)}" if extra else text
-
-
 def decide(chances: Sequence[float], threshold: float, floor: float = 1.0, cap: int = 99) -> list[bool]:
     """Which candidates are kept: those at `threshold` or over, the `cap` likeliest of them; and,
     when none is, the likeliest one if at `floor` or over (a form that carries one phrase beside the
@@ -239,8 +220,8 @@ def decide(chances: Sequence[float], threshold: float, floor: float = 1.0, cap: 
 
 
 class PhraseModel(BaseModel):
-    """Logistic weights over `phrase_features`, the chance at which a candidate is kept, and
-    where they came from."""
+    """Logistic weights over the features of `words.offered_words`, the chance at which a word is
+    kept (at most `cap` of them), and where they came from."""
 
     model_config = ConfigDict(frozen=True)
     weights: dict[str, float]
@@ -251,17 +232,31 @@ class PhraseModel(BaseModel):
     provenance: dict[str, object] = {}
 
     def chance(self, features: Mapping[str, float]) -> float:
-        """The chance a person's rewrite adds the candidate's words."""
+        """The chance a person's rewrite adds the word."""
         z = self.intercept + sum(w * features.get(name, 0.0) for name, w in self.weights.items())
         return 1.0 / (1.0 + math.exp(-z))
 
     def choose(self, message: str, history: Sequence[Turn], form: Standalone, gate: FollowUp, *, embedder: Embedder,
                catalog: Catalog | None = None) -> tuple[str, list[tuple[str, float]]]:
-        """The composed form and each candidate with its chance (for the trace)."""
+        """The searched text the kept words make (`words.py`) and each word with its chance, likeliest first (for the trace)."""
         found = candidates(message, history, form, catalog=catalog)
-        chances = [self.chance(f) for f in phrase_features(message, gate, found, candidate_cosines(message, found, embedder))]
-        text = compose(message, form, found, decide(chances, self.threshold, self.floor, self.cap))
-        return text, [(c.text, round(p, 3)) for c, p in zip(found, chances, strict=True)]
+        feats = phrase_features(message, gate, found, candidate_cosines(message, found, embedder))
+        offered = offered_words(message, history, form, found, feats, subject_of(found))
+        chances = [self.chance(w.features) for w in offered]
+        text = compose_words(message, form, placed_part(message, form, found), offered, decide(chances, self.threshold, self.floor, self.cap))
+        ranked = sorted(zip(offered, chances, strict=True), key=lambda wp: -wp[1])
+        return text, [(w.surface, round(p, 3)) for w, p in ranked]
+
+
+def subject_of(found: Sequence[Candidate]) -> str:
+    """The conversation's subject as `candidates` offered it ("" when none)."""
+    return next((c.text for c in found if c.subject), "")
+
+
+def placed_part(message: str, form: Standalone, found: Sequence[Candidate]) -> str:
+    """The rules' form up to the referent it put where the message's pointer stood (the message
+    when it put none, or joined the previous turn)."""
+    return _placed_part(message, form) if any(c.placed for c in found) and form.method != "previous_turn" else message
 
 
 @cache

@@ -173,6 +173,7 @@ def follow_up(
         # answer's words would pull the result back to the passage just answered.
         unasked = "; the assistant's last turn asks something the message does not take up, so its words are not searched"
         form = replace(form, answer="")
+    chosen = ""
     if guard.ok and (phrase_choice == "always" or (phrase_choice == "answers" and answered_before(history))):
         form, chosen = _chosen(message, history, form, gate, catalog=catalog, embedder=embedder)
         how += chosen
@@ -185,7 +186,7 @@ def follow_up(
                                  {"cues": list(gate.cues), "strength": gate.strength, "method": form.method}),
                             _answered(answered, scale, message))
     if not guard.ok or form.text == message:  # a name the guard reads across the join; search the message as typed
-        why = f"rewrite rejected: {guard.reason}" if not guard.ok else "nothing in the conversation to carry into it"
+        why = f"rewrite rejected: {guard.reason}" if not guard.ok else f"nothing in the conversation to carry into it{chosen}"
         return Followed(message, "original", True, step("failed", f"{gate.reason}; {why}{unasked}"))
     standalone = form.text
     # The answer the message replies to, searched beside the form (never copied into it).
@@ -236,13 +237,16 @@ def follow_up(
 
 def _chosen(message: str, history: Sequence[Turn], form: Standalone, gate: FollowUp, *, catalog: Catalog | None,
             embedder: Embedder) -> tuple[Standalone, str]:
-    """The form with the phrases the learnt choice keeps (`choice.py`) and what the trace adds
-    (the candidates and their chances); the rules' form and nothing when the guard rejects it."""
+    """The searched text with the words the learnt choice keeps (`choice.py`, `words.py`) and what the
+    trace adds (the likeliest words and their chances); the rules' form and nothing when the guard rejects it."""
     text, chances = phrase_model().choose(message, history, form, gate, embedder=embedder, catalog=catalog)
+    shown = ", ".join(f"{c!r} {p:.2f}" for c, p in chances[:6])
+    if text == message:
+        # The answer's words were weighed one by one and none kept: not searched beside the message either.
+        return replace(form, text=message, answer=""), f"; the learnt model kept none of the conversation's words ({shown})"
     if text == form.text or not check_rewrite(message, text, texts(history), catalog=catalog).ok:
         return form, ""
-    shown = ", ".join(f"{c!r} {p:.2f}" for c, p in chances[:6])
-    return replace(form, text=text), f"; phrases chosen by the learnt model ({shown})"
+    return replace(form, text=text), f"; words chosen by the learnt model ({shown})"
 
 
 def sure_referents(form: Standalone, history: Sequence[Turn], catalog: Catalog | None) -> bool:
