@@ -62,3 +62,30 @@ def test_a_title_that_names_a_catalog_product_keeps_the_product() -> None:
     gate = check_follow_up("does it cover water damage?", history, catalog=catalog)
     said = standalone_form("does it cover water damage?", history, gate, catalog=catalog)
     assert "Vela X3" in said.text and [r.key for r in said.referents] == [("entity", "x3")], said
+
+
+def test_the_section_follows_a_question_that_says_nothing_of_its_own() -> None:
+    history = [Turn(role=U, text="Mara Quell — 1958 Winter Games"),
+               Turn(role=A, text="She arrived as the youngest skater on the team.")]
+    assert form("why did she withdraw?", history).endswith("1958 Winter Games")
+
+
+def test_a_question_naming_someone_new_leaves_the_section_out() -> None:
+    history = [Turn(role=U, text="Mara Quell — 1958 Winter Games"),
+               Turn(role=A, text="She trained with Tom Brandt before the season began.")]
+    said = form("Who was Tom Brandt to her?", history)
+    assert "Brandt" in said and "Winter" not in said, said
+
+
+def test_a_heading_an_answer_writes_as_a_name_follows_the_questions() -> None:
+    history = [Turn(role=U, text="Harbour City F.C. Tolvik ferry disaster"),
+               Turn(role=A, text="The ferry carrying the squad sank off the Tolvik coast in a storm.")]
+    said = form("How many of the players survived?", history)
+    assert "Tolvik ferry disaster" in said, said
+
+
+def test_a_heading_no_answer_writes_as_a_name_stays_out() -> None:
+    history = [Turn(role=U, text="Harbour City F.C. Early years"),
+               Turn(role=A, text="Early on the club played on a field behind the docks, and in 1903 it joined a league.")]
+    said = form("who was the first manager?", history)
+    assert "Early" not in said and "years" not in said, said

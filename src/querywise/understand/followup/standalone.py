@@ -67,7 +67,7 @@ def standalone_form(message: str, history: Sequence[str | Turn], gate: FollowUp,
         if turn.role == "user" and resolved is not None and resolved.new_subject:
             tracker.move_subject(resolved.referents[0])  # "What about a food truck?": the talk is about it now
     form = resolve(message, tracker, gate.cues, previous=previous)
-    form = tracker.with_section(answer_referent(message, turns, tracker, gate.cues, form, previous=previous) or form)
+    form = tracker.with_section(answer_referent(message, turns, tracker, gate.cues, form, previous=previous) or form, message)
     if turns and turns[-1].role == "assistant" and (answer := answer_words(turns[-1].text)):
         # A reply to the answer just given: its words are the vocabulary of what the user is
         # looking at (doc2dial follow-ups, train split: recall@5 0.54 -> 0.64 with them). They
