@@ -72,15 +72,14 @@ def collect() -> list[dict[str, Any]]:
     from querywise.config import Settings
     from querywise.evaluation.rewrites import plan_rewriter
     from querywise.service import QueryWise
-    from querywise.understand.followup import choice, phrase_context
+    from querywise.understand.followup import choice
 
     recorded: dict[str, Any] = {}
 
     class Recorder:
         def choose(self, message: str, history: Sequence[Any], form: Any, gate: Any, *, embedder: Any, catalog: Any = None) -> tuple[str, list[Any]]:
             found = choice.candidates(message, history, form, catalog=catalog)
-            sentences = phrase_context.sentence_cosines(message, history, embedder) if found else {}
-            feats = choice.phrase_features(message, gate, found, choice.candidate_cosines(message, found, embedder), history=history, sentences=sentences)
+            feats = choice.phrase_features(message, gate, found, choice.candidate_cosines(message, found, embedder))
             recorded.update(form=form, found=found, features=feats)
             return form.text, []
 

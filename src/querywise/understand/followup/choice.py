@@ -34,7 +34,6 @@ from querywise.conversation import Turn
 from querywise.embed import Embedder
 from querywise.text import SENTENCE_SPAN, analyze
 from querywise.understand.followup.gate import FollowUp
-from querywise.understand.followup.phrase_context import context_features, sentence_cosines
 from querywise.understand.followup.referent import joined
 from querywise.understand.followup.standalone import conversation_subject
 from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
@@ -154,12 +153,9 @@ def _placed_part(message: str, form: Standalone) -> str:
     return text
 
 
-def phrase_features(message: str, gate: FollowUp, found: Sequence[Candidate], cosines: Sequence[float], *,
-                    history: Sequence[Turn] | None = None, sentences: Mapping[str, float] | None = None) -> list[dict[str, float]]:
+def phrase_features(message: str, gate: FollowUp, found: Sequence[Candidate], cosines: Sequence[float]) -> list[dict[str, float]]:
     """What the model reads about each candidate (no words: where it was said, how, how often,
-    how close to the message, and what the message's cues ask for); with `history`, also where it
-    sits in the answer and what the message asks (`phrase_context.context_features`; `sentences`:
-    the last answer's sentences with their cosines to the message)."""
+    how close to the message, and what the message's cues ask for)."""
     families = {c.split(":")[0] for c in gate.cues}
     plural_ptr, singular_ptr = bool(_PLURAL_POINTERS.search(message)), bool(_SINGULAR_POINTERS.search(message))
     order = np.argsort(-np.asarray(cosines)) if len(cosines) else np.array([], dtype=int)
@@ -184,8 +180,6 @@ def phrase_features(message: str, gate: FollowUp, found: Sequence[Candidate], co
             "number_clash": float((plural_ptr and not singular_ptr and not c.plural) or (singular_ptr and not plural_ptr and c.plural)),
             "log_candidates": math.log1p(len(found)),
         })
-    if history is not None:
-        out = [{**f, **g} for f, g in zip(out, context_features(message, history, found, cosines, sentences or {}), strict=True)]
     return [with_pairs(f) for f in out]
 
 
@@ -265,10 +259,7 @@ class PhraseModel(BaseModel):
                catalog: Catalog | None = None) -> tuple[str, list[tuple[str, float]]]:
         """The composed form and each candidate with its chance (for the trace)."""
         found = candidates(message, history, form, catalog=catalog)
-        # The answer's sentences are in the embedder's memory already (the topic-shift check embeds them).
-        sentences = sentence_cosines(message, history, embedder) if found else {}
-        features = phrase_features(message, gate, found, candidate_cosines(message, found, embedder), history=history, sentences=sentences)
-        chances = [self.chance(f) for f in features]
+        chances = [self.chance(f) for f in phrase_features(message, gate, found, candidate_cosines(message, found, embedder))]
         text = compose(message, form, found, decide(chances, self.threshold, self.floor, self.cap))
         return text, [(c.text, round(p, 3)) for c, p in zip(found, chances, strict=True)]
 
