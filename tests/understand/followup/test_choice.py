@@ -134,3 +134,20 @@ def test_the_default_runs_the_choice_only_after_an_answer(monkeypatch: pytest.Mo
     # After an answer the choice runs, and the trace says so.
     assert moved(answered, "answers") == moved(answered, "always") != moved(answered, "off")
     assert "learnt model" in moved(answered, "answers")[0] + moved(answered, "answers")[1]
+
+
+def test_when_the_model_keeps_no_word_the_message_is_searched_as_typed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from querywise.embed import load_embedder
+    from querywise.understand.followup import move
+
+    # A model that keeps nothing: the answer's words were weighed one by one, so they are not searched beside it either.
+    monkeypatch.setattr(move, "phrase_model", lambda: PhraseModel(weights={}, intercept=-10.0, threshold=0.5))
+    embedder = load_embedder("onnx", cache_dir=None)
+    message = "What about in winter?"
+    history = as_turns(["Which birds visit the Wadden Sea?", {"role": "assistant", "text":
+                        "Knots and bar-tailed godwits stop over on the Wadden Sea's mudflats on their way north."}])
+    kept_none = move.follow_up(message, history, catalog=None, embedder=embedder, phrase_choice="answers")
+    assert kept_none.text == message and kept_none.beside == ()
+    assert "kept none" in kept_none.step.reason
+    rules = move.follow_up(message, history, catalog=None, embedder=embedder, phrase_choice="off")
+    assert rules.text != message or rules.beside  # the rules alone carry something in, or the answer beside

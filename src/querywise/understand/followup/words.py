@@ -11,9 +11,9 @@ itself; the model (`choice.PhraseModel`, trained by bench/training/phrase_choice
 likeliest, and the form is the message, with the rules' pronoun replaced when every word of the
 referent is kept, and the kept words beside it in the order the conversation said them.
 
-Chosen word by word because the measure is word by word: out of file (each training file, a writer,
-left out in turn), rows with answers, the phrase choice met recall and precision >= 0.50 on 8 of 13
-files, this on 10 (bench/results/phrase_choice.md).
+Chosen word by word because the measure is word by word: each training file (a writer) left out in
+turn, rows with answers, the phrase choice met recall and precision >= 0.50 on 8 of 15 files (pooled
+0.480 / 0.510), this on 9 (0.515 / 0.517; bench/results/phrase_choice.md).
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from querywise.conversation import Turn
 from querywise.text import SENTENCE_SPAN, analyze
 from querywise.understand.followup.tracker import ANSWER_CHARS, Standalone
 
-__all__ = ["Word", "compose_words", "offered_words"]
+__all__ = ["Phrase", "Word", "compose_words", "offered_words", "rules_searched"]
 
 #: Answers back words are offered from (as `choice.ANSWERS_BACK`).
 ANSWERS_BACK = 2
@@ -35,6 +36,12 @@ ANSWERS_BACK = 2
 _POINTERS = re.compile(r"\b(it|its|they|them|their|this|that|these|those|he|him|his|she|her)\b", re.IGNORECASE)
 _WH = re.compile(r"^\s*(what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
 _TOKEN = re.compile(r"\w[\w'\-.]*\w|\w")
+
+
+class Phrase(Protocol):
+    """What a word learns from a phrase holding it (`choice.Candidate`)."""
+
+    new_terms: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -74,7 +81,7 @@ def rules_searched(message: str, form: Standalone) -> str:
     return f"{message.rstrip()} {form.answer}" if form.text == message and form.answer else form.text
 
 
-def offered_words(message: str, history: Sequence[Turn], form: Standalone, phrases: Sequence[object],
+def offered_words(message: str, history: Sequence[Turn], form: Standalone, phrases: Sequence[Phrase],
                   phrase_features: Sequence[dict[str, float]], subject: str = "") -> list[Word]:
     """Every content word of the conversation the message does not hold, with its features.
     `phrases` and `phrase_features` are `choice.candidates` and `choice.phrase_features` (a word
@@ -115,7 +122,7 @@ def offered_words(message: str, history: Sequence[Turn], form: Standalone, phras
     in_subject = set(analyze(subject))
     by_phrase: dict[str, list[dict[str, float]]] = {}
     for phrase, f in zip(phrases, phrase_features, strict=True):
-        for term in getattr(phrase, "new_terms", ()):
+        for term in phrase.new_terms:
             by_phrase.setdefault(term, []).append(f)
     pointer, wh, n_own = float(bool(_POINTERS.search(message))), float(bool(_WH.search(message))), math.log1p(len(own))
     out = []
