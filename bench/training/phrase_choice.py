@@ -135,11 +135,11 @@ def _low(fig: dict[str, float]) -> float:
     return min(fig["recall"], fig["precision"])
 
 
-def label(item: dict[str, Any], word: dict[str, Any]) -> int:
-    """1 when the person's rewrite adds the word."""
+def person_adds(item: dict[str, Any]) -> set[str]:
+    """The terms the person's rewrite adds to the message: a word is labelled 1 when it is one."""
     from querywise.text import analyze
 
-    return int(word["term"] in set(analyze(item["standalone"])) - set(analyze(item["message"])))
+    return set(analyze(item["standalone"])) - set(analyze(item["message"]))
 
 
 def _bar(figs: dict[str, dict[str, float]], files: Sequence[str]) -> tuple[int, float]:
@@ -160,7 +160,8 @@ def train(items: Sequence[dict[str, Any]], cs: Sequence[float] = CS, thresholds:
     names = list(next(w["features"] for it in items for w in it.get("words", [])))
     flat = [(i, j) for i, it in enumerate(items) for j, _ in enumerate(it.get("words", []))]
     X = np.array([[items[i]["words"][j]["features"][k] for k in names] for i, j in flat])
-    y = np.array([label(items[i], items[i]["words"][j]) for i, j in flat])
+    adds = [person_adds(it) for it in items]  # once per row, not once per word
+    y = np.array([int(items[i]["words"][j]["term"] in adds[i]) for i, j in flat])
     sources = np.array([items[i]["source"] for i, _ in flat])
     answered = [i for i, it in enumerate(items) if it.get("answered")]
     parts = {"answered": answered, "unanswered": [i for i, it in enumerate(items) if not it.get("answered")],

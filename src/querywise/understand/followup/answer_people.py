@@ -27,6 +27,7 @@ from dataclasses import replace
 from querywise.text import analysed_part, analyze
 from querywise.understand.followup.message import PERSON_NOUNS
 from querywise.understand.followup.people import Gender, Person, answer_pair, answer_people, pronoun_gender
+from querywise.understand.followup.phrases import is_plural
 from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
 
 __all__ = ["answer_group", "answer_persons"]
@@ -140,7 +141,7 @@ def _group(name: str, answer: str) -> bool:
     plural verb ("The Velvet Underground were an American rock band")."""
     words = name.split()
     last = words[-1] if words else ""
-    if last[:1].isupper() and len(words) >= 2 and last.endswith("s") and not last.endswith(("ss", "us", "is")):
+    if last[:1].isupper() and len(words) >= 2 and is_plural(last):
         return True
     bare = re.sub(r"^the\s+", "", name, flags=re.IGNORECASE)
     return re.search(rf"\b{re.escape(bare)}{_PLURAL_VERB}", answer, re.IGNORECASE) is not None

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -35,18 +34,13 @@ from querywise.text import SENTENCE_SPAN, analyze
 from querywise.understand.followup.gate import FollowUp
 from querywise.understand.followup.standalone import conversation_subject
 from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
-from querywise.understand.followup.words import compose_words, offered_words
+from querywise.understand.followup.words import ANSWERS_BACK, PLURAL_POINTERS, SINGULAR_POINTERS, compose_words, offered_words
 
 __all__ = ["Candidate", "PhraseModel", "answered_before", "candidate_cosines", "candidates", "decide", "phrase_features", "phrase_model", "placed_part",
            "subject_of", "with_pairs"]
 
-#: How many answers back phrases are offered from: a follow-up takes up the latest one or two.
-ANSWERS_BACK = 2
 #: At most this many candidates per message (most salient first): bounded embedding work.
 MAX_CANDIDATES = 24
-
-_PLURAL_POINTERS = re.compile(r"\b(they|them|their|theirs|these|those)\b", re.IGNORECASE)
-_SINGULAR_POINTERS = re.compile(r"\b(it|its|this|that|he|him|his|she|her)\b", re.IGNORECASE)
 
 
 @dataclass
@@ -157,7 +151,7 @@ def phrase_features(message: str, gate: FollowUp, found: Sequence[Candidate], co
     """What the model reads about each candidate (no words: where it was said, how, how often,
     how close to the message, and what the message's cues ask for)."""
     families = {c.split(":")[0] for c in gate.cues}
-    plural_ptr, singular_ptr = bool(_PLURAL_POINTERS.search(message)), bool(_SINGULAR_POINTERS.search(message))
+    plural_ptr, singular_ptr = bool(PLURAL_POINTERS.search(message)), bool(SINGULAR_POINTERS.search(message))
     order = np.argsort(-np.asarray(cosines)) if len(cosines) else np.array([], dtype=int)
     cos_rank = {int(i): rank for rank, i in enumerate(order)}
     best = max(cosines, default=0.0)

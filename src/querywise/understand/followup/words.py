@@ -26,15 +26,17 @@ from typing import Protocol
 
 from querywise.conversation import Turn
 from querywise.text import SENTENCE_SPAN, analyze
+from querywise.understand.followup.message import WH
 from querywise.understand.followup.tracker import ANSWER_CHARS, Standalone
 
-__all__ = ["Phrase", "Word", "compose_words", "offered_words", "rules_searched"]
+__all__ = ["ANSWERS_BACK", "PLURAL_POINTERS", "SINGULAR_POINTERS", "Phrase", "Word", "compose_words", "offered_words", "rules_searched"]
 
-#: Answers back words are offered from (as `choice.ANSWERS_BACK`).
+#: How many answers back phrases and words are offered from: a follow-up takes up the latest one or two.
 ANSWERS_BACK = 2
 
-_POINTERS = re.compile(r"\b(it|its|they|them|their|this|that|these|those|he|him|his|she|her)\b", re.IGNORECASE)
-_WH = re.compile(r"^\s*(what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
+PLURAL_POINTERS = re.compile(r"\b(they|them|their|theirs|these|those)\b", re.IGNORECASE)
+SINGULAR_POINTERS = re.compile(r"\b(it|its|this|that|he|him|his|she|her)\b", re.IGNORECASE)
+_WH = re.compile(rf"^\s*({'|'.join(sorted(WH))})\b", re.IGNORECASE)
 _TOKEN = re.compile(r"\w[\w'\-.]*\w|\w")
 
 
@@ -124,7 +126,7 @@ def offered_words(message: str, history: Sequence[Turn], form: Standalone, phras
     for phrase, f in zip(phrases, phrase_features, strict=True):
         for term in phrase.new_terms:
             by_phrase.setdefault(term, []).append(f)
-    pointer, wh, n_own = float(bool(_POINTERS.search(message))), float(bool(_WH.search(message))), math.log1p(len(own))
+    pointer, wh, n_own = float(bool(PLURAL_POINTERS.search(message) or SINGULAR_POINTERS.search(message))), float(bool(_WH.search(message))), math.log1p(len(own))
     out = []
     for term, s in sorted(said.items(), key=lambda kv: kv[1].order):
         surface, capital = surfaces.get(term, (term, False))
