@@ -19,6 +19,10 @@ the history. Each detector below is a general fact about English reference, not 
   adjective ("popular colours"), an existential with no place ("is there a deadline?");
 - a message too short to have a subject of its own;
 - failing all these, a message that takes up a word of the assistant's last answer (`_takes_up_answer`).
+- failing that too, a message in the first person after a first turn that stated the speaker's own
+  situation (`_within_situation`): chosen on the readable training files (gate recall on the CAsT
+  2021-style set 13 0.882 -> 0.948, set 8 0.862 -> 0.900; the unread sets 10 and 11 0.923 -> 0.933,
+  0.934 -> 0.964), CAsT 2019 and 2020 unchanged.
 
 A product named in the message (from the catalog) anchors the description detectors, and can be
 the referent of a pronoun. The gate does not resolve anything: the rewriter does (`standalone`),
@@ -419,6 +423,36 @@ def _takes_up_answer(m: Message, history: Sequence[str | Turn], own: Stems, said
     yield "continuity:answer", f"takes up {', '.join(sorted(taken))} from the last answer and names no subject of its own: taken to continue its subject"
 
 
+#: The speaker as subject or owner ("I", "my", "we", "our"; not "me": "tell me about ..." states
+#: no situation): a message in them, in a conversation the speaker opened with their own
+#: situation, asks within that situation.
+_FIRST_PERSON = frozenset(["i", "my", "mine", "we", "us", "our", "ours"])
+
+#: A first turn states a situation when it speaks in the first person at this length or more (a
+#: bare "I need help" states none).
+SITUATION_WORDS = 8
+
+
+def _speaks(word: str) -> bool:
+    """A first-person word, not the all-capitals "US" (the country)."""
+    return word.lower() in _FIRST_PERSON and (word == "I" or not word.isupper())
+
+
+def _within_situation(m: Message, history: Sequence[str | Turn]) -> Iterator[Cue]:
+    """Situation: a person who opened with their own situation ("My mom gave my brother $40,000 two
+    years ago and now she needs a nursing home. Will that gift cause problems with Medicaid?") asks
+    their later questions inside it, in the first person, without restating it ("did my county
+    opt out", "Can I deduct my phone bill?"): the place, the programme, the thing the situation is
+    about. Not when the message names a catalog item (a product of its own opens its own subject).
+    A weak cue: the form is searched beside the message, never instead of it."""
+    users = user_texts(history)
+    if not users or m.anchors or not any(_speaks(t.text) for t in m.toks):
+        return
+    first = TOKEN.findall(users[0])
+    if sum(w[0].isalnum() for w in first) >= SITUATION_WORDS and any(_speaks(w) for w in first):
+        yield "situation", "speaks in the first person within the situation the first turn stated: taken to ask inside it"
+
+
 def check_follow_up(
     message: str,
     history: Sequence[str | Turn],
@@ -458,6 +492,8 @@ def check_follow_up(
         strength = "weak"
     if not cues:
         cues.update(_takes_up_answer(m, history, own, said))
+    if not cues:
+        cues.update(_within_situation(m, history))
     if not cues:
         return FollowUp(False, "no reference outside the message: searched as typed")
     return FollowUp(True, "; ".join(cues.values()), tuple(cues), strength)
