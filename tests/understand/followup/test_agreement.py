@@ -34,3 +34,12 @@ def test_a_kinship_noun_before_its_verb_is_the_referent_not_the_verb_with_it() -
     history = [Turn(role=U, text="My dad started metformin last month and feels dizzy."),
                Turn(role=A, text="Dizziness can follow a change in blood sugar.")]
     assert form("should he stop taking it", history).startswith("should dad stop taking")
+
+
+
+def test_he_takes_the_man_an_answer_called_he_before_a_country_named_since() -> None:
+    history = [Turn(role=U, text="Who was Erik Vaale?"),
+               Turn(role=A, text="Erik Vaale was the first prime minister of Norland. He led the country for twenty years."),
+               Turn(role=U, text="Why was Norland expelled from the Baltic Union?"),
+               Turn(role=A, text="The union expelled Norland in 1961 over a tariff dispute.")]
+    assert form("How did he react?", history) == "How did Erik Vaale react?"
