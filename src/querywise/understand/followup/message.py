@@ -348,9 +348,21 @@ IRREGULAR_PLURALS = frozenset(["people", "children", "men", "women", "police", "
 PARTICIPLES = frozenset(
     ["known", "shown", "grown", "taken", "given", "chosen", "written", "eaten", "driven", "seen", "done", "gone", "made", "taught", "bought", "brought", "thought", "caught", "found", "held", "kept", "left", "lost", "meant", "met", "paid", "put", "said", "sent", "sold", "spent", "stood", "told", "understood", "won", "built", "born"]
 )
+# Nouns that mark their person's sex, a closed class of English (kinship, address, rank): "she" never
+# takes "my brother", "he" never "my mom".
+FEMALE_NOUNS = frozenset(
+    ["woman", "girl", "lady", "queen", "princess", "actress", "wife", "daughter", "mother", "mom", "mum", "mommy", "mummy",
+     "sister", "aunt", "auntie", "niece", "grandmother", "grandma", "granny", "granddaughter", "girlfriend", "fiancee", "stepmother",
+     "stepdaughter", "stepsister", "widow", "bride", "empress", "duchess", "nun"]
+)
+MALE_NOUNS = frozenset(
+    ["man", "boy", "guy", "king", "prince", "husband", "son", "father", "dad", "daddy", "brother", "uncle", "nephew",
+     "grandfather", "grandpa", "grandson", "boyfriend", "fiance", "stepfather", "stepson", "stepbrother", "widower", "groom",
+     "emperor", "duke", "monk", "pope"]
+)
 # Nouns of a class of people: "he" or "she" can take "the leader" as it can a person's name.
-PERSON_NOUNS = frozenset(
-    ["man", "woman", "boy", "girl", "person", "guy", "lady", "king", "queen", "prince", "princess", "president", "leader", "founder", "ceo", "chairman", "owner", "author", "writer", "singer", "actor", "actress", "player", "coach", "manager", "director", "inventor", "scientist", "artist", "painter", "composer", "poet", "husband", "wife", "son", "daughter", "father", "mother", "brother", "sister", "friend", "doctor", "teacher", "student", "emperor", "pope", "minister", "governor", "senator", "captain", "general", "officer", "soldier", "customer", "user", "employee", "member", "child", "baby"]
+PERSON_NOUNS = FEMALE_NOUNS | MALE_NOUNS | frozenset(
+    ["person", "president", "leader", "founder", "ceo", "chairman", "owner", "author", "writer", "singer", "actor", "player", "coach", "manager", "director", "inventor", "scientist", "artist", "painter", "composer", "poet", "friend", "doctor", "teacher", "student", "minister", "governor", "senator", "captain", "general", "officer", "soldier", "customer", "user", "employee", "member", "child", "baby", "kid", "parent", "grandparent", "grandchild", "spouse", "partner", "sibling", "cousin"]
 )
 # Prepositions before a place's name: "restaurants *in* Tokyo" names where "there" is.
 PLACE_PREP = frozenset(["in", "at", "near", "around", "across", "throughout", "visit", "visiting"])

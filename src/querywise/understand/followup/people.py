@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from querywise.text import analyze
-from querywise.understand.followup.message import FUNCTION
+from querywise.understand.followup.message import FEMALE_NOUNS, FUNCTION, MALE_NOUNS
 
-__all__ = ["CAP", "FULL_NAME", "NOT_PERSON", "Gender", "Person", "answer_pair", "answer_people", "pronoun_gender"]
+__all__ = ["CAP", "FULL_NAME", "NOT_PERSON", "Gender", "Person", "answer_pair", "answer_people", "noun_gender", "pronoun_gender"]
 
 Gender = Literal["m", "f", ""]
 
@@ -78,6 +78,14 @@ def pronoun_gender(pronoun: str) -> Gender:
     """"m" for he/him/his, "f" for she/her, "" for any other word."""
     low = pronoun.lower()
     return "m" if low in _MALE else "f" if low in _FEMALE else ""
+
+
+def noun_gender(phrase: str) -> Gender:
+    """"f" for a noun phrase whose head marks a woman ("my mom", "her older sister"), "m" for a man's
+    ("my brother"), "" for any other: the closed class of English nouns of sex and kinship."""
+    words = phrase.lower().split()
+    head = words[-1].removesuffix("'s") if words else ""
+    return "f" if head in FEMALE_NOUNS else "m" if head in MALE_NOUNS else ""
 
 
 # What follows a work's title, never a person's name: its year ("Double Indemnity (1944)") or the
