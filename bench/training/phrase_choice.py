@@ -79,7 +79,7 @@ def collect() -> list[dict[str, Any]]:
     def record(message: str, history: Sequence[Any], form: Any, gate: Any, *, catalog: Any, embedder: Any) -> tuple[Any, str]:
         """In place of move._chosen: what the choice would weigh, and the rules' form unchanged."""
         found = choice.candidates(message, history, form, catalog=catalog)
-        feats = choice.phrase_features(message, gate, found, choice.candidate_cosines(message, found, embedder))
+        feats = choice.phrase_features(found, choice.candidate_cosines(message, found, embedder))
         recorded.update(form=form, placed=choice.placed_part(message, form, found),
                         words=offered_words(message, history, form, found, feats, choice.subject_of(found)))
         return form, ""

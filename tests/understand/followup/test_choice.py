@@ -97,8 +97,8 @@ def test_retraining_on_the_same_rows_gives_the_same_model() -> None:
     items = []
     for n in range(12):  # twelve conversations, two words each: the one the rules carried is the person's
         message = "Why did it close?"
-        words = [{"term": f"canal{n}", "surface": f"canal{n}", "features": {"in_rules": 1.0, "answer_only": 0.0, "phrase_cosine": 0.6 + n / 100}},
-                 {"term": f"nois{n}", "surface": f"noise{n}", "features": {"in_rules": 0.0, "answer_only": 1.0, "phrase_cosine": 0.2}}]
+        words = [{"term": f"canal{n}", "surface": f"canal{n}", "features": {"in_form": 1.0, "answer_only": 0.0, "phrase_cosine": 0.6 + n / 100}},
+                 {"term": f"nois{n}", "surface": f"noise{n}", "features": {"in_form": 0.0, "answer_only": 1.0, "phrase_cosine": 0.2}}]
         items.append({"source": ("passages", "train", "read")[n % 3], "conversation": f"c{n}", "message": message, "answered": True,
                       "standalone": f"Why did canal{n} close?", "old": f"Why did canal{n} close? noise{n}",
                       "form": {"text": f"Why did canal{n} close? noise{n}", "method": "appended", "answer": "", "placed": message},
@@ -106,7 +106,7 @@ def test_retraining_on_the_same_rows_gives_the_same_model() -> None:
     first, figures = train(items, cs=(1.0,), thresholds=(0.5,), caps=(99,))
     again, _ = train(items, cs=(1.0,), thresholds=(0.5,), caps=(99,))
     assert first == again
-    assert first.weights["in_rules"] > 0 > first.weights["answer_only"]  # it learnt which word the person kept
+    assert first.weights["in_form"] > 0 > first.weights["answer_only"]  # it learnt which word the person kept
     assert figures["chosen"]["answered"]["precision"] == 1.0 > figures["rules"]["answered"]["precision"]  # the noise dropped, out of file
 
 

@@ -34,10 +34,10 @@ from querywise.text import SENTENCE_SPAN, analyze
 from querywise.understand.followup.gate import FollowUp
 from querywise.understand.followup.standalone import conversation_subject
 from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
-from querywise.understand.followup.words import ANSWERS_BACK, PLURAL_POINTERS, SINGULAR_POINTERS, compose_words, offered_words
+from querywise.understand.followup.words import ANSWERS_BACK, compose_words, offered_words
 
 __all__ = ["Candidate", "PhraseModel", "answered_before", "candidate_cosines", "candidates", "decide", "phrase_features", "phrase_model", "placed_part",
-           "subject_of", "with_pairs"]
+           "subject_of"]
 
 #: At most this many candidates per message (most salient first): bounded embedding work.
 MAX_CANDIDATES = 24
@@ -147,46 +147,10 @@ def _placed_part(message: str, form: Standalone) -> str:
     return text
 
 
-def phrase_features(message: str, gate: FollowUp, found: Sequence[Candidate], cosines: Sequence[float]) -> list[dict[str, float]]:
-    """What the model reads about each candidate (no words: where it was said, how, how often,
-    how close to the message, and what the message's cues ask for)."""
-    families = {c.split(":")[0] for c in gate.cues}
-    plural_ptr, singular_ptr = bool(PLURAL_POINTERS.search(message)), bool(SINGULAR_POINTERS.search(message))
-    order = np.argsort(-np.asarray(cosines)) if len(cosines) else np.array([], dtype=int)
-    cos_rank = {int(i): rank for rank, i in enumerate(order)}
-    best = max(cosines, default=0.0)
-    out = []
-    for i, c in enumerate(found):
-        out.append({
-            "from_user": float(c.from_user > 0), "from_answer": float(c.from_answer > 0), "title": float(c.title),
-            "subject": float(c.subject), "by_rules": float(c.by_rules), "placed": float(c.placed), "previous_turn": float(c.previous_turn),
-            "log_turns_back": math.log1p(min(c.turns_back, 20)), "answer_first": float(c.answer_first),
-            "log_answer_rank": math.log1p(min(c.answer_rank, 20)), "log_mentions": math.log1p(c.from_user + c.from_answer),
-            "log_user_mentions": math.log1p(c.from_user), "head_said": float(c.head_said),
-            "kind_known": float(c.kind in ("entity", "identifier")), "kind_name": float(c.kind == "name"),
-            "kind_phrase": float(c.kind == "phrase"), "log_new_terms": math.log1p(len(c.new_terms)),
-            "cosine": float(cosines[i]) if i < len(cosines) else 0.0, "cosine_gap": float(best - cosines[i]) if i < len(cosines) else 0.0,
-            "cosine_top": float(cos_rank.get(i, 99) == 0),
-            "cue_pronoun": float("pronoun" in families), "cue_definite": float("definite" in families),
-            "cue_demonstrative": float("demonstrative" in families), "cue_short": float("short" in families),
-            "cue_continuity": float("continuity" in families), "strong": float(gate.strength == "strong"),
-            "number_match": float((plural_ptr and c.plural) or (singular_ptr and not c.plural)),
-            "number_clash": float((plural_ptr and not singular_ptr and not c.plural) or (singular_ptr and not plural_ptr and c.plural)),
-            "log_candidates": math.log1p(len(found)),
-        })
-    return [with_pairs(f) for f in out]
-
-
-def with_pairs(f: dict[str, float]) -> dict[str, float]:
-    """`f` with the products of features whose meaning depends on each other (an answer's phrase
-    after a pronoun, the subject after topic continuity, the rules' choice on a strong cue): a
-    logistic model adds its evidence, it does not combine it."""
-    last_answer = f["from_answer"] * float(f["log_turns_back"] <= math.log1p(1))
-    return {**f, "last_answer": last_answer, "last_answer_pronoun": last_answer * f["cue_pronoun"],
-            "answer_first_definite": f["answer_first"] * f["cue_definite"], "placed_strong": f["placed"] * f["strong"],
-            "subject_continuity": f["subject"] * f["cue_continuity"], "rules_answer": f["by_rules"] * f["from_answer"],
-            "cosine_answer": f["cosine"] * f["from_answer"], "cosine_user": f["cosine"] * f["from_user"],
-            "number_clash_pronoun": f["number_clash"] * f["cue_pronoun"], "subject_rules": f["subject"] * f["by_rules"]}
+def phrase_features(found: Sequence[Candidate], cosines: Sequence[float]) -> list[dict[str, float]]:
+    """What the words read of each candidate holding them (`words.offered_words`): whether the
+    rules chose it, and its cosine to the message."""
+    return [{"by_rules": float(c.by_rules), "cosine": float(cosines[i]) if i < len(cosines) else 0.0} for i, c in enumerate(found)]
 
 
 def candidate_cosines(message: str, found: Sequence[Candidate], embedder: Embedder) -> list[float]:
@@ -234,7 +198,7 @@ class PhraseModel(BaseModel):
                catalog: Catalog | None = None) -> tuple[str, list[tuple[str, float]]]:
         """The searched text the kept words make (`words.py`) and each word with its chance, likeliest first (for the trace)."""
         found = candidates(message, history, form, catalog=catalog)
-        feats = phrase_features(message, gate, found, candidate_cosines(message, found, embedder))
+        feats = phrase_features(found, candidate_cosines(message, found, embedder))
         offered = offered_words(message, history, form, found, feats, subject_of(found))
         chances = [self.chance(w.features) for w in offered]
         text = compose_words(message, form, placed_part(message, form, found), offered, decide(chances, self.threshold, self.floor, self.cap))

@@ -6,8 +6,9 @@ rewrite takes words from a situation stated turns ago ("my Honda Jazz", "stolen"
 converter") that no single phrase holds. So here every content word of the conversation (the user
 turns, the last two answers) that the message does not hold is a candidate, described by where and
 how often it was said, whether the rules' form or a phrase the rules chose carries it, and its
-phrase's cosine to the message (`choice.candidates` / `candidate_cosines`), never by the word
-itself; the model (`choice.PhraseModel`, trained by bench/training/phrase_choice.py) keeps the
+phrase's cosine to the message (`choice.candidates` / `candidate_cosines`), how common the word
+is in English and how often the whole conversation says it (`word_traits.py`: a situation's topic
+from its story), never by the word itself; the model (`choice.PhraseModel`, trained by bench/training/phrase_choice.py) keeps the
 likeliest, and the form is the message, with the rules' pronoun replaced when every word of the
 referent is kept, and the kept words beside it in the order the conversation said them.
 
@@ -28,8 +29,9 @@ from querywise.conversation import Turn
 from querywise.text import SENTENCE_SPAN, analyze
 from querywise.understand.followup.message import WH
 from querywise.understand.followup.tracker import ANSWER_CHARS, Standalone
+from querywise.understand.followup.word_traits import commonness, recurrence
 
-__all__ = ["ANSWERS_BACK", "PLURAL_POINTERS", "SINGULAR_POINTERS", "Phrase", "Word", "compose_words", "offered_words", "rules_searched"]
+__all__ = ["ANSWERS_BACK", "PLURAL_POINTERS", "SINGULAR_POINTERS", "Phrase", "Word", "compose_words", "offered_words"]
 
 #: How many answers back phrases and words are offered from: a follow-up takes up the latest one or two.
 ANSWERS_BACK = 2
@@ -77,18 +79,13 @@ def _surfaces(text: str) -> dict[str, tuple[str, bool]]:
     return out
 
 
-def rules_searched(message: str, form: Standalone) -> str:
-    """What the rules alone search: the form, or the message with the answer's words beside it when
-    the form carries nothing (move.py's "nothing to carry into it")."""
-    return f"{message.rstrip()} {form.answer}" if form.text == message and form.answer else form.text
-
-
 def offered_words(message: str, history: Sequence[Turn], form: Standalone, phrases: Sequence[Phrase],
                   phrase_features: Sequence[dict[str, float]], subject: str = "") -> list[Word]:
     """Every content word of the conversation the message does not hold, with its features.
     `phrases` and `phrase_features` are `choice.candidates` and `choice.phrase_features` (a word
     learns from the phrases holding it: chosen by the rules, the subject, close to the message)."""
     own = set(analyze(message))
+    own_terms = len(own)
     said: dict[str, _Said] = {}
     surfaces: dict[str, tuple[str, bool]] = {}
     users = [t.text for t in history if t.role == "user"]
@@ -119,34 +116,37 @@ def offered_words(message: str, history: Sequence[Turn], form: Standalone, phras
             s.answer_opening |= term in opening
         for term, v in _surfaces(text).items():
             surfaces.setdefault(term, v)
-    rules = set(analyze(rules_searched(message, form))) - own
     in_form = set(analyze(form.text)) - own
     in_subject = set(analyze(subject))
     by_phrase: dict[str, list[dict[str, float]]] = {}
     for phrase, f in zip(phrases, phrase_features, strict=True):
         for term in phrase.new_terms:
             by_phrase.setdefault(term, []).append(f)
-    pointer, wh, n_own = float(bool(PLURAL_POINTERS.search(message) or SINGULAR_POINTERS.search(message))), float(bool(_WH.search(message))), math.log1p(len(own))
+    pointer, wh, n_own = float(bool(PLURAL_POINTERS.search(message) or SINGULAR_POINTERS.search(message))), float(bool(_WH.search(message))), math.log1p(own_terms)
+    whole = recurrence(history)
     out = []
     for term, s in sorted(said.items(), key=lambda kv: kv[1].order):
         surface, capital = surfaces.get(term, (term, False))
         held = by_phrase.get(term, [])
         from_user, from_answer = float(s.user > 0), float(s.answer > 0)
         f = {
-            "in_rules": float(term in rules), "in_form": float(term in in_form), "in_subject": float(term in in_subject),
+            "in_form": float(term in in_form), "in_subject": float(term in in_subject),
             "from_user": from_user, "log_user_turns": math.log1p(s.user), "log_user_back": math.log1p(min(s.user_back, 20)),
             "first_user": float(s.first_user), "previous_user": float(s.user_back == 1), "first_position": s.first_position,
             "from_answer": from_answer, "log_answer_mentions": math.log1p(s.answer), "last_answer": float(s.last_answer),
             "answer_opening": float(s.answer_opening), "user_share": s.user / max(len(users), 1),
             "capital": float(capital), "number": float(any(ch.isdigit() for ch in term)), "long": float(len(term) >= 7),
             "in_phrase": float(bool(held)), "phrase_by_rules": float(any(h["by_rules"] for h in held)),
-            "phrase_subject": float(any(h["subject"] for h in held)), "phrase_cosine": max((h["cosine"] for h in held), default=0.0),
+            "phrase_cosine": max((h["cosine"] for h in held), default=0.0),
             "message_terms": n_own, "pointer": pointer, "wh": wh, "log_user_count": math.log1p(len(users)), "answered": float(bool(answers)),
         }
         answer_only = from_answer * (1.0 - from_user)
-        f.update({"user_pointer": from_user * pointer, "first_short": f["first_user"] * float(len(own) <= 3),
+        rarity, log_pieces = commonness(surface)
+        f.update({"user_pointer": from_user * pointer, "first_short": f["first_user"] * float(own_terms <= 3),
                   "answer_only": answer_only, "answer_only_pointer": answer_only * pointer,
-                  "rules_user": f["in_rules"] * from_user, "rules_answer": f["in_rules"] * answer_only})
+                  "form_user": f["in_form"] * from_user, "form_answer": f["in_form"] * answer_only,
+                  "rarity": rarity, "log_pieces": log_pieces, "rarity_user": rarity * from_user, "rarity_answer_only": rarity * answer_only,
+                  **whole.features(term)})
         out.append(Word(term, surface, f))
     return out
 

@@ -1,0 +1,49 @@
+"""The learnt word choice's traits that tell a situation's topic from its story (#34): how common a
+word is in English, and how often the whole conversation says it. Invented examples."""
+
+from __future__ import annotations
+
+import math
+
+from querywise.conversation import as_turns
+from querywise.understand.followup.tracker import Standalone
+from querywise.understand.followup.word_traits import commonness, recurrence
+from querywise.understand.followup.words import offered_words
+
+_SITUATION = as_turns([
+    "My aunt moved into a retirement flat last spring. She says the landlord keeps raising the ground rent. Is a leasehold tribunal worth it?",
+    {"role": "assistant", "text": "A leasehold tribunal can rule on whether a ground rent rise is reasonable."},
+    "How long does it take?",
+    {"role": "assistant", "text": "Most cases take four to six months."},
+    "What does it cost?",
+    {"role": "assistant", "text": "The tribunal fee is modest, and the leasehold valuation is the larger cost."},
+])
+
+
+def test_common_words_rank_below_rare_ones_and_unknown_words_split_into_pieces() -> None:
+    says, spring, tribunal, made_up = commonness("says"), commonness("spring"), commonness("tribunal"), commonness("zorbixate")
+    assert commonness("the") == (0.0, 0.0)  # the commonest whole word of the vocabulary
+    assert says[0] < tribunal[0] < 1.0 and spring[0] < tribunal[0]
+    assert made_up[0] == 1.0 and made_up[1] > 0.0  # not one piece: rarer than any whole word
+    assert says[1] == 0.0
+    assert commonness("Ground-rent") == max(commonness("ground"), commonness("rent"))  # its rarest part, case aside
+
+
+def test_the_whole_conversation_counts_every_answer_and_the_topic_is_the_first_turns_echoed_word() -> None:
+    whole = recurrence(_SITUATION)
+    leasehold, aunt, rent = whole.features("leasehold"), whole.features("aunt"), whole.features("rent")
+    # Every answer, not only the last two: the first and the third say "leasehold".
+    assert leasehold["log_answers_all"] == math.log1p(2) and leasehold["answer_share_all"] == 2 / 3
+    assert leasehold["log_turns_all"] == math.log1p(3) and leasehold["first_echoed"] == 1.0
+    assert aunt["first_echoed"] == 0.0 and aunt["log_answers_all"] == 0.0  # the story: no answer takes it up
+    assert rent["first_echoed"] == 1.0 and rent["log_turns_all"] == math.log1p(2)  # the first turn and the first answer
+
+
+def test_offered_words_carry_the_traits() -> None:
+    message = "Can she appeal?"
+    offered = {w.term: w for w in offered_words(message, _SITUATION, Standalone(message, "none", ()), [], [])}
+    tribunal, says = offered["tribun"].features, offered["say"].features
+    assert tribunal["rarity"] > says["rarity"] and tribunal["rarity_user"] == tribunal["rarity"]  # said by the user
+    # The first answer is three answers back: `words.py`'s last two miss it, the whole conversation does not.
+    assert tribunal["log_answer_mentions"] == math.log1p(1) and tribunal["log_answers_all"] == math.log1p(2)
+    assert tribunal["first_echoed"] == 1.0 and says["first_echoed"] == 0.0
