@@ -7,7 +7,7 @@ import math
 
 from querywise.conversation import as_turns
 from querywise.understand.followup.tracker import Standalone
-from querywise.understand.followup.word_traits import commonness, recurrence
+from querywise.understand.followup.word_traits import Recurrence, commonness
 from querywise.understand.followup.words import offered_words
 
 _SITUATION = as_turns([
@@ -30,7 +30,7 @@ def test_common_words_rank_below_rare_ones_and_unknown_words_split_into_pieces()
 
 
 def test_the_whole_conversation_counts_every_answer_and_the_topic_is_the_first_turns_echoed_word() -> None:
-    whole = recurrence(_SITUATION)
+    whole = Recurrence(_SITUATION)
     leasehold, aunt, rent = whole.features("leasehold"), whole.features("aunt"), whole.features("rent")
     # Every answer, not only the last two: the first and the third say "leasehold".
     assert leasehold["log_answers_all"] == math.log1p(2) and leasehold["answer_share_all"] == 2 / 3

@@ -24,14 +24,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 
 from querywise.conversation import Turn
 from querywise.embed import model_dir
 from querywise.text import analyze
 from querywise.understand.followup.tracker import ANSWER_CHARS
 
-__all__ = ["Recurrence", "commonness", "recurrence"]
+__all__ = ["Recurrence", "commonness"]
 
 #: The vocabulary's first whole word ("the"): ids before it are special tokens, unused slots and characters.
 _FIRST_WORD = "the"
@@ -61,7 +61,11 @@ def _pieces(word: str, ranks: dict[str, int], tails: frozenset[str]) -> int:
     return count
 
 
-@cache
+#: Words whose commonness is remembered: a service reads every word its conversations say, so bounded.
+COMMONNESS_CACHE = 1 << 16
+
+
+@lru_cache(maxsize=COMMONNESS_CACHE)
 def commonness(surface: str) -> tuple[float, float]:
     """(rarity in 0..1: log rank over log vocabulary size, 1.0 when the word is not one piece;
     log of its number of pieces) of the rarest part of `surface`.
@@ -101,8 +105,3 @@ class Recurrence:
         answers = self.in_answers.get(term, 0)
         return {"log_answers_all": math.log1p(answers), "answer_share_all": answers / max(self.answers, 1),
                 "log_turns_all": math.log1p(self.in_turns.get(term, 0)), "first_echoed": float(term in self.first and answers > 0)}
-
-
-def recurrence(history: Sequence[Turn]) -> Recurrence:
-    """The conversation's `Recurrence` (read once per message)."""
-    return Recurrence(history)

@@ -14,7 +14,8 @@ referent is kept, and the kept words beside it in the order the conversation sai
 
 Chosen word by word because the measure is word by word: each training file (a writer) left out in
 turn, rows with answers, the phrase choice met recall and precision >= 0.50 on 8 of 15 files (pooled
-0.480 / 0.510), this on 9 (0.515 / 0.517; bench/results/phrase_choice.md).
+0.480 / 0.510), this on 9 (0.515 / 0.517); with `word_traits.py`'s commonness and recurrence, on 17
+files, 10 (rules 8; 0.515 / 0.515, bench/results/phrase_choice.md).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from querywise.conversation import Turn
 from querywise.text import SENTENCE_SPAN, analyze
 from querywise.understand.followup.message import WH
 from querywise.understand.followup.tracker import ANSWER_CHARS, Standalone
-from querywise.understand.followup.word_traits import commonness, recurrence
+from querywise.understand.followup.word_traits import Recurrence, commonness
 
 __all__ = ["ANSWERS_BACK", "PLURAL_POINTERS", "SINGULAR_POINTERS", "Phrase", "Word", "compose_words", "offered_words"]
 
@@ -123,7 +124,7 @@ def offered_words(message: str, history: Sequence[Turn], form: Standalone, phras
         for term in phrase.new_terms:
             by_phrase.setdefault(term, []).append(f)
     pointer, wh, n_own = float(bool(PLURAL_POINTERS.search(message) or SINGULAR_POINTERS.search(message))), float(bool(_WH.search(message))), math.log1p(own_terms)
-    whole = recurrence(history)
+    whole = Recurrence(history)
     out = []
     for term, s in sorted(said.items(), key=lambda kv: kv[1].order):
         surface, capital = surfaces.get(term, (term, False))
