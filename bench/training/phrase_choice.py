@@ -76,7 +76,7 @@ def collect() -> list[dict[str, Any]]:
 
     recorded: dict[str, Any] = {}
 
-    def record(message: str, history: Sequence[Any], form: Any, gate: Any, *, catalog: Any, embedder: Any) -> tuple[Any, str]:
+    def record(message: str, history: Sequence[Any], form: Any, *, catalog: Any, embedder: Any) -> tuple[Any, str]:
         """In place of move._chosen: what the choice would weigh, and the rules' form unchanged."""
         found = choice.candidates(message, history, form, catalog=catalog)
         feats = choice.phrase_features(found, choice.candidate_cosines(message, found, embedder))

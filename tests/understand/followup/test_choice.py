@@ -86,7 +86,7 @@ def test_the_packaged_model_keeps_the_rules_name_and_drops_the_answers_other_wor
     turns = as_turns([history[0], {"role": "assistant", "text": history[1]}])
     message = "Why did the league decline?"
     gate = check_follow_up(message, turns)
-    text, chances = phrase_model().choose(message, turns, standalone_form(message, turns, gate), gate, embedder=load_embedder("onnx", cache_dir=None))
+    text, chances = phrase_model().choose(message, turns, standalone_form(message, turns, gate), embedder=load_embedder("onnx", cache_dir=None))
     assert "Hanseatic" in text and "trading" not in text and "Europe" not in text and "kontors" not in text
     assert chances[0][0] == "Hanseatic" and chances[0][1] > phrase_model().threshold
 

@@ -31,7 +31,6 @@ from querywise.catalog import Catalog
 from querywise.conversation import Turn
 from querywise.embed import Embedder
 from querywise.text import SENTENCE_SPAN, analyze
-from querywise.understand.followup.gate import FollowUp
 from querywise.understand.followup.standalone import conversation_subject
 from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
 from querywise.understand.followup.words import ANSWERS_BACK, compose_words, offered_words
@@ -194,7 +193,7 @@ class PhraseModel(BaseModel):
         z = self.intercept + sum(w * features.get(name, 0.0) for name, w in self.weights.items())
         return 1.0 / (1.0 + math.exp(-z))
 
-    def choose(self, message: str, history: Sequence[Turn], form: Standalone, gate: FollowUp, *, embedder: Embedder,
+    def choose(self, message: str, history: Sequence[Turn], form: Standalone, *, embedder: Embedder,
                catalog: Catalog | None = None) -> tuple[str, list[tuple[str, float]]]:
         """The searched text the kept words make (`words.py`) and each word with its chance, likeliest first (for the trace)."""
         found = candidates(message, history, form, catalog=catalog)

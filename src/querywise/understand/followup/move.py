@@ -175,7 +175,7 @@ def follow_up(
         form = replace(form, answer="")
     chosen = ""
     if guard.ok and (phrase_choice == "always" or (phrase_choice == "answers" and answered_before(history))):
-        form, chosen = _chosen(message, history, form, gate, catalog=catalog, embedder=embedder)
+        form, chosen = _chosen(message, history, form, catalog=catalog, embedder=embedder)
         how += chosen
     if guard.ok and form.text == message and form.answer:
         # Nothing to carry into the message, but it replies to an answer: its words beside it.
@@ -235,11 +235,11 @@ def follow_up(
                     (*readings, *_answered(answered, scale, message)), pointed)
 
 
-def _chosen(message: str, history: Sequence[Turn], form: Standalone, gate: FollowUp, *, catalog: Catalog | None,
+def _chosen(message: str, history: Sequence[Turn], form: Standalone, *, catalog: Catalog | None,
             embedder: Embedder) -> tuple[Standalone, str]:
     """The searched text with the words the learnt choice keeps (`choice.py`, `words.py`) and what the
     trace adds (the likeliest words and their chances); the rules' form and nothing when the guard rejects it."""
-    text, chances = phrase_model().choose(message, history, form, gate, embedder=embedder, catalog=catalog)
+    text, chances = phrase_model().choose(message, history, form, embedder=embedder, catalog=catalog)
     shown = ", ".join(f"{c!r} {p:.2f}" for c, p in chances[:6])
     if text == message:
         # The answer's words were weighed one by one and none kept: not searched beside the message either.
