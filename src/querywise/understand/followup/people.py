@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from querywise.text import analyze
-from querywise.understand.followup.message import FEMALE_NOUNS, FUNCTION, MALE_NOUNS
+from querywise.understand.followup.message import FEMALE_NOUNS, FUNCTION, MALE_NOUNS, PREP
 
-__all__ = ["CAP", "FULL_NAME", "NOT_PERSON", "Gender", "Person", "answer_pair", "answer_people", "noun_gender", "pronoun_gender"]
+__all__ = ["CAP", "FULL_NAME", "NOT_PERSON", "Gender", "Person", "answer_pair", "answer_people", "head_noun", "noun_gender", "pronoun_gender"]
 
 Gender = Literal["m", "f", ""]
 
@@ -49,7 +49,10 @@ NOT_PERSON = _words(
     "mountains street road company church museum park island islands city county state province bay reef canal bridge "
     "tower building centre center institute society party army navy court house hall station airport festival band "
     "battle cathedral palace castle family dynasty mission album records games cup league club team treaty revolution "
-    "stores store engine system day north south east west new san los las st saint"
+    "stores store engine system day north south east west new san los las st saint "
+    # Bodies and instruments an answer names in capitals, never "he" or "she" ("the Consumer Protection Commission").
+    "commission council agency authority department ministry office board bureau committee tribunal association "
+    "organisation organization corporation foundation trust fund bank service act directive regulation"
 )
 _MALE = frozenset(["he", "him", "his", "himself"])
 _FEMALE = frozenset(["she", "her", "hers", "herself"])
@@ -80,11 +83,18 @@ def pronoun_gender(pronoun: str) -> Gender:
     return "m" if low in _MALE else "f" if low in _FEMALE else ""
 
 
-def noun_gender(phrase: str) -> Gender:
-    """"f" for a noun phrase whose head marks a woman ("my mom", "her older sister"), "m" for a man's
-    ("my brother"), "" for any other: the closed class of English nouns of sex and kinship."""
+def head_noun(phrase: str) -> str:
+    """The head of an English noun phrase, lower-cased: its last word before a preposition ("my
+    sister in Galway" -> "sister", "the sister of the king" -> "sister", "her older sister" -> "sister")."""
     words = phrase.lower().split()
-    head = words[-1].removesuffix("'s") if words else ""
+    cut = next((k for k, w in enumerate(words) if k and w in PREP), len(words))
+    return words[cut - 1].removesuffix("'s") if cut else ""
+
+
+def noun_gender(phrase: str) -> Gender:
+    """"f" for a noun phrase whose head marks a woman ("my mom", "my sister in Galway"), "m" for a
+    man's ("my brother"), "" for any other: the closed class of English nouns of sex and kinship."""
+    head = head_noun(phrase)
     return "f" if head in FEMALE_NOUNS else "m" if head in MALE_NOUNS else ""
 
 

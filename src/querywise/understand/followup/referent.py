@@ -60,7 +60,7 @@ from querywise.understand.followup.message import (
     PERSONAL,
     Message,
 )
-from querywise.understand.followup.people import NOT_PERSON, noun_gender, pronoun_gender
+from querywise.understand.followup.people import NOT_PERSON, head_noun, noun_gender, pronoun_gender
 from querywise.understand.followup.phrases import NOT_NAMES, Phrase, noun_phrases
 from querywise.understand.followup.tracker import Referent, Standalone, Tracker
 
@@ -118,7 +118,7 @@ def _gender(r: Referent) -> str:
 
 def _person_noun(r: Referent) -> bool:
     """A common noun of a person class ("the woman", "the leader"): whom "he" or "she" takes."""
-    return r.kind == "phrase" and r.text.split()[-1].lower() in PERSON_NOUNS
+    return r.kind == "phrase" and head_noun(r.text) in PERSON_NOUNS
 
 
 def _place_name(r: Referent) -> bool:
