@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from querywise.catalog import Catalog
 from querywise.conversation import Turn
 from querywise.embed import Embedder
-from querywise.text import SENTENCE_SPAN, analyze
+from querywise.text import analyze
 from querywise.understand.followup.standalone import conversation_subject
 from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
 from querywise.understand.followup.words import ANSWERS_BACK, compose_words, offered_words
@@ -50,30 +50,18 @@ class Candidate:
     key: tuple[str, ...]
     new_terms: frozenset[str]  # its terms the message does not hold
     kind: str
-    plural: bool = False
     from_user: int = 0  # mentions in user turns
     from_answer: int = 0  # mentions in the last answers
-    answer_first: bool = False  # in the first sentence of an answer
-    answer_rank: int = 99  # its place among the latest answer's phrases
     turns_back: int = 99  # turns since it was last said
-    title: bool = False  # named by a first turn that is a title ("Arthur Irwin. Early roles")
     subject: bool = False  # the conversation's subject (`conversation_subject`)
     by_rules: bool = False  # carried by the rules' form
     placed: bool = False  # the rules put it in the message (a pronoun replaced)
-    previous_turn: bool = False  # the whole previous user turn (the fallback form)
-    head_said: bool = False  # its last term is a term of the message ("the league" -> the Hanseatic League)
-    extra: dict[str, float] = field(default_factory=dict)
 
 
 def answered_before(history: Sequence[Turn]) -> bool:
     """Whether the history holds an assistant's answer: where `phrase_choice = "answers"` runs the
     choice, and how bench/training/phrase_choice.py splits its rows to choose that default."""
     return any(t.role == "assistant" and t.text.strip() for t in history)
-
-
-def _title(text: str) -> bool:
-    """A first turn that is a title, not a question ("Arthur Irwin. Early roles")."""
-    return "?" not in text and len(text.split()) <= 8
 
 
 def candidates(message: str, history: Sequence[Turn], form: Standalone, *, catalog: Catalog | None = None) -> list[Candidate]:
@@ -87,9 +75,8 @@ def candidates(message: str, history: Sequence[Turn], form: Standalone, *, catal
         new = frozenset(r.key) - own if r.kind not in ("entity", "identifier") else frozenset(analyze(r.text)) - own
         if not new:
             return None
-        c = found.setdefault(r.key, Candidate(r.text, r.key, new, r.kind, r.plural))
+        c = found.setdefault(r.key, Candidate(r.text, r.key, new, r.kind))
         c.turns_back = min(c.turns_back, back)
-        c.head_said |= bool(analyze(r.text)[-1:] and analyze(r.text)[-1] in own)
         return c
 
     answers = 0
@@ -101,19 +88,10 @@ def candidates(message: str, history: Sequence[Turn], form: Standalone, *, catal
         elif answers < ANSWERS_BACK:
             answers += 1
             text = turn.text[:ANSWER_CHARS]
-            first = SENTENCE_SPAN.match(text)
-            opening = set(analyze(first.group(0))) if first else set()
-            for rank, r in enumerate(reader.mentions(text)):
+            for r in reader.mentions(text):
                 if (c := offer(r, back)) is not None:
                     c.from_answer += 1
-                    c.answer_first |= set(r.key) <= opening
-                    if answers == 1:
-                        c.answer_rank = min(c.answer_rank, rank)
     users = [t for t in history if t.role == "user"]
-    if users and _title(users[0].text):
-        for r in reader.mentions(users[0].text):
-            if r.key in found:
-                found[r.key].title = True
     subject = conversation_subject(history, catalog=catalog)
     if subject:
         for r in reader.mentions(subject)[:1]:
@@ -129,7 +107,7 @@ def candidates(message: str, history: Sequence[Turn], form: Standalone, *, catal
         key = ("previous-turn", *analyze(users[-1].text))
         new = frozenset(analyze(users[-1].text)) - own
         if new:
-            found[key] = Candidate(users[-1].text, key, new, "turn", by_rules=True, previous_turn=True, from_user=1, turns_back=1)
+            found[key] = Candidate(users[-1].text, key, new, "turn", by_rules=True, from_user=1, turns_back=1)
     ranked = sorted(found.values(), key=lambda c: (not c.by_rules, not c.subject, c.turns_back, -(c.from_user + c.from_answer)))
     return ranked[:MAX_CANDIDATES]
 
