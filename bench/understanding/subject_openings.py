@@ -7,7 +7,11 @@
 `dialogues_train_3.jsonl` .. `dialogues_train_7.jsonl` (200 openings, the "old" set) and of
 `dialogues_train_8.jsonl` and `dialogues_train_9.jsonl` (80 openings, the "new" set: labelled before
 the rules that read statement openings were written), all training data, and, labelled by hand, the
-subjects a person would name for it (any one of them is right). Accuracy is reported on each set. A subject read is right
+subjects a person would name for it (any one of them is right). `subject_situations.json` holds
+situation openings (a person states their own situation, CAsT 2021/22-style: "My dad started
+lisinopril ... Could it be the pill?" is about lisinopril): the openings of `dialogues_train_13.jsonl`
+and 70 more, written and labelled by a labeller who had not read the code (session 29), the
+"situations" set. Accuracy is reported on each set. A subject read is right
 when its content terms (`querywise.text.analyze`: stems, no articles) are those of one of the
 labels. The set is a TRAINING/dev fixture: the rules were chosen reading it, so its accuracy says
 what the rules fix, not how they generalise (the held-out passage sets say that).
@@ -30,10 +34,12 @@ from querywise.text import analyze
 from querywise.understand.followup.standalone import conversation_subject
 
 COMMAND = ".venv/bin/python -m bench.understanding.subject_openings"
-FIXTURE = Path(__file__).with_name("subject_openings.json")
+FIXTURES = (Path(__file__).with_name("subject_openings.json"), Path(__file__).with_name("subject_situations.json"))
 # The files whose openings were added after the first rules were fitted: reported on their own so a
 # gain there is not hidden by (and cannot hide a loss on) the 200 the rules were first read on.
 NEW_FILES = frozenset({"train_8", "train_9"})
+# Situation openings, the CAsT 2021/22 style the subject was not written for: their own set.
+SITUATION_FILES = frozenset({"train_13", "situations"})
 
 
 class Opening(BaseModel):
@@ -44,8 +50,8 @@ class Opening(BaseModel):
     subject: list[str]
 
 
-def load(path: Path = FIXTURE) -> list[Opening]:
-    return [Opening.model_validate(o) for o in json.loads(path.read_text(encoding="utf-8"))]
+def load(paths: tuple[Path, ...] = FIXTURES) -> list[Opening]:
+    return [Opening.model_validate(o) for path in paths for o in json.loads(path.read_text(encoding="utf-8"))]
 
 
 def right(read: str | None, labels: list[str]) -> bool:
@@ -57,9 +63,8 @@ def result(openings: list[Opening]) -> dict[str, Any]:
     rows = [(o, conversation_subject([o.opening])) for o in openings]
     per_file: Counter[str] = Counter(o.file for o, _ in rows)
     hits: Counter[str] = Counter(o.file for o, read in rows if right(read, o.subject))
-    sets = {
-        name: [f for f in per_file if (f in NEW_FILES) == new] for name, new in (("old", False), ("new", True))
-    }
+    kind = {f: "situations" if f in SITUATION_FILES else "new" if f in NEW_FILES else "old" for f in per_file}
+    sets = {name: [f for f in per_file if kind[f] == name] for name in ("old", "new", "situations")}
     return {
         "openings": len(rows),
         "accuracy": round(sum(hits.values()) / len(rows), 3),
@@ -79,12 +84,13 @@ def markdown(r: dict[str, Any]) -> str:
     lines = [
         "# The conversation's subject on opening turns (#34)",
         "",
-        f"Command: `{COMMAND}`. Training/dev fixture (bench/understanding/subject_openings.json, hand labels): "
-        "the rules were chosen reading it.",
+        f"Command: `{COMMAND}`. Training/dev fixtures (bench/understanding/subject_openings.json and subject_situations.json, hand labels): "
+        "the subject rules were chosen reading the first (the situations were labelled after every subject rule was written).",
         "",
         f"**Accuracy {r['accuracy']:.3f}** on {r['openings']} openings: "
         + "; ".join(f"{name} {v['accuracy']:.3f} on {v['openings']}" for name, v in r["sets"].items())
-        + " (old: dialogues_train_3..7; new: dialogues_train_8, _9, labelled before the statement-opening rules).",
+        + " (old: dialogues_train_3..7; new: dialogues_train_8, _9, labelled before the statement-opening rules; "
+        "situations: dialogues_train_13's openings and 70 written with their labels by a labeller blind to the code, session 29).",
         "",
         "| file | openings | right |",
         "|---|---:|---:|",
