@@ -1,7 +1,7 @@
 """Added terms of the follow-up forms on the TRAINING and development conversation files (#34): the
 figure every form rule is chosen on, never a report.
 
-    .venv/bin/python -m bench.understanding.followup_training [--mode off|answers|always ...]
+    .venv/bin/python -m bench.understanding.followup_training [--mode off|answers|always|subject ...]
 
 Each row of `dialogues_train*.jsonl`, `dialogues_passages_dev.jsonl` and `dialogues_passages.jsonl`
 is searched as the plan would (the gate decides; `plan_rewriter` gives the form), and the terms a
@@ -10,7 +10,8 @@ recall / precision), pooled over the files and split in two: the rows with a pas
 the history (`followup_sets.is_passage_row`) and the others. `--mode off` is the rules alone (the
 learnt phrase choice off), the figure rules are chosen on; `answers` is the default, whose choice was
 fitted on these same rows (in-sample: its honest figure is the cross-validation of
-`bench.training.phrase_choice`). The held-out files (dialogues_passages_2/3/4, dialogues_heldout)
+`bench.training.phrase_choice`); `subject` is the baseline every form must beat, the conversation's
+subject after the message (`subject_rewriter`, the gate deciding as for the forms). The held-out files (dialogues_passages_2/3/4, dialogues_heldout)
 and the CAsT years are not read here: `followup_gate` scores them.
 
 Writes bench/results/followup_training.{json,md}.
@@ -24,25 +25,29 @@ from typing import Any
 
 from bench.report import publish
 from bench.understanding.followup_sets import is_passage_row, rounded
-from querywise.evaluation.rewrites import RewriteReport, evaluate_rewrites, load_rewrite_rows, plan_rewriter
+from querywise.evaluation.rewrites import RewriteReport, evaluate_rewrites, load_rewrite_rows, plan_rewriter, subject_rewriter
 
 COMMAND = ".venv/bin/python -m bench.understanding.followup_training"
 HERE = Path(__file__).parent
 #: The files rules are chosen on: the blind training files and the two development sets.
 FILES = (*sorted(HERE.glob("dialogues_train*.jsonl")), HERE / "dialogues_passages_dev.jsonl", HERE / "dialogues_passages.jsonl")
 PARTS = {"answers": "rows with a passage answer in the history", "users": "the other rows"}
+#: The modes scored unless told: the rules alone, the default, and the "subject + message" baseline.
+MODES = ("off", "answers", "subject")
 
 
 def figures(mode: str, files: tuple[Path, ...] = FILES) -> dict[str, Any]:
-    """Per file and pooled: added-term recall / precision of each part, and its term counts."""
+    """Per file and pooled: added-term recall / precision of each part, and its term counts (`mode`:
+    a phrase_choice setting, or "subject" for the baseline)."""
     from querywise.config import Settings
     from querywise.service import QueryWise
 
     settings = Settings()
-    settings = settings.model_copy(update={"understanding": settings.understanding.model_copy(update={"phrase_choice": mode})})
+    if mode != "subject":
+        settings = settings.model_copy(update={"understanding": settings.understanding.model_copy(update={"phrase_choice": mode})})
     counts: dict[str, dict[str, dict[str, int]]] = {}
     with QueryWise(settings) as qw:
-        rewriter = plan_rewriter(qw)
+        rewriter = subject_rewriter() if mode == "subject" else plan_rewriter(qw)
         for path in files:
             rows = load_rewrite_rows(path)
             split = {"answers": [r for r in rows if is_passage_row(r)], "users": [r for r in rows if not is_passage_row(r)]}
@@ -68,7 +73,8 @@ def markdown(r: dict[str, Any]) -> str:
              "pooled; 'answers': rows with a passage answer in the history, 'users': the other rows.", "",
              *(f"- {line}" for line in r.get("notes", [])), *([""] if r.get("notes") else [])]
     for res in r["modes"]:
-        lines += [f"## phrase_choice = {res['mode']!r}", "", "| file | answers: rows | recall | precision | users: rows | recall | precision |",
+        title = "the 'subject + message' baseline (the gate deciding)" if res["mode"] == "subject" else f"phrase_choice = {res['mode']!r}"
+        lines += [f"## {title}", "", "| file | answers: rows | recall | precision | users: rows | recall | precision |",
                   "|---|---:|---:|---:|---:|---:|---:|"]
         for name, v in [*res["files"].items(), ("**pooled**", res["pooled"])]:
             a, u = v["answers"], v["users"]
@@ -79,8 +85,8 @@ def markdown(r: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", action="append", choices=("off", "answers", "always"),
-                        help="phrase_choice modes to score (default: off and answers)")
+    parser.add_argument("--mode", action="append", choices=("off", "answers", "always", "subject"),
+                        help="phrase_choice modes to score, or 'subject' for the baseline (default: off, answers and subject)")
     parser.add_argument("--files", nargs="+", metavar="STEM", help="score only these files of bench/understanding (e.g. dialogues_train_8): "
                         "a new file's first read, before any rule is chosen on it")
     parser.add_argument("--page", default="followup_training", help="results page to write (default: %(default)s)")
@@ -91,7 +97,7 @@ def main() -> None:
     if missing:
         parser.error(f"no such file: {', '.join(missing)}")
     command = COMMAND + (f" --files {' '.join(args.files)} --page {args.page}" if args.files else "")
-    result = {"modes": [figures(m, files) for m in args.mode or ["off", "answers"]], "notes": args.note, "scored": command}
+    result = {"modes": [figures(m, files) for m in args.mode or MODES], "notes": args.note, "scored": command}
     path = publish(args.page, result, command=command, render=markdown)
     print(path.with_suffix(".md").read_text(encoding="utf-8"))
 
