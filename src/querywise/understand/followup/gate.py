@@ -448,7 +448,7 @@ def _within_situation(m: Message, history: Sequence[str | Turn]) -> Iterator[Cue
     users = user_texts(history)
     if not users or m.anchors or not any(_speaks(t.text) for t in m.toks):
         return
-    first = TOKEN.findall(users[0])
+    first = TOKEN.findall(users[0][:ANALYSIS_CHARS])  # bounded, as the gate's other reads of the history
     if sum(w[0].isalnum() for w in first) >= SITUATION_WORDS and any(_speaks(w) for w in first):
         yield "situation", "speaks in the first person within the situation the first turn stated: taken to ask inside it"
 

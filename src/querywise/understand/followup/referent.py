@@ -60,7 +60,7 @@ from querywise.understand.followup.message import (
     PERSONAL,
     Message,
 )
-from querywise.understand.followup.people import NOT_PERSON, head_noun, noun_gender, pronoun_gender
+from querywise.understand.followup.people import NOT_PERSON, Gender, head_noun, noun_gender, pronoun_gender
 from querywise.understand.followup.phrases import NOT_NAMES, Phrase, noun_phrases
 from querywise.understand.followup.tracker import Referent, Standalone, Tracker
 
@@ -110,7 +110,7 @@ def _person(r: Referent) -> bool:
     return not r.definite and len(words) <= 4 and all(w[0].isupper() and not w.isupper() for w in words)
 
 
-def _gender(r: Referent) -> str:
+def _gender(r: Referent) -> Gender:
     """The sex a referent is known by: what a pronoun or an answer said of it, else its head noun's
     ("my mom" "f", "my brother" "m"): "she" never takes a male-marked noun, nor "he" a female one."""
     return r.gender or (noun_gender(r.text) if r.kind == "phrase" else "")
