@@ -53,3 +53,10 @@ def test_he_takes_the_man_an_answer_called_he_before_a_country_named_since() -> 
                Turn(role=U, text="Why was Norland expelled from the Baltic Union?"),
                Turn(role=A, text="The union expelled Norland in 1961 over a tariff dispute.")]
     assert form("How did he react?", history) == "How did Erik Vaale react?"
+
+
+def test_he_takes_a_man_of_the_situation_whose_age_makes_him_read_as_a_name() -> None:
+    # "90 year old uncle" is read as a name (its number): its head noun still makes it a man.
+    history = [Turn(role=U, text="My 90 year old uncle in Perth has fallen twice at night this month. How can we keep him safe?"),
+               Turn(role=A, text="Night-time falls in older adults are often linked to poor lighting. A physiotherapist can assess balance.")]
+    assert "uncle need a referral" in form("will he need a referral for the physiotherapist", history)

@@ -1,41 +1,45 @@
-"""The situation cue (#34): a person who opened with their own situation asks later questions
-inside it in the first person ("did my county opt out") -- a weak cue, so the form joins the
-message. Not when the opening states no situation, not for "tell me about", not for the country
-"US", and not for a message naming a catalog item of its own. Invented conversations."""
+"""The topic of a situation opening (#34): the rarest thing the speaker's situation names, never
+the person, the place, the time or a predicate. Invented openings."""
 
 from __future__ import annotations
 
-from querywise.catalog import Catalog, Entity
-from querywise.conversation import Turn
-from querywise.understand.followup import check_follow_up
+import pytest
 
-U, A = "user", "assistant"
-
-SITUATED = [
-    Turn(role=U, text="My landlord in Leeds kept our whole deposit over a scuffed skirting board. Is he allowed to do that?"),
-    Turn(role=A, text="In England a deposit must be protected in a government-backed scheme within 30 days, and each scheme runs a free dispute service."),
-]
+from querywise.understand.followup.situation import is_situation
+from querywise.understand.followup.standalone import conversation_subject
 
 
-def test_a_first_person_question_after_a_stated_situation_asks_inside_it() -> None:
-    for message in ("did my deposit get protected", "How long do I have to wait for my deposit?", "we never signed an inventory for our deposit"):
-        gate = check_follow_up(message, SITUATED)
-        assert gate.needs_context and gate.strength == "weak", message
-        assert gate.cues == ("situation",), message
+@pytest.mark.parametrize(
+    ("opening", "topic"),
+    [
+        # Not the relative, the city or the time: the drug.
+        ("My uncle in Leeds was put on amiodarone last month and his skin has turned grey. Is that normal?", "amiodarone"),
+        # The place after the thing is cut off, and the place alone is no topic.
+        ("We have squirrels in our loft in Ontario and they chew the wiring. What should we do?", "squirrels"),
+        # Whoever says something is a person, not the topic.
+        ("My plumber says the boiler needs a new heat exchanger. Is that worth doing?", "heat exchanger"),
+        # A lone word after a linking verb is a predicate ("gets damp"), not a thing.
+        ("Our cellar gets damp every winter. What can we do about it?", "cellar"),
+    ],
+)
+def test_a_situation_opening_is_about_the_rarest_thing_it_names(opening: str, topic: str) -> None:
+    assert conversation_subject([opening]) == topic
 
 
-def test_no_situation_no_cue() -> None:
-    plain = [Turn(role=U, text="Why is the drinking age in the US 21 and not 18?"), Turn(role=A, text="Congress tied highway money to it in 1984.")]
-    # "US" is the country, not the speaker; "tell me about" states no situation of the speaker's.
-    assert "situation" not in check_follow_up("Tell me about the negative health effects of drinking.", plain).cues
-    short = [Turn(role=U, text="I need help please"), Turn(role=A, text="Of course.")]
-    assert "situation" not in check_follow_up("can I get a refund on my order", short).cues
+def test_only_a_statement_in_the_first_person_before_a_question_is_a_situation() -> None:
+    assert is_situation(["My cat sneezes a lot.", "Is that normal?"])
+    assert not is_situation(["The bridge opened in 1890 after a flood.", "Who designed it?"])  # nobody's situation
+    assert not is_situation(["My cat sneezes a lot."])  # no question
+    assert not is_situation(["Is my cat ill?"])  # a question alone: its own topic reads as before
 
 
-def test_a_message_naming_a_catalog_item_opens_its_own_subject() -> None:
-    catalog = Catalog([Entity("1", "Halden Mira 3")])
-    history = [Turn(role=U, text="I bought my daughter a pair of headphones last week and the left side crackles."),
-               Turn(role=A, text="A crackle on one side is usually the cable or the connector.")]
-    gate = check_follow_up("How do I reset my Halden Mira 3?", history, catalog=catalog)
-    assert "situation" not in gate.cues
-    assert "situation" in check_follow_up("How do I reset my headphones?", history).cues
+def test_a_question_that_names_its_own_topic_keeps_it() -> None:
+    # The closing question names what it asks about: that stays the topic (`asked_topic`).
+    assert conversation_subject(["I type all day for work. Would a split keyboard help?"]) == "split keyboard"
+
+
+def test_a_situation_that_names_no_thing_keeps_the_opening_topic() -> None:
+    # "fallen" (a participle), "night" and "this month" (times), "safe" (a predicate): no thing,
+    # so the topic stays what the opening names first, the man it is about.
+    opening = "My 90 year old uncle in Perth has fallen twice at night this month. How can we keep him safe?"
+    assert conversation_subject([opening]) == "90 year old uncle"

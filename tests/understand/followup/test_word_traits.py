@@ -1,5 +1,5 @@
 """The learnt word choice's traits that tell a situation's topic from its story (#34): how common a
-word is in English, and how often the whole conversation says it. Invented examples."""
+word is in English (`rarity.py`), and how often the whole conversation says it. Invented examples."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 from querywise.conversation import as_turns
 from querywise.understand.followup.tracker import Standalone
-from querywise.understand.followup.word_traits import Recurrence, commonness
+from querywise.understand.followup.word_traits import Recurrence
 from querywise.understand.followup.words import offered_words
 
 _SITUATION = as_turns([
@@ -18,15 +18,6 @@ _SITUATION = as_turns([
     "What does it cost?",
     {"role": "assistant", "text": "The tribunal fee is modest, and the leasehold valuation is the larger cost."},
 ])
-
-
-def test_common_words_rank_below_rare_ones_and_unknown_words_split_into_pieces() -> None:
-    says, spring, tribunal, made_up = commonness("says"), commonness("spring"), commonness("tribunal"), commonness("zorbixate")
-    assert commonness("the") == (0.0, 0.0)  # the commonest whole word of the vocabulary
-    assert says[0] < tribunal[0] < 1.0 and spring[0] < tribunal[0]
-    assert made_up[0] == 1.0 and made_up[1] > 0.0  # not one piece: rarer than any whole word
-    assert says[1] == 0.0
-    assert commonness("Ground-rent") == max(commonness("ground"), commonness("rent"))  # its rarest part, case aside
 
 
 def test_the_whole_conversation_counts_every_answer_and_the_topic_is_the_first_turns_echoed_word() -> None:

@@ -362,7 +362,11 @@ MALE_NOUNS = frozenset(
 )
 # Nouns of a class of people: "he" or "she" can take "the leader" as it can a person's name.
 PERSON_NOUNS = FEMALE_NOUNS | MALE_NOUNS | frozenset(
-    ["person", "president", "leader", "founder", "ceo", "chairman", "owner", "author", "writer", "singer", "actor", "player", "coach", "manager", "director", "inventor", "scientist", "artist", "painter", "composer", "poet", "friend", "doctor", "teacher", "student", "minister", "governor", "senator", "captain", "general", "officer", "soldier", "customer", "user", "employee", "member", "child", "baby", "kid", "parent", "grandparent", "grandchild", "spouse", "partner", "sibling", "cousin"]
+    ["person", "president", "leader", "founder", "ceo", "chairman", "owner", "author", "writer", "singer", "actor", "player", "coach", "manager", "director", "inventor", "scientist", "artist", "painter", "composer", "poet", "friend", "doctor", "teacher", "student", "minister", "governor", "senator", "captain", "general", "officer", "soldier", "customer", "user", "employee", "member", "child", "baby", "kid", "parent", "grandparent", "grandchild", "spouse", "partner", "sibling", "cousin",
+     # People of a situation (#34): whom a person deals with, never what they ask about.
+     "landlord", "landlady", "tenant", "neighbour", "neighbor", "employer", "boss", "colleague", "coworker", "roommate", "flatmate",
+     "dealer", "seller", "buyer", "mechanic", "plumber", "builder", "contractor", "lawyer", "solicitor", "accountant",
+     "surgeon", "nurse", "dentist", "pharmacist", "therapist", "physiotherapist", "vet", "patient", "client", "agent"]
 )
 # Prepositions before a place's name: "restaurants *in* Tokyo" names where "there" is.
 PLACE_PREP = frozenset(["in", "at", "near", "around", "across", "throughout", "visit", "visiting"])

@@ -105,7 +105,7 @@ def _person(r: Referent) -> bool:
         return False
     if r.place or any(w.lower() in NOT_PERSON for w in words):
         return False  # a place, an event, a band: a personal pronoun never takes a non-person
-    if r.kind == "phrase":
+    if r.kind == "phrase" or _person_noun(r):
         return _person_noun(r)
     return not r.definite and len(words) <= 4 and all(w[0].isupper() and not w.isupper() for w in words)
 
@@ -113,11 +113,18 @@ def _person(r: Referent) -> bool:
 def _gender(r: Referent) -> Gender:
     """The sex a referent is known by: what a pronoun or an answer said of it, else its head noun's
     ("my mom" "f", "my brother" "m"): "she" never takes a male-marked noun, nor "he" a female one."""
-    return r.gender or (noun_gender(r.text) if r.kind == "phrase" else "")
+    return r.gender or (noun_gender(r.text) if r.kind == "phrase" or _person_noun(r) else "")
 
 
 def _person_noun(r: Referent) -> bool:
-    """A common noun of a person class ("the woman", "the leader"): whom "he" or "she" takes."""
+    """A common noun of a person class ("the woman", "the leader"): whom "he" or "she" takes. Also
+    the head of a name that is one only by a number or a place after it ("88 year old
+    grandfather", "mum in Queensland"), never of a name in capitals ("the Game Boy", "the Third
+    Man", "Chilean poet")."""
+    if r.kind == "name":
+        head = head_noun(r.text)
+        before = r.text.split()[: next((k for k, w in enumerate(r.text.lower().split()) if w.removesuffix("'s") == head), 0) + 1]
+        return head in PERSON_NOUNS and not any(w[:1].isupper() for w in before)
     return r.kind == "phrase" and head_noun(r.text) in PERSON_NOUNS
 
 

@@ -29,6 +29,10 @@ weighs `DECAY ** turns_back`, a user turn's more than an answer's (`ASSISTANT_WE
 (`PHRASE_WEIGHT`), the first phrase of a turn (its topic) more than the others. A turn with no
 content ("thanks!", "ok") mentions nothing.
 
+A first turn that states the speaker's situation and asks ("My dad started lisinopril ... Could it
+be the pill?") is about the thing it introduces or the rarest thing it names, never the person,
+the place or the time, when its closing question names nothing of its own (`situation.py`).
+
 A first turn that is a title and a section, as QA dialogues open ("Nick Drake. Pink Moon.",
 "Tinariwen — Origins", "Can (band). Formation."), names the title first, as a name, then the
 section's referents (`_title_mentions`); a person's title over a section that names a thing is
@@ -55,6 +59,7 @@ from querywise.text import analysed_part, analyze
 from querywise.understand.followup.message import AUX, BE, PERSON_NOUNS, PLACE_PREP, PREP, TITLE_ABBREVIATIONS, Message
 from querywise.understand.followup.people import Gender, answer_people
 from querywise.understand.followup.phrases import AGE, PERIOD, Phrase, first_name, is_plural, noun_phrases
+from querywise.understand.followup.situation import situation_topic
 
 __all__ = ["ANSWER_CHARS", "DECAY", "SUBJECT_TURNS", "Method", "Referent", "Standalone", "Tracker"]
 
@@ -160,6 +165,8 @@ class Tracker:
             self._heading = next((r.key for r in title[1:]), None) if self.section is None else None
         asked = asked_topic(said) if role == "user" else None
         topic = next((r for r in self.mentions(asked[0]) if r.key == asked[1]), None) if asked is not None else None
+        if topic is None and role == "user" and not self.user_turns:
+            topic = self._situation_topic(said)
         if topic is not None:
             # The question's topic is the turn's centre, before its context; read in the question
             # alone, where the sentence's shape shows its verb ("would a keyboard *help*?").
@@ -194,6 +201,21 @@ class Tracker:
             kept.last_turn, kept.last_rank = self.turn, len(seen)
             seen.add(r.key)
         self.turn += 1
+
+    def _situation_topic(self, opening: str) -> Referent | None:
+        """The topic of an opening that states the speaker's situation (`situation.situation_topic`:
+        "My dad started lisinopril ... Could it be the pill?" is about lisinopril); None for any other
+        opening, or one that names a product the catalog knows."""
+        if self.catalog is not None and self.catalog.mentions(opening):
+            return None
+        found = situation_topic([s.strip() for s in _SENTENCES.findall(analysed_part(opening)) if s.strip()], self.mentions)
+        if found is None:
+            return None
+        words, mention = found
+        if words == mention.text:
+            return mention
+        key = tuple(analyze(words))
+        return Referent(words, mention.kind, key, is_plural(words), definite=mention.definite) if key else None
 
     def _genders(self, answer: str) -> None:
         """The gender an answer's pronouns give a person the user named ("Ada Lovelace was ...

@@ -29,8 +29,9 @@ from typing import Protocol
 from querywise.conversation import Turn
 from querywise.text import SENTENCE_SPAN, analyze
 from querywise.understand.followup.message import WH
+from querywise.understand.followup.rarity import commonness
 from querywise.understand.followup.tracker import ANSWER_CHARS, Standalone
-from querywise.understand.followup.word_traits import Recurrence, commonness
+from querywise.understand.followup.word_traits import Recurrence
 
 __all__ = ["ANSWERS_BACK", "PLURAL_POINTERS", "SINGULAR_POINTERS", "Phrase", "Word", "compose_words", "offered_words"]
 
