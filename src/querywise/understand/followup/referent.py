@@ -122,9 +122,9 @@ def _person_noun(r: Referent) -> bool:
     grandfather", "mum in Queensland"), never of a name in capitals ("the Game Boy", "the Third
     Man", "Chilean poet")."""
     if r.kind == "name":
-        head = head_noun(r.text)
-        before = r.text.split()[: next((k for k, w in enumerate(r.text.lower().split()) if w.removesuffix("'s") == head), 0) + 1]
-        return head in PERSON_NOUNS and not any(w[:1].isupper() for w in before)
+        words, head = r.text.split(), head_noun(r.text)
+        upto = next((k + 1 for k, w in enumerate(words) if w.lower().removesuffix("'s") == head), len(words))
+        return head in PERSON_NOUNS and not any(w[:1].isupper() for w in words[:upto])
     return r.kind == "phrase" and head_noun(r.text) in PERSON_NOUNS
 
 
