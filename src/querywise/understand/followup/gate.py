@@ -59,6 +59,7 @@ from querywise.understand.followup.message import (
     DEICTIC_TIME,
     DOMAIN_ADJ,
     FINAL_PARTICLES,
+    FIRST_PERSON,
     FUNCTION,
     INTERJECTIONS,
     OPENER_PAIRS,
@@ -426,7 +427,6 @@ def _takes_up_answer(m: Message, history: Sequence[str | Turn], own: Stems, said
 #: The speaker as subject or owner ("I", "my", "we", "our"; not "me": "tell me about ..." states
 #: no situation): a message in them, in a conversation the speaker opened with their own
 #: situation, asks within that situation.
-_FIRST_PERSON = frozenset(["i", "my", "mine", "we", "us", "our", "ours"])
 
 #: A first turn states a situation when it speaks in the first person at this length or more (a
 #: bare "I need help" states none).
@@ -435,7 +435,7 @@ SITUATION_WORDS = 8
 
 def _speaks(word: str) -> bool:
     """A first-person word, not the all-capitals "US" (the country)."""
-    return word.lower() in _FIRST_PERSON and (word == "I" or not word.isupper())
+    return word.lower() in FIRST_PERSON and (word == "I" or not word.isupper())
 
 
 def _within_situation(m: Message, history: Sequence[str | Turn]) -> Iterator[Cue]:

@@ -31,6 +31,8 @@ PREP = _set(
 ARTICLE = _set("the a an")
 #: Number words of a plural count ("*two* of them", "*both* options").
 COUNT_WORDS = _set("two three four five six seven eight nine ten both")
+#: The speaker in the first person: whose situation a turn states (`gate.py`'s situation cue, `situation.py`).
+FIRST_PERSON = _set("i my mine we us our ours")
 # The speakers anchor what they own or do: "the limit on my card", "the accent you use".
 _SPEAKERS_POSSESSIVE = _set("my our your")
 _SPEAKERS_SUBJECT = _set("i we you")

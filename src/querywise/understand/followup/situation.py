@@ -30,22 +30,19 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
-from querywise.understand.followup.message import ADJECTIVE_ENDINGS, DEICTIC_TIME, FUNCTION, PARTICIPLES, PERSON_NOUNS, PREP
+from querywise.understand.followup.message import ADJECTIVE_ENDINGS, DEICTIC_TIME, FIRST_PERSON, FUNCTION, PARTICIPLES, PERSON_NOUNS, PREP
 from querywise.understand.followup.people import head_noun
-from querywise.understand.followup.phrases import PERIOD
+from querywise.understand.followup.phrases import NOT_NAMES, PERIOD
 from querywise.understand.followup.rarity import commonness
 
 __all__ = ["is_situation", "situation_topic"]
 
-#: The speaker, in what a situation states: "I", "my", "we", "our" and their contractions.
-_SPEAKER = frozenset(["i", "my", "we", "our", "me", "us", "mine", "ours", "i'm", "i've", "i'd", "we're", "we've", "we'd"])
-# "may" is no month here: as often the modal.
-_MONTHS = frozenset(
-    ["january", "february", "march", "april", "june", "july", "august", "september", "october", "november", "december",
-     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-)
-#: Words of a time or a duration: "a month ago", "last week", "in March".
-_TIME = DEICTIC_TIME | _MONTHS | frozenset(
+#: The speaker, in what a situation states: the first person and "me" ("the dealer wants to charge *me*"); a
+#: contraction counts by its pronoun ("I'm", "we've").
+_SPEAKER = FIRST_PERSON | {"me"}
+#: Words of a time or a duration: "a month ago", "last week", "in March" (the calendar's names; "may" is
+#: as often the modal).
+_TIME = DEICTIC_TIME | (NOT_NAMES - {"may", "yes", "no", "i"}) | frozenset(
     ["ago", "day", "days", "weeks", "months", "years", "hour", "hours", "minutes", "today", "tonight", "yesterday", "tomorrow", "night"]
 )
 #: Verbs whose complement says what the subject is, not a thing: "our basement gets *damp*".
@@ -85,7 +82,7 @@ def is_situation(sentences: Sequence[str]) -> bool:
     question, and a statement that says "I", "my", "we" or "our"."""
     if len(sentences) < 2 or not any(s.endswith("?") for s in sentences):
         return False
-    return any(w in _SPEAKER for s in sentences if not s.endswith("?") for w in _WORD.findall(s.lower()))
+    return any(w.split("'")[0] in _SPEAKER for s in sentences if not s.endswith("?") for w in _WORD.findall(s.lower()))
 
 
 def situation_topic(sentences: Sequence[str], mentions: Callable[[str], Sequence[M]]) -> tuple[str, M] | None:
