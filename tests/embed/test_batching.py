@@ -29,6 +29,7 @@ class Slow:
 
 def test_waiting_callers_are_embedded_together_and_each_gets_its_own_vector() -> None:
     model = Slow()
+    model.gate.set()  # the expected vectors without the wait (12 waits of 5 s)
     expected = {f"q{i}": model.embed([f"q{i}"])[0] for i in range(12)}
     model.calls.clear()
     model.gate.clear()

@@ -13,8 +13,10 @@ import pytest
 from querywise.conversation import Turn
 from querywise.embed import Embedder
 from querywise.understand.followup import check_follow_up
+from querywise.understand.followup.gate import ASIDE_CUE
 from querywise.understand.followup.move import follow_up, shift_chance
 from querywise.understand.followup.shift import compared_texts
+from querywise.understand.followup.standalone import standalone_form
 
 U, A = "user", "assistant"
 
@@ -93,3 +95,26 @@ def test_a_change_of_subject_after_the_passage_is_searched_as_typed(embedder: Em
     texts = searched(message, BARRAGE, embedder)
     assert texts[0] == message
     assert not any("barrage" in t.lower() for t in texts), texts
+
+
+MAGMA = [
+    Turn(role=U, text="Who were Magma, the French band?"),
+    Turn(role=A, text="Magma are a French progressive rock band formed in Paris in 1969 by drummer Christian Vander. Their style is called zeuhl."),
+]
+
+
+def test_a_definition_of_a_rare_term_the_answer_said_is_searched_as_typed() -> None:
+    verdict = check_follow_up("What is zeuhl?", MAGMA)
+    assert not verdict.needs_context and verdict.cues == (ASIDE_CUE,)
+    # A commoner word asks within the answer's subject: "tapering" in marathon training.
+    marathon = [Turn(role=U, text="How should I train for my first marathon?"),
+                Turn(role=A, text="Build your mileage slowly, then start tapering three weeks before the race.")]
+    assert check_follow_up("What is tapering?", marathon).needs_context
+
+
+def test_the_subject_stays_in_view_after_the_aside() -> None:
+    history = [*MAGMA, Turn(role=U, text="What is zeuhl?"),
+               Turn(role=A, text="Zeuhl is a style of music with chanting, repetitive bass lines and an invented language.")]
+    message = "did the band release a live album?"
+    form = standalone_form(message, history, check_follow_up(message, history))
+    assert "Magma" in form.text and "zeuhl" not in form.text.lower()  # the aside's term is not what "the band" is

@@ -7,7 +7,7 @@ import math
 
 from querywise.conversation import as_turns
 from querywise.understand.followup.tracker import Standalone
-from querywise.understand.followup.word_traits import Recurrence
+from querywise.understand.followup.word_traits import Places, Recurrence
 from querywise.understand.followup.words import offered_words
 
 _SITUATION = as_turns([
@@ -38,3 +38,16 @@ def test_offered_words_carry_the_traits() -> None:
     # The first answer is three answers back: `words.py`'s last two miss it, the whole conversation does not.
     assert tribunal["log_answer_mentions"] == math.log1p(1) and tribunal["log_answers_all"] == math.log1p(2)
     assert tribunal["first_echoed"] == 1.0 and says["first_echoed"] == 0.0
+
+
+
+def test_a_place_is_a_name_the_story_happened_in_and_a_month_is_none() -> None:
+    places = Places(as_turns([
+        "We adopted a rescue greyhound in Leeds in September. He howls every night. What can we do?",
+        {"role": "assistant", "text": "Rescue greyhounds in Yorkshire often howl at first."},
+        "would a second dog help",
+    ]))
+    assert places.features("leed") == {"place": 1.0}
+    assert places.features("septemb") == {"place": 0.0}  # "in September": a time
+    assert places.features("greyhound") == {"place": 0.0}
+    assert places.features("yorkshir") == {"place": 0.0}  # the answer's place: not where the user's story is

@@ -16,7 +16,7 @@ from querywise.catalog import Catalog
 from querywise.conversation import Turn, as_turns, user_texts
 from querywise.text import ANALYSIS_CHARS
 from querywise.understand.followup.answer_refs import answer_referent
-from querywise.understand.followup.gate import FollowUp, answer_words, check_follow_up
+from querywise.understand.followup.gate import ASIDE_CUE, FollowUp, answer_words, check_follow_up
 from querywise.understand.followup.referent import joined, resolve
 from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
 
@@ -57,7 +57,9 @@ def standalone_form(message: str, history: Sequence[str | Turn], gate: FollowUp,
         appended: tuple[Referent, ...] = ()
         if turn.role == "user":
             earlier = check_follow_up(said, turns[:n], catalog=catalog)
-            resolved = resolve(said, tracker, earlier.cues, previous=previous) if earlier.needs_context else None
+            # An aside ("what is bradykinin?", searched as typed) is tracked as the follow-up it is
+            # too: the conversation's subject beside it stays in view for the turns after it.
+            resolved = resolve(said, tracker, earlier.cues, previous=previous) if earlier.needs_context or ASIDE_CUE in earlier.cues else None
             if resolved is not None:  # a pointer into the answer just before it (`answer_refs`)
                 resolved = answer_referent(said, turns[:n], tracker, earlier.cues, resolved, previous=previous) or resolved
             if resolved is not None:

@@ -32,7 +32,7 @@ from querywise.text import SENTENCE_SPAN, analyze
 from querywise.understand.followup.message import WH
 from querywise.understand.followup.rarity import commonness
 from querywise.understand.followup.tracker import ANSWER_CHARS, Standalone
-from querywise.understand.followup.word_traits import Recurrence
+from querywise.understand.followup.word_traits import Places, Recurrence
 
 __all__ = ["ANSWERS_BACK", "PLURAL_POINTERS", "SINGULAR_POINTERS", "Phrase", "Word", "compose_words", "offered_words"]
 
@@ -126,7 +126,7 @@ def offered_words(message: str, history: Sequence[Turn], form: Standalone, phras
         for term in phrase.new_terms:
             by_phrase.setdefault(term, []).append(f)
     pointer, wh, n_own = float(bool(PLURAL_POINTERS.search(message) or SINGULAR_POINTERS.search(message))), float(bool(_WH.search(message))), math.log1p(own_terms)
-    whole = Recurrence(history)
+    whole, places = Recurrence(history), Places(history)
     out = []
     for term, s in sorted(said.items(), key=lambda kv: kv[1].order):
         surface, capital = surfaces.get(term, (term, False))
@@ -149,7 +149,7 @@ def offered_words(message: str, history: Sequence[Turn], form: Standalone, phras
                   "answer_only": answer_only, "answer_only_pointer": answer_only * pointer,
                   "form_user": f["in_form"] * from_user, "form_answer": f["in_form"] * answer_only,
                   "rarity": rarity, "log_pieces": log_pieces, "rarity_user": rarity * from_user, "rarity_answer_only": rarity * answer_only,
-                  **whole.features(term)})
+                  **whole.features(term), **places.features(term)})
         out.append(Word(term, surface, f))
     return out
 
