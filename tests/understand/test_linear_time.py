@@ -25,6 +25,7 @@ from querywise.understand.filters import extract as filters_extract
 from querywise.understand.filters import extract_filters
 from querywise.understand.filters.semantic import text_left_for_search
 from querywise.understand.followup import gate as followup
+from querywise.understand.followup import rarity
 from querywise.understand.spelling import checker as spelling_checker
 
 KB100 = 100_000
@@ -76,7 +77,7 @@ def test_the_follow_up_gate_is_linear(uncapped: None, unit: str) -> None:
 @pytest.mark.parametrize("text", ["what does a" + " " * KB100 + "b", "define a" + " " * KB100 + "b", "what is foo" + " " * KB100 + "x"])
 def test_definition_questions_are_read_in_linear_time(text: str) -> None:
     # The lazy "(.+?)\s+mean" was cubic in a run of spaces: 2,000 spaces took 14 s.
-    grows_linearly(lambda n: followup._asks_definition(text.replace(" " * KB100, " " * n)))
+    grows_linearly(lambda n: followup._defined_term(text.replace(" " * KB100, " " * n)))
 
 
 @pytest.mark.parametrize(
@@ -109,3 +110,8 @@ def test_taken_spans_answer_in_logarithmic_time() -> None:
         return not spans.free(10, 11)
 
     assert grows_linearly(claim_many)
+
+
+def test_how_common_a_long_word_is_is_read_in_linear_time() -> None:
+    # Greedy longest-match from the whole rest of the word took cubic time (4,000 characters: 2.6 s).
+    grows_linearly(lambda n: rarity._pieces(("ab" * n)[:n], *rarity._vocabulary()))

@@ -370,10 +370,6 @@ def _defined_term(text: str) -> str | None:
     return None
 
 
-def _asks_definition(text: str) -> bool:
-    return _defined_term(text) is not None
-
-
 #: A definition asked of a word the packaged vocabulary splits into this many pieces or more
 #: ("bradykinin", "PBKDF2", "tonalism": `rarity.commonness`) names a subject of its own, though the
 #: last answer said it; one of a commoner word ("tapering", "signatures", "PEG") asks within that
@@ -411,7 +407,7 @@ def _continues_topic(m: Message, own: Stems, said: Stems) -> Iterator[Cue]:
     definition is taken to continue the topic. A weak cue: in a help centre users also change
     subject without names ("what is the return window for opened earbuds?")."""
 
-    if m.anchors or any(t.named for t in m.toks) or _asks_definition(m.text):
+    if m.anchors or any(t.named for t in m.toks) or _defined_term(m.text) is not None:
         return
     if any(t.low in PERSONAL and m.antecedent_before(i) for i, t in enumerate(m.toks)):
         return  # its pronouns resolve inside it: it carries its own topic

@@ -24,25 +24,27 @@ _PIECE = re.compile(r"[a-z0-9]+")
 
 
 @cache
-def _vocabulary() -> tuple[dict[str, int], frozenset[str]]:
-    """Whole words -> frequency rank (1: commonest), and the continuation pieces ("##ril")."""
+def _vocabulary() -> tuple[dict[str, int], frozenset[str], int]:
+    """Whole words -> frequency rank (1: commonest), the continuation pieces ("##ril"), and the
+    length of the longest of them."""
     lines = (model_dir() / "vocab.txt").read_text(encoding="utf-8").splitlines()
     start = lines.index(_FIRST_WORD)
     ranks = {w: i - start + 1 for i, w in enumerate(lines[start:], start=start) if not w.startswith("##")}
     pieces = frozenset(w[2:] for w in lines if w.startswith("##"))
-    return ranks, pieces
+    return ranks, pieces, max(map(len, [*ranks, *pieces]))
 
 
-def _pieces(word: str, ranks: dict[str, int], tails: frozenset[str]) -> int:
-    """How many WordPiece pieces `word` takes (greedy longest match, as BERT's tokenizer splits)."""
-    count, rest, first = 0, word, True
-    while rest:
-        for end in range(len(rest), 0, -1):
-            if (rest[:end] in ranks) if first else (rest[:end] in tails):
+def _pieces(word: str, ranks: dict[str, int], tails: frozenset[str], longest: int) -> int:
+    """How many WordPiece pieces `word` takes (greedy longest match, as BERT's tokenizer splits).
+    No piece is longer than the vocabulary's `longest`: a long word costs linear time."""
+    count, start, first = 0, 0, True
+    while start < len(word):
+        for end in range(min(len(word), start + longest), start, -1):
+            if (word[start:end] in ranks) if first else (word[start:end] in tails):
                 break
         else:
-            return count + len(rest)  # no piece fits: one per character, as [UNK] would cost more
-        count, rest, first = count + 1, rest[end:], False
+            return count + len(word) - start  # no piece fits: one per character, as [UNK] would cost more
+        count, start, first = count + 1, end, False
     return count
 
 
@@ -58,7 +60,7 @@ def commonness(surface: str) -> tuple[float, float]:
     >>> commonness("says")[0] < commonness("lisinopril")[0] == 1.0
     True
     """
-    ranks, tails = _vocabulary()
+    ranks, tails, longest = _vocabulary()
     parts = _PIECE.findall(surface.lower()) or [surface.lower()]
     top = math.log(len(ranks))
     rarity, pieces = 0.0, 1
@@ -66,5 +68,5 @@ def commonness(surface: str) -> tuple[float, float]:
         if part in ranks:
             rarity = max(rarity, math.log(ranks[part]) / top)
         else:
-            rarity, pieces = 1.0, max(pieces, _pieces(part, ranks, tails))
+            rarity, pieces = 1.0, max(pieces, _pieces(part, ranks, tails, longest))
     return rarity, math.log(pieces)
