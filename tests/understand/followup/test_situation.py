@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from querywise.conversation import Turn
+from querywise.understand.followup import check_follow_up, standalone_form
 from querywise.understand.followup.situation import is_situation
 from querywise.understand.followup.standalone import conversation_subject
 
@@ -43,3 +45,12 @@ def test_a_situation_that_names_no_thing_keeps_the_opening_topic() -> None:
     # so the topic stays what the opening names first, the man it is about.
     opening = "My 90 year old uncle in Perth has fallen twice at night this month. How can we keep him safe?"
     assert conversation_subject([opening]) == "90 year old uncle"
+
+
+def test_where_the_story_happened_is_no_reading_of_it_beside_the_thing() -> None:
+    history = [Turn(role="user", text="We adopted a rescue greyhound in Leeds last month. He howls every night. What can we do?"),
+               Turn(role="assistant", text="Many rescue greyhounds howl at night at first. A crate near the bedroom helps.")]
+    message = "how long does it usually take to settle"
+    found = standalone_form(message, history, check_follow_up(message, history))
+    # One reading, the dog: never "how long does Leeds usually take to settle" searched beside it.
+    assert "rescue greyhound" in found.text and found.readings == () and [r.text for r in found.referents] == ["rescue greyhound"]

@@ -257,6 +257,12 @@ def resolve(
             return Standalone(text, "appended", tuple(candidates), f"'which' between {both}: a comparison naming each")
         single = [slot for slot in slots if slot[2] is not True and not slot[4]]
         things = [r for r in candidates if not r.person]  # "it" is never whom "he" took ("Did he win a Nobel Prize for it?")
+        if things and not things[0].place:
+            # Where the story happened is no reading beside the thing it names ("a greyhound in Leeds").
+            things = [r for r in things if not r.place]
+            if single and len(single) == len(slots) and len(things) == 1:
+                placed = Standalone(_placed(message, slots, things[0]), "placed", (things[0],), f"the reference resolved to {things[0].text!r}, not the place beside it")
+                return tracker.with_subject(placed, own, named)
         if single and len(single) == len(slots) and len(things) >= 2:
             texts = [_placed(message, slots, r) for r in things]
             both = " and ".join(repr(r.text) for r in things)
