@@ -64,6 +64,8 @@ __all__ = ["AGE", "NOT_NAMES", "PERIOD", "Phrase", "first_name", "is_plural", "n
 PERIOD = re.compile(r"(?:the\s+)?(?:\d{2,4}'?s?|\d{1,2}(?:st|nd|rd|th)\s+century)", re.IGNORECASE)
 _SUBJECT = frozenset(["i", "you", "we", "they", "he", "she", "it"])
 _MODALS = frozenset(["can", "could", "will", "would", "shall", "should", "may", "might", "must"])
+# A verb's object that no noun phrase runs into: "cover *it*", "refund *me*", "hurt *my* application".
+_OBJECTS = frozenset(["it", "me", "us", "them", "him", "her", "you", "that", "this", "my", "our", "your", "his", "their"])
 _ATTACHING = frozenset(("on", "for", "in", "at", "about", "with", "from"))
 # A phrase's complement that says what it is about reads first: "the history *of* toilets",
 # "facts *about* bees".
@@ -121,12 +123,14 @@ def noun_phrases(m: Message, taken: Sequence[tuple[int, int]] = ()) -> list[Phra
     left out, and so are irregular participles and a trailing "-ed". A wh-word's own noun stays ("what
     *equipment* did she carry?", "what *pigment* absorbs the light?"), and a second verb after a
     catenative one is no phrase ("do braces help *recover* from an injury?"). The verb after a
-    possessive's noun ("my employer *offers* a plan") or a copula question's subject ("why are solar
-    cells *getting* ...") ends the phrase, a gerund or progressive with its object is no phrase
-    ("worth *replacing* my hob", "I'm *installing* a stove"), a name runs over its joiners ("the
-    Battle *of* Lepanto", "Alta *Via* 1"), and what is reported reads before who reports it ("my
-    doctor thinks ...") as the subject of a do-question reads before the wh-word's noun ("how
-    many titles did *Borg* win?")."""
+    possessive's noun ("my employer *offers* a plan", "our retriever *ate* ...") or a copula
+    question's subject ("why are solar cells *getting* ...") ends the phrase, and so does a modal
+    question's verb before its pronoun object ("will homeowners insurance *cover* it?"); a gerund
+    or progressive with its object is no phrase ("worth *replacing* my hob", "I'm *installing* a
+    stove"), a name runs over its joiners ("the Battle *of* Lepanto", "Alta *Via* 1"), and what is
+    reported reads before who reports it ("my doctor thinks ...") as the subject of a do-question
+    reads before the wh-word's noun ("how many titles did *Borg* win?"). A word of three letters is
+    a phrase as an acronym ("IVF"), a noun of sex ("my mom") or a determined noun ("our old *cat*")."""
     out: list[Phrase] = []
     toks = m.toks
 
@@ -168,7 +172,10 @@ def noun_phrases(m: Message, taken: Sequence[tuple[int, int]] = ()) -> list[Phra
         run = _trimmed(m, i, j)
         if run:
             words = m.text[toks[run[0]].start : toks[run[-1]].start + len(toks[run[-1]].text)]
-            if len(words) > 3 or (len(words) == 3 and _acronym(m, run[0], j)) or words.lower() in SEXED_NOUNS:  # "my mom", "her dad"
+            # Three letters make a phrase as an acronym, a noun of sex ("my mom", "her dad") or a
+            # determined noun ("our old *cat*", "the *fee*"): not a bare "lot", "way", "one".
+            determined = len(run) == 1 and (m.at(run[0] - 1) in DET or m.at(run[0] - 1) in AGE) and toks[run[0]].text.isalpha() and toks[run[0]].text.islower()
+            if len(words) > 3 or (len(words) == 3 and (_acronym(m, run[0], j) or (determined and toks[run[0]].content))) or words.lower() in SEXED_NOUNS:
                 gap = 2 if m.at(i - 1) in ARTICLE else 1
                 # A common noun's complement says what it is about ("the history of toilets"); a name
                 # is what it is about itself ("is Cassidy about Jack Casady?").
@@ -319,7 +326,10 @@ def _trimmed(m: Message, i: int, j: int) -> list[int]:
     # "what does the borrow checker in Rust *do*?": the question's verb closes it, after the subject's complement.
     closing_word = len(toks) - 2 if m.at(len(toks) - 1) in _ENDS else len(toks) - 1
     do_question = do_question and m.at(closing_word) != "do"
-    edge = closed or m.at(j) in _ENDS or m.at(j) in _CLOSING or (do_question and (m.at(j) in PREP or m.at(j) in DET or m.at(j) in BE or m.at(j) in PERSONAL))
+    # "will homeowners insurance *cover* it?", "would a mesh system *fix* it?": a modal question's
+    # subject, then its verb and a pronoun object.
+    modal_question = subject and m.at(0) in _MODALS and m.at(j) in _OBJECTS
+    edge = closed or m.at(j) in _ENDS or m.at(j) in _CLOSING or modal_question or (do_question and (m.at(j) in PREP or m.at(j) in DET or m.at(j) in BE or m.at(j) in PERSONAL))
     predicate = not verb_found and edge and (do_question or yes_no or adverbial)
     if (predicate or tough) and len(run) > 1 and not _capital(toks[run[-1]]):
         run = run[:-1]  # "how does X *work*?", "when did social security *start* in the US?", "how did the Dead *lose* his ..."
@@ -455,6 +465,11 @@ def _name_joined(m: Message, j: int) -> int:
 
 
 _TIME_SHIFTERS = frozenset(["next", "last", "this", "every"])
+# Irregular past tenses (the participles that are pasts too are in PARTICIPLES).
+_PAST = PARTICIPLES | frozenset(
+    ["ate", "gave", "took", "went", "got", "fell", "broke", "drove", "flew", "grew", "knew", "ran", "rode", "sat", "saw", "spoke", "stole",
+     "swam", "threw", "woke", "wore", "wrote", "came", "began", "bit", "chose", "drank", "froze", "hid", "shook", "sank", "tore", "became"]
+)
 _POSSESSIVE_DET = frozenset(["my", "our", "your", "his", "her", "their"])
 SEXED_NOUNS = FEMALE_NOUNS | MALE_NOUNS
 
@@ -472,9 +487,10 @@ def _subject_verb(m: Message, i: int, j: int) -> int | None:
     if m.at(k) in _POSSESSIVE_DET and m.at(k - 1) not in PREP and toks[i].low in SEXED_NOUNS and i + 1 < j and toks[i + 1].low != "'s" and not toks[i + 1].named:
         return i + 1  # a noun of kinship or sex heads its phrase: "my mom *gave* my brother", "my dad *started* lisinopril"
     if m.at(k) in _POSSESSIVE_DET and m.at(k - 1) not in PREP:
-        # A verb follows a plural head ("my family *members* are"): that -s is the noun's.
-        return next((v for v in follows if toks[v].low.endswith("s") and not toks[v].low.endswith(("ss", "us", "is", "'s")) and m.at(v - 1) != "'s"
-                     and m.at(v + 1) not in AUX), None)
+        # A verb follows a plural head ("my family *members* are"): that -s is the noun's. A past
+        # tense is a verb: "our golden retriever *ate* half a bar", "my car *failed* its MOT".
+        return next((v for v in follows if (toks[v].low.endswith("s") and not toks[v].low.endswith(("ss", "us", "is", "'s")) and m.at(v - 1) != "'s"
+                     and m.at(v + 1) not in AUX) or toks[v].low in _PAST or toks[v].low.endswith("ed")), None)
     if m.at(k) in BE and m.at(k - 1) not in _SUBJECT:
         # Not a noun's modifier: "the new over-the-counter *hearing* aids".
         return next((v for v in follows if toks[v].low.endswith("ing") and not _nominal(toks[v + 1])), None)

@@ -4,15 +4,21 @@ Conversations in the style of TREC CAsT 2021/22 open with the speaker's own situ
 question ("My dad started lisinopril for blood pressure a month ago and now he has a dry cough.
 Could it be the pill?"); their follow-ups are searched with its topic ("lisinopril"), not with the
 story around it ("dad", "a month"). When the closing question names nothing of its own
-(`tracker.asked_topic`), the topic is the thing a sentence introduces ("*There's* damp behind my
-wardrobe"), else the first sentence's subject said as the speaker's ("*My* new kettle leaks"),
+(`tracker.asked_topic`), or names one of English's commonest words and the story a rarer thing
+("... was put on metformin last week. Should she take it with *food*?": `outranks`), the topic is
+the thing a sentence introduces ("*There's* damp behind my wardrobe"), else the first sentence's
+subject said as the speaker's ("*My* new kettle leaks"),
 else the rarest thing the turn names (`rarity.commonness`: its rarest word); each sentence is read
 alone so that its shape shows its verb ("Would a mechanical keyboard *help*?"), and the topic is never
 
 - a person: a noun of kinship or a person noun ("my dad", "the surgeon"), or whoever says or
   wants something ("the dealer *says*", "my mechanic *says*");
-- a place: a name after a preposition is cut off ("our attic *in Ontario*"), a place alone is none;
-- a time or an amount ("a month ago", "in March", "$40,000", "the 1970s");
+- a place: a name after a preposition is cut off ("our attic *in Ontario*", "files on *a NAS*"), a
+  place alone is none, nor a one-word name the story happens in or goes to ("our kids *to Iceland*",
+  "a job *in Amsterdam*"), unless a trip is to it ("a trip to *Svalbard*");
+- a time or an amount ("a month ago", "in March", "at dusk", "$40,000", "the 1970s");
+- the verb of a progressive or a gerund, cut off before the thing ("I've been *getting*
+  migraines", "thinking of *claiming* CPP");
 - a lone word after a linking verb, a predicate ("our basement gets *damp*"), or a lone word of
   an adjective's or a verb's shape ("diagnosed", "scratching", "fallen");
 - an adverb at its end ("the grocery store *twice*").
@@ -35,7 +41,7 @@ from querywise.understand.followup.people import head_noun
 from querywise.understand.followup.phrases import NOT_NAMES, PERIOD
 from querywise.understand.followup.rarity import commonness
 
-__all__ = ["is_situation", "situation_topic"]
+__all__ = ["COMMON_RARITY", "is_situation", "outranks", "situation_topic"]
 
 #: The speaker, in what a situation states: the first person and "me" ("the dealer wants to charge *me*"); a
 #: contraction counts by its pronoun ("I'm", "we've").
@@ -43,7 +49,8 @@ _SPEAKER = FIRST_PERSON | {"me"}
 #: Words of a time or a duration: "a month ago", "last week", "in March" (the calendar's names; "may" is
 #: as often the modal).
 _TIME = DEICTIC_TIME | (NOT_NAMES - {"may", "yes", "no", "i"}) | frozenset(
-    ["ago", "day", "days", "weeks", "months", "years", "hour", "hours", "minutes", "today", "tonight", "yesterday", "tomorrow", "night"]
+    ["ago", "day", "days", "weeks", "months", "years", "hour", "hours", "minutes", "today", "tonight", "yesterday", "tomorrow", "night",
+     "dusk", "dawn", "afternoon", "weekend", "weekends"]  # not "midnight sun", "winter tyres", "morning sickness"
 )
 #: Verbs whose complement says what the subject is, not a thing: "our basement gets *damp*".
 _LINKING = frozenset(
@@ -59,6 +66,16 @@ _SOURCE = frozenset(["says", "said", "thinks", "thought", "told", "tells", "reco
 #: Adverbs glued to a phrase's end, none of the thing: "from the grocery store *twice* this month".
 _ADVERBS = frozenset(["twice", "once", "again", "anymore", "lately", "recently", "already", "still", "too", "now", "then"])
 _WORD = re.compile(r"[a-z']+")
+#: `rarity.commonness` of the 5,000th commonest of the vocabulary's 22,698 words: "food" (0.67) and
+#: "mistake" (0.84) are below it, "overtime" (0.92) and "liner" (0.91) above (read on the situation
+#: openings of bench/understanding/subject_situations.json).
+COMMON_RARITY = 0.85
+#: Where a one-word name says the story happens or goes.
+_PLACE_PREP = frozenset(["in", "to", "from", "at", "near"])
+#: A journey whose destination is what it is about.
+_TRIPS = frozenset(["trip", "trips", "holiday", "vacation", "visit", "journey", "cruise", "honeymoon", "tour"])
+#: Before a progressive's or a gerund's verb.
+_BEFORE_VERB = frozenset(["been", "am", "is", "are", "was", "were", "keep", "keeps", "kept", "of", "about", "started", "stop", "stopped"])
 
 
 class Mention(Protocol):
@@ -98,7 +115,7 @@ def situation_topic(sentences: Sequence[str], mentions: Callable[[str], Sequence
     for k, sentence in enumerate(sentences):
         for m, r in enumerate(mentions(sentence)):
             n += 1
-            if r.kind not in ("name", "phrase") or r.person or r.place:
+            if r.kind not in ("name", "phrase") or r.person or r.place or _placed(r, sentence):
                 continue
             words = _thing(r.text.split(), sentence)
             if words is None:
@@ -110,6 +127,18 @@ def situation_topic(sentences: Sequence[str], mentions: Callable[[str], Sequence
     return (best[1], best[2]) if best is not None else None
 
 
+def outranks(story: str, asked: str) -> bool:
+    """Whether the story's thing is the topic rather than the one word the closing question names:
+    that word is among English's commonest ("should she take it with *food*?", "is that a
+    *mistake*?") and the story's thing is rarer ("allopurinol"); "am I entitled to *overtime*?"
+    names what it asks."""
+    return _rarity(asked) < COMMON_RARITY and _rarity(story) > _rarity(asked)
+
+
+def _rarity(words: str) -> float:
+    return max((commonness(w)[0] for w in words.split() if w.lower() not in FUNCTION), default=0.0)
+
+
 def _introduced(word: str, sentence: str, *, first: bool) -> int:
     """2 for a thing a sentence introduces ("*There's* damp behind my wardrobe"), 1 for the
     subject of the first sentence said as the speaker's ("*My* new kettle leaks": `first`, the
@@ -119,13 +148,24 @@ def _introduced(word: str, sentence: str, *, first: bool) -> int:
     return int(first and re.match(r"\s*(?:my|our)\b", sentence, re.IGNORECASE) is not None)
 
 
+def _placed(r: Mention, sentence: str) -> bool:
+    """A one-word name where the story happens or goes: "our kids *to Iceland*", "a job *in Amsterdam*";
+    not the place a trip is ("a trip *to Svalbard*": what the trip is about)."""
+    if r.kind != "name" or " " in r.text or _before(sentence, r.text) not in _PLACE_PREP:
+        return False
+    return re.search(rf"\b(?:{'|'.join(_TRIPS)})\s+to\s+{re.escape(r.text)}\b", sentence, re.IGNORECASE) is None
+
+
 def _thing(words: list[str], sentence: str) -> list[str] | None:
     """The words of a mention that name a thing, a place after them cut off; None for a person,
     a time, an amount, a predicate or a word with no content."""
     for k in range(1, len(words) - 1):
-        if words[k].lower() in PREP and words[k + 1][:1].isupper():
-            words = words[:k]  # "attic in Ontario"
+        after = words[k + 2] if words[k + 1].lower() in {"a", "an", "the"} and k + 2 < len(words) else words[k + 1]
+        if words[k].lower() in PREP and after[:1].isupper():
+            words = words[:k]  # "attic in Ontario", "client files on a NAS"
             break
+    if len(words) > 1 and words[0].lower().endswith("ing") and re.search(rf"\b(?:{'|'.join(_BEFORE_VERB)})\s+{re.escape(words[0])}\b", sentence, re.IGNORECASE):
+        words = words[1:]  # the verb of a progressive or a gerund: "I've been *getting* migraines", "thinking of *claiming* CPP"
     while len(words) > 1 and (words[-1].lower() in _ADVERBS or words[-1].lower().endswith("ly")):
         words = words[:-1]  # "the grocery store *twice*", "the gate *recently*"
     low = [w.lower().strip(".,'\"") for w in words]

@@ -58,8 +58,8 @@ from querywise.catalog import Catalog, Entity
 from querywise.text import analysed_part, analyze
 from querywise.understand.followup.message import AUX, BE, PERSON_NOUNS, PLACE_PREP, PREP, TITLE_ABBREVIATIONS, Message
 from querywise.understand.followup.people import Gender, answer_people
-from querywise.understand.followup.phrases import AGE, PERIOD, Phrase, first_name, is_plural, noun_phrases
-from querywise.understand.followup.situation import situation_topic
+from querywise.understand.followup.phrases import AGE, NOT_NAMES, PERIOD, Phrase, first_name, is_plural, noun_phrases
+from querywise.understand.followup.situation import outranks, situation_topic
 
 __all__ = ["ANSWER_CHARS", "DECAY", "SUBJECT_TURNS", "Method", "Referent", "Standalone", "Tracker"]
 
@@ -165,8 +165,12 @@ class Tracker:
             self._heading = next((r.key for r in title[1:]), None) if self.section is None else None
         asked = asked_topic(said) if role == "user" else None
         topic = next((r for r in self.mentions(asked[0]) if r.key == asked[1]), None) if asked is not None else None
-        if topic is None and role == "user" and not self.user_turns:
-            topic = self._situation_topic(said)
+        if role == "user" and not self.user_turns and (topic is None or (topic.kind != "name" and len(topic.key) == 1)):
+            # A common word the closing question names ("should she take it with *food*?", "is that
+            # a *mistake*?") is less what the situation is about than a rarer thing its story names.
+            story = self._situation_topic(said)
+            if story is not None and (topic is None or outranks(story.text, topic.text)):
+                topic = story
         if topic is not None:
             # The question's topic is the turn's centre, before its context; read in the question
             # alone, where the sentence's shape shows its verb ("would a keyboard *help*?").
@@ -463,7 +467,8 @@ def asked_topic(text: str) -> tuple[str, tuple[str, ...]] | None:
     if len(said) < 2 or not said[-1].endswith("?") or all(s.endswith("?") for s in said[:-1]):
         return None
     msg = Message(said[-1], [])
-    found = [p for p in noun_phrases(msg) if PERIOD.fullmatch(p.words) is None]
+    # Not a date: "would a heat pump work here in *January*?" asks about the heat pump.
+    found = [p for p in noun_phrases(msg) if PERIOD.fullmatch(p.words) is None and p.words.lower() not in NOT_NAMES]
     if not found:
         return None
     def predicate(p: Phrase) -> bool:  # a bare word is as often a predicate: "is that *right*?", "is it too *late*?"
