@@ -13,7 +13,9 @@ lisinopril ... Could it be the pill?" is about lisinopril): the openings of `dia
 and 70 more, written and labelled by a labeller who had not read the code (session 29), the
 "situations" set (read since: `situation.py` was chosen on it); `subject_situations_2.json` holds 90
 more, written and labelled code-blind in session 30 after `situation.py` was written, the "blind" set:
-a report set, whose misses the page does not list. Accuracy is reported on each set. A subject read is right
+a report set, whose misses the page does not list; `subject_situations_3.json` holds 100 more, written and
+labelled code-blind in session 32 and scored once after that session's revision of `situation.py`, the
+"blind_2" set (a report set too). Accuracy is reported on each set. A subject read is right
 when its content terms (`querywise.text.analyze`: stems, no articles) are those of one of the
 labels. The set is a TRAINING/dev fixture: the rules were chosen reading it, so its accuracy says
 what the rules fix, not how they generalise (the held-out passage sets say that).
@@ -36,15 +38,19 @@ from querywise.text import analyze
 from querywise.understand.followup.standalone import conversation_subject
 
 COMMAND = ".venv/bin/python -m bench.understanding.subject_openings"
-FIXTURES = tuple(Path(__file__).with_name(f) for f in ("subject_openings.json", "subject_situations.json", "subject_situations_2.json"))
+FIXTURES = tuple(
+    Path(__file__).with_name(f) for f in ("subject_openings.json", "subject_situations.json", "subject_situations_2.json", "subject_situations_3.json")
+)
 # The files whose openings were added after the first rules were fitted: reported on their own so a
 # gain there is not hidden by (and cannot hide a loss on) the 200 the rules were first read on.
 NEW_FILES = frozenset({"train_8", "train_9"})
 # Situation openings, the CAsT 2021/22 style the subject was not written for: their own set.
 SITUATION_FILES = frozenset({"train_13", "situations"})
-# Situation openings written and labelled code-blind after `situation.py` was written (session 30):
-# a report set. Their misses are never listed, so that no rule is read off them.
+# Situation openings written and labelled code-blind after `situation.py` was written (session 30), and
+# 100 more in session 32 (after its rules were revised; scored once, after them): report sets. Their
+# misses are never listed, so that no rule is read off them.
 BLIND_FILES = frozenset({"situations_2"})
+BLIND_FILES_2 = frozenset({"situations_3"})
 
 
 class Opening(BaseModel):
@@ -68,8 +74,8 @@ def result(openings: list[Opening]) -> dict[str, Any]:
     rows = [(o, conversation_subject([o.opening])) for o in openings]
     per_file: Counter[str] = Counter(o.file for o, _ in rows)
     hits: Counter[str] = Counter(o.file for o, read in rows if right(read, o.subject))
-    kind = {f: "blind" if f in BLIND_FILES else "situations" if f in SITUATION_FILES else "new" if f in NEW_FILES else "old" for f in per_file}
-    sets = {name: [f for f in per_file if kind[f] == name] for name in ("old", "new", "situations", "blind")}
+    kind = {f: "blind" if f in BLIND_FILES else "blind_2" if f in BLIND_FILES_2 else "situations" if f in SITUATION_FILES else "new" if f in NEW_FILES else "old" for f in per_file}
+    sets = {name: [f for f in per_file if kind[f] == name] for name in ("old", "new", "situations", "blind", "blind_2")}
     return {
         "openings": len(rows),
         "accuracy": round(sum(hits.values()) / len(rows), 3),
@@ -81,7 +87,7 @@ def result(openings: list[Opening]) -> dict[str, Any]:
             for name, files in sets.items()
         },
         "per_file": {f: {"openings": n, "right": hits[f]} for f, n in sorted(per_file.items())},
-        "wrong": [{"opening": o.opening, "read": read, "labels": o.subject} for o, read in rows if not right(read, o.subject) and o.file not in BLIND_FILES],
+        "wrong": [{"opening": o.opening, "read": read, "labels": o.subject} for o, read in rows if not right(read, o.subject) and o.file not in BLIND_FILES | BLIND_FILES_2],
     }
 
 
@@ -97,7 +103,8 @@ def markdown(r: dict[str, Any]) -> str:
         + " (old: dialogues_train_3..7; new: dialogues_train_8, _9, labelled before the statement-opening rules; "
         "situations: dialogues_train_13's openings and 70 written with their labels by a labeller blind to the code, session 29, read "
         "since; blind: 90 situation openings written and labelled code-blind in session 30, after `situation.py` was written, a "
-        "report set whose misses are not listed).",
+        "report set whose misses are not listed; blind_2: 100 more written and labelled code-blind in session 32 and scored once, "
+        "after that session's revision of the situation topic, its misses not listed either).",
         "",
         "| file | openings | right |",
         "|---|---:|---:|",
