@@ -22,6 +22,23 @@ from querywise.understand.followup.standalone import conversation_subject
         ("My plumber says the boiler needs a new heat exchanger. Is that worth doing?", "heat exchanger"),
         # A lone word after a linking verb is a predicate ("gets damp"), not a thing.
         ("Our cellar gets damp every winter. What can we do about it?", "cellar"),
+        # A common word the question names yields to the rarer thing of the story ("with food").
+        ("My aunt in Cork was started on allopurinol last week and gets headaches. Should she take it with food?", "allopurinol"),
+        ("Our hamster hasn't touched his food since yesterday. Is that an emergency?", "hamster"),
+        # A rarer word the question names is what it asks about.
+        ("I'm salaried and work 60 hours a week. Am I entitled to overtime?", "overtime"),
+        # A month is no name the question asks about.
+        ("Our cottage in Maine is heated with propane. Would a heat pump really work up here in February?", "heat pump"),
+        # A place the story goes to is no topic; the place a trip is, is (a guard: it was before).
+        ("We're taking our kids to Norway in March and want to see the midnight sun. Where's the best place to stay?", "the midnight sun"),
+        ("We're thinking of a trip to Madeira. When is the best time to see dolphins?", "Madeira"),
+        # A time of day is a time ("at dusk"), a progressive's verb no part of the thing.
+        ("I think we have mice in our garage, I hear scratching at dusk. What should I do?", "mice"),
+        ("I'm 63 and thinking of claiming OAS early because I've retired. Is that a mistake?", "OAS"),
+        # A modal question's verb before its pronoun object ("cover *it*") and a past tense after the
+        # speaker's thing ("*ate*") are no part of the thing.
+        ("Our boiler flooded the utility room while we were away. Will contents insurance cover it?", "contents insurance"),
+        ("Our border collie ate a bunch of grapes an hour ago. What should we do?", "border collie"),
     ],
 )
 def test_a_situation_opening_is_about_the_rarest_thing_it_names(opening: str, topic: str) -> None:
@@ -54,32 +71,6 @@ def test_where_the_story_happened_is_no_reading_of_it_beside_the_thing() -> None
     found = standalone_form(message, history, check_follow_up(message, history))
     # One reading, the dog: never "how long does Leeds usually take to settle" searched beside it.
     assert "rescue greyhound" in found.text and found.readings == () and [r.text for r in found.referents] == ["rescue greyhound"]
-
-
-@pytest.mark.parametrize(
-    ("opening", "topic"),
-    [
-        # A common word the question names yields to the rarer thing of the story ("with food").
-        ("My aunt in Cork was started on allopurinol last week and gets headaches. Should she take it with food?", "allopurinol"),
-        ("Our hamster hasn't touched his food since yesterday. Is that an emergency?", "hamster"),
-        # A rarer word the question names is what it asks about.
-        ("I'm salaried and work 60 hours a week. Am I entitled to overtime?", "overtime"),
-        # A month is no name the question asks about.
-        ("Our cottage in Maine is heated with propane. Would a heat pump really work up here in February?", "heat pump"),
-        # A place the story goes to is no topic; the place a trip is, is.
-        ("We're taking our kids to Norway in March and want to see the midnight sun. Where's the best place to stay?", "the midnight sun"),
-        ("We're thinking of a trip to Madeira. When is the best time to see dolphins?", "Madeira"),
-        # A time of day is a time ("at dusk"), a progressive's verb no part of the thing.
-        ("I think we have hornets in our shed, I hear buzzing at dusk. What should I do?", "hornets"),
-        ("I'm 63 and thinking of claiming OAS early because I've retired. Is that a mistake?", "OAS"),
-        # A modal question's verb before its pronoun object ("cover *it*") and a past tense after the
-        # speaker's thing ("*ate*") are no part of the thing.
-        ("Our boiler flooded the utility room while we were away. Will contents insurance cover it?", "contents insurance"),
-        ("Our border collie ate a bunch of grapes an hour ago. What should we do?", "border collie"),
-    ],
-)
-def test_a_situation_topic_is_read_past_common_words_times_places_and_verbs(opening: str, topic: str) -> None:
-    assert conversation_subject([opening]) == topic
 
 
 def test_a_three_letter_noun_the_speaker_owns_is_a_referent() -> None:
