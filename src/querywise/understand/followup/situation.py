@@ -76,10 +76,10 @@ _WORD = re.compile(r"[a-z']+")
 COMMON_RARITY = 0.85
 #: Where a one-word name says the story happens or goes.
 _PLACE_PREP = frozenset(["in", "to", "from", "at", "near"])
-#: A journey whose destination is what it is about.
-_TRIPS = frozenset(["trip", "trips", "holiday", "vacation", "visit", "journey", "cruise", "honeymoon", "tour"])
-#: Before a progressive's or a gerund's verb.
-_BEFORE_VERB = frozenset(["been", "am", "is", "are", "was", "were", "keep", "keeps", "kept", "of", "about", "started", "stop", "stopped"])
+#: A journey whose destination is what it is about: "a trip to Svalbard".
+_TRIP_TO = re.compile(r"\b(?:trips?|holiday|vacation|visit|journey|cruise|honeymoon|tour)\s+to\s+([\w'-]+)", re.IGNORECASE)
+#: Before a progressive's or a gerund's verb: "I've been *getting*", "thinking of *claiming*".
+_BEFORE_VERB = re.compile(r"\b(?:been|am|is|are|was|were|keeps?|kept|of|about|started|stop|stopped)\s+(\w+ing)\b", re.IGNORECASE)
 
 
 class Mention(Protocol):
@@ -157,7 +157,7 @@ def _placed(r: Mention, sentence: str) -> bool:
     not the place a trip is ("a trip *to Svalbard*": what the trip is about)."""
     if r.kind != "name" or " " in r.text or _before(sentence, r.text) not in _PLACE_PREP:
         return False
-    return re.search(rf"\b(?:{'|'.join(_TRIPS)})\s+to\s+{re.escape(r.text)}\b", sentence, re.IGNORECASE) is None
+    return r.text not in (m.group(1) for m in _TRIP_TO.finditer(sentence))
 
 
 def _thing(words: list[str], sentence: str) -> list[str] | None:
@@ -168,7 +168,7 @@ def _thing(words: list[str], sentence: str) -> list[str] | None:
         if words[k].lower() in PREP and after[:1].isupper():
             words = words[:k]  # "attic in Ontario", "client files on a NAS"
             break
-    if len(words) > 1 and words[0].lower().endswith("ing") and re.search(rf"\b(?:{'|'.join(_BEFORE_VERB)})\s+{re.escape(words[0])}\b", sentence, re.IGNORECASE):
+    if len(words) > 1 and words[0].lower() in (m.group(1).lower() for m in _BEFORE_VERB.finditer(sentence)):
         words = words[1:]  # the verb of a progressive or a gerund: "I've been *getting* migraines", "thinking of *claiming* CPP"
     while len(words) > 1 and (words[-1].lower() in _ADVERBS or words[-1].lower().endswith("ly")):
         words = words[:-1]  # "the grocery store *twice*", "the gate *recently*"
