@@ -59,7 +59,7 @@ from querywise.understand.followup.answer_people import answer_group, answer_per
 from querywise.understand.followup.answer_predicate import answer_predicate
 from querywise.understand.followup.answer_topic import place_answer_topic
 from querywise.understand.followup.message import ADJECTIVE_ENDINGS, AUX, DET, FUNCTION, PARTICIPLES, PERSONAL
-from querywise.understand.followup.people import CAP
+from querywise.understand.followup.people import PLACE_NAME
 from querywise.understand.followup.referent import resolve
 from querywise.understand.followup.tracker import ANSWER_CHARS, Referent, Standalone, Tracker
 
@@ -103,7 +103,6 @@ _GOES_ON = _words("work works stay stays make makes cost costs worth hurt hurts 
                  "affect affects cause causes compare apply")
 _OPENER_WORDS = _words("and but or so also what how about then instead too the same for with")
 _PLACE_NOUNS = _words("city town village country state capital island region province")
-_PLACE = re.compile(rf"\b(?:in|at|near|from|to)\s+(?P<name>{CAP}(?:\s+{CAP}){{0,2}})\b")
 _KIND = re.compile(r"\b(?:this|that|the)\s+(?P<kind>[a-z]+)\b", re.IGNORECASE)
 _CALLED = r"\b{kind}s?\s+(?:called|named|known as)\s+(?P<name>[\w-]+(?:\s+[\w-]+){{0,2}}?)(?=[,.;:!?]|\s+(?:which|that|is|was|and|in|to)\b|$)"
 _SUCH_AS = re.compile(r"\bsuch as\s+(?P<what>[^,.;:!?]+)")
@@ -465,7 +464,7 @@ def _introduced_kind(message: str, answer: str, tracker: Tracker, asked: set[str
         if kind in _PLACE_NOUNS:
             if any(r.place for r in tracker.referents.values()):
                 continue
-            place = _PLACE.search(text)
+            place = PLACE_NAME.search(text)
             found = place.group("name") if place else None
         elif len(defined := {term for term, said in _defined(text) if said in (kind, kind.rstrip("s"))}) == 1:
             found = defined.pop()  # "carpal tunnel syndrome, a condition in which ..." -> "this condition", "the condition"

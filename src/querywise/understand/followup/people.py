@@ -25,7 +25,7 @@ from typing import Literal
 from querywise.text import analyze
 from querywise.understand.followup.message import FEMALE_NOUNS, FUNCTION, MALE_NOUNS, PREP
 
-__all__ = ["CAP", "FULL_NAME", "NOT_PERSON", "Gender", "Person", "answer_pair", "answer_people", "head_noun", "noun_gender", "pronoun_gender"]
+__all__ = ["CAP", "FULL_NAME", "NOT_PERSON", "PLACE_NAME", "Gender", "Person", "answer_pair", "answer_people", "head_noun", "noun_gender", "pronoun_gender"]
 
 Gender = Literal["m", "f", ""]
 
@@ -42,6 +42,9 @@ _INITIAL = "[A-Z\u00c0-\u00d6\u00d8-\u00de]"
 # A full name as people's are written: two or three capitalised words, an initial between them,
 # or initials and a surname ("J. D. Bernal").
 FULL_NAME = re.compile(rf"(?<![\w.])(?P<name>{CAP}(?:\s+{_INITIAL}\.)?(?:\s+{CAP}){{1,2}}|(?:{_INITIAL}\.\s?){{1,3}}{CAP})\b")
+#: A name where something happens or goes: "in Dubai", "to Iceland", "from New Zealand" (its
+#: `name`); the place an answer names (`answer_refs`) and where a situation's story happens (`situation`).
+PLACE_NAME = re.compile(rf"\b(?:in|at|near|from|to)\s+(?P<name>{CAP}(?:\s+{CAP}){{0,2}})\b")
 #: Words that end or make a name of a thing, a group or an event, not a person ("St Mary's
 #: Hospital", "Nobel Prize", "Woodstock Festival", "Medici family").
 NOT_PERSON = _words(

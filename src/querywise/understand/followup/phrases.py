@@ -174,8 +174,8 @@ def noun_phrases(m: Message, taken: Sequence[tuple[int, int]] = ()) -> list[Phra
             words = m.text[toks[run[0]].start : toks[run[-1]].start + len(toks[run[-1]].text)]
             # Three letters make a phrase as an acronym, a noun of sex ("my mom", "her dad") or a
             # determined noun ("our old *cat*", "the *fee*"): not a bare "lot", "way", "one".
-            determined = len(run) == 1 and (m.at(run[0] - 1) in DET or m.at(run[0] - 1) in AGE) and toks[run[0]].text.isalpha() and toks[run[0]].text.islower()
-            if len(words) > 3 or (len(words) == 3 and (_acronym(m, run[0], j) or (determined and toks[run[0]].content))) or words.lower() in SEXED_NOUNS:
+            determined = len(run) == 1 and toks[run[0]].content and toks[run[0]].text.isalpha() and toks[run[0]].text.islower() and (m.at(run[0] - 1) in DET or m.at(run[0] - 1) in AGE)
+            if len(words) > 3 or (len(words) == 3 and (_acronym(m, run[0], j) or determined)) or words.lower() in SEXED_NOUNS:
                 gap = 2 if m.at(i - 1) in ARTICLE else 1
                 # A common noun's complement says what it is about ("the history of toilets"); a name
                 # is what it is about itself ("is Cassidy about Jack Casady?").

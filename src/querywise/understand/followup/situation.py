@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
 from querywise.understand.followup.message import ADJECTIVE_ENDINGS, DEICTIC_TIME, FIRST_PERSON, FUNCTION, PARTICIPLES, PERSON_NOUNS, PREP
-from querywise.understand.followup.people import head_noun
+from querywise.understand.followup.people import PLACE_NAME, head_noun
 from querywise.understand.followup.phrases import NOT_NAMES, PERIOD
 from querywise.understand.followup.rarity import commonness
 
@@ -74,8 +74,6 @@ _WORD = re.compile(r"[a-z']+")
 #: "mistake" (0.84) are below it, "overtime" (0.92) and "liner" (0.91) above (read on the situation
 #: openings of bench/understanding/subject_situations.json).
 COMMON_RARITY = 0.85
-#: Where a one-word name says the story happens or goes.
-_PLACE_PREP = frozenset(["in", "to", "from", "at", "near"])
 #: A journey whose destination is what it is about: "a trip to Svalbard".
 _TRIP_TO = re.compile(r"\b(?:trips?|holiday|vacation|visit|journey|cruise|honeymoon|tour)\s+to\s+([\w'-]+)", re.IGNORECASE)
 #: Before a progressive's or a gerund's verb: "I've been *getting*", "thinking of *claiming*".
@@ -155,7 +153,7 @@ def _introduced(word: str, sentence: str, *, first: bool) -> int:
 def _placed(r: Mention, sentence: str) -> bool:
     """A one-word name where the story happens or goes: "our kids *to Iceland*", "a job *in Amsterdam*";
     not the place a trip is ("a trip *to Svalbard*": what the trip is about)."""
-    if r.kind != "name" or " " in r.text or _before(sentence, r.text) not in _PLACE_PREP:
+    if r.kind != "name" or " " in r.text or r.text not in (m.group("name") for m in PLACE_NAME.finditer(sentence)):
         return False
     return r.text not in (m.group(1) for m in _TRIP_TO.finditer(sentence))
 
