@@ -11,7 +11,7 @@ import pytest
 from querywise.conversation import as_turns
 from querywise.text import analyze
 from querywise.understand.followup import check_follow_up
-from querywise.understand.followup.choice import PhraseModel, decide, phrase_model
+from querywise.understand.followup.choice import PhraseModel, Trees, decide, phrase_model
 from querywise.understand.followup.tracker import Referent, Standalone
 from querywise.understand.followup.words import Word, compose_words, offered_words
 
@@ -24,7 +24,7 @@ def test_the_packaged_model_reads_exactly_the_features_the_pipeline_computes() -
     model = phrase_model()
     message = "Why did it close?"
     names = set(offered_words(message, as_turns(["Tell me about the Erie Canal."]), Standalone(message, "none", ()), [], [])[0].features)
-    assert set(model.weights) == names  # a renamed feature would otherwise weigh nothing, silently
+    assert set(model.features) == names  # a renamed feature would otherwise read 0, silently
     assert 0.0 < model.threshold < 1.0 and model.cap >= 1
     assert "phrase_choice" in str(model.provenance["command"]) and "left out" in str(model.provenance["choice"])
 
@@ -64,10 +64,18 @@ def test_the_rules_pronoun_stays_replaced_only_when_every_word_it_brought_is_kep
     assert compose_words(message, form, placed, words, [True, False, True]) == "Would I owe tax on it? backdoor Roth"
 
 
-def test_the_chance_is_the_logistic_of_the_weighted_features() -> None:
-    model = PhraseModel(weights={"cosine": 2.0, "by_rules": 1.0}, intercept=-1.0, threshold=0.5)
-    assert model.chance({"cosine": 0.5, "by_rules": 1.0}) == 1 / (1 + math.exp(-1.0))
-    assert model.chance({}) == 1 / (1 + math.exp(1.0))  # a feature not given weighs nothing
+def test_the_chance_is_the_logistic_of_the_leaves_each_tree_reaches() -> None:
+    # Tree 0: cosine <= 0.5 -> -1.0, else 2.0. Tree 1: by_rules <= 0.5 -> 0.0, else (cosine <= 0.8 -> 0.5, else 1.0).
+    trees = Trees(roots=[0, 3], feature=[0, 0, 0, 1, 0, 0, 0, 0], threshold=[0.5, 0, 0, 0.5, 0, 0.8, 0, 0],
+                  left=[1, 1, 2, 4, 4, 6, 6, 7], right=[2, 1, 2, 5, 4, 7, 6, 7], value=[0, -1.0, 2.0, 0, 0.0, 0, 0.5, 1.0], depth=2)
+    model = PhraseModel(features=["cosine", "by_rules"], baseline=-0.5, trees=trees, threshold=0.5)
+
+    def logistic(z: float) -> float:
+        return 1 / (1 + math.exp(-z))
+
+    got = model.chances([{"cosine": 0.2, "by_rules": 0.0}, {"cosine": 0.7, "by_rules": 1.0}, {"cosine": 0.9, "by_rules": 1.0}, {}])
+    assert got == pytest.approx([logistic(-1.5), logistic(2.0), logistic(2.5), logistic(-1.5)])  # a feature not given reads 0
+    assert model.chances([]) == [] and PhraseModel(features=[], baseline=1.0, threshold=0.5).chances([{}]) == [pytest.approx(logistic(1.0))]
 
 
 def test_decide_keeps_the_likeliest_up_to_the_cap_and_the_floor_keeps_one() -> None:
@@ -95,18 +103,21 @@ def test_retraining_on_the_same_rows_gives_the_same_model() -> None:
     from bench.training.phrase_choice import train
 
     items = []
-    for n in range(12):  # twelve conversations, two words each: the one the rules carried is the person's
+    for n in range(12):  # twelve conversations, three words each: the one the rules carried is the person's
         message = "Why did it close?"
         words = [{"term": f"canal{n}", "surface": f"canal{n}", "features": {"in_form": 1.0, "answer_only": 0.0, "phrase_cosine": 0.6 + n / 100}},
-                 {"term": f"nois{n}", "surface": f"noise{n}", "features": {"in_form": 0.0, "answer_only": 1.0, "phrase_cosine": 0.2}}]
+                 {"term": f"nois{n}", "surface": f"noise{n}", "features": {"in_form": 0.0, "answer_only": 1.0, "phrase_cosine": 0.2}},
+                 {"term": f"lock{n}", "surface": f"lock{n}", "features": {"in_form": 0.0, "answer_only": 0.0, "phrase_cosine": 0.3}}]
         items.append({"source": ("passages", "train", "read")[n % 3], "conversation": f"c{n}", "message": message, "answered": True,
                       "standalone": f"Why did canal{n} close?", "old": f"Why did canal{n} close? noise{n}",
                       "form": {"text": f"Why did canal{n} close? noise{n}", "method": "appended", "answer": "", "placed": message},
                       "words": words})
-    first, figures = train(items, cs=(1.0,), thresholds=(0.5,), caps=(99,))
-    again, _ = train(items, cs=(1.0,), thresholds=(0.5,), caps=(99,))
-    assert first == again
-    assert first.weights["in_form"] > 0 > first.weights["answer_only"]  # it learnt which word the person kept
+    small = {"max_iter": 20, "learning_rate": 0.3, "max_leaf_nodes": 4, "min_samples_leaf": 2}  # 36 words, not 600,000
+    first, figures = train(items, thresholds=(0.5,), caps=(99,), boosting=small)
+    again, _ = train(items, thresholds=(0.5,), caps=(99,), boosting=small)
+    assert first == again and len(first.trees.roots) == 20
+    kept, noise, other = first.chances([w["features"] for w in items[0]["words"]])
+    assert kept > 0.5 > max(noise, other)  # it learnt which word the person kept
     assert figures["chosen"]["answered"]["precision"] == 1.0 > figures["rules"]["answered"]["precision"]  # the noise dropped, out of file
 
 
@@ -116,7 +127,7 @@ def test_the_default_runs_the_choice_only_after_an_answer(monkeypatch: pytest.Mo
     from querywise.understand.followup.choice import answered_before
 
     # A model that keeps every candidate (at most 2): wherever the choice runs, it changes the form.
-    monkeypatch.setattr(move, "phrase_model", lambda: PhraseModel(weights={}, intercept=10.0, threshold=0.5, cap=2))
+    monkeypatch.setattr(move, "phrase_model", lambda: PhraseModel(features=[], baseline=10.0, threshold=0.5, cap=2))
     embedder = load_embedder("onnx", cache_dir=None)
     message = "Why did the league decline?"
     users_only = as_turns(["What is the Hanseatic League?", "Which towns belonged to it?"])
@@ -141,7 +152,7 @@ def test_when_the_model_keeps_no_word_the_message_is_searched_as_typed(monkeypat
     from querywise.understand.followup import move
 
     # A model that keeps nothing: the answer's words were weighed one by one, so they are not searched beside it either.
-    monkeypatch.setattr(move, "phrase_model", lambda: PhraseModel(weights={}, intercept=-10.0, threshold=0.5))
+    monkeypatch.setattr(move, "phrase_model", lambda: PhraseModel(features=[], baseline=-10.0, threshold=0.5))
     embedder = load_embedder("onnx", cache_dir=None)
     message = "What about in winter?"
     history = as_turns(["Which birds visit the Wadden Sea?", {"role": "assistant", "text":
