@@ -78,6 +78,19 @@ def test_the_chance_is_the_logistic_of_the_leaves_each_tree_reaches() -> None:
     assert model.chances([]) == [] and PhraseModel(features=[], baseline=1.0, threshold=0.5).chances([{}]) == [pytest.approx(logistic(1.0))]
 
 
+def test_a_model_whose_trees_do_not_hold_together_is_refused() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="outside the 3 nodes"):
+        Trees(roots=[0], feature=[0, 0, 0], threshold=[0.5, 0, 0], left=[1, 1, 2], right=[3, 1, 2], value=[0, 1, 2], depth=1)
+    with pytest.raises(ValidationError, match="every node"):
+        Trees(roots=[0], feature=[0], threshold=[], left=[0], right=[0], value=[0], depth=0)
+    split = Trees(roots=[0], feature=[1, 0, 0], threshold=[0.5, 0, 0], left=[1, 1, 2], right=[2, 1, 2], value=[0, 1, 2], depth=1)
+    with pytest.raises(ValidationError, match="outside the 1 named"):
+        PhraseModel(features=["cosine"], baseline=0.0, trees=split, threshold=0.5)
+    assert PhraseModel(features=["cosine", "by_rules"], baseline=0.0, trees=split, threshold=0.5).chances([{"by_rules": 1.0}]) == [pytest.approx(1 / (1 + math.exp(-2.0)))]
+
+
 def test_decide_keeps_the_likeliest_up_to_the_cap_and_the_floor_keeps_one() -> None:
     assert decide([0.9, 0.8, 0.7], 0.5, cap=2) == [True, True, False]
     assert decide([0.3, 0.45], 0.5) == [False, False]  # no floor: nothing kept

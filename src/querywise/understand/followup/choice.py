@@ -30,7 +30,7 @@ from functools import cache, cached_property
 from importlib import resources
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from querywise.catalog import Catalog
 from querywise.conversation import Turn
@@ -180,6 +180,15 @@ class Trees(BaseModel):
     value: list[float]
     depth: int  # the longest path from a root to a leaf
 
+    @model_validator(mode="after")
+    def _consistent(self) -> Trees:
+        n = len(self.feature)
+        if not len(self.threshold) == len(self.left) == len(self.right) == len(self.value) == n:
+            raise ValueError("every node needs a feature, threshold, left, right and value")
+        if any(not 0 <= i < n for i in (*self.roots, *self.left, *self.right)):
+            raise ValueError(f"a root or child outside the {n} nodes")
+        return self
+
     @cached_property
     def _arrays(self) -> _Arrays:
         return _Arrays(tuple(np.asarray(a) for a in (self.roots, self.feature, self.threshold, self.left, self.right, self.value)))
@@ -207,6 +216,13 @@ class PhraseModel(BaseModel):
     floor: float = 1.0
     cap: int = 99
     provenance: dict[str, object] = {}
+
+    @model_validator(mode="after")
+    def _features_known(self) -> PhraseModel:
+        t = self.trees
+        if any(t.left[i] != i and not 0 <= t.feature[i] < len(self.features) for i in range(len(t.feature))):
+            raise ValueError(f"a tree asks a feature outside the {len(self.features)} named")
+        return self
 
     def chances(self, rows: Sequence[Mapping[str, float]]) -> list[float]:
         """The chance a person's rewrite adds each word (a feature not given reads 0)."""
