@@ -6,7 +6,10 @@ Messages: real user requests (CLINC150 test, in-scope and out-of-scope, read at 
 with the demo's own messages. Routing is timed twice: the decision alone from a precomputed query
 vector, and including embedding that query (no embedding cache). Planning runs every
 deterministic move (access, follow-up, route, filters, spelling, ambiguity) with the demo index's
-vocabulary; half the messages carry a previous turn so the follow-up gate works too.
+vocabulary; half the messages carry a previous turn so the follow-up gate works too. Apart: the
+follow-ups of the development passage conversations (bench/understanding/dialogues_passages_dev.jsonl)
+whose history holds an assistant's answer, where the default also runs the learnt word choice
+(`understand/followup/choice.py`: its phrases embedded, its trees walked).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import argparse
 import datetime as dt
 import json
 import time
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -32,6 +37,14 @@ def _messages(n: int) -> list[str]:
     rng = np.random.default_rng(7)
     picked = [real[i] for i in rng.choice(len(real), size=max(0, n - len(own)), replace=False)]
     return (own + picked)[:n]
+
+
+def _answered_follow_ups() -> list[Any]:
+    from querywise.evaluation.rewrites import load_rewrite_rows
+    from querywise.understand.followup.choice import answered_before
+
+    rows = load_rewrite_rows(Path(__file__).with_name("dialogues_passages_dev.jsonl"))
+    return [row for row in rows if answered_before(row.history)]
 
 
 def main() -> None:
@@ -69,6 +82,13 @@ def main() -> None:
         t = time.perf_counter()
         qw.plan(m, history=history, session={"market": "eu"}, today=today)
         plan.append(time.perf_counter() - t)
+    answered, rows = [], _answered_follow_ups()
+    for row in rows[:3]:  # warm up the word choice's model
+        qw.plan(row.message, history=row.history, session={"market": "eu"}, today=today)
+    for row in rows:
+        t = time.perf_counter()
+        qw.plan(row.message, history=row.history, session={"market": "eu"}, today=today)
+        answered.append(time.perf_counter() - t)
     qw.close()
     index.close()
     result = {
@@ -77,6 +97,7 @@ def main() -> None:
         "route_decision_excluding_embedding": percentiles(decision),
         "route_including_embedding": percentiles(with_embedding),
         "plan_all_moves_including_embedding": percentiles(plan),
+        "plan_follow_up_after_an_answer": percentiles(answered),
         "targets": {"route_p95_ms_excluding_embedding": 5, "route_p95_ms_including_embedding": 15},
     }
     write_json("latency.json", result, command=f"python -m bench.understanding.plan_latency --n {args.n}")
