@@ -171,7 +171,6 @@ def exported(fit: Any) -> Any:
     left: list[int] = []
     right: list[int] = []
     value: list[float] = []
-    depth = 0
     # scikit-learn's private tree arrays: `train` checks the exported trees reproduce its chances.
     for (predictor,) in fit._predictors:  # one tree per round (binary)
         base = len(feature)
@@ -183,8 +182,7 @@ def exported(fit: Any) -> Any:
             left.append(base + i if leaf else base + int(node["left"]))
             right.append(base + i if leaf else base + int(node["right"]))
             value.append(float(node["value"]) if leaf else 0.0)
-            depth = max(depth, int(node["depth"]))
-    return Trees(roots=roots, feature=feature, threshold=threshold, left=left, right=right, value=value, depth=depth)
+    return Trees(roots=roots, feature=feature, threshold=threshold, left=left, right=right, value=value)
 
 
 def train(items: Sequence[dict[str, Any]], thresholds: Sequence[float] = THRESHOLDS,

@@ -67,8 +67,9 @@ def test_the_rules_pronoun_stays_replaced_only_when_every_word_it_brought_is_kep
 def test_the_chance_is_the_logistic_of_the_leaves_each_tree_reaches() -> None:
     # Tree 0: cosine <= 0.5 -> -1.0, else 2.0. Tree 1: by_rules <= 0.5 -> 0.0, else (cosine <= 0.8 -> 0.5, else 1.0).
     trees = Trees(roots=[0, 3], feature=[0, 0, 0, 1, 0, 0, 0, 0], threshold=[0.5, 0, 0, 0.5, 0, 0.8, 0, 0],
-                  left=[1, 1, 2, 4, 4, 6, 6, 7], right=[2, 1, 2, 5, 4, 7, 6, 7], value=[0, -1.0, 2.0, 0, 0.0, 0, 0.5, 1.0], depth=2)
+                  left=[1, 1, 2, 4, 4, 6, 6, 7], right=[2, 1, 2, 5, 4, 7, 6, 7], value=[0, -1.0, 2.0, 0, 0.0, 0, 0.5, 1.0])
     model = PhraseModel(features=["cosine", "by_rules"], baseline=-0.5, trees=trees, threshold=0.5)
+    assert trees.depth == 2
 
     def logistic(z: float) -> float:
         return 1 / (1 + math.exp(-z))
@@ -82,10 +83,14 @@ def test_a_model_whose_trees_do_not_hold_together_is_refused() -> None:
     from pydantic import ValidationError
 
     with pytest.raises(ValidationError, match="outside the 3 nodes"):
-        Trees(roots=[0], feature=[0, 0, 0], threshold=[0.5, 0, 0], left=[1, 1, 2], right=[3, 1, 2], value=[0, 1, 2], depth=1)
+        Trees(roots=[0], feature=[0, 0, 0], threshold=[0.5, 0, 0], left=[1, 1, 2], right=[3, 1, 2], value=[0, 1, 2])
+    with pytest.raises(ValidationError, match="before its node"):  # a loop: the walk would never reach a leaf
+        Trees(roots=[0], feature=[0, 0, 0], threshold=[0.5, 0.5, 0], left=[1, 0, 2], right=[2, 2, 2], value=[0, 0, 2])
+    with pytest.raises(ValidationError, match="a root outside"):
+        Trees(roots=[3], feature=[0], threshold=[0], left=[0], right=[0], value=[0])
     with pytest.raises(ValidationError, match="every node"):
-        Trees(roots=[0], feature=[0], threshold=[], left=[0], right=[0], value=[0], depth=0)
-    split = Trees(roots=[0], feature=[1, 0, 0], threshold=[0.5, 0, 0], left=[1, 1, 2], right=[2, 1, 2], value=[0, 1, 2], depth=1)
+        Trees(roots=[0], feature=[0], threshold=[], left=[0], right=[0], value=[0])
+    split = Trees(roots=[0], feature=[1, 0, 0], threshold=[0.5, 0, 0], left=[1, 1, 2], right=[2, 1, 2], value=[0, 1, 2])
     with pytest.raises(ValidationError, match="outside the 1 named"):
         PhraseModel(features=["cosine"], baseline=0.0, trees=split, threshold=0.5)
     assert PhraseModel(features=["cosine", "by_rules"], baseline=0.0, trees=split, threshold=0.5).chances([{"by_rules": 1.0}]) == [pytest.approx(1 / (1 + math.exp(-2.0)))]

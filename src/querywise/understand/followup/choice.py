@@ -167,9 +167,10 @@ class _Arrays:
 
 
 class Trees(BaseModel):
-    """Gradient-boosted regression trees, every tree's nodes in one list: node i tests feature
-    `feature[i]` against `threshold[i]` (`<=` goes to `left[i]`), and a leaf (`left[i] == i`) adds
-    `value[i]` to the log-odds. `roots[t]` is tree t's first node."""
+    """Gradient-boosted regression trees, every tree's nodes in one list, each before its children
+    (as scikit-learn numbers them): node i tests feature `feature[i]` against `threshold[i]` (`<=`
+    goes to `left[i]`), and a leaf (`left[i] == right[i] == i`) adds `value[i]` to the log-odds.
+    `roots[t]` is tree t's first node."""
 
     model_config = ConfigDict(frozen=True)
     roots: list[int]
@@ -178,16 +179,27 @@ class Trees(BaseModel):
     left: list[int]
     right: list[int]
     value: list[float]
-    depth: int  # the longest path from a root to a leaf
 
     @model_validator(mode="after")
     def _consistent(self) -> Trees:
         n = len(self.feature)
         if not len(self.threshold) == len(self.left) == len(self.right) == len(self.value) == n:
             raise ValueError("every node needs a feature, threshold, left, right and value")
-        if any(not 0 <= i < n for i in (*self.roots, *self.left, *self.right)):
-            raise ValueError(f"a root or child outside the {n} nodes")
+        if any(not 0 <= i < n for i in self.roots):
+            raise ValueError(f"a root outside the {n} nodes")
+        # A child after its node, or a leaf pointing at itself: every walk ends, within `depth` steps.
+        if any(not ((a == b == i) or (i < a < n and i < b < n)) for i, (a, b) in enumerate(zip(self.left, self.right, strict=True))):
+            raise ValueError(f"a child before its node or outside the {n} nodes")
         return self
+
+    @cached_property
+    def depth(self) -> int:
+        """The longest walk from a root to a leaf (children come after their node: one pass)."""
+        steps = [0] * len(self.feature)
+        for i, (a, b) in enumerate(zip(self.left, self.right, strict=True)):
+            if a != i:
+                steps[a] = steps[b] = steps[i] + 1
+        return max(steps, default=0)
 
     @cached_property
     def _arrays(self) -> _Arrays:
@@ -211,7 +223,7 @@ class PhraseModel(BaseModel):
     model_config = ConfigDict(frozen=True)
     features: list[str]
     baseline: float  # the log-odds before any tree
-    trees: Trees = Trees(roots=[], feature=[], threshold=[], left=[], right=[], value=[], depth=0)
+    trees: Trees = Trees(roots=[], feature=[], threshold=[], left=[], right=[], value=[])
     threshold: float
     floor: float = 1.0
     cap: int = 99
@@ -228,7 +240,7 @@ class PhraseModel(BaseModel):
         """The chance a person's rewrite adds each word (a feature not given reads 0)."""
         if not rows:
             return []
-        x = np.array([[r.get(name, 0.0) for name in self.features] for r in rows], dtype=np.float64).reshape(len(rows), len(self.features))
+        x = np.array([[r.get(name, 0.0) for name in self.features] for r in rows], dtype=np.float64)
         z = self.baseline + self.trees.log_odds(x)
         return [float(p) for p in 1.0 / (1.0 + np.exp(-z))]
 

@@ -43,8 +43,9 @@ _INITIAL = "[A-Z\u00c0-\u00d6\u00d8-\u00de]"
 # or initials and a surname ("J. D. Bernal").
 FULL_NAME = re.compile(rf"(?<![\w.])(?P<name>{CAP}(?:\s+{_INITIAL}\.)?(?:\s+{CAP}){{1,2}}|(?:{_INITIAL}\.\s?){{1,3}}{CAP})\b")
 #: A name where something happens or goes: "in Dubai", "to Iceland", "from New Zealand" (its
-#: `name`); the place an answer names (`answer_refs`) and where a situation's story happens (`situation`).
-PLACE_NAME = re.compile(rf"\b(?:in|at|near|from|to)\s+(?P<name>{CAP}(?:\s+{CAP}){{0,2}})\b")
+#: `name`, after its `prep`); the place an answer names (`answer_refs`), where a situation's story
+#: happens (`situation`) and, but for "to", the places the word choice reads (`word_traits.Places`).
+PLACE_NAME = re.compile(rf"\b(?P<prep>in|at|near|from|to)\s+(?P<name>{CAP}(?:\s+{CAP}){{0,2}})\b")
 #: Words that end or make a name of a thing, a group or an event, not a person ("St Mary's
 #: Hospital", "Nobel Prize", "Woodstock Festival", "Medici family").
 NOT_PERSON = _words(

@@ -28,18 +28,16 @@ mean (0.4954, 0.4956 against 0.4962 without any).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 
 from querywise.conversation import Turn
 from querywise.text import analyze
-from querywise.understand.followup.people import CAP
+from querywise.understand.followup.people import PLACE_NAME
 from querywise.understand.followup.phrases import NOT_NAMES
 from querywise.understand.followup.tracker import ANSWER_CHARS
 
 __all__ = ["Places", "Recurrence"]
 
-_PLACE = re.compile(rf"\b(?:in|at|near|from)\s+((?:{CAP})(?:\s+(?:{CAP})){{0,2}})")
 
 
 class Recurrence:
@@ -69,8 +67,9 @@ class Places:
     that is no month or weekday ("in Leeds", not "in September")."""
 
     def __init__(self, history: Sequence[Turn]) -> None:
-        self.places = {term for t in history if t.role == "user" for m in _PLACE.finditer(t.text)
-                       if not any(w.lower() in NOT_NAMES for w in m.group(1).split()) for term in analyze(m.group(1))}
+        self.places = {term for t in history if t.role == "user" for m in PLACE_NAME.finditer(t.text)
+                       if m.group("prep") != "to" and not any(w.lower() in NOT_NAMES for w in m.group("name").split())
+                       for term in analyze(m.group("name"))}
 
     def features(self, term: str) -> dict[str, float]:
         return {"place": float(term in self.places)}
