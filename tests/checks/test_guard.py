@@ -237,6 +237,38 @@ def test_ordinals_and_number_words_are_their_numbers() -> None:
     assert check_rewrite("Are there two versions?", "Are there 3 versions of the Aero X2?", ["Aero X2"]).invented == ("3",)
 
 
+def test_a_possessive_ends_the_name_before_it() -> None:
+    history = ["What made Shirley Collins's Anthems in Eden unusual?"]
+    assert check_rewrite("why did she stop singing?", "Why did Shirley Collins stop singing?", history).ok
+    assert check_rewrite("Wasn't Joshua Bell's stolen?", "Wasn't Joshua Bell's Stradivarius stolen?", ["Joshua Bell plays a Stradivarius."]).ok
+
+
+def test_a_contraction_that_starts_the_sentence_is_not_part_of_the_name() -> None:
+    assert _texts("Isn't Samuel Langley the one?") == ["Samuel Langley"]
+    assert _texts("What’s Hedy Lamarr known for?") == ["Hedy Lamarr"]
+    assert check_rewrite("isn't he the guy?", "Isn't Samuel Langley the guy?", ["Samuel Langley flew a model."]).ok
+
+
+def test_a_name_without_its_middle_name_is_the_same_name() -> None:
+    history = ["The American astronomer Samuel Pierpont Langley invented it in 1878."]
+    assert check_rewrite("what did he use it for", "What did Samuel Langley use the bolometer for?", [*history, "the bolometer"]).ok
+    # words of two different names are not one name; a left-out number makes another product
+    assert check_rewrite("who is she?", "Who is Mary Smith?", ["Mary Ann Jones met John Smith."]).invented == ("Mary Smith",)
+    assert check_rewrite("is it waterproof?", "Is the Aero Pro waterproof?", ["Tell me about the Aero X2 Pro."]).invented == ("Aero Pro",)
+
+
+def test_decades_and_thousands_as_people_shorten_them() -> None:
+    assert check_rewrite("who was best in the 70s", "Who was the Jets' best player in the 1970s?", ["the Winnipeg Jets"]).ok
+    assert check_rewrite("and then?", "What happened in the '70s?", ["Tell me about the 1970s."]).ok
+    assert check_rewrite("odds with £8k?", "What are the odds of a prize with £8,000?", []).ok
+    assert check_rewrite("odds with £8,000?", "What are the odds of a prize with £8k?", []).ok
+    # another decade, or a plain 70 made a decade, is invented; so is another amount
+    assert check_rewrite("and then?", "What happened in the 1980s?", ["the 70s"]).invented == ("1980s",)
+    assert check_rewrite("and then?", "What happened in the 1970s?", ["70 players"]).invented == ("1970s",)
+    assert check_rewrite("and then?", "What happened in the 1870s?", ["the 1970s"]).invented == ("1870s",)
+    assert check_rewrite("odds with £8k?", "What are the odds of a prize with £9,000?", []).lost == ("8k",)
+
+
 def test_a_name_spelled_out_is_not_invented() -> None:
     assert check_rewrite("Who was the leader?", "Who was the leader of the Grateful Dead?", ["Why were the Dead so influential?"]).ok
     assert check_rewrite("What was Boeing's answer?", "What was Boeing's answer to the Airbus A380?", ["Why did the A380 stop?"]).ok

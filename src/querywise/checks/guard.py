@@ -68,8 +68,9 @@ class Term:
     text: str
     key: tuple[str, ...]
     entities: frozenset[str] = frozenset()
-    # Other keys of the same name as people write it: without a word that only starts the
-    # sentence ("Besides Roger Clemens"), with the lower-case word after it ("English Civil war").
+    # Other keys of the same term as people write it: a name without a word that only starts the
+    # sentence ("Besides Roger Clemens"), with the lower-case word after it ("English Civil war");
+    # a number's other spellings ("8k" / "8000", "70s" / "1970s": `_spellings`).
     variants: tuple[tuple[str, ...], ...] = ()
 
 
@@ -124,6 +125,10 @@ _NUMBER_WORDS = {
 } | {"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "seventy": "70", "eighty": "80", "ninety": "90", "hundred": "100", "thousand": "1000", "million": "1000000", "billion": "1000000000"}
 _NUMBER_WORD = re.compile(r"\b(?:" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")\b", re.IGNORECASE)
 _JOIN = re.compile(r"[ \t-]?")
+_POSSESSIVE = re.compile(r"[A-Za-z]['\u2019]s?$")
+# A decade in full ("1970s") is the one people shorten ("70s", "'70s"), and the other way round.
+_DECADE = re.compile(r"(?:1[89]|20)(\d0)s")
+_SHORT_DECADE = re.compile(r"\d0s")
 _DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
 _NUMBER = re.compile(r"(?<![\w.])([A-Za-z]*\d+(?:[.,:/]\d+)*)((?:%|[A-Za-z]+)?(?:-[A-Za-z]+)?)(?![\w])")
 
@@ -154,7 +159,9 @@ def _name_like(text: str, initial: bool) -> bool:
         return True
     if not text[0].isupper():
         return False
-    return not (initial and text.lower() in _SENTENCE_WORDS)
+    # "What's", "Isn't", "Wasn't" start a sentence as its first word does: never a name's first word.
+    lower = text.lower().replace("\u2019", "'")
+    return not (initial and (lower in _SENTENCE_WORDS or lower.split("'")[0] in _SENTENCE_WORDS or lower.endswith("n't")))
 
 
 @lru_cache(maxsize=1 << 16)
@@ -179,6 +186,10 @@ def _words(text: str) -> list[_Word]:
 @lru_cache(maxsize=1 << 16)
 def _ends_sentence(token: str) -> bool:
     return token.endswith(".") and not (_ABBREVIATION.search(token) or _INITIAL.fullmatch(token) or token.lower() in _ABBREVIATIONS)
+
+
+def _possessive(word: _Word) -> bool:
+    return _POSSESSIVE.search(word.text) is not None
 
 
 def _legal_form(word: _Word | None) -> bool:
@@ -269,15 +280,34 @@ def terms(
         out.extend(_capitalised_names(text, claimed))
     for m in _NUMBER.finditer(text):
         if claimed.free(*m.span()):
-            out.append(Term("number", m.group(0), (m.group(1).lower().replace(",", ""),)))
+            value = m.group(1).lower().replace(",", "")
+            out.append(Term("number", m.group(0), (value,), variants=tuple((v,) for v in _spellings(value, m.group(2)))))
     return tuple(out)
+
+
+@lru_cache(maxsize=1 << 12)
+def _spellings(value: str, unit: str) -> tuple[str, ...]:
+    """Other ways people write the same number: "8k" is "8,000"; "70s" and "1970s" are one decade
+    (a short decade may be the 1900s' or the 2000s'), kept apart from the plain number 70."""
+    if unit.lower() == "k" and re.fullmatch(r"\d+(?:\.\d+)?", value):
+        return (f"{float(value) * 1000:g}",)
+    if unit == "s" and _DECADE.fullmatch(value + unit):
+        return (f"decade:{value}",)
+    if unit == "s" and _SHORT_DECADE.fullmatch(value + unit):
+        return (f"decade:19{value}", f"decade:20{value}")
+    return ()
 
 
 def _numbers_in(text: str) -> set[str]:
     """Every number of the text, even inside a name or an identifier, and the number words
-    ("first" is "1st", "two" is "2"): for a number, being said at all is enough."""
+    ("first" is "1st", "two" is "2"), each also as people write it otherwise (`_spellings`): for a
+    number, being said at all is enough."""
     words = {_NUMBER_WORDS[m.group(0).lower()] for m in _NUMBER_WORD.finditer(text)}
-    return {m.group(1).lower().replace(",", "") for m in _NUMBER.finditer(text)} | set(_DIGITS.findall(text)) | words
+    numbers = set()
+    for m in _NUMBER.finditer(text):
+        value = m.group(1).lower().replace(",", "")
+        numbers |= {value, *_spellings(value, m.group(2))}
+    return numbers | set(_DIGITS.findall(text)) | words
 
 
 class _Runs:
@@ -296,7 +326,8 @@ class _Runs:
             for i, w in enumerate(words):
                 self._add(w.stem)
                 after = words[i + 1] if i + 1 < len(words) else None
-                if not (after is not None and after.name_like and not after.initial and after.start - w.end <= 1) or _legal_form(after):
+                # A possessive ends a name: "Shirley Collins's Anthems in Eden" said "Shirley Collins".
+                if not (after is not None and after.name_like and not after.initial and after.start - w.end <= 1) or _legal_form(after) or _possessive(w):
                     self.ends_free[self.last] = True
         for v in sorted(range(1, len(self.length)), key=self.length.__getitem__, reverse=True):
             if self.ends_free[v]:
@@ -381,7 +412,7 @@ class _Said:
         if term.kind == "identifier":
             return term.key in self.identifiers
         if term.kind == "number":
-            return term.key[0] in self.numbers
+            return term.key[0] in self.numbers or any(v[0] in self.numbers for v in term.variants)
         # Only names remain.
         if term.entities:
             # Catalog names: as specific or more ("S7" is kept by "Solace 7 Pro", one of the two
@@ -392,7 +423,7 @@ class _Said:
                 return True
         elif term.key in self.runs or any(v in self.runs for v in term.variants):
             return True
-        return self._completes(term) or (self.compose and not term.entities and self._expands(term))
+        return self._completes(term) or (self.compose and not term.entities and (self._expands(term) or self._shortens(term)))
 
     @cached_property
     def whole_names(self) -> set[tuple[str, ...]]:
@@ -431,6 +462,28 @@ class _Said:
             return True
         initials = "".join(w[0] for w in re.findall(r"[^\W\d_]+", term.text) if w.lower() not in {"of", "the", "and"})
         return len(initials) >= 2 and initials.lower() in self.acronyms
+
+    @cached_property
+    def _by_ends(self) -> dict[tuple[str, str], list[tuple[str, ...]]]:
+        by: dict[tuple[str, str], list[tuple[str, ...]]] = {}
+        for name in self.whole_names:
+            if len(name) > 2:
+                by.setdefault((name[0], name[-1]), []).append(name)
+        return by
+
+    def _shortens(self, term: Term) -> bool:
+        """A rewrite's name that leaves out middle words of a name the texts said, its first and
+        last word kept ("Samuel Langley" after "Samuel Pierpont Langley"). The words left out carry
+        no digit: "Aero Pro" after "Aero X2 Pro" is another product."""
+        key = term.key
+        if len(key) < 2:
+            return False
+        for name in self._by_ends.get((key[0], key[-1]), ()):
+            rest = iter(name)
+            if len(name) > len(key) and all(word in rest for word in key):
+                if not any(c.isdigit() for word in set(name) - set(key) for c in word):
+                    return True
+        return False
 
     def _variant_named(self, term: Term) -> bool:
         """A catalog product named by its base product and the words that make it a variant, both
