@@ -262,6 +262,8 @@ def test_decades_and_thousands_as_people_shorten_them() -> None:
     assert check_rewrite("and then?", "What happened in the '70s?", ["Tell me about the 1970s."]).ok
     assert check_rewrite("odds with £8k?", "What are the odds of a prize with £8,000?", []).ok
     assert check_rewrite("odds with £8,000?", "What are the odds of a prize with £8k?", []).ok
+    assert check_rewrite("a 2500k budget?", "Is a 2,500,000 budget enough?", []).ok
+    assert check_rewrite("a 1.5k budget?", "Is a 1,500 budget enough?", []).ok
     # another decade, or a plain 70 made a decade, is invented; so is another amount
     assert check_rewrite("and then?", "What happened in the 1980s?", ["the 70s"]).invented == ("1980s",)
     assert check_rewrite("and then?", "What happened in the 1970s?", ["70 players"]).invented == ("1970s",)

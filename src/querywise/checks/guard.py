@@ -290,7 +290,8 @@ def _spellings(value: str, unit: str) -> tuple[str, ...]:
     """Other ways people write the same number: "8k" is "8,000"; "70s" and "1970s" are one decade
     (a short decade may be the 1900s' or the 2000s'), kept apart from the plain number 70."""
     if unit.lower() == "k" and re.fullmatch(r"\d+(?:\.\d+)?", value):
-        return (f"{float(value) * 1000:g}",)
+        thousands = float(value) * 1000
+        return (str(int(thousands)) if thousands.is_integer() else str(thousands),)
     if unit == "s" and _DECADE.fullmatch(value + unit):
         return (f"decade:{value}",)
     if unit == "s" and _SHORT_DECADE.fullmatch(value + unit):
@@ -479,10 +480,9 @@ class _Said:
         if len(key) < 2:
             return False
         for name in self._by_ends.get((key[0], key[-1]), ()):
-            rest = iter(name)
-            if len(name) > len(key) and all(word in rest for word in key):
-                if not any(c.isdigit() for word in set(name) - set(key) for c in word):
-                    return True
+            rest = iter(name)  # consumed as matched: `key` must be a subsequence of `name`
+            if len(name) > len(key) and all(word in rest for word in key) and not any(c.isdigit() for word in set(name) - set(key) for c in word):
+                return True
         return False
 
     def _variant_named(self, term: Term) -> bool:
