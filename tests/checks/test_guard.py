@@ -241,6 +241,8 @@ def test_a_possessive_ends_the_name_before_it() -> None:
     history = ["What made Shirley Collins's Anthems in Eden unusual?"]
     assert check_rewrite("why did she stop singing?", "Why did Shirley Collins stop singing?", history).ok
     assert check_rewrite("Wasn't Joshua Bell's stolen?", "Wasn't Joshua Bell's Stradivarius stolen?", ["Joshua Bell plays a Stradivarius."]).ok
+    # a name in any alphabet
+    assert check_rewrite("why did he stop?", "Why did Tom Zé stop?", ["What made Tom Zé's Estudando o Samba unusual?"]).ok
 
 
 def test_a_contraction_that_starts_the_sentence_is_not_part_of_the_name() -> None:

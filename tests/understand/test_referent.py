@@ -141,7 +141,24 @@ def test_the_subject_is_kept_when_the_message_names_nothing_of_its_own() -> None
 
 def test_a_person_pronoun_takes_the_person_not_what_they_own() -> None:
     history: list[str | Turn] = ["What is Melania Trump's religion?"]
-    assert form("What did she do before she was married?", history) == "What did Melania Trump do before Melania Trump was married?"
+    assert form("What did she do before she was married?", history) == "What did Melania Trump do before she was married?"
+
+
+def test_a_referent_is_named_once_and_later_pronouns_of_it_stay_as_typed() -> None:
+    history = [Turn(role="user", text="Who was Mahalia Jackson?"), Turn(role="assistant", text="Mahalia Jackson was a gospel singer from New Orleans.")]
+    assert form("who gave her her first record deal", history) == "who gave Mahalia Jackson her first record deal"
+    assert form("How was she received when she toured Europe?", history) == "How was Mahalia Jackson received when she toured Europe?"
+
+
+def test_two_arguments_of_one_clause_never_take_the_same_referent() -> None:
+    history = [Turn(role="user", text="Tell me about the Panama Canal."), Turn(role="assistant", text="The Panama Canal opened in 1914 after ten years of work.")]
+    text = form("How did they dig it?", history)
+    assert text.count("Panama Canal") == 1  # not "How did the Panama Canal dig the Panama Canal?"
+
+
+def test_a_relative_that_is_no_pointer() -> None:
+    history = [Turn(role="user", text="What was Pruitt-Igoe?"), Turn(role="assistant", text="Pruitt-Igoe was a housing project in St. Louis, finished in 1956.")]
+    assert form("Were other projects like it that were demolished?", history) == "Were other projects like Pruitt-Igoe that were demolished?"
 
 
 def test_a_question_s_verb_is_not_part_of_its_topic() -> None:

@@ -125,7 +125,7 @@ _NUMBER_WORDS = {
 } | {"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "seventy": "70", "eighty": "80", "ninety": "90", "hundred": "100", "thousand": "1000", "million": "1000000", "billion": "1000000000"}
 _NUMBER_WORD = re.compile(r"\b(?:" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")\b", re.IGNORECASE)
 _JOIN = re.compile(r"[ \t-]?")
-_POSSESSIVE = re.compile(r"[A-Za-z]['\u2019]s?$")
+_POSSESSIVE = re.compile(r"[^\W\d_]['\u2019]s?$")  # any letter's: "José's", "Dvořák's"
 # A decade in full ("1970s") is the one people shorten ("70s", "'70s"), and the other way round.
 _DECADE = re.compile(r"(?:1[89]|20)(\d0)s")
 _SHORT_DECADE = re.compile(r"\d0s")

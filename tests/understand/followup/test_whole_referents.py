@@ -66,3 +66,19 @@ def test_a_verb_cut_off_the_subject_joins_no_name_after_it() -> None:
 
 def test_a_question_closed_by_do_keeps_its_subject_whole() -> None:
     assert conversation_subject(["What does the borrow checker in Rust do?"]) == "the borrow checker in Rust"
+
+
+def test_a_participle_verb_after_the_wh_word_leaves_its_object_whole() -> None:
+    assert conversation_subject(["Who won Roland Garros in 1989?"]) == "Roland Garros"
+    assert conversation_subject(["Who taught Chopin?"]) == "Chopin"
+    assert conversation_subject(["What made Sister Rosetta Tharpe famous?"]) == "Sister Rosetta Tharpe"
+
+
+def test_a_closing_predicate_adjective_is_no_part_of_the_name_before_it() -> None:
+    assert conversation_subject(["What kept the Kinks together?"]) == "the Kinks"
+    assert conversation_subject(["What made Astral Weeks so influential?"]) == "Astral Weeks"
+    history = [Turn(role=U, text="What made Sister Rosetta Tharpe famous?"),
+               Turn(role=A, text="Her electric guitar playing on gospel records in the 1940s.")]
+    text = form("When did she start recording?", history)
+    assert "Sister Rosetta Tharpe" in text and "famous" not in text
+    assert conversation_subject(["Was Blonde on Blonde well received?"]) == "Blonde on Blonde"
