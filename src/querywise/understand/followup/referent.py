@@ -97,7 +97,7 @@ _PLURAL_PRONOUNS = frozenset(["they", "them", "their", "theirs", "themselves", "
 _SINGULAR_PRONOUNS = frozenset(["it", "its", "itself", "this", "that"])
 _PERSON_PRONOUNS = frozenset(["he", "him", "his", "himself", "she", "her", "herself"])
 _DEMONSTRATIVES = frozenset(["this", "that", "these", "those"])
-_SUBJECTS = frozenset(["i", "you", "he", "she", "we", "they"])
+_SUBJECTS = frozenset(["i", "you", "he", "she", "we", "they"])  # a clause's subject after its "that": "the tribes that *they* met"
 # What a relative "that" follows, before its verb: "estates like *it that* were demolished".
 _RELATIVE_AFTER = frozenset(["it", "them", "one", "ones", "something", "anything", "everything", "those"])
 _OPENER_CUES = ("opener:", "particle:", "short")
