@@ -192,8 +192,8 @@ class UnderstandingSettings(_Section):
     # The learnt choice of the words a follow-up's search carries (understand/followup/choice.py and words.py,
     # trained by bench/training/phrase_choice.py): "answers" where the history holds an assistant's answer,
     # "always", or "off" (the rules' form alone). Each training file left out in turn, it raises the lower of
-    # added-term recall and precision on rows whose history holds an answer (0.410 / 0.507 -> 0.504 / 0.501; both >= 0.50 on
-    # 12 of 22 files, rules 8) and lowers them on rows with user turns only (0.723 / 0.656 -> 0.583 / 0.712),
+    # added-term recall and precision on rows whose history holds an answer (0.394 / 0.498 -> 0.481 / 0.510; both >= 0.50 on
+    # 11 of 24 files, rules 8) and lowers them on rows with user turns only (0.723 / 0.656 -> 0.578 / 0.723),
     # hence the default (bench/results/phrase_choice.md).
     phrase_choice: Literal["off", "answers", "always"] = "answers"
     # A move switched off for some slices of traffic (`[understanding.off_in]`, e.g.
