@@ -17,31 +17,20 @@ Writes bench/results/choice_doc2dial.json and .md; reuses followup_recall's inde
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import json
 from typing import Any
 from unittest import mock
 
 from bench import ROOT, log
 from bench.datasets import changes_of_subject, doc2dial_split, document_of
-from bench.measures import cluster_se
 from bench.report import publish
-from bench.understanding.followup_recall import doc2dial_index
+from bench.understanding.followup_recall import doc2dial_index, slice_figures
 
 COMMAND = ".venv/bin/python -m bench.understanding.choice_doc2dial"
 SLICES = ("follow_up_slice", "changes_of_subject_after_an_answer")
 
 
-def _figures(cases: Sequence[Any], raw: Any, moved: Any) -> dict[str, float]:
-    before = [raw.cases[i].scores["recall@5"] or 0.0 for i in range(len(cases))]
-    after = [moved.cases[i].scores["recall@5"] or 0.0 for i in range(len(cases))]
-    deltas = [(document_of(c), b - a) for c, a, b in zip(cases, before, after, strict=True)]
-    return {"n": len(cases), "as_typed": round(sum(before) / len(cases), 4), "follow_up_move": round(sum(after) / len(cases), 4),
-            "delta": round((sum(after) - sum(before)) / len(cases), 4), "delta_se": round(cluster_se(deltas), 4)}
-
-
 def measure(top: int) -> dict[str, Any]:
-    import json
-
     import querywise.understand.followup.move as move
     from querywise.evaluation.harness import Arm, run_arm
     from querywise.evaluation.metrics import parse_metrics
@@ -61,7 +50,7 @@ def measure(top: int) -> dict[str, Any]:
         with QueryWise(off, ix) as qw:
             raw = {name: run_arm(cs, qw, Arm(name="as_typed", moves=()), metrics) for name, cs in sliced.items()}
             moved = {name: run_arm(cs, qw, Arm(name="follow_up", moves=("follow_up",)), metrics) for name, cs in sliced.items()}
-            rows.append({"setting": "off (the rules' form)", **{n: _figures(sliced[n], raw[n], moved[n]) for n in SLICES}})
+            rows.append({"setting": "off (the rules' form)", **{n: slice_figures(sliced[n], raw[n].cases, moved[n].cases) for n in SLICES}})
         with QueryWise(settings, ix) as qw:
             for s in page["sweep_top"][:top]:
                 model = packaged.model_copy(update={"threshold": s["threshold"], "cap": s["cap"]})
@@ -71,7 +60,7 @@ def measure(top: int) -> dict[str, Any]:
                     moved = {name: run_arm(cs, qw, Arm(name="follow_up", moves=("follow_up",)), metrics) for name, cs in sliced.items()}
                 shipped = s["threshold"] == packaged.threshold and s["cap"] == packaged.cap
                 rows.append({"setting": f"threshold {s['threshold']}, cap {s['cap']}{' (packaged)' if shipped else ''}",
-                             "files_at_bar": s["files_at_bar"], "mean_low": s["mean_low"], **{n: _figures(sliced[n], raw[n], moved[n]) for n in SLICES}})
+                             "files_at_bar": s["files_at_bar"], "mean_low": s["mean_low"], **{n: slice_figures(sliced[n], raw[n].cases, moved[n].cases) for n in SLICES}})
     return {"model_digest": packaged.provenance.get("digest"), "rows": rows}
 
 
@@ -84,8 +73,9 @@ def markdown(result: dict[str, Any]) -> str:
              "| setting | files at the bar | mean lower | follow-ups (n) | delta | changes after an answer (n) | delta (SE) |", "|---|---|---|---|---|---|---|"]
     for r in result["rows"]:
         f, c = r["follow_up_slice"], r["changes_of_subject_after_an_answer"]
-        lines.append(f"| {r['setting']} | {r.get('files_at_bar', '')} | {r['mean_low']:.3f} | " if "mean_low" in r else f"| {r['setting']} | | | ")
-        lines[-1] += f"{f['follow_up_move']:.4f} ({f['n']}) | {f['delta']:+.4f} | {c['follow_up_move']:.4f} ({c['n']}) | {c['delta']:+.4f} ({c['delta_se']:.4f}) |"
+        sweep = f"{r['files_at_bar']} | {r['mean_low']:.3f}" if "mean_low" in r else "|"  # the choice off has no sweep figures
+        lines.append(f"| {r['setting']} | {sweep} | {f['follow_up_move']:.4f} ({f['n']}) | {f['delta']:+.4f} | "
+                     f"{c['follow_up_move']:.4f} ({c['n']}) | {c['delta']:+.4f} ({c['delta_se']:.4f}) |")
     lines += ["", *(f"- {n}" for n in result.get("notes", []))]
     return "\n".join(lines) + "\n"
 

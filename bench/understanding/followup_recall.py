@@ -44,14 +44,20 @@ def _recalls(cases: Sequence[Any], qw: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for part in (*SPLITS, "all"):
         idx = [i for i, c in enumerate(cases) if part == "all" or doc2dial_split(document_of(c)) == part]
-        if not idx:
-            continue
-        a = sum(raw.cases[i].scores["recall@5"] or 0.0 for i in idx) / len(idx)
-        b = sum(move.cases[i].scores["recall@5"] or 0.0 for i in idx) / len(idx)
-        deltas = [(document_of(cases[i]), (move.cases[i].scores["recall@5"] or 0.0) - (raw.cases[i].scores["recall@5"] or 0.0)) for i in idx]
-        out[part] = {"n": len(idx), "documents": len({d for d, _ in deltas}), "as_typed": round(a, 4), "follow_up_move": round(b, 4),
-                     "delta": round(b - a, 4), "delta_se": round(cluster_se(deltas), 4)}
+        if idx:
+            out[part] = slice_figures([cases[i] for i in idx], [raw.cases[i] for i in idx], [move.cases[i] for i in idx])
     return out
+
+
+def slice_figures(cases: Sequence[Any], typed: Sequence[Any], moved: Sequence[Any]) -> dict[str, Any]:
+    """recall@5 of `cases` as typed and with the move (their runs, in order), the delta, and its
+    standard error with each document's turns as one cluster."""
+    a = [t.scores["recall@5"] or 0.0 for t in typed]
+    b = [m.scores["recall@5"] or 0.0 for m in moved]
+    deltas = [(document_of(c), y - x) for c, x, y in zip(cases, a, b, strict=True)]
+    return {"n": len(cases), "documents": len({d for d, _ in deltas}), "as_typed": round(sum(a) / len(cases), 4),
+            "follow_up_move": round(sum(b) / len(cases), 4), "delta": round((sum(b) - sum(a)) / len(cases), 4),
+            "delta_se": round(cluster_se(deltas), 4)}
 
 
 def doc2dial(qw: Any, cases: Sequence[Any]) -> dict[str, Any]:

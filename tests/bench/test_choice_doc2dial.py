@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from bench.understanding.choice_doc2dial import _figures, markdown
+from bench.understanding.choice_doc2dial import markdown
+from bench.understanding.followup_recall import slice_figures
 
 
-def _arm(scores: list[float | None]) -> SimpleNamespace:
-    return SimpleNamespace(cases=[SimpleNamespace(scores={"recall@5": s}) for s in scores])
+def _runs(scores: list[float | None]) -> list[SimpleNamespace]:
+    return [SimpleNamespace(scores={"recall@5": s}) for s in scores]
 
 
 def _case(doc: str) -> SimpleNamespace:
@@ -19,8 +20,8 @@ def _case(doc: str) -> SimpleNamespace:
 
 def test_a_slice_gives_the_moves_recall_and_its_delta_against_the_message_as_typed() -> None:
     cases = [_case("a"), _case("a"), _case("b"), _case("c")]
-    f = _figures(cases, _arm([1.0, 0.0, None, 1.0]), _arm([1.0, 1.0, 1.0, 0.0]))
-    assert f["n"] == 4 and f["as_typed"] == 0.5 and f["follow_up_move"] == 0.75  # no relevant id scores 0
+    f = slice_figures(cases, _runs([1.0, 0.0, None, 1.0]), _runs([1.0, 1.0, 1.0, 0.0]))
+    assert f["n"] == 4 and f["documents"] == 3 and f["as_typed"] == 0.5 and f["follow_up_move"] == 0.75  # no relevant id scores 0
     assert f["delta"] == 0.25 and f["delta_se"] > 0
 
 
