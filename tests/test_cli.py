@@ -115,6 +115,10 @@ def test_rewrite_eval_json(tmp_path: Path) -> None:
     assert (report["n"], report["gate_recall"], report["gate_precision"], report["guard_false_alarm_rate"]) == (2, 1.0, 1.0, 0.0)
     # The plan searched "Warranty on the Vela X3? And the Pro?": every term the person added (warranty, vela, x3) is in it.
     assert report["added_term_recall"] == 1.0
+    assert report["added_by_source"]["user_turns"]["recall"] == 1.0  # each of them from the user's own turn
+    printed = runner.invoke(cli.app, ["rewrite-eval", str(f)])
+    assert printed.exit_code == 0, printed.output
+    assert "by where the history said them: the user's turns 3 (the form holds 100.0%" in " ".join(printed.output.split())
 
 
 @pytest.mark.model

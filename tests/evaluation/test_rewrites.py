@@ -11,6 +11,7 @@ import pytest
 from querywise.catalog import Catalog
 from querywise.conversation import Turn
 from querywise.evaluation.rewrites import (
+    SOURCES,
     RewriteRow,
     differs,
     evaluate_rewrites,
@@ -145,6 +146,28 @@ def test_added_terms_by_hand() -> None:
     assert report.added_term_recall == pytest.approx(3 / 3) and report.added_term_precision == pytest.approx(3 / 5)
     assert report.added_terms == (3, 3, 5)  # both, the person, the form: what pooling over files adds up
     assert evaluate_rewrites(rows).added_term_recall is None  # only with a rewriter
+
+
+def test_added_terms_by_where_the_history_said_them() -> None:
+    history = (Turn(text="My Halden Solace 7 keeps dropping calls."),
+               Turn(role="assistant", text="Reset the Bluetooth pairing first."),
+               Turn(text="Done that."),
+               Turn(role="assistant", text="Then update the firmware from the companion app."))
+    # The person adds {solac, firmwar, bluetooth, releas}: one from each place. The form adds
+    # {halden, solac, firmwar, app}: two of the user's words (one right), two of the last answer's.
+    row = RewriteRow(history=history, message="how long does it take?",
+                     standalone="how long does the Solace firmware Bluetooth release take?")
+    report = evaluate_rewrites([row], rewriter=lambda m, h: "how long does the Halden Solace firmware app take?")
+    by = report.added_by_source
+    assert by is not None and set(by) == set(SOURCES)
+    assert (by["user_turns"].both, by["user_turns"].person, by["user_turns"].form) == (1, 1, 2)
+    assert (by["last_answer"].both, by["last_answer"].person, by["last_answer"].form) == (1, 1, 2)
+    assert (by["earlier_answers"].person, by["earlier_answers"].form, by["nowhere"].person) == (1, 0, 1)
+    assert by["last_answer"].recall == 1.0 and by["last_answer"].precision == 0.5 and by["nowhere"].precision is None
+    # The split adds up to the pooled counts, and survives the JSON form with its ratios.
+    assert tuple(sum(getattr(c, k) for c in by.values()) for k in ("both", "person", "form")) == report.added_terms
+    assert report.model_dump()["added_by_source"]["user_turns"]["recall"] == 1.0
+    assert evaluate_rewrites([row]).added_by_source is None  # only with a rewriter
 
 
 def test_rows_may_carry_assistant_turns(tmp_path: Path) -> None:

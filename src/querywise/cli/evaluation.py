@@ -160,6 +160,11 @@ def rewrite_eval_cmd(
         f"token F1 {pct(report.token_f1)}, exact match {pct(report.exact_match)}",
         highlight=False,
     )
+    if report.added_by_source:
+        said = {"user_turns": "the user's turns", "last_answer": "the last answer", "earlier_answers": "earlier answers", "nowhere": "nowhere"}
+        parts = [f"{said[s]} {c.person} (the form holds {pct(c.recall)}; adds {c.form}, {pct(c.precision)} right)"
+                 for s, c in report.added_by_source.items() if c.person or c.form]
+        out.print(f"  the terms people add, by where the history said them: {'; '.join(parts) or 'none'}", highlight=False)
     out.print(
         f"baseline, the conversation's subject + the message: added-term recall {pct(report.baseline_added_term_recall)} "
         f"at precision {pct(report.baseline_added_term_precision)}",

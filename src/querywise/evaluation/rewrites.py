@@ -16,7 +16,9 @@ With a `rewriter` (message, history -> the text searched), the text the pipeline
 compared with the person's: the rewriter's output where the gate flags, the message elsewhere
 (`plan_rewriter` makes one from a deployment: the plan's standalone query, LLM or not). Besides
 exact match and token F1, `added_term_recall` and `added_term_precision` say whether the form
-carries what the person added, and only that. With a `baseline` rewriter (`subject_rewriter`: the
+carries what the person added, and only that; `added_by_source` splits both by where the
+conversation said each term first looked for (the user's turns, the last answer, an earlier answer,
+nowhere), so a low figure says which kind of word the form misses or adds wrongly. With a `baseline` rewriter (`subject_rewriter`: the
 conversation's subject + the message), the same two figures for it on the same rows, so a form
 is read beside what a trivial one scores.
 """
@@ -26,8 +28,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from querywise.catalog import Catalog
 from querywise.checks.guard import DEFAULT_IDENTIFIER_PATTERNS, check_rewrite
@@ -38,6 +41,8 @@ from querywise.text import analyze, normalize
 from querywise.understand.followup import check_follow_up, conversation_subject
 
 __all__ = [
+    "SOURCES",
+    "AddedTerms",
     "GateExample",
     "GuardExample",
     "RewriteReport",
@@ -53,6 +58,30 @@ __all__ = [
 
 Rewriter = Callable[[str, Sequence[Turn]], str]
 MAX_EXAMPLES = 10
+#: Where a term a rewrite adds was said: any user turn (the user's own words come first), else the
+#: last assistant turn, else an earlier one, else nowhere in the history.
+Source = Literal["user_turns", "last_answer", "earlier_answers", "nowhere"]
+SOURCES: tuple[Source, ...] = ("user_turns", "last_answer", "earlier_answers", "nowhere")
+
+
+class AddedTerms(BaseModel):
+    """Added-term counts: terms both the person and the form add, the person adds, the form adds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    both: int = 0
+    person: int = 0
+    form: int = 0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def recall(self) -> float | None:
+        return _ratio(self.both, self.person)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def precision(self) -> float | None:
+        return _ratio(self.both, self.form)
 
 
 class RewriteRow(BaseModel):
@@ -110,6 +139,8 @@ class RewriteReport(BaseModel):
     added_term_precision: float | None = None
     # The counts behind them, for pooling reports: terms both add, the person adds, the form adds.
     added_terms: tuple[int, int, int] | None = None
+    # Only with a rewriter: the same counts split by where the history said each term (`SOURCES`).
+    added_by_source: dict[Source, AddedTerms] | None = None
     # Only with a baseline rewriter: its added-term figures on the same rows (gate and all).
     baseline_added_term_recall: float | None = None
     baseline_added_term_precision: float | None = None
@@ -191,17 +222,24 @@ def subject_rewriter(*, catalog: Catalog | None = None) -> Rewriter:
 
 class _Added:
     """Added-term counts pooled over rows: what a person's rewrite adds to the message, what a
-    form adds, and both."""
+    form adds, and both; in all and by where the history said each term."""
 
     def __init__(self) -> None:
         self.both = self.person = self.form = 0
+        self.by_source = {s: AddedTerms() for s in SOURCES}
 
-    def add(self, message: str, standalone: str, searched: str) -> None:
+    def add(self, message: str, standalone: str, searched: str, history: Sequence[Turn] = ()) -> None:
         own = set(analyze(message))
         person_adds, form_adds = set(analyze(standalone)) - own, set(analyze(searched)) - own
         self.both += len(person_adds & form_adds)
         self.person += len(person_adds)
         self.form += len(form_adds)
+        source = _sourcer(history)
+        for term in person_adds | form_adds:
+            counts = self.by_source[source(term)]
+            counts.both += term in person_adds and term in form_adds
+            counts.person += term in person_adds
+            counts.form += term in form_adds
 
     @property
     def recall(self) -> float | None:
@@ -210,6 +248,19 @@ class _Added:
     @property
     def precision(self) -> float | None:
         return _ratio(self.both, self.form)
+
+
+def _sourcer(history: Sequence[Turn]) -> Callable[[str], Source]:
+    """term -> where `history` said it (`SOURCES`' order decides a term said in several places)."""
+    users = {t for turn in history if turn.role == "user" for t in analyze(turn.text)}
+    answers = [turn.text for turn in history if turn.role == "assistant"]
+    last = set(analyze(answers[-1])) if answers else set()
+    earlier = {t for text in answers[:-1] for t in analyze(text)}
+
+    def source(term: str) -> Source:
+        return "user_turns" if term in users else "last_answer" if term in last else "earlier_answers" if term in earlier else "nowhere"
+
+    return source
 
 
 def _ratio(num: int, den: int) -> float | None:
@@ -277,7 +328,7 @@ def evaluate_rewrites(
             searched = rewriter(row.message, row.history) if gate.needs_context else row.message
             exact.append(float(" ".join(_tokens(searched)) == " ".join(_tokens(row.standalone))))
             f1.append(token_f1(searched, row.standalone))
-            added.add(row.message, row.standalone, searched)
+            added.add(row.message, row.standalone, searched, row.history)
         if baseline is not None:
             base.add(row.message, row.standalone, baseline(row.message, row.history) if gate.needs_context else row.message)
     return RewriteReport(
@@ -296,6 +347,7 @@ def evaluate_rewrites(
         added_term_recall=added.recall if rewriter is not None else None,
         added_term_precision=added.precision if rewriter is not None else None,
         added_terms=(added.both, added.person, added.form) if rewriter is not None else None,
+        added_by_source=added.by_source if rewriter is not None else None,
         baseline_added_term_recall=base.recall if baseline is not None else None,
         baseline_added_term_precision=base.precision if baseline is not None else None,
         missed=missed,
