@@ -25,7 +25,7 @@ from typing import Any
 
 from bench.report import publish
 from bench.understanding.followup_sets import is_passage_row, rounded
-from querywise.evaluation.rewrites import RewriteReport, evaluate_rewrites, load_rewrite_rows, plan_rewriter, subject_rewriter
+from querywise.evaluation.rewrites import SOURCES, RewriteReport, evaluate_rewrites, load_rewrite_rows, plan_rewriter, subject_rewriter
 
 COMMAND = ".venv/bin/python -m bench.understanding.followup_training"
 HERE = Path(__file__).parent
@@ -52,13 +52,15 @@ def figures(mode: str, files: tuple[Path, ...] = FILES) -> dict[str, Any]:
             rows = load_rewrite_rows(path)
             split = {"answers": [r for r in rows if is_passage_row(r)], "users": [r for r in rows if not is_passage_row(r)]}
             counts[path.stem] = {part: _counts(evaluate_rewrites(rs, rewriter=rewriter)) for part, rs in split.items()}
-    pooled = {part: {k: sum(c[part][k] for c in counts.values()) for k in ("both", "person", "form", "rows")} for part in PARTS}
+    pooled = {part: {k: sum(c[part][k] for c in counts.values()) for k in next(iter(counts.values()))[part]} for part in PARTS}
     return {"mode": mode, "files": {f: _scored(c) for f, c in counts.items()}, "pooled": _scored(pooled)}
 
 
 def _counts(rep: RewriteReport) -> dict[str, int]:
+    """Term counts, in all and by where the history said each term (`by_<source>_<count>`)."""
     both, person, form = rep.added_terms or (0, 0, 0)
-    return {"both": both, "person": person, "form": form, "rows": rep.n}
+    by = {f"by_{s}_{k}": getattr(c, k) for s, c in (rep.added_by_source or {}).items() for k in ("both", "person", "form")}
+    return {"both": both, "person": person, "form": form, "rows": rep.n, **by}
 
 
 def _scored(c: dict[str, dict[str, int]]) -> dict[str, dict[str, Any]]:
@@ -79,6 +81,15 @@ def markdown(r: dict[str, Any]) -> str:
         for name, v in [*res["files"].items(), ("**pooled**", res["pooled"])]:
             a, u = v["answers"], v["users"]
             lines.append(f"| {name} | {a['rows']} | {a['recall']} | {a['precision']} | {u['rows']} | {u['recall']} | {u['precision']} |")
+        lines += ["", "Pooled, by where the history said each term (`rewrite-eval`'s split): the terms people add, the share the "
+                  "searched text holds, the terms it adds and the share of those people add.", "",
+                  "| part | said in | people add | held | the form adds | right |", "|---|---|---:|---:|---:|---:|"]
+        for part in PARTS:
+            v = res["pooled"][part]
+            for source in SOURCES:
+                both, person, form = (v.get(f"by_{source}_{k}", 0) for k in ("both", "person", "form"))
+                lines.append(f"| {part} | {source.replace('_', ' ')} | {person} | {rounded(both / person) if person else '-'} | {form} | "
+                             f"{rounded(both / form) if form else '-'} |")
         lines.append("")
     return "\n".join(lines)
 
