@@ -109,7 +109,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("understanding.followup_gate", "the follow-up gate, rewrite guard and standalone forms on TREC CAsT 2019 and 2020 rewrites, written QA dialogues and held-out passage conversations", 1,
               quick=(), quick_minutes=0.2, results=("rewrite_cast2019", "rewrite_cast2020", "rewrite_dialogues", "rewrite_passages", "rewrite_passages_dev", "rewrite_passages_2"), smoke=(), aliases=("rewrite", "rewrite_cast2019")),
     Benchmark("understanding.followup_training", "added terms of the follow-up forms on the training and development conversation files (what rules are chosen on), rules alone, the default and the subject + message baseline", 3,
-              results=("followup_training", "followup_first_read", "followup_first_read_2", "followup_first_read_3", "followup_first_read_4", "followup_first_read_5", "followup_first_read_6", "followup_first_read_7", "followup_first_read_8", "followup_first_read_9", "followup_first_read_10", "followup_first_read_11")),
+              results=("followup_training", "followup_first_read", "followup_first_read_2", "followup_first_read_3", "followup_first_read_4", "followup_first_read_5", "followup_first_read_6", "followup_first_read_7", "followup_first_read_8", "followup_first_read_9", "followup_first_read_10", "followup_first_read_11", "followup_first_read_12")),
     Benchmark("understanding.subject_openings", "the conversation's subject read from the opening turns of the training conversations, against hand labels", 0.1,
               quick=(), quick_minutes=0.05, results=("subject_openings",), smoke=()),
     Benchmark("routing.clinc150", "route classifiers and calibration on CLINC150 (in-scope accuracy, OOS recall)", 12,
