@@ -16,11 +16,11 @@ With a `rewriter` (message, history -> the text searched), the text the pipeline
 compared with the person's: the rewriter's output where the gate flags, the message elsewhere
 (`plan_rewriter` makes one from a deployment: the plan's standalone query, LLM or not). Besides
 exact match and token F1, `added_term_recall` and `added_term_precision` say whether the form
-carries what the person added, and only that; `added_by_source` splits both by where the
-conversation said each term first looked for (the user's turns, the last answer, an earlier answer,
-nowhere), so a low figure says which kind of word the form misses or adds wrongly. With a `baseline` rewriter (`subject_rewriter`: the
-conversation's subject + the message), the same two figures for it on the same rows, so a form
-is read beside what a trivial one scores.
+carries what the person added, and only that; `added_by_source` splits them by where the history
+said each term (the user's turns, else the last answer, else an earlier answer, else nowhere), so a
+low figure says which kind of word the form misses or adds wrongly. With a `baseline` rewriter
+(`subject_rewriter`: the conversation's subject + the message), the same two figures for it on the
+same rows, so a form is read beside what a trivial one scores.
 """
 
 from __future__ import annotations
