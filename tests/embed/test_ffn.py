@@ -56,8 +56,11 @@ def test_each_split_feed_forward_loses_its_mask_and_gather_for_an_int8_matmul_of
 def test_texts_alone_and_padded_batches_keep_the_shipped_int8_vectors(int8_pair: tuple[bytes, bytes]) -> None:
     apart, shipped = int8_pair
     for a, b in both_ways(apart, shipped, TEXTS):
-        # the bar for "the same vectors" (bench/results/int8_ffn.md); adding the bias before the side's sum fell to 0.9994
-        assert np.sum(a * b, axis=1).min() >= 0.99999
+        # The bar for "the same vectors": adding the bias before the side's sum fell to 0.9994. Not
+        # tighter: the int8 kernels round differently from one CPU to another (same code and pins: 1.0 on
+        # the host of bench/results/int8_ffn.md, 0.99992 on an AMD EPYC without AVX-512, where each graph
+        # is 0.9977 and 0.9976 from fp32 on that text: rounding, not a worse graph).
+        assert np.sum(a * b, axis=1).min() >= 0.9999
 
 
 @pytest.mark.model
