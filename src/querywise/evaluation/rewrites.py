@@ -222,24 +222,31 @@ def subject_rewriter(*, catalog: Catalog | None = None) -> Rewriter:
 
 class _Added:
     """Added-term counts pooled over rows: what a person's rewrite adds to the message, what a
-    form adds, and both; in all and by where the history said each term."""
+    form adds, and both, by where the history said each term; the totals are their sums."""
 
     def __init__(self) -> None:
-        self.both = self.person = self.form = 0
         self.by_source = {s: AddedTerms() for s in SOURCES}
 
-    def add(self, message: str, standalone: str, searched: str, history: Sequence[Turn] = ()) -> None:
+    def add(self, message: str, standalone: str, searched: str, source: Callable[[str], Source]) -> None:
         own = set(analyze(message))
         person_adds, form_adds = set(analyze(standalone)) - own, set(analyze(searched)) - own
-        self.both += len(person_adds & form_adds)
-        self.person += len(person_adds)
-        self.form += len(form_adds)
-        source = _sourcer(history)
         for term in person_adds | form_adds:
             counts = self.by_source[source(term)]
             counts.both += term in person_adds and term in form_adds
             counts.person += term in person_adds
             counts.form += term in form_adds
+
+    @property
+    def both(self) -> int:
+        return sum(c.both for c in self.by_source.values())
+
+    @property
+    def person(self) -> int:
+        return sum(c.person for c in self.by_source.values())
+
+    @property
+    def form(self) -> int:
+        return sum(c.form for c in self.by_source.values())
 
     @property
     def recall(self) -> float | None:
@@ -324,13 +331,16 @@ def evaluate_rewrites(
                             invented=list(guard.invented),
                         )
                     )
+        if rewriter is None and baseline is None:
+            continue
+        source = _sourcer(row.history)  # where each added term was said, for both forms' counts
         if rewriter is not None:
             searched = rewriter(row.message, row.history) if gate.needs_context else row.message
             exact.append(float(" ".join(_tokens(searched)) == " ".join(_tokens(row.standalone))))
             f1.append(token_f1(searched, row.standalone))
-            added.add(row.message, row.standalone, searched, row.history)
+            added.add(row.message, row.standalone, searched, source)
         if baseline is not None:
-            base.add(row.message, row.standalone, baseline(row.message, row.history) if gate.needs_context else row.message)
+            base.add(row.message, row.standalone, baseline(row.message, row.history) if gate.needs_context else row.message, source)
     return RewriteReport(
         n=len(rows),
         n_rewritten=rewritten,
